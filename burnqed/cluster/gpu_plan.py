@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.config import Config, ServingConfig
+from burnqed.config.rl import CONTINUOUS_PAGE_TOKENS
 from burnqed.errors import ConfigError
 
 PLAN_ANNOTATION = "burnqed.io/gpu-plan"  # pod annotation: the plan of that pod's sidecar, as `describe()` says it
@@ -349,7 +350,7 @@ class RlGpuPlan:
     reference_gib: float  # rl.beta > 0: a frozen copy of the adapter, or of the full weights
     act_bytes: int  # dtype of the hidden states and the KV cache
     sequences: int  # prompts_per_step × num_generations
-    sequence_tokens: int  # max_prompt_tokens + max_completion_tokens
+    sequence_tokens: int  # max_prompt_tokens + max_completion_tokens, in the KV cache (whole pages when continuous)
     kv_gib: float
     prefill_gib: float
     update_gib: float
@@ -397,10 +398,10 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     prepare_model_for_kbit_training casts them, so the hidden states and the KV cache are float32 too). The adapter
     (rank `sft.lora_r` on `sft.target_modules`) in float32; gradients and AdamW's two moments for what is trained; with
     `rl.beta` > 0 the reference (TRL copies the adapter, or loads the full model again). A step generates first
-    (HF `generate`: a KV cache of prompts_per_step × num_generations sequences of max_prompt_tokens +
-    max_completion_tokens, and one layer's prefill activations) and updates after (TRL's gradient checkpointing: every
-    layer's input kept, one layer recomputed with its gradients; the log-probs come from TRL's chunked LM head); the
-    peak holds the larger of the two, the workspaces × WORKSPACE_SAFETY."""
+    (a KV cache of prompts_per_step × num_generations sequences of max_prompt_tokens + max_completion_tokens, rounded
+    up to whole pages under rl.rollout_engine = 'continuous', and one layer's prefill activations) and updates after
+    (TRL's gradient checkpointing: every layer's input kept, one layer recomputed with its gradients; the log-probs
+    come from TRL's chunked LM head); the peak holds the larger of the two, the workspaces × WORKSPACE_SAFETY."""
     sft, rl, serving = cfg.sft, cfg.rl, cfg.serving
     shape = model_shape(serving)
     dims = linear_dims(shape)
@@ -424,7 +425,10 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     act = 2 if sft.method == "lora" and bf16 else 4
     sequences = rl.prompts_per_step * rl.num_generations
     tokens = rl.max_prompt_tokens + rl.max_completion_tokens
-    kv = sequences * tokens * shape.kv_heads * shape.head_dim * shape.layers * 2 * act
+    cached = tokens  # the KV cache's tokens per sequence: continuous batching's are whole pages (stages.rl.engine_args)
+    if rl.rollout_engine == "continuous":
+        cached = -(-tokens // CONTINUOUS_PAGE_TOKENS) * CONTINUOUS_PAGE_TOKENS
+    kv = sequences * cached * shape.kv_heads * shape.head_dim * shape.layers * 2 * act
     prefill = layer_workspace_bytes(shape, sequences * rl.max_prompt_tokens, act) * WORKSPACE_SAFETY
     update = (shape.layers * sequences * tokens * shape.hidden * act
               + 2 * layer_workspace_bytes(shape, sequences * tokens, act)) * WORKSPACE_SAFETY
@@ -432,7 +436,7 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
         gpu_gib=serving.gpu_memory_gib, shape=shape, method=sft.method, context_gib=serving.cuda_context_gib,
         weights_gib=weights / GIB, trainable=trainable, adapter_gib=adapter * ADAPTER_BYTES / GIB,
         states_gib=trainable * (GRAD_BYTES + ADAM_BYTES) / GIB, reference_gib=reference / GIB, act_bytes=act,
-        sequences=sequences, sequence_tokens=tokens, kv_gib=kv / GIB, prefill_gib=prefill / GIB,
+        sequences=sequences, sequence_tokens=cached, kv_gib=kv / GIB, prefill_gib=prefill / GIB,
         update_gib=update / GIB, slack_gib=ALLOCATOR_SLACK_GIB,
     )
     if plan.peak_gib > plan.gpu_gib:
@@ -440,7 +444,7 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
             f"GPU memory plan of the rl step: {plan.peak_gib:.1f} GiB does not fit a {plan.gpu_gib:g} GiB GPU "
             f"(serving.gpu_memory_gib): the policy ({sft.method}) holds {plan.static_gib:.1f} GiB with its optimizer "
             f"state and reference, generation {plan.generation_gib:.1f} GiB (KV cache of {sequences} sequences × "
-            f"{tokens} tokens), the update {plan.update_gib:.1f} GiB; lower rl.prompts_per_step, rl.num_generations, "
+            f"{cached} tokens), the update {plan.update_gib:.1f} GiB; lower rl.prompts_per_step, rl.num_generations, "
             f"rl.max_prompt_tokens or rl.max_completion_tokens, "
             f"{'' if act == 2 and sft.method == 'lora' else ADVICE[sft.method] + ', '}or use a larger GPU"
         )

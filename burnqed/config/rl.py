@@ -13,6 +13,9 @@ from burnqed.config.section import Section
 TRAINS = shapes("rl", "rl-checkpoints")  # what is trained, and how: the output and its checkpoints
 # TRL 1.16's GRPOConfig.loss_type values (trl/trainer/grpo_config.py).
 LossType = Literal["dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"]
+# What samples the rollouts: HF `generate` inside the trainer, or transformers' continuous batching through TRL.
+RolloutEngine = Literal["trainer", "continuous"]
+CONTINUOUS_PAGE_TOKENS = 256  # tokens per page of continuous batching's KV cache (transformers' default page size)
 
 
 class RlConfig(Section):
@@ -70,8 +73,9 @@ class RlConfig(Section):
     )
     max_completion_tokens: int = Field(
         default=96, ge=1,
-        description="Longest completion sampled, in tokens (max_completion_length; TRL's default 512): a proof cut "
-        "there earns 0.0 unless it already verifies.",
+        description="Longest completion sampled, in tokens (max_completion_length; TRL's default 512): a completion "
+        "cut there (no end-of-sequence token) is unfinished and earns 0.0 whatever its text, without a compile "
+        "(counted in rl.json as `truncated`).",
         json_schema_extra=TRAINS,
     )
     max_prompt_tokens: int = Field(
@@ -79,6 +83,15 @@ class RlConfig(Section):
         description="Longest whole prompt RL samples from, in tokens (TRL's former max_prompt_length, 512): a theorem "
         "whose prompt is longer is left out (counted in rl.json). The cluster's GPU memory plan sizes generation for "
         "prompts_per_step × num_generations sequences of max_prompt_tokens + max_completion_tokens.",
+        json_schema_extra=TRAINS,
+    )
+    rollout_engine: RolloutEngine = Field(
+        default="trainer",
+        description="What samples the rollouts inside the trainer: 'trainer' = HF `generate` on left-padded batches "
+        "(TRL's default); 'continuous' = transformers' continuous batching (paged KV cache, sequences leave the batch "
+        "as they finish; use_transformers_continuous_batching), its cache sized to the step's "
+        "prompts_per_step × num_generations sequences of max_prompt_tokens + max_completion_tokens. The reward and "
+        "the update are the same; the completions sampled differ (another sampler). Recorded in rl.json.",
         json_schema_extra=TRAINS,
     )
     learning_rate: float = Field(

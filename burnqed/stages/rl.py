@@ -41,9 +41,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.config import Config, RlConfig, SftConfig
 from burnqed.config.identity import identity_values
+from burnqed.config.rl import CONTINUOUS_PAGE_TOKENS
 from burnqed.errors import InputError, TrainingError
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict
 from burnqed.policy.localmodel import resolve_device
 from burnqed.policy.modelfolder import write_config, write_tokenizer
 from burnqed.provenance import StageInputs
@@ -259,6 +261,10 @@ class StepLog(BaseModel):
     tokens_generated: int = Field(ge=0, description="Completion tokens sampled in the step.")
     lean_seconds: float = Field(ge=0, description="Seconds of the step's compiles (LeanReward's, summed).")
     wall_seconds: float = Field(ge=0, description="Wall time of the step: generation, reward and update.")
+    generation_seconds: float | None = Field(default=None, ge=0, description="Wall time from the step's start to "
+                                             "its reward's call: sampling the rollouts (rl.rollout_engine), the "
+                                             "prompts' tokenisation and the completions' decoding around it.")
+    truncated: int = Field(default=0, ge=0, description="Completions cut at rl.max_completion_tokens (reward 0.0).")
 
 
 class Rollout(BaseModel):
@@ -273,6 +279,8 @@ class Rollout(BaseModel):
     reward: float
     reason: str = Field(description="Why it earned 0.0 (the verdict's first line); empty for a verified proof.")
     tokens: int = Field(default=0, ge=0, description="Its completion tokens.")
+    truncated: bool = Field(default=False, description="Cut at rl.max_completion_tokens: unfinished, 0.0 whatever "
+                            "its text, never compiled.")
     feedback: str | None = Field(default=None, description="Lean's messages on a failed proof as whole search records "
                                  "them with repair on (`rl.rollouts.rollout_feedback`); None otherwise.")
 
@@ -297,6 +305,9 @@ class RlRecord(BaseModel):
                                 "theorem with a failed proof in --trajectories, when search.repair_rounds > 0).")
     prompt_format: str = Field(description="The whole format of the prompts (search's).")
     settings: dict[str, Any] = Field(description="The rl section as run.")
+    rollout_engine: str = Field(default="trainer", description="What sampled the rollouts (rl.rollout_engine).")
+    truncated: int = Field(default=0, ge=0, description="Completions of the run's steps cut at "
+                           "rl.max_completion_tokens: unfinished, reward 0.0 (resumed steps included).")
     mean_reward: float | None = Field(description="Mean reward over every step's completions.")
     train_seconds: float = Field(ge=0, description="Wall time of the training loop (this run).")
     gpu_peak_gib: float | None = Field(default=None, description="On a GPU: the most memory torch allocated in this "
@@ -340,34 +351,76 @@ def _write_jsonl(path: Path, items: Sequence[BaseModel]) -> None:
 
 class RecordingReward:
     """TRL's reward function: `LeanReward`'s rewards, each completion kept as a rollout of the step being computed
-    and the step's tallies (rewards, tokens, Lean seconds) kept for its log line."""
+    and the step's tallies (rewards, tokens, Lean seconds, when it was called) kept for its log line. A completion cut
+    at `cut_at` tokens (rl.max_completion_tokens, its last token none of `end_ids`: the trainer's end-of-sequence
+    tokens) is unfinished: 0.0 whatever its text, never sent to the reward (`truncated`)."""
 
     __name__ = "lean"  # the reward's name in TRL's logs (rewards/lean/mean)
 
-    def __init__(self, reward: LeanReward, journal: Journal, repair: RepairSettings | None = None) -> None:
+    def __init__(self, reward: LeanReward, journal: Journal, repair: RepairSettings | None = None, *,
+                 cut_at: int | None = None, end_ids: Sequence[int] = ()) -> None:
         self.reward = reward
         self.journal = journal
         self.repair = repair or RepairSettings()
+        self.cut_at = cut_at
+        self.end_ids = frozenset(end_ids)
+
+    def is_cut(self, ids: Sequence[int]) -> bool:
+        """Whether a completion of these token ids was cut at the length bound rather than ended by the model."""
+        return self.cut_at is not None and len(ids) >= self.cut_at and (not ids or ids[-1] not in self.end_ids)
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], completion_ids: Sequence[Sequence[int]],
                  theorem: Sequence[str] | None = None, trainer_state: Any = None, **kwargs: Any) -> list[float]:
-        rewards = self.reward(prompts=prompts, completions=completions, theorem=theorem, **kwargs)
-        stats = self.reward.last
-        assert stats is not None and theorem is not None  # the reward checked the batch
+        sampled_at = time.monotonic()
+        if theorem is None:
+            raise InputError("the reward needs the theorem column: each prompt's theorem")
+        cut = [self.is_cut(ids) for ids in completion_ids]
+        kept = [i for i, c in enumerate(cut) if not c]
+        judged: dict[int, tuple[float, str, Verdict | None]] = {}
+        lean_s = 0.0
+        if kept:
+            log_extra = kwargs.get("log_extra")
+            if callable(log_extra):  # the reward's per-completion column, the cut ones' reason in their rows
+                kwargs["log_extra"] = lambda column, values: log_extra(column, _spread(values, kept, len(cut)))
+            rewards = self.reward(prompts=[prompts[i] for i in kept], completions=[completions[i] for i in kept],
+                                  theorem=[theorem[i] for i in kept], **kwargs)
+            stats = self.reward.last
+            assert stats is not None  # the reward checked the batch
+            judged = {i: (value, reason, verdict) for i, value, reason, verdict in zip(
+                kept, rewards, stats.reasons, stats.verdicts, strict=True)}
+            lean_s = stats.lean_s
+        log_metric = kwargs.get("log_metric")
+        if callable(log_metric):
+            log_metric("rollouts/truncated", float(sum(cut)))
         step = int(trainer_state.global_step) + 1 if trainer_state is not None else 0
         fmt, guard = self.reward.settings.fmt, self.reward.guard
-        self.journal.rollouts += [
-            Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value, reason=reason,
-                    tokens=len(ids), feedback=rollout_feedback(self.reward.theorems[name], fmt, text, guard, verdict,
-                                                               self.repair))
-            for name, prompt, text, value, reason, ids, verdict in zip(
-                theorem, prompts, completions, rewards, stats.reasons, completion_ids, stats.verdicts, strict=True)]
+        rollouts: list[Rollout] = []
+        for i, (name, prompt, text, ids) in enumerate(zip(theorem, prompts, completions, completion_ids,
+                                                          strict=True)):
+            value, reason, verdict = judged.get(i, (0.0, TRUNCATED, None))
+            feedback = None if verdict is None else rollout_feedback(self.reward.theorems[name], fmt, text, guard,
+                                                                     verdict, self.repair)
+            rollouts.append(Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value,
+                                    reason=reason, tokens=len(ids), truncated=cut[i], feedback=feedback))
+        self.journal.rollouts += rollouts
+        rewards = [r.reward for r in rollouts]
         # by prompt: a theorem's whole prompt and its repair prompt are two prompts of the step
         solved = {prompt for prompt, value in zip(prompts, rewards, strict=True) if value == 1.0}
-        self.journal.pending = {"step": step, "rewards": list(rewards), "prompts": len(set(prompts)),
+        self.journal.pending = {"step": step, "rewards": rewards, "prompts": len(set(prompts)),
                                 "solved": len(solved), "tokens": sum(len(ids) for ids in completion_ids),
-                                "lean_s": stats.lean_s}
+                                "lean_s": lean_s, "truncated": sum(cut), "sampled_at": sampled_at}
         return rewards
+
+
+TRUNCATED = "cut at rl.max_completion_tokens: unfinished"  # the reason of a truncated completion
+
+
+def _spread(values: Sequence[Any], kept: Sequence[int], size: int) -> list[Any]:
+    """`values` of the kept completions at their places in a batch of `size`, TRUNCATED in the others'."""
+    spread: list[Any] = [TRUNCATED] * size
+    for i, value in zip(kept, values, strict=True):
+        spread[i] = value
+    return spread
 
 
 # ------------------------------------------------------------------------------------------------ the stage
@@ -416,10 +469,11 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
             echo(f"rl: {long} prompt(s) left out: longer than rl.max_prompt_tokens = "
                  f"{rl.max_prompt_tokens}")
         rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
-        recorder = RecordingReward(reward, journal, settings.repair)
+        recorder = RecordingReward(reward, journal, settings.repair, cut_at=rl.max_completion_tokens)
         progress = _callback_class()(journal, checkpoints, echo)
         trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
                                 output_dir=checkpoints.local, callbacks=[progress, *callbacks])
+        recorder.end_ids = frozenset(trainer.eos_token_ids)  # TRL's: the tokenizer's and the generation config's
         trainer.journal = journal
         if resume is not None:
             echo(f"rl: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
@@ -436,6 +490,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         left_out_long_prompt=long,
         repair_prompts=sum(1 for row in fitting if row["prompt"] != reward.prompts[row["theorem"]]),
         prompt_format=str(settings.reward.fmt), settings=rl.model_dump(mode="json"),
+        rollout_engine=rl.rollout_engine, truncated=sum(1 for r in journal.rollouts if r.truncated),
         mean_reward=sum(rewards) / len(rewards) if rewards else None, train_seconds=seconds,
         gpu_peak_gib=_gpu_peak_gib(device), device=device,
         written_at=datetime.now(UTC),
@@ -503,6 +558,7 @@ def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward
         report_to="none",
         disable_tqdm=True,
         generation_kwargs={"use_cache": True},
+        **engine_args(rl),
     )
     model.config.use_cache = True  # generation reads its KV cache; training passes no cache
     trainer = _trainer_class()(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
@@ -510,6 +566,21 @@ def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     return trainer
+
+
+def engine_args(rl: RlConfig) -> dict[str, Any]:
+    """GRPOConfig's fields for `rl.rollout_engine`: none for 'trainer' (HF `generate`); for 'continuous'
+    transformers' continuous batching with its paged KV cache sized to the step (each of prompts_per_step ×
+    num_generations sequences its pages of max_prompt_tokens + max_completion_tokens; else it takes half the free
+    memory, TRL's default, which the GPU plan cannot count), refused only past 0.9 of the free memory (TRL's 0.5 would
+    refuse a cache the plan fits). No seed of its own: it draws one from torch's generator, which the trainer seeds
+    with rl.seed and a checkpoint restores (a fixed seed would reset that generator at every step's generation)."""
+    if rl.rollout_engine == "trainer":
+        return {}
+    sequences = rl.prompts_per_step * rl.num_generations
+    pages = -(-(rl.max_prompt_tokens + rl.max_completion_tokens) // CONTINUOUS_PAGE_TOKENS)
+    return {"use_transformers_continuous_batching": True,
+            "transformers_continuous_batching_config": {"num_blocks": sequences * pages, "max_memory_percent": 0.9}}
 
 
 def _atomic_json(write: Callable[[str], None], path: str) -> None:
@@ -587,6 +658,7 @@ def _callback_class() -> Any:
                 verified=sum(1 for r in rewards if r == 1.0), completions=len(rewards),
                 kl=_number(logs.get("kl")), loss=_number(logs.get("loss")), tokens_generated=pending["tokens"],
                 lean_seconds=pending["lean_s"], wall_seconds=now - self._began,
+                generation_seconds=max(pending["sampled_at"] - self._began, 0.0), truncated=pending["truncated"],
             )
             self.journal.steps.append(entry)
             self.journal.pending = {}
@@ -594,9 +666,11 @@ def _callback_class() -> Any:
             eta = f"ETA {(total - step) * (now - self._started) / done:.0f}s" if done > 0 else "ETA ?"
             kl = f" kl {entry.kl:.4f}" if entry.kl is not None else ""
             loss = f"{entry.loss:.4f}" if entry.loss is not None else "n/a"
+            cut = f" ({entry.truncated} cut)" if entry.truncated else ""
             self.echo(f"rl: step {step}/{total} reward {entry.mean_reward:.3f} solved {pending['solved']}/"
-                      f"{pending['prompts']} loss {loss}{kl} {entry.tokens_generated} tokens, Lean "
-                      f"{entry.lean_seconds:.1f}s, {entry.wall_seconds:.1f}s {eta}")
+                      f"{pending['prompts']} loss {loss}{kl} {entry.tokens_generated} tokens{cut}, sampled in "
+                      f"{entry.generation_seconds:.1f}s, Lean {entry.lean_seconds:.1f}s, {entry.wall_seconds:.1f}s "
+                      f"{eta}")
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             self.store.push(Path(args.output_dir) / f"checkpoint-{state.global_step}")
@@ -616,5 +690,5 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-__all__ = ["TRAJECTORIES", "RlOutcome", "RlRequest", "RlSettings", "build_trainer", "proved_theorems", "run_rl",
-           "select_theorems", "with_failed_proofs"]
+__all__ = ["TRAJECTORIES", "TRUNCATED", "RlOutcome", "RlRequest", "RlSettings", "build_trainer", "engine_args",
+           "proved_theorems", "run_rl", "select_theorems", "with_failed_proofs"]

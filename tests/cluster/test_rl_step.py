@@ -97,14 +97,18 @@ def test_the_rl_workflow_obeys_the_controller_and_argos_schema(docs: list[Any]) 
 
 
 def test_the_real_configurations_rl_plan() -> None:
+    # At the 7B configuration's lengths for DeepSeek-Prover-V2's chain of thought: 1024 prompt + 4096 completion tokens
     assert rl_gpu_plan(real()).describe() == "\n".join([
         "GPU 79.6 GiB; rl trains the policy (qlora): 6.91B parameters, 37.5M trainable; generation and update with "
         "hidden states and KV cache in float32",
         "  static: CUDA context 1 + weights 6.04 + adapter 0.14 + gradients and AdamW 0.42 + reference 0.00 = 7.60 GiB",
-        "  generation: KV cache 8 sequences × 608 tokens × 0.938 MiB = 4.45 + prefill 1.20 = 5.65 GiB",
-        "  update (gradient checkpointing): 6.18 GiB",
-        "  peak 7.60 + max(5.65, 6.18) + slack 0.5 = 14.28 GiB of 79.6",
+        "  generation: KV cache 8 sequences × 5120 tokens × 0.938 MiB = 37.50 + prefill 2.39 = 39.89 GiB",
+        "  update (gradient checkpointing): 52.03 GiB",
+        "  peak 7.60 + max(39.89, 52.03) + slack 0.5 = 60.13 GiB of 79.6",
     ])
+    # Continuous batching's cache holds whole pages of 256 tokens: 1024 + 1000 tokens take 2048
+    paged = rl_gpu_plan(real("rl.rollout_engine=continuous", "rl.max_completion_tokens=1000"))
+    assert paged.sequence_tokens == 2048 and rl_gpu_plan(real("rl.max_completion_tokens=1000")).sequence_tokens == 2024
     with_kl = rl_gpu_plan(real("rl.beta=0.04"))  # the reference: a frozen copy of the adapter
     assert with_kl.reference_gib == pytest.approx(with_kl.adapter_gib) and with_kl.reference_gib > 0
     lora = rl_gpu_plan(real("sft.method=lora"))  # bf16 base, bf16 KV cache: half of QLoRA's float32 per token
@@ -112,11 +116,11 @@ def test_the_real_configurations_rl_plan() -> None:
 
 
 @pytest.mark.parametrize(("sets", "message"), [
-    (["rl.prompts_per_step=8", "rl.num_generations=8", "rl.max_completion_tokens=1024"],
+    (["rl.prompts_per_step=8", "rl.num_generations=8", "rl.max_completion_tokens=1024", "rl.max_prompt_tokens=512"],
      r"^GPU memory plan of the rl step: 133.0 GiB does not fit a 79.6 GiB GPU \(serving.gpu_memory_gib\): the policy "
      r"\(qlora\) holds 7.6 GiB .* generation 99.6 GiB \(KV cache of 64 sequences × 1536 tokens\), the update 124.9 GiB;"
      r" .*train with sft.method = \"lora\" and sft.bf16"),
-    (["sft.method=full"], r"^GPU memory plan of the rl step: 110.7 GiB .* the policy \(full\) holds 104.0 GiB"),
+    (["sft.method=full"], r"^GPU memory plan of the rl step: 156.5 GiB .* the policy \(full\) holds 104.0 GiB"),
 ])
 def test_an_rl_step_that_does_not_fit_its_gpu_is_refused_at_render(sets: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
@@ -124,7 +128,7 @@ def test_an_rl_step_that_does_not_fit_its_gpu_is_refused_at_render(sets: list[st
 
 
 def test_the_same_rl_step_fits_a_larger_gpu_or_bf16_lora() -> None:
-    big = ["rl.prompts_per_step=8", "rl.num_generations=8", "rl.max_completion_tokens=1024"]
+    big = ["rl.prompts_per_step=8", "rl.num_generations=8", "rl.max_completion_tokens=1024", "rl.max_prompt_tokens=512"]
     assert rl_gpu_plan(real("serving.gpu_memory_gib=139.8", *big)).peak_gib == pytest.approx(132.98, abs=0.01)
     assert rl_gpu_plan(real("sft.method=lora", *big)).peak_gib == pytest.approx(77.37, abs=0.01)
 

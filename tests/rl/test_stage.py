@@ -1,8 +1,11 @@
 """The GRPO stage (docs/training.md, "GRPO stage") on the tiny model and the embedded Lean (minilean, the default
 lean.command): a few steps write a model folder that export reads, with the step log and the rollouts; kill -9 after
 a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte (its rows holding repair
-prompts too); bad input is refused before any work; the settings are in `config describe`; `iterate` places the stage
-between sft and export only when rl.enabled (the cluster's rl step: tests/cluster/test_rl_step.py)."""
+prompts too), under either rollout engine; bad input is refused before any work; the settings are in `config
+describe`; `iterate` places the stage between sft and export only when rl.enabled (the cluster's rl step:
+tests/cluster/test_rl_step.py). Each rollout engine (`rl.rollout_engine`) runs `burnqed rl` on CPU and is
+recorded; continuous batching is seeded by rl.seed; a completion cut at rl.max_completion_tokens earns 0.0 unsent
+to the reward and is counted."""
 
 from __future__ import annotations
 
@@ -26,9 +29,11 @@ from burnqed.stages.rl import (
     ROLLOUTS,
     STEP_LOG,
     TRAJECTORIES,
+    TRUNCATED,
     RlRequest,
     RlSettings,
     check_model_folder,
+    engine_args,
     run_rl,
     select_theorems,
 )
@@ -81,7 +86,7 @@ def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path
     steps = [json.loads(line) for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
     assert [s["step"] for s in steps] == [1, 2] and all(s["completions"] == 4 for s in steps)
     assert set(steps[0]) == {"step", "mean_reward", "solved_share", "verified", "completions", "kl", "loss",
-                             "tokens_generated", "lean_seconds", "wall_seconds"}
+                             "tokens_generated", "lean_seconds", "wall_seconds", "generation_seconds", "truncated"}
     rollouts = [json.loads(line) for line in (folder / ROLLOUTS).read_text(encoding="utf-8").splitlines()]
     assert [r["step"] for r in rollouts] == [1, 1, 1, 1, 2, 2, 2, 2]
     assert {r["theorem"] for r in rollouts} <= {t.name for t in THEOREMS}
@@ -135,15 +140,18 @@ def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: 
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # three runs of 8 steps; continuous batching's manager costs seconds a step on CPU
+@pytest.mark.parametrize("engine", ["trainer", "continuous"])
 def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
-        policy: Path, tmp_path: Path, store: Store) -> None:
+        engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
     index = write_index(tmp_path / "theorems.json")
     # An earlier search's failed proofs: with search.repair_rounds > 0 the rows hold their repair prompts too.
     failures = f"file://{tmp_path}/trajectories"
     write_trajectory(failures, [failed_search(t, ["simp", "rfl"]) for t in THEOREMS], store=store)
     args = ["--sft", str(sft_of(policy)), "--theorems", str(index), "--trajectories", failures,
             "--set", "search.repair_rounds=1", "--set", "rl.max_steps=8", "--set", "rl.save_steps=2",
-            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1"]
+            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1",
+            "--set", f"rl.rollout_engine={engine}"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     assert burnqed("rl", *args, "--output", str(whole)).returncode == 0
     with background("rl", *args, "--output", str(killed)) as proc:
@@ -166,7 +174,8 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
     assert any(prompt.startswith("This Lean 4 proof does not compile:") for prompt in prompts)
 
     def untimed(folder: Path) -> list[dict[str, object]]:
-        return [{k: v for k, v in json.loads(line).items() if k not in ("wall_seconds", "lean_seconds")}
+        return [{k: v for k, v in json.loads(line).items()
+                 if k not in ("wall_seconds", "lean_seconds", "generation_seconds")}
                 for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
 
     assert untimed(killed) == untimed(whole) and len(untimed(whole)) == 8
@@ -179,7 +188,7 @@ def test_the_settings_are_in_config_describe() -> None:
     keys = {key.path for key in describe("rl")}
     assert keys == {"rl.enabled", "rl.theorems", "rl.num_generations", "rl.prompts_per_step", "rl.loss_type",
                     "rl.beta", "rl.temperature", "rl.max_completion_tokens", "rl.max_prompt_tokens", "rl.learning_rate",
-                    "rl.max_steps",
+                    "rl.rollout_engine", "rl.max_steps",
                     "rl.save_steps", "rl.seed"}
     described = {key.path: key for key in describe("rl")}
     assert "TRL's default 'dapo'" in described["rl.loss_type"].description
@@ -244,3 +253,113 @@ def test_a_steps_prompts_and_solved_prompts_are_counted_by_prompt_not_by_theorem
                     trainer_state=SimpleNamespace(global_step=0)) == list(rewards)
     assert {key: journal.pending[key] for key in ("prompts", "solved", "tokens")} == {"prompts": 3, "solved": 1,
                                                                                         "tokens": 4}
+
+
+# ------------------------------------------------------------------------------------------------ rollout engines
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # the tiny policy's fixture and a trainer on 2 shared cores
+@pytest.mark.parametrize("engine", ["trainer", "continuous"])
+def test_under_each_engine_burnqed_rl_samples_scores_cut_completions_zero_and_records_it(
+        engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
+    # 6 tokens: the taught proofs (`norm_num`, ...) end within them, a longer completion is cut
+    cfg = config(rollout_engine=engine, max_completion_tokens=12)
+    output = str(tmp_path / "rl")
+    lines: list[str] = []
+    outcome = run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=output),
+                     select_theorems(THEOREMS, "all", set()), RlSettings.from_config(cfg),
+                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=1), store=store, echo=lines.append)
+    folder = Path(output)
+    record = json.loads((folder / RL_RECORD).read_text(encoding="utf-8"))
+    assert record["rollout_engine"] == engine and record["settings"]["rollout_engine"] == engine
+    steps = [json.loads(line) for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
+    rollouts = [json.loads(line) for line in (folder / ROLLOUTS).read_text(encoding="utf-8").splitlines()]
+    assert outcome.record.steps == 2 and len(rollouts) == 8
+    assert all(0 < r["tokens"] <= 12 for r in rollouts)
+    cut = [r for r in rollouts if r["truncated"]]
+    # A cut completion earns 0.0 and is never compiled; every verified one ended before the bound.
+    assert all(r["reward"] == 0.0 and r["reason"] == TRUNCATED and r["tokens"] == 12 for r in cut)
+    assert all(not r["truncated"] for r in rollouts if r["reward"] == 1.0)
+    assert record["truncated"] == len(cut) == sum(s["truncated"] for s in steps)
+    assert all(0 <= s["generation_seconds"] <= s["wall_seconds"] for s in steps)
+    assert [line.split(" reward")[0] for line in lines] == ["rl: step 1/2", "rl: step 2/2"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # the tiny policy's fixture and a trainer on 2 shared cores
+def test_continuous_batching_is_seeded_by_rl_seed_a_rerun_samples_the_same_rollouts(policy: Path, tmp_path: Path,
+                                                                                     store: Store) -> None:
+    runs = []
+    for name, seed in (("a", 0), ("b", 0), ("c", 1)):
+        cfg = config(rollout_engine="continuous", max_steps=1, seed=seed)
+        run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=str(tmp_path / name)),
+               select_theorems(THEOREMS, "all", set()), RlSettings.from_config(cfg),
+               open_pool=lambda lean=cfg.lean: LeanPool.from_config(lean, size=1), store=store, echo=lambda _: None)
+        runs.append([(r["theorem"], r["completion"]) for r in map(
+            json.loads, (tmp_path / name / ROLLOUTS).read_text(encoding="utf-8").splitlines())])
+    assert runs[0] == runs[1] and len(runs[0]) == 4
+    assert runs[2] != runs[0]
+
+
+def test_the_engine_becomes_trls_settings_and_continuous_batchings_cache_holds_the_step() -> None:
+    assert engine_args(RlConfig()) == {}
+    # 2 × 4 sequences of 512 + 96 tokens: 3 pages of 256 each
+    assert engine_args(RlConfig(rollout_engine="continuous")) == {
+        "use_transformers_continuous_batching": True,
+        "transformers_continuous_batching_config": {"num_blocks": 24, "max_memory_percent": 0.9}}
+    long = RlConfig(rollout_engine="continuous", max_prompt_tokens=1024, max_completion_tokens=4096,
+                    prompts_per_step=8, num_generations=8)
+    assert engine_args(long)["transformers_continuous_batching_config"] == {"num_blocks": 64 * 20,
+                                                                           "max_memory_percent": 0.9}
+    with pytest.raises(ValueError, match="rollout_engine"):
+        RlConfig(rollout_engine="served")  # not an engine the stage can run
+
+
+def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() -> None:
+    """Cut = max_completion_tokens ids and the last no end-of-sequence token; the reward sees only the others, its
+    per-completion column is spread back over the batch, and a batch of cut completions calls no reward at all."""
+    from types import SimpleNamespace
+
+    from burnqed.lean.soundness import Verdict
+    from burnqed.rl.reward import RewardStats
+    from burnqed.stages.rl import Journal, RecordingReward
+
+    seen: list[list[str]] = []
+
+    class Judged:
+        def __init__(self) -> None:
+            self.settings = SimpleNamespace(fmt=None)
+            self.guard = None
+            self.theorems = {"t": Theorem(name="t")}
+            self.last: RewardStats | None = None
+
+        def __call__(self, *, completions: list[str], log_extra: object = None, **_: object) -> list[float]:
+            seen.append(completions)
+            rewards = tuple(1.0 if c.startswith("proof") else 0.0 for c in completions)
+            self.last = RewardStats(rewards, tuple("" if r else "x" for r in rewards), sum(map(int, rewards)), 0,
+                                    len(rewards), 0, 0, 0.25, 0.3, tuple(Verdict(ok=bool(r)) for r in rewards))
+            assert callable(log_extra)
+            log_extra("lean_verdict", list(self.last.reasons))
+            return list(rewards)
+
+    journal = Journal()
+    recorder = RecordingReward(Judged(), journal, cut_at=3, end_ids=[9])  # type: ignore[arg-type]
+    extra: list[tuple[str, list[str]]] = []
+    metrics: dict[str, float] = {}
+    state = SimpleNamespace(global_step=0)
+    rewards = recorder(prompts=["p"] * 5, completions=["proof a", "proof b", "proof c", "junk", "proof e"],
+                       completion_ids=[[1, 2, 9], [1, 2, 3], [1, 9], [1, 2, 3, 4], [1, 2]], theorem=["t"] * 5,
+                       trainer_state=state, log_extra=lambda c, v: extra.append((c, v)),
+                       log_metric=metrics.__setitem__)
+    # ended by 9 at the bound: finished; 3 ids without 9: cut (a proof's text or not); shorter: finished
+    assert rewards == [1.0, 0.0, 1.0, 0.0, 1.0] and seen == [["proof a", "proof c", "proof e"]]
+    assert extra == [("lean_verdict", ["", TRUNCATED, "", TRUNCATED, ""])]
+    assert metrics == {"rollouts/truncated": 2.0}
+    assert [(r.truncated, r.reason, r.feedback) for r in journal.rollouts] == [
+        (False, "", None), (True, TRUNCATED, None), (False, "", None), (True, TRUNCATED, None), (False, "", None)]
+    assert {k: journal.pending[k] for k in ("truncated", "lean_s", "tokens")} == {"truncated": 2, "lean_s": 0.25,
+                                                                                  "tokens": 14}
+    assert recorder(prompts=["p"], completions=["proof"], completion_ids=[[1, 2, 3]], theorem=["t"],
+                    trainer_state=state) == [0.0]
+    assert len(seen) == 1 and journal.pending["lean_s"] == 0.0  # all cut: no reward call

@@ -1,0 +1,311 @@
+"""Lean source as Lean's parser splits it: tokens, and where each command starts. A command may start at any column,
+on the same line as a term: a term ends at the first token that cannot continue it, and a command keyword then opens
+the next command (`abbrev X : ℕ := 1  instance(priority:=high)e : …` is two commands). Pure string work.
+
+    [t.text for t in tokens("def«x» : ℕ := 1")]        # ["def", "x", ":", "ℕ", ":=", "1"]: `«x»` is a name
+    [t.text for t in command_tokens("1\n  instance(priority:=high)e")]   # ["instance"]
+    command_starts("open Real\nabbrev s : ℝ := sorry\n")                  # [0, 10]: two commands
+    term_problem("1 + 1")                              # None: one term, fit for `:= (1 + 1)`
+    term_problem("1) (2")                              # "… closes a bracket it never opened …"
+
+Identifiers are read with Lean's character classes (`isIdFirst`, `isIdRest`, letter-like symbols, subscripts); a
+name is a keyword only when the whole dotted name is one (`foo.def`, `def'` and `«def»` are names). Comments and
+literals come from `leankit.text.regions`. The keywords are those of Lean 4's command parsers, Batteries' and
+Mathlib's (docs/lean.md, "Lean source as text"): a Mathlib keyword used as a plain name without Mathlib is read as
+a keyword here, which is the stricter reading. What the parser does after a parse error does not matter: a file
+with an error never counts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from leankit.text import BRACKET_PAIRS, DOC_COMMENT, LITERAL, MODULE_DOC, OPENER_OF, regions
+
+# The tokens that open a declaration or another command in Lean 4 core, Batteries and Mathlib. `import` opens the
+# header. `deriving` opens a command only as `deriving instance` (after a structure it belongs to it).
+DECLARATION_KEYWORDS: frozenset[str] = frozenset({
+    "abbrev", "def", "theorem", "lemma", "example", "instance", "axiom", "opaque", "structure", "class", "inductive",
+    "coinductive", "mutual", "irreducible_def", "alias", "proof_wanted", "recall", "simproc", "dsimproc",
+    "simproc_decl", "dsimproc_decl", "builtin_simproc", "builtin_dsimproc", "builtin_simproc_decl",
+    "builtin_dsimproc_decl",
+})
+OTHER_COMMAND_KEYWORDS: frozenset[str] = frozenset({
+    "import", "open", "export", "namespace", "section", "end", "variable", "universe", "include", "omit",
+    "set_option", "attribute", "notation", "notation3", "infix", "infixl", "infixr", "prefix", "postfix", "macro",
+    "macro_rules", "syntax", "elab", "elab_rules", "declare_syntax_cat", "binder_predicate", "unif_hint",
+    "initialize", "builtin_initialize", "add_decl_doc", "register_option", "register_builtin_option",
+    "register_simp_attr", "register_label_attr", "declare_simp_like_tactic", "initialize_simps_projections",
+    "assert_not_exists", "assert_not_imported", "suppress_compilation", "unsuppress_compilation", "run_cmd",
+    "run_elab", "run_meta", "grind_pattern", "library_note", "compile_inductive", "compile_def", "seal", "unseal",
+    "init_quot", "mk_iff_of_inductive_prop", "declare_aesop_rule_sets", "add_aesop_rules", "erase_aesop_rules",
+    "deriving",
+})
+# Tokens that stand before a command's keyword and belong to it: declaration modifiers and attribute kinds.
+MODIFIERS: frozenset[str] = frozenset({"private", "protected", "noncomputable", "unsafe", "partial", "nonrec",
+                                       "local", "scoped"})
+COMMAND_KEYWORDS: frozenset[str] = DECLARATION_KEYWORDS | OTHER_COMMAND_KEYWORDS | MODIFIERS
+
+# Token kinds.
+IDENT = "ident"
+KEYWORD = "keyword"
+SYMBOL = "symbol"
+NUMBER = "number"
+STRING = "string"
+DOC = "doc"  # a `/-- … -/` doc comment (a token to Lean, unlike other comments)
+MODULE = "module doc"  # a `/-! … -/` module doc: a command of its own
+
+_LETTER_LIKE = (
+    r"\u03b1-\u03ba\u03bc-\u03c9"  # lower Greek but λ
+    r"\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9"  # upper Greek but Π and Σ
+    r"\u03ca-\u03fb\u1f00-\u1ffe\u2100-\u214f\U0001d49c-\U0001d59f"
+)
+_SUBSCRIPT = r"\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a"
+_ID_FIRST = rf"[A-Za-z_{_LETTER_LIKE}]"
+_ID_REST = rf"[A-Za-z0-9_'!?{_LETTER_LIKE}{_SUBSCRIPT}]"
+_IDENT = re.compile(rf"{_ID_FIRST}{_ID_REST}*(?:\.{_ID_FIRST}{_ID_REST}*)*")
+_NUMBER = re.compile(r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_HASH_COMMAND = re.compile(rf"#{_ID_FIRST}{_ID_REST}*")  # #eval, #print, #check, #exit, … (`#[` is an array)
+_SPACE = re.compile(r"\s+")
+
+
+class Token(NamedTuple):
+    """One token of Lean source: its kind, its text as written, its span (character offsets) and, for a name, the
+    name as Lean reads it (`«x»` components written plainly)."""
+
+    kind: str
+    text: str
+    start: int
+    end: int
+    name: str = ""
+
+
+class Command(NamedTuple):
+    """One command as Lean's parser reads it: text[start:end] (blanks after it excluded) and the keyword that
+    makes it one (`def`, `open`, `#eval`, `/-!`, …)."""
+
+    start: int
+    end: int
+    keyword: str
+
+
+def _code_tokens(text: str, start: int, end: int) -> Iterator[Token]:
+    """The tokens of text[start:end], which holds no comment and no literal."""
+    index = start
+    while index < end:
+        space = _SPACE.match(text, index, end)
+        if space is not None:
+            index = space.end()
+            continue
+        found = _IDENT.match(text, index, end)
+        if found is not None:
+            word = found.group()
+            kind = KEYWORD if word in COMMAND_KEYWORDS else IDENT
+            yield Token(kind, word, index, found.end(), word)
+            index = found.end()
+            continue
+        found = _NUMBER.match(text, index, end) or _HASH_COMMAND.match(text, index, end)
+        if found is not None:
+            word = found.group()
+            yield Token(NUMBER, word, index, found.end()) if word[0] != "#" else Token(KEYWORD, word, index,
+                                                                                        found.end(), word)
+            index = found.end()
+            continue
+        length = 2 if text.startswith(("@[", ":="), index) else 1
+        yield Token(SYMBOL, text[index : index + length], index, index + length)
+        index += length
+
+
+def _pieces(text: str) -> Iterator[Token]:
+    """The tokens of `text` before escaped names are joined with their dotted neighbours."""
+    index = 0
+    for region in regions(text):
+        yield from _code_tokens(text, index, region.start)
+        index = region.end
+        body = text[region.start : region.end]
+        if region.kind == LITERAL and body[0] == "«":
+            yield Token(IDENT, body, region.start, region.end, body[1:-1] if region.closed else body[1:])
+        elif region.kind == DOC_COMMENT:
+            yield Token(DOC, body, region.start, region.end)
+        elif region.kind == MODULE_DOC:
+            yield Token(MODULE, body, region.start, region.end)
+        elif region.kind == LITERAL:
+            yield Token(STRING, body, region.start, region.end)
+    yield from _code_tokens(text, index, len(text))
+
+
+def tokens(text: str) -> Iterator[Token]:
+    """Lean's tokens of `text`, in order, comments skipped (a doc comment or a module doc is a token). An escaped
+    name `«…»` is a name (never a keyword), one with the dotted parts written next to it (`foo.«bar».baz`)."""
+    held: list[Token] = []  # a name, or a name and the `.` after it, that what follows may continue
+    for piece in _pieces(text):
+        if held and piece.start == held[-1].end:
+            if len(held) == 1 and piece.text == "." and held[0].kind in (IDENT, KEYWORD):
+                held.append(piece)
+                continue
+            escaped = piece.text[0] == "«" or held[0].text[-1] == "»"
+            if len(held) == 2 and piece.kind in (IDENT, KEYWORD) and escaped:
+                first = held[0]
+                held = [Token(IDENT, text[first.start : piece.end], first.start, piece.end,
+                              f"{first.name}.{piece.name}")]
+                continue
+        yield from held
+        held = [piece] if piece.kind in (IDENT, KEYWORD) else []
+        if not held:
+            yield piece
+    yield from held
+
+
+def _opens_command(token: Token) -> bool:
+    """Whether `token` is a command keyword wherever it stands (a modifier included; `deriving` alone is not)."""
+    return (token.kind == KEYWORD and token.text != "deriving") or token.kind == MODULE or token.text == "@["
+
+
+def command_tokens(text: str) -> list[Token]:
+    """The tokens of `text` that open a command, or stand before one as its modifier, wherever they stand: no term or
+    tactic holds one (`deriving instance`, `@[…]` and a `/-! … -/` module doc included)."""
+    found: list[Token] = []
+    listed = list(tokens(text))
+    for at, token in enumerate(listed):
+        if token.text == "deriving":
+            if at + 1 < len(listed) and listed[at + 1].text == "instance":
+                found.append(token)
+        elif _opens_command(token):
+            found.append(token)
+    return found
+
+
+def _skip_brackets(listed: list[Token], at: int) -> int:
+    """The index just past the bracket group opening at listed[at] (`@[` or `[`), or len(listed)."""
+    depth = 0
+    for index in range(at, len(listed)):
+        text = listed[index].text
+        if text in ("@[", "[") and listed[index].kind == SYMBOL:
+            depth += 1
+        elif text == "]" and listed[index].kind == SYMBOL:
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return len(listed)
+
+
+def _prefix_end(listed: list[Token], at: int) -> int:
+    """The index of the first token after the run of command prefixes (doc comments, `@[…]`, modifiers) that
+    starts at listed[at]; `at` itself when listed[at] is none."""
+    index = at
+    while index < len(listed):
+        token = listed[index]
+        if token.kind == DOC or (token.kind == KEYWORD and token.text in MODIFIERS):
+            index += 1
+        elif token.text == "@[" and token.kind == SYMBOL:
+            index = _skip_brackets(listed, index)
+        else:
+            return index
+    return index
+
+
+def _head(listed: list[Token], at: int) -> bool:
+    """Whether listed[at] is the keyword a command is named by (a modifier is not; `deriving` only before
+    `instance`)."""
+    token = listed[at]
+    if token.kind != KEYWORD or token.text in MODIFIERS:
+        return False
+    return token.text != "deriving" or (at + 1 < len(listed) and listed[at + 1].text == "instance")
+
+
+def _body_start(listed: list[Token], at: int, keyword: str) -> int:
+    """Where the scan goes on after a command's keyword (listed[at] is the token after it): past the tokens that are
+    part of the command although they are keywords or brackets of their own."""
+    following = listed[at].text if at < len(listed) else ""
+    if keyword == "mutual":  # one command up to its `end`
+        while at < len(listed) and not (listed[at].kind == KEYWORD and listed[at].text == "end"):
+            at += 1
+        return at + 1
+    if keyword == "attribute" and following == "[":
+        return _skip_brackets(listed, at)
+    if (keyword, following) in {("class", "inductive"), ("class", "abbrev"), ("open", "scoped"),
+                                ("deriving", "instance")}:
+        return at + 1
+    return at
+
+
+def commands(text: str) -> list[Command]:
+    """The commands of `text` as Lean's parser reads a text that parses without error: each starts at a command
+    keyword wherever it stands, with its prefixes (doc comment, `@[…]`, modifiers), and a command after `… in`
+    is one with it; `attribute […]` holds no command, `mutual … end` is one, and so are `class inductive`,
+    `deriving instance` and `open scoped`. Text before the first command keyword (none in a well-formed file) is
+    a command of its own, keyword ""."""
+    listed = list(tokens(text))
+    starts: list[tuple[int, str]] = []
+    at = 0
+    joined = False  # the command keyword next belongs to the command before it (`open Foo in theorem …`)
+    while at < len(listed):
+        token = listed[at]
+        after = _prefix_end(listed, at)
+        keyword = ""
+        if token.kind == MODULE:
+            keyword, after = token.text[:3], at
+        elif after < len(listed) and _head(listed, after):
+            keyword = listed[after].text
+        if keyword:
+            if not joined or not starts:
+                starts.append((token.start, keyword))
+            joined = False
+            at = _body_start(listed, after + 1, keyword)
+            continue
+        if not starts:
+            starts.append((token.start, ""))
+        joined = token.kind == IDENT and token.text == "in"
+        at = _skip_brackets(listed, at) if token.text == "@[" and token.kind == SYMBOL else at + 1
+    if not starts:
+        return []
+    ends = [start for start, _ in starts[1:]] + [len(text)]
+    return [Command(start, start + len(text[start:end].rstrip()), keyword)
+            for (start, keyword), end in zip(starts, ends, strict=True)]
+
+
+def command_starts(text: str) -> list[int]:
+    """Where each command of `text` starts (character offsets; `commands`)."""
+    return [command.start for command in commands(text)]
+
+
+def term_problem(value: str) -> str | None:
+    """Why `value` cannot stand as one term inside `(VALUE)` where Lean reads a command's term, or None: it is
+    empty, leaves a comment or literal open, holds a doc comment, a command keyword (a term ends before one and
+    the command runs) or brackets that do not pair as Lean reads them."""
+    if not value.strip():
+        return "it is empty"
+    for region in regions(value):
+        if not region.closed:
+            what = "string or name literal" if region.kind == LITERAL else region.kind
+            return f"it leaves a {what} open at character {region.start}"
+    listed = list(tokens(value))
+    for token in listed:
+        if token.kind in (DOC, MODULE):
+            return f"it holds a {'doc comment' if token.kind == DOC else 'module doc'} (no part of a term)"
+        if token.kind == KEYWORD or token.text == "@[":
+            return f"it holds the command keyword {token.text!r} (Lean ends the term there and runs a command)"
+    return bracket_problem(listed)
+
+
+def bracket_problem(listed: list[Token]) -> str | None:
+    """Why the brackets of these tokens do not pair (a closer before its opener, another kind, one left open), or
+    None."""
+    stack: list[Token] = []
+    for token in listed:
+        if token.kind != SYMBOL:
+            continue
+        if token.text in BRACKET_PAIRS:
+            stack.append(token)
+        elif token.text in OPENER_OF:
+            if not stack:
+                return f"it closes a bracket {token.text!r} it never opened (character {token.start})"
+            opener = stack.pop()
+            if BRACKET_PAIRS[opener.text] != token.text:
+                return (f"it closes {opener.text!r} (character {opener.start}) with {token.text!r} (character "
+                        f"{token.start})")
+    if stack:
+        return f"it leaves {stack[-1].text!r} open (character {stack[-1].start})"
+    return None
