@@ -186,7 +186,10 @@ def train_ebm(
                                  joint=joint, iteration=iteration)
     if already_done(store, output, "train-ebm output", made_from=made_from, force=force):
         return
+    from burnqed.data.theorems import check_training_inputs
     from burnqed.stages.train_ebm import TrainRequest, run_train_ebm
+
+    decontaminated = check_training_inputs("train-ebm", cfg, store, trajectories=trajectories)  # refuses before work
 
     request = TrainRequest(output, trajectories, model=cfg.policy.model, init=init, cache=cache, iteration=iteration,
                            joint=joint, force=force, made_from=made_from)
@@ -197,6 +200,7 @@ def train_ebm(
         return
     typer.echo(f"init: {outcome.init.reason if outcome.init else ''}")
     typer.echo(render_metrics(outcome.metrics), nl=False)
+    typer.echo(decontaminated, err=True)  # with the results: a damaged input stays a refusal of one line
     typer.echo(f"wrote {output}")
 
 

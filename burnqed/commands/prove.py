@@ -236,6 +236,7 @@ def evaluate(
         finished_eval,
         publish_eval,
         render_finished,
+        untrained_planner,
     )
     from burnqed.runner.reuse import check_reusable, eval_inputs, reuse_line
     from burnqed.runner.reuse import finished_eval as finished
@@ -269,6 +270,9 @@ def evaluate(
     training_check = check_training_data(cfg.policy.model, index, store=store)
     for line in check_lines(training_check):
         typer.echo(line, err=True)
+    untrained = untrained_planner(cfg, store=store)  # a sketch eval of a planner never trained on sketches
+    if untrained is not None:
+        typer.echo(untrained, err=True)
 
     async def run() -> list[EvalResult]:
         async with open_search_edges(cfg, ebm, store=store) as edges:

@@ -107,10 +107,13 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
             raise typer.Exit(GATE_STOPPED)
     last = iters[-1]
     if store.is_done(Layout(run_root).report(last)):
+        from burnqed.eval.report import load_report
+        from burnqed.runner.local import next_line
+
         again = suggestion(["iterate", "--iter", str(last + 1)], carry)
         show = suggestion(["show", "THEOREM", "--iter", str(last)],
                           carried(root=root, config=config, sets=show_sets(given_sets)))
-        typer.echo(f"next: `{again}` runs iteration {last + 1}; `{show}` draws one theorem's search")
+        typer.echo(next_line(load_report(Layout(run_root).report(last), store=store), again, show))
 
 
 @reports_errors
@@ -239,7 +242,10 @@ def report(
         for line in headline(load_report(output, store=store)):
             typer.echo(line)
         return
-    result = build_report(at.root, iteration, cfg.pipeline, rl=cfg.rl.enabled, store=store)
+    from burnqed.eval.report_rl import switched_by_rl
+
+    result = build_report(at.root, iteration, cfg.pipeline, rl=cfg.rl.enabled, rl_switched=switched_by_rl(cfg),
+                          store=store)
     with store.staged_output(output, "report", {"go": result.go}, made_from=made_from) as folder:
         write_report(result, folder)
     for note in result.not_compared:

@@ -62,6 +62,7 @@ def sft(
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
     from burnqed.config.sft import proof_examples_on, sketch_examples_on
+    from burnqed.data.theorems import check_training_inputs
     from burnqed.runner.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
     from burnqed.sft.train import SftRequest, run_sft
@@ -71,6 +72,7 @@ def sft(
     made_from = sft_inputs(cfg, store, data=data, trajectories=trajectories or (), init=init, iteration=iteration)
     if already_done(store, output, "sft output", made_from=made_from, force=force):
         return
+    decontaminated = check_training_inputs("sft", cfg, store, data=data, trajectories=trajectories or ())
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
@@ -89,6 +91,7 @@ def sft(
                       sketch_examples=sketch_examples_on(cfg.sft, cfg.search), store=store,
                       form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():
+        typer.echo(decontaminated, err=True)  # with the summary: a damaged input stays a refusal of one line
         typer.echo(outcome.summary)
 
 
@@ -148,7 +151,9 @@ def rl(
     search sends, byte for byte), rewards 1.0 a completion that verifies as whole search counts a proof (guard,
     compile, axioms check, kernel recheck, on the Lean pool of the lean section) and 0.0 anything else, and updates
     the policy (rl.loss_type, rl.beta, rl.learning_rate). Theorems: --theorems/--split (the iteration's train and
-    pool splits in `iterate`), with rl.theorems = 'unsolved' less those the searches of --trajectories proved. With
+    pool splits in `iterate`; without --split the train split, of the embedded index without --theorems), with
+    rl.theorems = 'unsolved' less those the searches of --trajectories proved. A test-split theorem, or one of the
+    benchmark the evals evaluate (pipeline.benchmark; by name or restated), is refused by name before any work. With
     search.repair_rounds > 0 each theorem with a failed proof recorded in --trajectories also gives one repair prompt
     (the prompt search revises that proof with), whose completions are judged alike.
 
@@ -157,7 +162,7 @@ def rl(
     newest complete one. OUTPUT holds the weights or adapter, sft.json (of the SFT output: how export loads it),
     rl.json, rl-log.jsonl (one line per step) and rollouts.jsonl (every completion, its reward and Lean's reason).
     """
-    from burnqed.data.theorems import load_index
+    from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
     from burnqed.stages.rl import (
@@ -167,18 +172,23 @@ def rl(
         proved_theorems,
         run_rl,
         select_theorems,
+        untrained_format,
         with_failed_proofs,
     )
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
     check_checkpoint_folder(store, output)
     settings = RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
-    index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
-                       world_sketches=cfg.data.world_sketches)
+    index = rl_index(theorems, split, cfg, store=store)  # without --split: the train split
+    decontaminated = check_rl_theorems(index, cfg, store=store)  # refuses test and benchmark theorems by name
     made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
     check_model_folder(store.local_input(sft), sft)
+    typer.echo(decontaminated, err=True)
+    warning = untrained_format(sft, store=store)
+    if warning is not None:
+        typer.echo(warning, err=True)
     selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
     selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,

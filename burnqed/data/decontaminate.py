@@ -5,13 +5,14 @@ benchmark statement (`leankit.normal_form`: equal up to renaming) leaves trainin
     twins = Twins([Benchmark(ROUTE_PIPELINE, "MyBench", tuple(index.theorems), uri="MyBench.lean")])
     overlap = twins.overlap(theorem, "lean-workbook")     # the BenchmarkOverlap when it restates one, else None
     check = check_training_data(cfg.policy.model, index, store=store)   # an eval's: None when the model names no data
+    held = held_out_theorems(theorems, benchmark)   # what a training stage (rl, sft, train-ebm) must refuse
 
 The routes, and what a training theorem is on each, are docs/data.md's "Decontamination".
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from burnqed.data.data_report import BenchmarkOverlap, CheckedBenchmark, TrainingDataCheck, read_report
@@ -168,3 +169,53 @@ def check_lines(check: TrainingDataCheck | None, limit: int = 20) -> list[str]:
     if len(check.overlaps) > limit:
         lines.append(f"  … {len(check.overlaps) - limit} more (eval.json's training_check lists them all)")
     return lines
+
+
+# ------------------------------------------------------------------------------------- training stages' inputs
+
+MAX_HELD_NAMED = 8  # held-out theorems a refusal names before "… and N more"
+
+
+@dataclass(frozen=True, slots=True)
+class HeldOut:
+    """A theorem a training stage was given that never trains, and why: its index's `test` split, a theorem of the
+    benchmark by name, or a statement with the normal form of one of the benchmark's."""
+
+    theorem: str
+    why: str
+
+
+def held_out_theorems(theorems: Sequence[Theorem], benchmark: Benchmark) -> list[HeldOut]:
+    """The theorems of `theorems` that are test or benchmark theorems (`HeldOut`), in their order: split `test`, a
+    name of `benchmark` (what the evals evaluate: `theorems.pipeline_benchmark`), or a statement restating one of its
+    statements (`Twins`, the normal form `data prepare` drops by)."""
+    names = {theorem.name for theorem in benchmark.theorems}
+    twins = Twins([benchmark])
+    held: list[HeldOut] = []
+    for theorem in theorems:
+        if theorem.split == "test":
+            held.append(HeldOut(theorem.name, "test split"))
+        elif theorem.name in names:
+            held.append(HeldOut(theorem.name, f"a theorem of {benchmark.name}"))
+        elif (overlap := twins.overlap(theorem, theorem.source or "")) is not None:
+            held.append(HeldOut(theorem.name, f"restates {overlap.benchmark} of {benchmark.name}"))
+    return held
+
+
+def held_out_names(names: Iterable[str], benchmark: Benchmark) -> list[HeldOut]:
+    """The names among `names` (the theorems a trajectory searched) that are theorems of `benchmark`, each once."""
+    theirs = {theorem.name for theorem in benchmark.theorems}
+    return [HeldOut(name, f"a theorem of {benchmark.name}") for name in dict.fromkeys(names) if name in theirs]
+
+
+def check_training_theorems(what: str, held: Sequence[HeldOut], compared: int, benchmark: Benchmark) -> str:
+    """The `decontamination:` line of a training stage that compared `compared` training theorems with `benchmark`;
+    InputError naming the held-out ones (one line, the first `MAX_HELD_NAMED`) when there is any: `what` says which
+    input of which stage (`rl --theorems`, `sft --trajectories`)."""
+    if held:
+        named = ", ".join(f"{h.theorem} ({h.why})" for h in held[:MAX_HELD_NAMED])
+        more = f" and {len(held) - MAX_HELD_NAMED} more" if len(held) > MAX_HELD_NAMED else ""
+        raise InputError(f"{what}: {len(held)} of its {compared} theorems are test or benchmark theorems, which never "
+                         f"train: {named}{more}")
+    return (f"decontamination: {what}: none of its {compared} theorems is a test or benchmark theorem (compared with "
+            f"{benchmark.name}, {len(benchmark.theorems)} theorems)")

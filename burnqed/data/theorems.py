@@ -5,21 +5,32 @@
     index = load_theorems("s3://bucket/minif2f.json", store=store)  # a theorem index
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
                                    world_sketches=cfg.data.world_sketches)  # what the evals evaluate
+    index = rl_index(None, None, cfg, store=store)       # what `burnqed rl` trains on without --theorems/--split
+    line = check_rl_theorems(index, cfg, store=store)   # refuses test and benchmark theorems by name (InputError)
 
 A benchmark is converted on the fly exactly as a `benchmark` source is (`benchmark_index`), without Lean and writing
 nothing; its declarations that are none of its theorems come with it (`TheoremIndex.skipped`). `pipeline_benchmark`
 reads `pipeline.benchmark` the same way (unset: the embedded test split) and refuses a missing or empty one
-(`InputError`, exit 2) before any stage runs.
+(`InputError`, exit 2) before any stage runs. The training stages read their theorems here too: `rl_index` (without
+--split, the train split), and `check_rl_theorems` / `check_training_inputs` refuse a test or benchmark theorem among
+what rl, sft or train-ebm would train on (docs/data.md, "Decontamination").
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import PurePosixPath
 
-from burnqed.config import DataConfig, SourceSpec
+from burnqed.config import Config, DataConfig, SourceSpec
 from burnqed.data.collect import collect
 from burnqed.data.data_report import summary_line
-from burnqed.data.decontaminate import ROUTE_PIPELINE, Benchmark
+from burnqed.data.decontaminate import (
+    ROUTE_PIPELINE,
+    Benchmark,
+    check_training_theorems,
+    held_out_names,
+    held_out_theorems,
+)
 from burnqed.data.index import (
     NOT_AN_INDEX,
     OtherDocumentError,
@@ -31,9 +42,10 @@ from burnqed.data.index import (
     refuse_empty,
     select_split,
 )
+from burnqed.data.pairs import THEOREMS_FILE
 from burnqed.errors import InputError
-from burnqed.records import TheoremIndex
-from burnqed.storage import Store, is_remote, local_path
+from burnqed.records import Theorem, TheoremIndex
+from burnqed.storage import Store, is_remote, join, local_path
 
 BENCHMARK_KEY = "pipeline.benchmark"
 
@@ -136,3 +148,52 @@ def benchmark_index(path: str, *, store: Store, option: str = "--theorems") -> T
     name = PurePosixPath(path.rstrip("/")).stem or "theorems"
     return TheoremIndex(name=name, theorems=[candidate.theorem for candidate in collection.candidates],
                         skipped=sorted(collection.skipped, key=lambda skipped: (skipped.file, skipped.line or 0)))
+
+
+# ------------------------------------------------------------------------------ what the training stages read
+
+TRAIN_SPLIT = "train"  # what RL trains on when --split is not given
+
+
+def rl_index(theorems: str | None, split: str | None, cfg: Config, *, store: Store) -> TheoremIndex:
+    """The theorems `burnqed rl --theorems THEOREMS --split SPLIT` reads (the command and the local runner's reuse
+    check alike): `load_index`'s, and without --split the train split of them (the embedded index's without
+    --theorems; an index whose theorems name no split: all of them). InputError when the index has splits but no
+    train one. Which of them are test or benchmark theorems is `check_rl_theorems`'."""
+    index = load_index(theorems, split, None if split else TRAIN_SPLIT, store=store, world_seed=cfg.data.world_seed,
+                       world_sketches=cfg.data.world_sketches)
+    if theorems is None or split or all(theorem.split is None for theorem in index.theorems):
+        return index
+    return select_split(index, TRAIN_SPLIT)
+
+
+def check_rl_theorems(index: TheoremIndex, cfg: Config, *, store: Store) -> str:
+    """The `decontamination:` line of RL's theorems (none is a test or benchmark theorem: the index's test split, a
+    theorem of what the evals evaluate by name or by statement, `pipeline.benchmark` or the embedded test split);
+    InputError naming them when some are (docs/training.md, "GRPO stage")."""
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)
+    return check_training_theorems("rl", held_out_theorems(index.theorems, benchmark),
+                                   len(index.theorems), benchmark)
+
+
+def check_training_inputs(stage: str, cfg: Config, store: Store, *, data: str | None = None,
+                          trajectories: Sequence[str] = ()) -> str:
+    """The `decontamination:` line of a training stage's inputs (`sft`, `train-ebm`): the train split of --data's
+    theorems.json and the theorems the searches of --trajectories recorded, compared with the benchmark the evals
+    evaluate (pipeline.benchmark; unset, the embedded test split): by name, and a data theorem also by statement.
+    InputError naming every one that is a test or benchmark theorem (docs/data.md, "Decontamination")."""
+    from burnqed.trajectory.reader import read_results
+
+    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
+                                   world_sketches=cfg.data.world_sketches)
+    trained: list[Theorem] = []
+    if data is not None and store.exists(join(data, THEOREMS_FILE)):
+        trained = [theorem for theorem in load_theorem_index(join(data, THEOREMS_FILE), store=store).theorems
+                   if theorem.split == "train"]  # what SFT trains on: the train split's pairs and proofs
+    searched = [result.name for uri in trajectories for result in read_results(uri, store=store)]
+    held = held_out_theorems(trained, benchmark)
+    held += [h for h in held_out_names(searched, benchmark) if h.theorem not in {k.theorem for k in held}]
+    inputs = " and ".join((["--data"] if data is not None else []) + (["--trajectories"] if trajectories else []))
+    compared = len({theorem.name for theorem in trained} | set(searched))
+    return check_training_theorems(f"{stage} {inputs}".strip(), held, compared, benchmark)

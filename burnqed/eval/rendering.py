@@ -32,8 +32,8 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
         table.add_row(
             str(row.budget),
             f"{row.solved}/{row.total}",
-            f"{100 * row.rate:.1f} %",
-            "{:.1f}–{:.1f}".format(*(100 * end for end in row.interval)),
+            f"{100 * row.rate:.1f} %" if row.total else "–",  # no theorem evaluated (all needed a real Lean): no rate
+            "{:.1f}–{:.1f}".format(*(100 * end for end in row.interval)) if row.total else "–",
             *(BudgetRow.shown(name, getattr(row, name)) for name, _ in figures),
         )
     reasons = ", ".join(f"{reason} {count}" for reason, count in result.failure_reasons.items()) or "none"

@@ -54,7 +54,9 @@ from burnqed.eval.report_model import (
     TrainingSummary,
     UnsolvedRow,
 )
+from burnqed.eval.report_rl import rl_headline
 from burnqed.eval.report_section import ReportInputs
+from burnqed.eval.report_sketch import sketch_headline
 from burnqed.eval.result import UNKNOWN_REASON, EvalResult, git_commit
 from burnqed.layout import Layout, StageTimes
 
@@ -462,9 +464,10 @@ def _collect_iteration(at: Layout, j: int, load: EvalFiles, got: _Collected, sto
 
 
 def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: bool = False,
-                 store: storage.Store) -> Report:
+                 rl_switched: Sequence[str] = (), store: storage.Store) -> Report:
     """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published); `rl`
-    (`rl.enabled`): the iteration's plan has an rl stage, whose section the report shows. `InputError`
+    (`rl.enabled`): the iteration's plan has an rl stage, whose section the report shows, with `rl_switched`, the SFT
+    settings rl.enabled turned on (`report_rl.switched_by_rl`). `InputError`
     (before anything is written) when `root` holds no `iter_{iteration}` folder or no eval result at all: a
     report of nothing would read as a complete no-go."""
     at = Layout(root)
@@ -494,6 +497,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: boo
     false = known_false(current) if current is not None else set()
     commit = git_commit()
     inputs = ReportInputs(root=root, iteration=iteration, store=store, evals=modes, steps=got.steps, rl=rl,
+                          rl_switched=tuple(rl_switched),
                           eval_uris={label: uri for label, uri, _ in published})
     return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
                   learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
@@ -614,6 +618,8 @@ def headline(report: Report) -> list[str]:
     if arm is not None and arm.differs:
         lines.append(f"  warning: the base arm is {arm.model}, evaluated untrained, but iteration 0's SFT started from "
                      f"{arm.sft_base_model} (sft.base_model): base → iteration 0 is not what training added to it")
+    lines += rl_headline(report.rl)
+    lines += sketch_headline(report.sketches)
     for gate in report.gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"  {mark} {gate.name}: {gate.detail}")

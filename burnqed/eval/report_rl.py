@@ -12,7 +12,9 @@ time). An rl stage whose files are missing or unreadable is named with why, and 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
@@ -20,6 +22,9 @@ from burnqed import storage
 from burnqed.errors import InputError
 from burnqed.eval.report_section import ReportSection
 from burnqed.layout import Layout
+
+if TYPE_CHECKING:
+    from burnqed.config import Config
 
 
 class RlStepRow(BaseModel):
@@ -59,20 +64,35 @@ class RlSection(BaseModel):
     trajectory: str | None = Field(default=None, description="The rollouts as a whole-mode trajectory (what the next "
                                    "iteration's SFT reads).")
     rows: list[RlStepRow] = Field(default_factory=list)
+    switched_on: list[str] = Field(default_factory=list, description="The SFT settings rl.enabled turned on "
+                                   "(`switched_by_rl`): the iteration's SFT trained them too, so a change from the "
+                                   "base is theirs and RL's together.")
 
     @property
     def kl_measured(self) -> bool:
         return self.beta is not None and self.beta > 0
 
 
-def rl_section(at: Layout, iteration: int, *, enabled: bool, store: storage.Store) -> RlSection | None:
-    """The RL section of `iteration` (None when the plan has no rl stage: `enabled` is `rl.enabled`)."""
+def switched_by_rl(cfg: Config) -> list[str]:
+    """The SFT settings `rl.enabled` turned on: `sft.proof_examples` when it is unset and the search alone would not
+    have turned it on (search.mode step, search.repair_rounds 0; `config.sft.proof_examples_on`)."""
+    from burnqed.config.sft import proof_examples_on
+
+    if not cfg.rl.enabled or proof_examples_on(cfg.sft, cfg.search, cfg.rl.model_copy(update={"enabled": False})):
+        return []
+    return ["sft.proof_examples"] if proof_examples_on(cfg.sft, cfg.search, cfg.rl) else []
+
+
+def rl_section(at: Layout, iteration: int, *, enabled: bool, store: storage.Store,
+               switched: Sequence[str] = ()) -> RlSection | None:
+    """The RL section of `iteration` (None when the plan has no rl stage: `enabled` is `rl.enabled`); `switched`,
+    the SFT settings rl.enabled turned on (`switched_by_rl`)."""
     if not enabled:
         return None
     from burnqed.stages.rl import RL_RECORD, STEP_LOG, TRAJECTORIES, RlRecord, StepLog
 
     output = at.rl(iteration)
-    section = RlSection(iteration=iteration, output=output)
+    section = RlSection(iteration=iteration, output=output, switched_on=list(switched))
     if not store.is_done(output):
         return section.model_copy(update={"problem": f"{output} is not published (no {storage.MARKER_NAME}): the rl "
                                           "stage has not finished"})
@@ -117,6 +137,10 @@ def rl_markdown(section: RlSection | None) -> list[str]:
     if section is None:
         return []
     lines = [f"## RL: GRPO on Lean's verdict (iteration {section.iteration})", ""]
+    if section.switched_on:
+        lines += [f"rl.enabled also turned on {', '.join(f'`{name}`' for name in section.switched_on)} (unset, "
+                  "rl.enabled sets it): this iteration's SFT trained whole proofs too, so a change from the base is "
+                  "RL's and that setting's together.", ""]
     if section.problem is not None:
         return [*lines, f"**The rl stage's output could not be read**: {section.problem}. No figure of it is shown.",
                 ""]
@@ -144,6 +168,20 @@ def rl_markdown(section: RlSection | None) -> list[str]:
     return [*lines, ""]
 
 
+def rl_headline(section: RlSection | None) -> list[str]:
+    """The headline's RL line: its steps and mean reward, and the SFT settings rl.enabled turned on; why its output
+    could not be read; nothing without an rl stage."""
+    if section is None:
+        return []
+    if section.problem is not None:
+        return [f"  rl (iteration {section.iteration}): not read: {section.problem}"]
+    reward = "–" if section.mean_reward is None else f"{section.mean_reward:.3f}"
+    also = (f"; it also turned on {', '.join(section.switched_on)} in SFT (the change is both's)"
+            if section.switched_on else "")
+    return [f"  rl (iteration {section.iteration}): {section.steps} steps on {section.theorems} theorems, mean reward "
+            f"{reward}{also}"]
+
+
 def plot_rl(section: RlSection | None, folder: Path) -> None:
     """`rl_reward.png`: the mean reward and the share of prompts solved by a rollout against the step (not written
     without steps)."""
@@ -168,7 +206,9 @@ def plot_rl(section: RlSection | None, folder: Path) -> None:
 
 
 RL_SECTION: ReportSection[RlSection | None] = ReportSection(
-    field="rl", build=lambda got: rl_section(got.at, got.iteration, enabled=got.rl, store=got.store),
+    field="rl", build=lambda got: rl_section(got.at, got.iteration, enabled=got.rl, store=got.store,
+                                             switched=got.rl_switched),
     markdown=rl_markdown, plots=plot_rl)
 
-__all__ = ["RL_SECTION", "RlSection", "RlStepRow", "plot_rl", "rl_markdown", "rl_section"]
+__all__ = ["RL_SECTION", "RlSection", "RlStepRow", "plot_rl", "rl_headline", "rl_markdown", "rl_section",
+           "switched_by_rl"]

@@ -34,6 +34,7 @@ class ReportInputs:
     evals: Sequence[tuple[str, EvalResult]]  # this iteration's evals by label: its main eval, its ablation, eval_modes
     steps: Sequence[tuple[str, str, EvalResult]]  # each step's main eval: (step 'base' or 'iteration i', arm, result)
     rl: bool = False  # the iteration's plan has an rl stage (rl.enabled)
+    rl_switched: tuple[str, ...] = ()  # the SFT settings rl.enabled turned on (report_rl.switched_by_rl)
     eval_uris: Mapping[str, str] = field(default_factory=dict)  # `evals`' result URIs by label (trajectories beside)
 
     @property

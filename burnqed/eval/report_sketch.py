@@ -134,6 +134,21 @@ def sketch_counts(results: Sequence[TheoremResult]) -> SketchCounts:
         via_sketch=sum(1 for r in sketched if r.proved and any(s.verified for s in r.sketches)))
 
 
+def sketch_headline(rows: Sequence[SketchRow]) -> list[str]:
+    """The headline's line for each source whose planner's sketches never elaborated (its row's counts: sketch-mode
+    searches ran, none of their sketches became subgoals), saying what they became instead; nothing else."""
+    lines = []
+    for row in rows:
+        counts = row.counts
+        if counts is None or counts.searches == 0 or counts.elaborated > 0:
+            continue
+        budget = f" at {row.budget}" if row.budget else ""
+        lines.append(f"  warning: {row.source}{budget}: none of the {counts.sketches} sketches of {counts.searches} "
+                     f"sketch searches elaborated ({counts.unreadable} held no sketch, {counts.rejected} rejected by "
+                     f"Lean, {counts.refused} refused by the guard): the planner proved nothing through a sketch")
+    return lines
+
+
 def read_sketch_results(prefixes: Sequence[str], *, store: storage.Store) -> tuple[list[TheoremResult], str | None]:
     """The TheoremResults under every trajectory prefix of one source (an eval's passes), or why they cannot be
     read: a prefix missing or unfinished (no completion marker)."""
@@ -240,4 +255,5 @@ SKETCH_SECTION: ReportSection[list[SketchRow]] = ReportSection(
     markdown=sketch_markdown)
 
 __all__ = ["SKETCH_SECTION", "SketchCounts", "SketchRow", "eval_prefixes", "hit_rate_text", "inconsistencies",
-           "looked_up", "read_sketch_results", "sketch_counts", "sketch_markdown", "sketch_rows", "source_row"]
+           "looked_up", "read_sketch_results", "sketch_counts", "sketch_headline", "sketch_markdown", "sketch_rows",
+           "source_row"]

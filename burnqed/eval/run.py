@@ -22,6 +22,7 @@ import hashlib
 import logging
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -523,6 +524,9 @@ async def eval_job(
             attempts.append(done + results)
             log.info("pass %d: %s", k, render_throughput(monitor.report()))
     checks = await check_answers(index.theorems, attempts, pool, job.guard)
+    # A theorem the embedded Lean cannot start (Mathlib's names and notation) is no 0 %: counted apart, not in a rate.
+    apart = needs_real_lean(attempts, settings.lean_backend)
+    attempts = [[r for r in passed if r.name not in apart] for passed in attempts]
     result = build_eval_result(
         attempts,
         budgets,
@@ -538,13 +542,72 @@ async def eval_job(
         iteration=iteration,
         config_digest=settings.config_digest,
         git_commit=git_commit(),
-        theorem_names=[t.name for t in index.theorems],
+        theorem_names=[t.name for t in index.theorems if t.name not in apart],
         mode=job.mode,
         wall_s=time.perf_counter() - started,
         resumed=sum(len(state.done) for state in states if state is not None),
         pantograph_version=pantograph_version,
     )
-    return result.model_copy(update={"not_evaluated": list(index.skipped)})
+    cannot_start = [SkippedDeclaration(name=t.name, file=t.source or index.name, line=None, reason=NEEDS_REAL_LEAN,
+                                       detail=f"{settings.lean_backend} cannot start it: {apart[t.name]}")
+                    for t in index.theorems if t.name in apart]
+    return result.model_copy(update={"not_evaluated": [*index.skipped, *cannot_start]})
+
+
+NEEDS_REAL_LEAN = "needs_real_lean"  # SkippedDeclaration.reason of a theorem the embedded Lean cannot start
+EMBEDDED_BACKENDS = ("minilean", "replay")  # `lean_backend_label`'s: the embedded Lean, no Mathlib
+NOT_ELABORATED = "does not elaborate"  # what a start error that Lean (not burnqed) gave says (lean.protocol)
+
+
+def needs_real_lean(attempts: Sequence[Sequence[TheoremResult]], backend: str) -> dict[str, str]:
+    """The theorems every attempt of which could not start on the embedded Lean (`backend` minilean or replay: its
+    statement or header "does not elaborate" there, as Mathlib's names and notation do not: `unknown identifier
+    'Differentiable'`), each with the first attempt's message; none on another Lean, where a start error is the
+    theorem's own."""
+    if backend not in EMBEDDED_BACKENDS:
+        return {}
+    tries: dict[str, list[TheoremResult]] = {}
+    for passed in attempts:
+        for attempt in passed:
+            tries.setdefault(attempt.name, []).append(attempt)
+    return {name: (found[0].detail or "").removeprefix("Lean could not start the goal: ") for name, found in
+            tries.items() if all(a.failure_reason is FailureReason.START_ERROR and NOT_ELABORATED in (a.detail or "")
+                                 for a in found)}
+
+
+def needs_real_lean_line(result: EvalResult) -> str | None:
+    """The eval's line on the theorems it counted apart as needing a real Lean (`needs_real_lean`), with the most
+    common of the embedded Lean's messages; None when there is none."""
+    apart = [s for s in result.not_evaluated if s.reason == NEEDS_REAL_LEAN]
+    if not apart:
+        return None
+    said = Counter(s.detail.split(": ", 1)[-1].removeprefix("the theorem does not elaborate: ") for s in apart)
+    common = "; ".join(f"{text} ({n})" for text, n in said.most_common(3))
+    return (f"needs a real Lean: {len(apart)} of the {result.total + len(apart)} theorems cannot start on "
+            f"{result.lean_backend} (Mathlib's names and notation: {common}), counted apart, not in the rates: "
+            f"{result.cumulative_solved}/{result.total} is of the others; run them on a Lean with Mathlib "
+            "(lean.command, docs/lean.md)")
+
+
+def untrained_planner(config: Config, *, store: Store) -> str | None:
+    """A `warning:` line before a sketch-mode eval whose planner (the policy, or planner.model when a second model
+    plans) was never trained on sketches: its records say so (no SFT of its chain trained a sketch example:
+    sft.sketch_examples was off; `sft.manifests.trained_formats`), so its sketches come back empty or unreadable and
+    every theorem fails without one elaborated. None in another mode, for a trained planner, and for a model that
+    records no SFT (a hub model: nothing is known)."""
+    from burnqed.sft.manifests import trained_formats
+
+    if config.search.mode is not SearchMode.SKETCH:
+        return None
+    served = config.planner.served
+    model = config.planner.model if served else config.policy.model
+    formats = trained_formats(model, store=store)
+    if formats is None or formats.sketches:
+        return None
+    who = "planner.model" if served else "the policy"
+    return (f"warning: sketch mode, but {who} {model} was never trained on sketches (no SFT of it trained a sketch "
+            "example: sft.sketch_examples was off): expect empty or unreadable sketches and no theorem proved through "
+            "one; train it with sft.sketch_examples = true")
 
 
 # ---------------------------------------------------------------------------------- one `burnqed eval`, both arms
@@ -688,6 +751,8 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_fr
         echo(render_eval_table(result))
         if k == 0 and result.not_evaluated:
             echo(render_not_evaluated(result))
+        if k == 0 and (apart := needs_real_lean_line(result)) is not None:
+            echo(apart)
         if show_theorems and k == 0:
             echo(render_theorem_table(result))
     if len(results) == 2:
@@ -703,6 +768,8 @@ def render_finished(results: Sequence[EvalResult], *, show_theorems: bool) -> li
         texts.append(render_eval_table(result))
         if k == 0 and result.not_evaluated:
             texts.append(render_not_evaluated(result))
+        if k == 0 and (apart := needs_real_lean_line(result)) is not None:
+            texts.append(apart)
         if show_theorems:
             texts.append(render_theorem_table(result))
     return texts

@@ -36,6 +36,7 @@ from burnqed.runner.reuse import Verdict, stage_verdict
 
 if TYPE_CHECKING:
     from burnqed.config import Config
+    from burnqed.eval.report_model import Report
 
 STOPPED_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # a stage's exit after it saved its work on a signal
 
@@ -506,3 +507,14 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
                      "--no-gates to go on)", err=True)
                 return False
     return True
+
+
+def next_line(report: Report, again: str, show: str) -> str:
+    """The `next:` line after the iterations up to `report`'s: `again` (the command running the one after) only when
+    its go/no-go gates say go; after a STOP (or a blocking gate not measured) what stopped it instead, never another
+    iteration; `show` (drawing one theorem's search) either way."""
+    drawn = f"`{show}` draws one theorem's search"
+    if report.go and report.decided:
+        return f"next: `{again}` runs iteration {report.iteration + 1}; {drawn}"
+    return (f"next: no iteration {report.iteration + 1} (iteration {report.iteration}'s decision: {report.decision}); "
+            f"see its report.md; {drawn}")

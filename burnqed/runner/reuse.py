@@ -438,10 +438,9 @@ def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, 
 
 
 def _rl(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
-    from burnqed.data.theorems import load_index
+    from burnqed.data.theorems import rl_index
 
-    index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed,
-                       world_sketches=cfg.data.world_sketches)
+    index = rl_index(line.one("--theorems"), line.one("--split"), cfg, store=store)
     return [(line.output, rl_inputs(cfg, store, sft=line.one("--sft") or "", index=index,
                                     trajectories=line.all("--trajectories"), iteration=line.iteration))]
 

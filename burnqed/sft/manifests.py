@@ -11,6 +11,7 @@ load the folder. No I/O beyond reading one JSON file.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -239,3 +240,41 @@ def model_fingerprint(folder: Path) -> str:
         with path.open("rb") as handle:
             digest.update(handle.read(1 << 20))
     return "sha256:" + digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TrainedFormats:
+    """Which formats beyond tactic pairs a policy was ever trained on (`trained_formats`): the proof formats
+    (whole proofs, proof rests, repairs: sft.proof_examples) and the planner's sketch format (sft.sketch_examples)."""
+
+    proofs: bool
+    sketches: bool
+    sft: str  # the SFT output whose record was read first
+
+
+MAX_RECORD_HOPS = 8  # export → SFT (or RL) output → --init → … a few iterations back
+
+
+def trained_formats(model: str | None, *, store: Store) -> TrainedFormats | None:
+    """What the policy at `model` was trained on, as its records say: an SFT or RL output's `sft.json`, an export's
+    through its `export.json` source, each warm start (`init`) followed back, a format counting as trained when some
+    SFT of the chain trained examples of it (`DataCounts.proof_examples`, `repair_examples`, `sketch_examples`). None
+    when `model` records no SFT (a hub model, the untrained base, a served name) or a record cannot be read."""
+    uri, first, proofs, sketches = model, None, False, False
+    try:
+        for _ in range(MAX_RECORD_HOPS):
+            if not uri:
+                break
+            if not store.exists(join(uri, SFT_RECORD)) and store.exists(join(uri, EXPORT_RECORD)):
+                uri = store.read_model(join(uri, EXPORT_RECORD), ExportRecord, EXPORT_RECORD).source
+            if not store.exists(join(uri, SFT_RECORD)):
+                break
+            record = store.read_model(join(uri, SFT_RECORD), SftRecord, SFT_RECORD)
+            first = first or uri
+            counts = record.data_counts
+            proofs = proofs or counts.proof_examples > 0 or counts.repair_examples > 0
+            sketches = sketches or counts.sketch_examples > 0
+            uri = record.init
+    except (InputError, OSError, ValueError):
+        return None
+    return None if first is None else TrainedFormats(proofs, sketches, first)

@@ -5,6 +5,8 @@
     burnqed export --sft runs/iter_0/rl --output runs/iter_0/export
 
     settings = RlSettings.from_config(cfg)
+    index = rl_index(theorems, split, cfg, store=store)    # data.theorems: without --split, the train split
+    line = check_rl_theorems(index, cfg, store=store)       # data.theorems: test and benchmark theorems refused
     theorems = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories, store=store))
     theorems = with_failed_proofs(theorems, trajectories, settings, store=store)   # repair prompts, when on
     outcome = run_rl(RlRequest(iteration=0, sft=..., output=...), theorems, settings,
@@ -53,7 +55,14 @@ from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollouts
 from burnqed.search.repair import RepairSettings
 from burnqed.sft.checkpoints import CheckpointStore
-from burnqed.sft.manifests import SFT_RECORD, SftRecord, model_fingerprint, read_sft_record, share_files
+from burnqed.sft.manifests import (
+    SFT_RECORD,
+    SftRecord,
+    model_fingerprint,
+    read_sft_record,
+    share_files,
+    trained_formats,
+)
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.train import echo_stderr
 from burnqed.storage import Store, join
@@ -142,6 +151,19 @@ def select_theorems(theorems: Sequence[Theorem], which: str, proved: set[str]) -
         raise InputError(f"every one of the {len(stated)} theorems with a statement was proved by an earlier search "
                          "(rl.theorems = 'unsolved'): set rl.theorems = 'all' to train on them")
     return selection
+
+
+def untrained_format(sft: str, *, store: Store) -> str | None:
+    """A `warning:` line when the SFT output RL starts from was never trained on the whole format RL prompts (no SFT
+    of its chain counts a proof example: sft.proof_examples was off; `sft.manifests.trained_formats`), else None: a
+    policy that never saw the format ends its completions at once unless its base model writes whole proofs, and
+    every reward is then 0."""
+    formats = trained_formats(sft, store=store)
+    if formats is None or formats.proofs:
+        return None
+    return (f"warning: rl: --sft {sft} was never trained on whole proofs ({SFT_RECORD} counts no proof example: "
+            "sft.proof_examples was off), the format RL prompts: expect reward 0 on every step unless its base model "
+            "writes whole proofs; train SFT with sft.proof_examples = true")
 
 
 def with_failed_proofs(selection: Selection, trajectories: Sequence[str], settings: RlSettings, *,

@@ -93,9 +93,20 @@ def _goals(state: str) -> str:
     return " | ".join(targets) if targets else state.strip().splitlines()[0] if state.strip() else ""
 
 
-def _label(node: TreeNode) -> str:
+# What an edge without text is, by its outcome and the search's mode: only a refused prompt was never asked.
+WRITTEN = {"step": "tactic", "whole": "proof", "hybrid": "proof", "sketch": "sketch"}
+
+
+def _empty(node: TreeNode, mode: str) -> str:
+    if node.outcome == EdgeOutcome.PROMPT_REJECTED.value:
+        return "(no tactic: the policy could not be asked)"
+    what = WRITTEN.get(mode, "completion")
+    return f"(an empty {what}: the {'planner' if what == 'sketch' else 'policy'} wrote nothing)"
+
+
+def _label(node: TreeNode, mode: str = "step") -> str:
     mark = "★" if node.on_path else "✗" if node.outcome in FAILED else "·"
-    tactic = _one_line(node.tactic, TACTIC_CHARS) if node.tactic else "(no tactic: the policy could not be asked)"
+    tactic = _one_line(node.tactic, TACTIC_CHARS) if node.tactic.strip() else _empty(node, mode)
     text = f"{mark} {tactic} → {node.outcome}"
     if node.outcome == EdgeOutcome.OK.value and node.state_after:
         text += f": {_one_line(_goals(node.state_after), DETAIL_CHARS)}"
@@ -155,7 +166,7 @@ def render_search(search: TheoremSearch, *, max_depth: int, max_nodes: int, widt
         hidden = [child for child in children if child.node_id not in shown]
         for child in children:
             if child.node_id in shown:
-                add(branch.add(Text(_label(child))), child.children)
+                add(branch.add(Text(_label(child, search.result.mode.value))), child.children)
         if hidden:
             branch.add(Text(_left_out(hidden, max_depth)))
 

@@ -1,8 +1,8 @@
 """Every declaration of a `.lean` benchmark is accounted for: `burnqed eval --theorems x.lean` evaluates its theorems
 and its `example`s (as `FILE:LINE`, a Lean identifier) and lists each declaration it could not evaluate with its line
 and reason, in the table it prints, in eval.json and in the iteration report. On the embedded Lean (minilean, the
-replay server its fallback), a statement neither can start is the theorem's start error with minilean's reason, not a
-search that ran out of tactics."""
+replay server its fallback), a statement neither can start needs a real Lean: counted apart with minilean's reason,
+out of every rate, neither a start error of the rates nor a search that ran out of tactics."""
 
 from __future__ import annotations
 
@@ -17,12 +17,13 @@ import pytest
 
 from burnqed.commands.edges import open_pool
 from burnqed.config import PipelineConfig, load_config
+from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.report import build_report
 from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.layout import Layout
-from burnqed.records import FailureReason, Theorem, TheoremIndex
+from burnqed.records import Theorem, TheoremIndex
 from burnqed.storage import Store
 from tests.data.test_theorems import FOUR
 from tests.doubles.policy_double import ScriptedPolicy
@@ -68,7 +69,7 @@ def test_an_example_a_broken_statement_and_two_theorems_are_all_four_accounted_f
 
 
 @pytest.mark.slow
-def test_the_eval_on_the_embedded_lean_records_such_statements_as_start_errors_with_the_reason(store: Store) -> None:
+def test_the_eval_on_the_embedded_lean_counts_such_statements_apart_as_needing_a_real_lean(store: Store) -> None:
     theorems = [Theorem(name=name, statement=statement) for name, statement in (
         ("cast_three", "∀ (n : ℕ) (h : n = 3), (n : ℝ) = 3"), ("sqrt_four", "Real.sqrt 4 = 2"))]
     cfg = load_config(sets=["lean.workers=1"])
@@ -80,9 +81,9 @@ def test_the_eval_on_the_embedded_lean_records_such_statements_as_start_errors_w
                                   policy=ScriptedPolicy(lambda _: []), store=store)
 
     result = asyncio.run(run())
-    assert [(t.name, t.failure_reason, t.detail) for t in result.per_theorem] == [
-        ("cast_three", FailureReason.START_ERROR,
-         f"Lean could not start the goal: the theorem does not elaborate: {CAST_REASON}"),
-        ("sqrt_four", FailureReason.START_ERROR,
-         f"Lean could not start the goal: the theorem does not elaborate: {SQRT_REASON}")]
-    assert result.failure_reasons == {"start_error": 2}
+    assert (result.total, result.per_theorem, result.failure_reasons) == (0, [], {})  # no 0 % of them
+    assert [(s.name, s.reason, s.detail) for s in result.not_evaluated] == [
+        ("cast_three", "needs_real_lean", f"minilean cannot start it: the theorem does not elaborate: {CAST_REASON}"),
+        ("sqrt_four", "needs_real_lean", f"minilean cannot start it: the theorem does not elaborate: {SQRT_REASON}")]
+    row = next(line for line in render_eval_table(result).splitlines() if line.startswith("│      5 "))
+    assert [cell.strip() for cell in row.split("│")[2:5]] == ["0/0", "–", "–"]  # no rate of no theorem

@@ -104,3 +104,31 @@ def test_the_iteration_report_has_the_rl_section_and_its_plot(tmp_path: Path, st
     assert '"solved_share": 0.5' in (folder / "report.json").read_text(encoding="utf-8")
     plain = build_report(root, 0, PipelineConfig(), store=store)  # rl.enabled off: the plan has no rl stage
     assert plain.rl is None and "## RL" not in render_markdown(plain)
+
+
+def test_the_headline_names_rl_and_the_sft_settings_it_turned_on(tmp_path: Path, store: Store) -> None:
+    from burnqed.config import Config, SearchConfig, SftConfig
+    from burnqed.eval.report import headline
+    from burnqed.eval.report_rl import switched_by_rl
+
+    # rl.enabled turns sft.proof_examples on only when it is unset and the search alone would not.
+    assert switched_by_rl(Config(rl=RlConfig(enabled=True))) == ["sft.proof_examples"]
+    assert switched_by_rl(Config()) == []
+    assert switched_by_rl(Config(rl=RlConfig(enabled=True), sft=SftConfig(proof_examples=True))) == []
+    assert switched_by_rl(Config(rl=RlConfig(enabled=True), search=SearchConfig(mode=SearchMode.WHOLE))) == []
+    assert switched_by_rl(Config(rl=RlConfig(enabled=True), search=SearchConfig(repair_rounds=1))) == []
+    root = f"file://{tmp_path}/run"
+    write_eval_result(costed(BASE, [10, 30], SearchMode.STEP, 100), Layout(root).eval_result(0), store=store)
+    publish(store, root)
+    report = build_report(root, 0, PipelineConfig(), rl=True, rl_switched=["sft.proof_examples"], store=store)
+    assert [line for line in headline(report) if "rl (" in line] == [
+        "  rl (iteration 0): 2 steps on 3 theorems, mean reward 0.375; it also turned on sft.proof_examples in SFT "
+        "(the change is both's)"]
+    said = ("rl.enabled also turned on `sft.proof_examples` (unset, rl.enabled sets it): this iteration's SFT trained "
+            "whole proofs too, so a change from the base is RL's and that setting's together.")
+    assert said in rl_markdown(report.rl)
+    alone = build_report(root, 0, PipelineConfig(), rl=True, store=store)
+    assert [line for line in headline(alone) if "rl (" in line] == [
+        "  rl (iteration 0): 2 steps on 3 theorems, mean reward 0.375"]
+    assert not any("turned on" in line for line in rl_markdown(alone.rl))
+    assert not any("rl (" in line for line in headline(build_report(root, 0, PipelineConfig(), store=store)))

@@ -60,3 +60,15 @@ def test_a_finished_iteration_names_the_next_one_and_show_with_the_options_it_wa
         "next: `burnqed iterate --iter 1 --root runs-mine --set policy.ready_timeout_s=100 --set "
         "storage.cache_dir=cache` runs iteration 1; "
         "`burnqed show THEOREM --iter 0 --root runs-mine --set storage.cache_dir=cache` draws one theorem's search")
+
+
+@pytest.mark.slow  # one in-process iterate over a finished iteration whose gate said STOP
+def test_after_a_stop_next_proposes_no_iteration(tmp_path: Path, store: Store,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    finished_iteration(storage.normalize(str(tmp_path / "runs-mine")), go=False, store=store)
+    done = CliRunner().invoke(app, ["iterate", "--root", "runs-mine"])
+    assert done.exit_code == 0, done.output  # iterate does not stop at a gate: it says so
+    assert done.stdout.splitlines()[-1] == (
+        "next: no iteration 1 (iteration 0's decision: no-go by the baseline gate: base solves 1.0%); see its "
+        "report.md; `burnqed show THEOREM --iter 0 --root runs-mine` draws one theorem's search")

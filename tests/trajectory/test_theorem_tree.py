@@ -221,3 +221,24 @@ def test_a_long_sketch_and_proof_are_cut_saying_how_much() -> None:
         "  … 2 more lines",
     ]
     assert render_sketches(sketched().model_copy(update={"sketches": []})) == []
+
+
+def test_an_empty_completion_is_labelled_as_what_it_is_and_only_a_refused_prompt_as_never_asked(
+        tmp_path: Path, store: Store) -> None:
+    sketch = TheoremResult(name="planned", proved=False, mode=SearchMode.SKETCH,
+                           failure_reason=FailureReason.EXHAUSTED, nodes_expanded=1, edges=2, time_s=0.5)
+    rows = [step(1, 0, 1, "", EdgeOutcome.REFUSED, error="no sketch could be read: empty"),
+            step(2, 0, 1, "", EdgeOutcome.PROMPT_REJECTED, error="too long")]
+    stepped = TheoremResult(name="stepped", proved=False, failure_reason=FailureReason.EXHAUSTED, nodes_expanded=1,
+                            edges=1, time_s=0.5)
+    uri = f"file://{tmp_path}/traj"
+    blank = step(1, 0, 1, " ", EdgeOutcome.ERROR, error="error: empty")
+    write_trajectory(uri, [(sketch, rows), (stepped, [blank])], run_id="iter0", store=store)
+    [planned] = read_theorem(uri, "planned", store=store)
+    assert render_search(planned, max_depth=8, max_nodes=60).splitlines()[3:5] == [
+        "├── ✗ (an empty sketch: the planner wrote nothing) → refused: no sketch could be read: empty  "
+        "(logprob -0.25)",
+        "└── ✗ (no tactic: the policy could not be asked) → prompt_rejected: too long  (logprob -0.50)"]
+    [tactic] = read_theorem(uri, "stepped", store=store)
+    assert render_search(tactic, max_depth=8, max_nodes=60).splitlines()[3] == (
+        "└── ✗ (an empty tactic: the policy wrote nothing) → error: empty  (logprob -0.25)")
