@@ -104,6 +104,12 @@ def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -
     return env
 
 
+def redo_argv(argv: Sequence[str]) -> list[str]:
+    """A finished stage's command line redone (`iterate --force`): with the stage's own `--force`, without `--resume`
+    (a redo starts over; a search or eval would otherwise continue the trajectories of the run it replaces)."""
+    return [*(word for word in argv if word not in ("--resume", "--force")), "--force"]
+
+
 def _command(python: str, argv: Sequence[str]) -> list[str]:
     return [python, "-m", "burnqed.cli", *argv]
 
@@ -136,6 +142,7 @@ class _Plan:
     finished: set[str] = field(default_factory=set)  # finished before or now, or left out by `only`
     running: list[_Running] = field(default_factory=list)
     announced: set[str] = field(default_factory=set)  # stages whose summary line was shown
+    redone: set[tuple[str, int]] = field(default_factory=set)  # (stage, shard) finished but redone (`force`)
     failed: bool = False
 
     def tag(self, stage: str) -> str:
@@ -257,6 +264,7 @@ class LocalRunner:
                         "after it")
                 if verdict.difference is not None or self._after_redone(stage, plan):
                     todo.append(k)
+                    plan.redone.add((stage.name, k))
                 else:
                     skipped.append((stage, k, "" if verdict.recorded else
                                     " (made by an older burnqed: its inputs were not recorded)"))
@@ -347,13 +355,14 @@ class LocalRunner:
                 plan.announced.add(stage.name)
                 self.echo(f"{plan.tag(stage.name)} {stage.name}: {stage.summary}")
             while shards and len(plan.running) < self.jobs:
-                plan.running.append(self._start(stage, shards.pop(0)))
+                shard = shards.pop(0)
+                plan.running.append(self._start(stage, shard, redo=(stage.name, shard) in plan.redone))
             if not shards:
                 del plan.waiting[stage.name]
             self.current = ", ".join(r.label for r in plan.running)
 
-    def _start(self, stage: Stage, shard: int) -> _Running:
-        argv = stage.argv_for(shard)
+    def _start(self, stage: Stage, shard: int, *, redo: bool = False) -> _Running:
+        argv = redo_argv(stage.argv_for(shard)) if redo else stage.argv_for(shard)
         self.echo("  $ burnqed " + " ".join(argv))
         # A process group of its own: a stop reaches the stage and whatever it started, and nothing else; the
         # stage checkpoints on SIGTERM (search commits its finished theorems) and the next run resumes it.
