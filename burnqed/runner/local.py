@@ -30,7 +30,7 @@ from burnqed import storage
 from burnqed.base.signals import SUPERVISED_ENV, command_text, signal_name, stop_process_group
 from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
-from burnqed.layout import Layout, StageRun, StageTimes
+from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
 from burnqed.runner.plan import Iteration, Stage
 from burnqed.runner.reuse import Verdict, stage_verdict
 
@@ -87,6 +87,14 @@ class IterationRun:
 
 class StageFailedError(BurnqedError):
     """A stage's command exited with an error; its own message is above it on stderr."""
+
+
+class StageInputError(InputError):
+    """A stage's command refused its input or configuration (exit 2; its own message is above it on stderr): the
+    run exits 2 too (docs/errors.md), not 1 as for a failure of the machinery."""
+
+
+INPUT_EXIT_CODE = 2  # a command's exit on bad input or configuration (`commands.kit.reports_errors`)
 
 
 def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -> dict[str, str]:
@@ -403,15 +411,56 @@ class LocalRunner:
                         code, cpu, entry.started_at)
 
 
+def check_models(cfg: Config, store: storage.Store) -> None:
+    """`ModelInputError` (exit 2) when a model the run's stages load names no model folder: `sft.base_model` (SFT
+    fine-tunes it, every export merges into it) and, with the local policy backend, `policy.model` (eval-base
+    evaluates it); `--model` sets both. A local path is checked as every command checks it
+    (`policy.tiny.ensure_model`: the folder it likely meant); a remote one for its config.json, downloading
+    nothing. Unset: the tiny embedded model, built by the first stage that needs it."""
+    from burnqed.errors import ModelInputError
+    from burnqed.policy.tiny import ensure_model
+
+    paths = [cfg.sft.base_model, cfg.policy.model if cfg.policy.backend == "local" else None]
+    for path in dict.fromkeys(path for path in paths if path is not None):
+        if storage.is_remote(path):
+            if not store.exists(storage.join(path, "config.json")):
+                raise ModelInputError(f"model folder {path} holds no config.json: it is not a model folder")
+        else:
+            ensure_model(path, store=store)
+
+
+def check_stage_inputs(iteration: Iteration, store: storage.Store, only: Sequence[str] = ()) -> None:
+    """`InputError` (exit 2) before the iteration's first stage when a stage it runs (or only those `only` names)
+    reads a file or folder that no stage of the iteration makes and that does not exist (an earlier iteration's
+    rollouts, the configured theorems), or that a stage left out by `only` makes and has not finished. (An eval
+    makes its trajectories beside its result.)"""
+    makers = {made: stage for stage in iteration.stages for uri in stage.all_outputs()
+              for made in (uri, *((trajectories_beside(uri),) if stage.argv[0] == "eval" else ()))}
+    for stage in iteration.stages:
+        if only and stage.name not in only:
+            continue
+        for uri in stage.inputs:
+            maker = makers.get(uri)
+            if maker is None and not store.exists(uri):
+                raise InputError(f"iteration {iteration.index}: stage {stage.name} reads {uri}, which does not "
+                                 "exist and no stage of the iteration makes")
+            if maker is not None and only and maker.name not in only and not store.is_done(uri):
+                raise InputError(f"iteration {iteration.index}: stage {stage.name} reads {uri}, which stage "
+                                 f"{maker.name} makes and has not finished: run it too (--only {maker.name}, or "
+                                 "no --only)")
+
+
 def check_before_work(cfg: Config, store: storage.Store) -> None:
     """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes, or what
-    would train on the benchmark (`InputError`, exit 2): a `pipeline.benchmark` that is missing or holds no theorem
+    would train on the benchmark (`InputError`, exit 2): a model that names no model folder (`check_models`: --model,
+    sft.base_model, policy.model), a `pipeline.benchmark` that is missing or holds no theorem
     (prepare-data decontaminates the training data against it and every eval evaluates it; the first eval comes
     after SFT and search), and a `pipeline.search_theorems` index that is missing or restates a theorem of that
     benchmark (search reads it as it is, and SFT trains on what search proves there)."""
     from burnqed.data.decontaminate import Twins
     from burnqed.data.theorems import load_setting_theorems, pipeline_benchmark
 
+    check_models(cfg, store)
     if cfg.pipeline.benchmark is None and cfg.pipeline.search_theorems is None:
         return
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
@@ -487,6 +536,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     for i in iters:
         iteration = iteration_of(cfg, run_root, i)
         require_earlier(iteration, finished, carry)
+        check_stage_inputs(iteration, store, only or ())
         warning = base_model_warning(iteration, cfg)
         if warning is not None:
             echo(warning, err=True)
@@ -495,6 +545,10 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
             signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
             raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
+        if outcome.failed is not None and outcome.failed.exit_code == INPUT_EXIT_CODE:
+            raise StageInputError(
+                f"iteration {i}: stage {outcome.failed.label} refused its input (exit code {INPUT_EXIT_CODE}, its "
+                "error above); fix it and re-run the same command: finished stages are skipped")
         if outcome.failed is not None:
             raise StageFailedError(
                 f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "
