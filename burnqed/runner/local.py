@@ -3,7 +3,7 @@ in dependency order, each as a `burnqed …` subprocess — the same command lin
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
-    check_before_work(cfg, store)           # a missing or empty pipeline.benchmark: exit 2 before any stage
+    check_before_work(cfg, store)           # a model naming no folder, a missing benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
 A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`); one finished with
