@@ -423,8 +423,9 @@ def test_a_checkpoint_folder_accepts_the_model_card_trls_trainer_writes_there_an
     folder = tmp_path / "sft-checkpoints"
     (folder / "checkpoint-20").mkdir(parents=True)
     (folder / "run.json").write_text("{}")
-    card = generate_model_card(
-        base_model=None, model_name=folder.name, hub_model_id=None, dataset_name=None, tags=list(cls._tag_names),
+    card = generate_model_card(  # hub_model_id: the trainer's, None without a Hub repository (TRL's typing says str)
+        base_model=None, model_name=folder.name, hub_model_id=None,  # type: ignore[arg-type]
+        dataset_name=None, tags=list(cls._tag_names),
         wandb_url=None, trackio_url=None, comet_url=None, trainer_name=cls._name,
         trainer_citation=cls._paper.get("citation"), template_file=cls._template_file,
         paper_title=cls._paper.get("title"), paper_id=cls._paper.get("id"))
