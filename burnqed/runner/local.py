@@ -32,7 +32,7 @@ from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
 from burnqed.runner.plan import Iteration, Stage
-from burnqed.runner.reuse import Verdict, stage_verdict
+from burnqed.runner.reuse import Verdict, interrupted_difference, stage_verdict
 
 if TYPE_CHECKING:
     from burnqed.config import Config
@@ -251,8 +251,10 @@ class LocalRunner:
 
     def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
         """What `run` has to do: the unfinished shards of the stages asked for (finished ones recorded skipped), and
-        with `force` the finished ones made with other inputs and every one after a stage that runs. A finished
-        stage made with other inputs is refused without `force` (`ConfigError`) before anything runs."""
+        with `force` the finished ones made with other inputs and every one after a stage that runs, each to be
+        redone through its own --force (`redo_argv`), as is an unfinished search holding a run made with other
+        inputs. A finished stage made with other inputs is refused without `force` (`ConfigError`) before anything
+        runs."""
         plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
         skipped: list[tuple[Stage, int, str]] = []
         for stage in iteration.stages:
@@ -262,6 +264,8 @@ class LocalRunner:
             for k in range(stage.shards):
                 if not all(self.store.is_done(u) for u in stage.outputs_for(k)):
                     todo.append(k)
+                    if self.force and self._interrupted_elsewise(stage, k):
+                        plan.redone.add((stage.name, k))  # its --resume would refuse the run it holds
                     continue
                 verdict = self._verdict(stage, k)
                 label = stage.name if stage.shards == 1 else f"{stage.name}[{k}]"
@@ -314,6 +318,16 @@ class LocalRunner:
                                                                                  sets, self.env), self.store)
         except InputError as exc:  # an input it was made from cannot be read now (gone, damaged)
             return Verdict(f"what it is made from cannot be read now ({exc})")
+
+    def _interrupted_elsewise(self, stage: Stage, shard: int) -> bool:
+        """True when the unfinished `shard` of `stage` holds an interrupted run made with other inputs than this run
+        gives it (`reuse.interrupted_difference`: a search's), which only the stage's --force starts over."""
+        config = self.env.get("BURNQED_CONFIG")
+        try:
+            return interrupted_difference(stage.argv_for(shard), lambda sets: load_config(
+                Path(config) if config else None, sets, self.env), self.store) is not None
+        except InputError:  # what it would be made from cannot be read now: the stage says so itself
+            return False
 
     def _after_redone(self, stage: Stage, plan: _Plan) -> bool:
         """With `force`: True when a stage `stage` comes after, directly or not, runs in this plan (what it was

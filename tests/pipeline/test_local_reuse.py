@@ -115,3 +115,36 @@ def test_a_finished_stage_whose_inputs_cannot_be_read_now_is_refused(tmp_path: P
         "iteration 0: stage search finished with other inputs than this run gives it: what it is made from cannot be "
         f"read now (theorem index {theorems} does not exist); run it as it was made, or --force redoes it and every "
         "stage after it")
+
+
+def test_force_redoes_an_interrupted_search_made_with_other_inputs_through_its_own_force(
+    tmp_path: Path, store: Store
+) -> None:
+    """An unfinished search shard holding a run made with other inputs: `search --resume` refuses it ("--force
+    searches again from nothing"), so `iterate --force` runs it with --force; one made with the same inputs resumes.
+    The stage's process is the stand-in that records its command line."""
+    from burnqed.data.index import bundled_index_path
+    from burnqed.data.theorems import load_index
+    from burnqed.provenance import INPUTS_NAME
+    from burnqed.runner.reuse import search_inputs
+
+    prefix, theorems = f"file://{tmp_path}/search", str(bundled_index_path())
+    argv = ("search", "--theorems", theorems, "--resume", "--output", prefix)
+    stage = Stage(name="search", summary="search", argv=argv, outputs=(prefix,), inputs=(), resource=Resource.GPU_LEAN)
+    iteration = Iteration(0, f"file://{tmp_path}", (stage,))
+    script = tmp_path / "fake-python"
+    script.write_text(FAKE_PYTHON)
+    script.chmod(0o755)
+    log = tmp_path / "ran.txt"
+    environ = {"PATH": "/usr/bin:/bin", "RAN_LOG": str(log)}
+    for recorded_with, force, expected in (
+        (["policy.seed=7"], True, [*argv[:3], argv[4], argv[5], "--force"]),  # other inputs, --force: started over
+        (["policy.seed=7"], False, list(argv)),  # without --force: resumed, and the stage refuses in its own words
+        ([], True, list(argv)),  # the same inputs: resumed, --force or not
+    ):
+        cfg = load_config(None, recorded_with, {})
+        made = search_inputs(cfg, store, load_index(theorems, None, store=store), shard=None, iteration=0, ebm=None)
+        store.write_bytes(f"{prefix}/{INPUTS_NAME}", made.model_dump_json().encode())
+        LocalRunner(python=str(script), environ=environ, echo=lambda _: None, store=store, force=force).run(iteration)
+        assert log.read_text().splitlines() == [" ".join(expected)]
+        log.unlink()
