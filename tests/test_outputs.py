@@ -51,6 +51,13 @@ FOLDER_OUTPUTS: dict[str, tuple[Args, str, str]] = {
                                 USER_FILE, "--trajectories-out"),
     "sft checkpoints": (lambda u, t: ["sft", "--data", str(t), "--output", u.removesuffix("-checkpoints")],
                         USER_FILE, "its checkpoint folder"),
+    # TRL's trainers write a README.md there (their model card): one that is not is the user's
+    "sft checkpoints (a README.md not TRL's)": (
+        lambda u, t: ["sft", "--data", str(t), "--output", u.removesuffix("-checkpoints")], "README.md",
+        "holds a README.md that is not the model card TRL's trainer writes there"),
+    "rl checkpoints (a README.md not TRL's)": (
+        lambda u, t: ["rl", "--sft", str(t), "--output", u.removesuffix("-checkpoints")], "README.md",
+        "holds a README.md that is not the model card TRL's trainer writes there"),
     "render": (lambda u, t: ["render", "--output", u], "burnqed-smoke.yaml", "was not written by `burnqed render`"),
     "model init-tiny --force": (lambda u, t: ["model", "init-tiny", "--output", u, "--force"], USER_FILE,
                                 "not a tiny model folder"),
@@ -75,7 +82,7 @@ SLOW = {"render", "data prepare"}  # render renders every workflow first; data p
                                      for name in sorted(FOLDER_OUTPUTS)])
 def test_every_folder_output_holding_a_users_file_is_refused_before_work(command: str, tmp_path: Path) -> None:
     args, name, needle = FOLDER_OUTPUTS[command]
-    out = tmp_path / ("work-checkpoints" if command == "sft checkpoints" else "work")
+    out = tmp_path / ("work-checkpoints" if "checkpoints" in command else "work")
     out.mkdir()
     (out / name).write_text(USER_TEXT)
     scratch = tmp_path / "scratch"
@@ -391,7 +398,48 @@ def test_a_trajectory_prefix_may_hold_what_burnqed_writes_there_and_nothing_else
     assert not trajectory_file("pass-0/notes.txt", passes=True)
     assert all(checkpoint_file(name) for name in ["run.json", "abort.json", "checkpoint-40/trainer_state.json",
                                                   "checkpoint-40/model.safetensors", ".checkpoint-40.partial/a"])
-    assert not any(checkpoint_file(name) for name in ["notes.txt", "checkpoint-x/a", "sub/run.json", "checkpoint-4"])
+    assert not any(checkpoint_file(name) for name in ["notes.txt", "checkpoint-x/a", "sub/run.json", "checkpoint-4",
+                                                      "readme.md", "checkpoint-40.md"])
+    assert checkpoint_file("README.md")  # TRL's model card; its content is checked (below)
+
+
+@pytest.mark.slow  # imports trl
+@pytest.mark.parametrize("trainer", ["sft_trainer.SFTTrainer", "grpo_trainer.GRPOTrainer"])
+def test_a_checkpoint_folder_accepts_the_model_card_trls_trainer_writes_there_and_no_other_readme(
+    trainer: str, tmp_path: Path, store: Store
+) -> None:
+    """TRL's trainers write their model card into the folder they checkpoint into at every save (`_save_checkpoint`
+    calls `create_model_card`, which renders `generate_model_card` into OUTPUT_DIR/README.md); after a Ctrl-C the
+    continue command found it there and refused it (issue 68). Here the card is rendered as `create_model_card`
+    renders it for a local model, with the trainer's own name, tags and paper."""
+    import importlib
+
+    from trl.trainer.utils import generate_model_card
+
+    from burnqed.commands.outputs import check_checkpoint_folder
+
+    module, name = trainer.split(".")
+    cls = getattr(importlib.import_module(f"trl.trainer.{module}"), name)
+    folder = tmp_path / "sft-checkpoints"
+    (folder / "checkpoint-20").mkdir(parents=True)
+    (folder / "run.json").write_text("{}")
+    card = generate_model_card(  # hub_model_id: the trainer's, None without a Hub repository (TRL's typing says str)
+        base_model=None, model_name=folder.name, hub_model_id=None,  # type: ignore[arg-type]
+        dataset_name=None, tags=list(cls._tag_names),
+        wandb_url=None, trackio_url=None, comet_url=None, trainer_name=cls._name,
+        trainer_citation=cls._paper.get("citation"), template_file=cls._template_file,
+        paper_title=cls._paper.get("title"), paper_id=cls._paper.get("id"))
+    card.save(str(folder / "README.md"))
+    check_checkpoint_folder(store, str(tmp_path / "sft"))  # accepted
+
+    for text in ("# my notes on this run\n", (folder / "README.md").read_text().replace("generated_from_trainer", "x"),
+                 "---\n" + "- generated_from_trainer\n" * 5000):
+        (folder / "README.md").write_text(text)
+        with pytest.raises(InputError) as refused:
+            check_checkpoint_folder(store, str(tmp_path / "sft"))
+        assert str(refused.value) == (
+            f"--output {tmp_path}/sft: its checkpoint folder {folder} holds a README.md that is not the model card "
+            "TRL's trainer writes there: choose a new or empty folder, or move it away")
 
 
 @pytest.mark.slow  # builds the tiny model (a few seconds)

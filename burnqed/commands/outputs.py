@@ -6,9 +6,10 @@ whole are checked by `Store.check_replaceable`.)
     restart_trajectory_prefix(store, "results/r.trajectories")                      # eval, search, merge --force
     check_checkpoint_folder(store, "runs/iter_0/sft")                                # sft's {output}-checkpoints
 
-A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; SFT's checkpoint
-folder only what the trainer, `sft.checkpoints` and a joint run put there. Anything else is the user's, and the
-command refuses (`InputError`, exit 2) instead of mixing its files in or deleting them.
+A trajectory prefix may hold only what the trajectory writers, the eval and the lease put there; a checkpoint folder
+(SFT's and RL's) only what the trainer, `sft.checkpoints` and a joint run put there: TRL's trainers write their
+model card (`README.md`) beside the checkpoints, and it is accepted when it is one. Anything else is the user's, and
+the command refuses (`InputError`, exit 2) instead of mixing its files in or deleting them.
 """
 
 from __future__ import annotations
@@ -16,13 +17,21 @@ from __future__ import annotations
 import posixpath
 import re
 
+from burnqed.errors import InputError
 from burnqed.provenance import INPUTS_NAME
-from burnqed.storage import Store
+from burnqed.storage import Store, join
 from burnqed.storage.place_lease import LEASE_NAME
 
 _PASS = re.compile(r"^pass-\d+$")  # eval --pass-n N > 1: one prefix per pass under --trajectories-out
 _CHECKPOINT = re.compile(r"^checkpoint-\d+$")
 _PARTIAL = re.compile(r"^\.checkpoint-\d+\.partial$")
+# TRL's trainers (SFTTrainer, GRPOTrainer: `_save_checkpoint` calls `create_model_card`) write their model card into
+# the output folder they checkpoint into, beside the checkpoints, at every save (trl 1.16, `BaseTrainer`).
+MODEL_CARD = "README.md"
+# What every card TRL renders holds (trl/trainer/utils.py `generate_model_card`: the tag it always adds; its
+# lm_model_card.md template's line), and the most a card of a few tags and URLs takes.
+_CARD_MARKS = (b"- generated_from_trainer\n", b"It has been trained using [TRL](https://github.com/huggingface/trl).")
+_CARD_MAX_BYTES = 64 * 1024
 
 
 def _temp_file(name: str) -> bool:
@@ -79,22 +88,33 @@ def restart_trajectory_prefix(store: Store, uri: str, *, passes: bool = False) -
 
 
 def checkpoint_file(name: str) -> bool:
-    """True for a path (relative to SFT's `{output}-checkpoints`) the SFT stage writes there: its run fingerprint,
-    a joint run's abort record, the trainer's `checkpoint-N/` folders (and a download's `.checkpoint-N.partial/`)."""
+    """True for a path (relative to `{output}-checkpoints`) the SFT or RL stage writes there: its run fingerprint, a
+    joint run's abort record, the trainer's `checkpoint-N/` folders (and a download's `.checkpoint-N.partial/`) and
+    its model card (`MODEL_CARD`, whose content `check_checkpoint_folder` checks)."""
     from burnqed.sft.checkpoints import RUN_FILE
     from burnqed.sft.joint import ABORT_FILE
 
     first, _, rest = name.partition("/")
     if rest:
         return bool(_CHECKPOINT.match(first) or _PARTIAL.match(first))
-    return name in (RUN_FILE, ABORT_FILE) or _temp_file(name)
+    return name in (RUN_FILE, ABORT_FILE, MODEL_CARD) or _temp_file(name)
+
+
+def trainer_model_card(data: bytes) -> bool:
+    """True when `data` is a model card as TRL's trainers write it (`MODEL_CARD`), not a file of the user's."""
+    return len(data) <= _CARD_MAX_BYTES and data.startswith(b"---\n") and all(mark in data for mark in _CARD_MARKS)
 
 
 def check_checkpoint_folder(store: Store, output: str, *, what: str = "--output") -> None:
-    """`InputError` when SFT's checkpoint folder next to `output` (`{output}-checkpoints`, which sft deletes when it
-    finishes, or with --force when it starts) holds anything the SFT stage does not write there."""
+    """`InputError` when the checkpoint folder next to `output` (`{output}-checkpoints`, which sft and rl delete when
+    they finish, or with --force when they start) holds anything the stage and its trainer do not write there: a
+    file `checkpoint_file` does not name, or a `README.md` that is not TRL's model card."""
     from burnqed.sft.checkpoints import checkpoints_uri
 
     uri = checkpoints_uri(output)
-    store.check_holds_only(uri, checkpoint_file, "an SFT checkpoint folder",
-                           what=f"{what} {output}: its checkpoint folder")
+    where = f"{what} {output}: its checkpoint folder"
+    store.check_holds_only(uri, checkpoint_file, "a checkpoint folder", what=where)
+    card = join(uri, MODEL_CARD)
+    if store.exists(card) and not trainer_model_card(store.read_bytes(card)):
+        raise InputError(f"{where} {uri} holds a {MODEL_CARD} that is not the model card TRL's trainer writes "
+                         "there: choose a new or empty folder, or move it away")

@@ -42,8 +42,9 @@ def sft(
                      show_default=False),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Redo a finished output (made with the same inputs: reused; with others: "
-                           "refused); start over (drop checkpoints).")
+        bool, typer.Option("--force", help="Redo OUTPUT even if it is finished (without it a finished one is reused "
+                           "when made with the same inputs, refused when made with others); start over (drop "
+                           "checkpoints).")
     ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -101,8 +102,9 @@ def export(
         "--sft", metavar="DIR|URI", help="The SFT output to export (`burnqed sft`'s output folder, a path or URI): a "
         "LoRA/QLoRA adapter, merged into its base, or a fully fine-tuned model.")],
     output: Annotated[str, typer.Option("--output", "-o", help="Model folder to publish (path or URI).")],
-    force: Annotated[bool, typer.Option("--force", help="Redo a finished export (made from the same SFT output: "
-                                        "reused; from another: refused).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Redo OUTPUT even if it is finished (without it a finished "
+                                        "export is reused when made from the same SFT output, refused when made "
+                                        "from another).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
@@ -140,8 +142,9 @@ def rl(
                      "rl.theorems is 'unsolved'; with search.repair_rounds > 0 its failed proofs give repair prompts. "
                      "Repeatable."),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Redo a finished output (made with the same inputs: "
-                                        "reused; with others: refused); start over (drop checkpoints).")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Redo OUTPUT even if it is finished (without it a finished "
+                                        "one is reused when made with the same inputs, refused when made with "
+                                        "others); start over (drop checkpoints).")] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:

@@ -3,7 +3,7 @@ in dependency order, each as a `burnqed …` subprocess — the same command lin
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
-    check_before_work(cfg, store)           # a missing or empty pipeline.benchmark: exit 2 before any stage
+    check_before_work(cfg, store)           # a model naming no folder, a missing benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
 A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`); one finished with
@@ -30,9 +30,9 @@ from burnqed import storage
 from burnqed.base.signals import SUPERVISED_ENV, command_text, signal_name, stop_process_group
 from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
-from burnqed.layout import Layout, StageRun, StageTimes
+from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
 from burnqed.runner.plan import Iteration, Stage
-from burnqed.runner.reuse import Verdict, stage_verdict
+from burnqed.runner.reuse import Verdict, interrupted_difference, stage_verdict
 
 if TYPE_CHECKING:
     from burnqed.config import Config
@@ -90,6 +90,14 @@ class StageFailedError(BurnqedError):
     """A stage's command exited with an error; its own message is above it on stderr."""
 
 
+class StageInputError(InputError):
+    """A stage's command refused its input or configuration (exit 2; its own message is above it on stderr): the
+    run exits 2 too (docs/errors.md), not 1 as for a failure of the machinery."""
+
+
+INPUT_EXIT_CODE = 2  # a command's exit on bad input or configuration (`commands.kit.reports_errors`)
+
+
 def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -> dict[str, str]:
     """The children's environment: `base` + BURNQED_CONFIG + one BURNQED_SECTION__KEY per `--set`."""
     env = dict(base)
@@ -103,6 +111,12 @@ def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -
         parse_value(raw)  # JSON or string, as the child will parse it
         env["BURNQED_" + "__".join(part.upper() for part in parts)] = raw
     return env
+
+
+def redo_argv(argv: Sequence[str]) -> list[str]:
+    """A finished stage's command line redone (`iterate --force`): with the stage's own `--force`, without `--resume`
+    (a redo starts over; a search or eval would otherwise continue the trajectories of the run it replaces)."""
+    return [*(word for word in argv if word not in ("--resume", "--force")), "--force"]
 
 
 def _command(python: str, argv: Sequence[str]) -> list[str]:
@@ -137,6 +151,7 @@ class _Plan:
     finished: set[str] = field(default_factory=set)  # finished before or now, or left out by `only`
     running: list[_Running] = field(default_factory=list)
     announced: set[str] = field(default_factory=set)  # stages whose summary line was shown
+    redone: set[tuple[str, int]] = field(default_factory=set)  # (stage, shard) finished but redone (`force`)
     failed: bool = False
 
     def tag(self, stage: str) -> str:
@@ -237,8 +252,10 @@ class LocalRunner:
 
     def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
         """What `run` has to do: the unfinished shards of the stages asked for (finished ones recorded skipped), and
-        with `force` the finished ones made with other inputs and every one after a stage that runs. A finished
-        stage made with other inputs is refused without `force` (`ConfigError`) before anything runs."""
+        with `force` the finished ones made with other inputs and every one after a stage that runs, each to be
+        redone through its own --force (`redo_argv`), as is an unfinished search holding a run made with other
+        inputs. A finished stage made with other inputs is refused without `force` (`ConfigError`) before anything
+        runs."""
         plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
         skipped: list[tuple[Stage, int, str]] = []
         for stage in iteration.stages:
@@ -248,6 +265,8 @@ class LocalRunner:
             for k in range(stage.shards):
                 if not all(self.store.is_done(u) for u in stage.outputs_for(k)):
                     todo.append(k)
+                    if self.force and self._interrupted_elsewise(stage, k):
+                        plan.redone.add((stage.name, k))  # its --resume would refuse the run it holds
                     continue
                 verdict = self._verdict(stage, k)
                 label = stage.name if stage.shards == 1 else f"{stage.name}[{k}]"
@@ -258,6 +277,7 @@ class LocalRunner:
                         "after it")
                 if verdict.difference is not None or self._after_redone(stage, plan):
                     todo.append(k)
+                    plan.redone.add((stage.name, k))
                 else:
                     skipped.append((stage, k, "" if verdict.recorded else
                                     " (made by an older burnqed: its inputs were not recorded)"))
@@ -299,6 +319,16 @@ class LocalRunner:
                                                                                  sets, self.env), self.store)
         except InputError as exc:  # an input it was made from cannot be read now (gone, damaged)
             return Verdict(f"what it is made from cannot be read now ({exc})")
+
+    def _interrupted_elsewise(self, stage: Stage, shard: int) -> bool:
+        """True when the unfinished `shard` of `stage` holds an interrupted run made with other inputs than this run
+        gives it (`reuse.interrupted_difference`: a search's), which only the stage's --force starts over."""
+        config = self.env.get("BURNQED_CONFIG")
+        try:
+            return interrupted_difference(stage.argv_for(shard), lambda sets: load_config(
+                Path(config) if config else None, sets, self.env), self.store) is not None
+        except InputError:  # what it would be made from cannot be read now: the stage says so itself
+            return False
 
     def _after_redone(self, stage: Stage, plan: _Plan) -> bool:
         """With `force`: True when a stage `stage` comes after, directly or not, runs in this plan (what it was
@@ -348,13 +378,14 @@ class LocalRunner:
                 plan.announced.add(stage.name)
                 self.echo(f"{plan.tag(stage.name)} {stage.name}: {stage.summary}")
             while shards and len(plan.running) < self.jobs:
-                plan.running.append(self._start(stage, shards.pop(0)))
+                shard = shards.pop(0)
+                plan.running.append(self._start(stage, shard, redo=(stage.name, shard) in plan.redone))
             if not shards:
                 del plan.waiting[stage.name]
             self.current = ", ".join(r.label for r in plan.running)
 
-    def _start(self, stage: Stage, shard: int) -> _Running:
-        argv = stage.argv_for(shard)
+    def _start(self, stage: Stage, shard: int, *, redo: bool = False) -> _Running:
+        argv = redo_argv(stage.argv_for(shard)) if redo else stage.argv_for(shard)
         self.echo("  $ burnqed " + " ".join(argv))
         # A process group of its own: a stop reaches the stage and whatever it started, and nothing else; the
         # stage checkpoints on SIGTERM (search commits its finished theorems) and the next run resumes it.
@@ -395,15 +426,56 @@ class LocalRunner:
                         code, cpu, entry.started_at)
 
 
+def check_models(cfg: Config, store: storage.Store) -> None:
+    """`ModelInputError` (exit 2) when a model the run's stages load names no model folder: `sft.base_model` (SFT
+    fine-tunes it, every export merges into it) and, with the local policy backend, `policy.model` (eval-base
+    evaluates it); `--model` sets both. A local path is checked as every command checks it
+    (`policy.tiny.ensure_model`: the folder it likely meant); a remote one for its config.json, downloading
+    nothing. Unset: the tiny embedded model, built by the first stage that needs it."""
+    from burnqed.errors import ModelInputError
+    from burnqed.policy.tiny import ensure_model
+
+    paths = [cfg.sft.base_model, cfg.policy.model if cfg.policy.backend == "local" else None]
+    for path in dict.fromkeys(path for path in paths if path is not None):
+        if storage.is_remote(path):
+            if not store.exists(storage.join(path, "config.json")):
+                raise ModelInputError(f"model folder {path} holds no config.json: it is not a model folder")
+        else:
+            ensure_model(path, store=store)
+
+
+def check_stage_inputs(iteration: Iteration, store: storage.Store, only: Sequence[str] = ()) -> None:
+    """`InputError` (exit 2) before the iteration's first stage when a stage it runs (or only those `only` names)
+    reads a file or folder that no stage of the iteration makes and that does not exist (an earlier iteration's
+    rollouts, the configured theorems), or that a stage left out by `only` makes and has not finished. (An eval
+    makes its trajectories beside its result.)"""
+    makers = {made: stage for stage in iteration.stages for uri in stage.all_outputs()
+              for made in (uri, *((trajectories_beside(uri),) if stage.argv[0] == "eval" else ()))}
+    for stage in iteration.stages:
+        if only and stage.name not in only:
+            continue
+        for uri in stage.inputs:
+            maker = makers.get(uri)
+            if maker is None and not store.exists(uri):
+                raise InputError(f"iteration {iteration.index}: stage {stage.name} reads {uri}, which does not "
+                                 "exist and no stage of the iteration makes")
+            if maker is not None and only and maker.name not in only and not store.is_done(uri):
+                raise InputError(f"iteration {iteration.index}: stage {stage.name} reads {uri}, which stage "
+                                 f"{maker.name} makes and has not finished: run it too (--only {maker.name}, or "
+                                 "no --only)")
+
+
 def check_before_work(cfg: Config, store: storage.Store) -> None:
     """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes, or what
-    would train on the benchmark (`InputError`, exit 2): a `pipeline.benchmark` that is missing or holds no theorem
+    would train on the benchmark (`InputError`, exit 2): a model that names no model folder (`check_models`: --model,
+    sft.base_model, policy.model), a `pipeline.benchmark` that is missing or holds no theorem
     (prepare-data decontaminates the training data against it and every eval evaluates it; the first eval comes
     after SFT and search), and a `pipeline.search_theorems` index that is missing or restates a theorem of that
     benchmark (search reads it as it is, and SFT trains on what search proves there)."""
     from burnqed.data.decontaminate import Twins
     from burnqed.data.theorems import load_setting_theorems, pipeline_benchmark
 
+    check_models(cfg, store)
     if cfg.pipeline.benchmark is None and cfg.pipeline.search_theorems is None:
         return
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
@@ -479,6 +551,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     for i in iters:
         iteration = iteration_of(cfg, run_root, i)
         require_earlier(iteration, finished, carry)
+        check_stage_inputs(iteration, store, only or ())
         warning = base_model_warning(iteration, cfg)
         if warning is not None:
             echo(warning, err=True)
@@ -487,6 +560,10 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
             signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
             raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
+        if outcome.failed is not None and outcome.failed.exit_code == INPUT_EXIT_CODE:
+            raise StageInputError(
+                f"iteration {i}: stage {outcome.failed.label} refused its input (exit code {INPUT_EXIT_CODE}, its "
+                "error above); fix it and re-run the same command: finished stages are skipped")
         if outcome.failed is not None:
             raise StageFailedError(
                 f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "

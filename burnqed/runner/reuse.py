@@ -496,6 +496,17 @@ def stage_sets(line: CommandLine) -> list[str]:
     return sets
 
 
+def interrupted_difference(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store) -> str | None:
+    """The first difference between what an interrupted search run as `burnqed ARGV` was made from (the `_INPUTS.json`
+    its output prefix holds) and what the stage would be made from now, or None (the same, nothing there, or not a
+    search): `search --resume` refuses such a run, and `iterate --force` redoes it with the stage's own --force."""
+    line = parse_command_line(argv)
+    if line.command != "search" or not store.exists(join(line.output, INPUTS_NAME)):
+        return None
+    recorded = store.read_model(join(line.output, INPUTS_NAME), StageInputs, "record of inputs")
+    return next((recorded.difference(now) for _, now in _search(line, load(stage_sets(line)), store)), None)
+
+
 def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store) -> Verdict:
     """The verdict on a finished stage run as `burnqed ARGV`, from every output it finds. `load(sets)` is the
     configuration the stage's process would run with, given the stage's own `--set`s. A command this module does

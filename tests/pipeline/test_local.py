@@ -204,3 +204,53 @@ def test_the_stages_without_a_model_do_not_import_torch() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_stage_that_refuses_its_input_keeps_exit_2_through_iterate(tmp_path: Path, store: Store) -> None:
+    """A stage's exit 2 (bad input or configuration) is the run's too, an `InputError`; any other failure stays a
+    `StageFailedError` (exit 1). The stages are a stand-in that exits with the code given."""
+    from burnqed.config import load_config
+    from burnqed.errors import InputError
+    from burnqed.runner.local import StageFailedError, run_iterations
+
+    script = tmp_path / "fake-python"
+    script.write_text('#!/bin/sh\nexit "$EXIT"\n')
+    script.chmod(0o755)
+    root, cfg = f"file://{tmp_path}/run", load_config(None, [], {})
+    for code, error in (("2", InputError), ("1", StageFailedError)):
+        runner = LocalRunner(python=str(script), environ={"PATH": "/usr/bin:/bin", "EXIT": code}, jobs=1,
+                             echo=lambda line: None, store=store)
+        with pytest.raises(error) as failed:
+            run_iterations([0], root, None, runner, cfg, store, gates=False, echo=lambda *a, **k: None)
+        assert str(failed.value) == (
+            "iteration 0: stage prepare-data refused its input (exit code 2, its error above); fix it and re-run the "
+            "same command: finished stages are skipped" if code == "2" else
+            "iteration 0: stage prepare-data failed (exit code 1); fix the cause and re-run the same command: "
+            "finished stages are skipped")
+
+
+def test_a_stage_input_that_nothing_makes_or_a_stage_left_out_has_not_finished_is_refused_before_any_stage(
+    tmp_path: Path, store: Store
+) -> None:
+    from burnqed.config import load_config
+    from burnqed.errors import InputError
+    from burnqed.runner.local import check_stage_inputs
+    from burnqed.runner.plan import iteration_of
+
+    root = f"file://{tmp_path}/run"
+    # iteration 1 with the rl stage, under a root whose iteration 0 ran without it: SFT would read its rollouts
+    for made in ("data", "trajectories", "sft", "eval"):
+        Path(tmp_path / "run" / "iter_0" / made).mkdir(parents=True)
+    Path(tmp_path / "run" / "iter_0" / "eval" / "eval.json").write_text("{}")
+    cfg = load_config(None, ["rl.enabled=true"], {})
+    with pytest.raises(InputError) as refused:
+        check_stage_inputs(iteration_of(cfg, root, 1), store)
+    assert str(refused.value) == (f"iteration 1: stage sft reads {root}/iter_0/rl/trajectories, which does not "
+                                  "exist and no stage of the iteration makes")
+    check_stage_inputs(iteration_of(load_config(None, [], {}), root, 1), store)  # without rl: all there
+    # --only sft before prepare-data finished
+    with pytest.raises(InputError) as refused:
+        check_stage_inputs(iteration_of(load_config(None, [], {}), root, 0), store, ["sft"])
+    assert str(refused.value) == (f"iteration 0: stage sft reads {root}/iter_0/data, which stage prepare-data makes "
+                                  "and has not finished: run it too (--only prepare-data, or no --only)")
+    check_stage_inputs(iteration_of(load_config(None, [], {}), root, 0), store)  # the whole iteration makes them

@@ -11,7 +11,7 @@ import pytest
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.provenance import StageInputs
-from burnqed.runner.local import LocalRunner, StageStatus
+from burnqed.runner.local import LocalRunner, StageStatus, redo_argv
 from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.runner.reuse import export_inputs, report_inputs
 from burnqed.storage import Store
@@ -80,7 +80,17 @@ def test_the_runner_refuses_a_stage_made_with_other_inputs_and_force_redoes_it_a
     # the export is made from the report, which runs again: it runs again too, though its own inputs are the same now
     assert [(run.stage, run.status) for run in outcome.runs] == [("report", StageStatus.RAN),
                                                                  ("export", StageStatus.RAN)]
-    assert [line.split()[0] for line in log.read_text().splitlines()] == ["report", "export"]
+    # each through its own --force: without it the command refuses its own finished output (exit 2)
+    report, export = (iteration.stage(name) for name in ("report", "export"))
+    assert log.read_text().splitlines() == [" ".join([*report.argv, "--force"]), " ".join([*export.argv, "--force"])]
+
+
+def test_a_redone_stage_starts_over_through_its_own_force() -> None:
+    assert redo_argv(["search", "--iter", "0", "--resume", "--output", "o"]) == [
+        "search", "--iter", "0", "--output", "o", "--force"]
+    assert redo_argv(["eval", "--resume", "--force", "--output", "e.json"]) == ["eval", "--output", "e.json", "--force"]
+    assert redo_argv(["merge-trajectories", "a", "b", "--output", "m"]) == [
+        "merge-trajectories", "a", "b", "--output", "m", "--force"]
 
 
 def test_the_runner_skips_an_older_output_saying_its_inputs_were_not_recorded(
@@ -105,3 +115,36 @@ def test_a_finished_stage_whose_inputs_cannot_be_read_now_is_refused(tmp_path: P
         "iteration 0: stage search finished with other inputs than this run gives it: what it is made from cannot be "
         f"read now (theorem index {theorems} does not exist); run it as it was made, or --force redoes it and every "
         "stage after it")
+
+
+def test_force_redoes_an_interrupted_search_made_with_other_inputs_through_its_own_force(
+    tmp_path: Path, store: Store
+) -> None:
+    """An unfinished search shard holding a run made with other inputs: `search --resume` refuses it ("--force
+    searches again from nothing"), so `iterate --force` runs it with --force; one made with the same inputs resumes.
+    The stage's process is the stand-in that records its command line."""
+    from burnqed.data.index import bundled_index_path
+    from burnqed.data.theorems import load_index
+    from burnqed.provenance import INPUTS_NAME
+    from burnqed.runner.reuse import search_inputs
+
+    prefix, theorems = f"file://{tmp_path}/search", str(bundled_index_path())
+    argv = ("search", "--theorems", theorems, "--resume", "--output", prefix)
+    stage = Stage(name="search", summary="search", argv=argv, outputs=(prefix,), inputs=(), resource=Resource.GPU_LEAN)
+    iteration = Iteration(0, f"file://{tmp_path}", (stage,))
+    script = tmp_path / "fake-python"
+    script.write_text(FAKE_PYTHON)
+    script.chmod(0o755)
+    log = tmp_path / "ran.txt"
+    environ = {"PATH": "/usr/bin:/bin", "RAN_LOG": str(log)}
+    for recorded_with, force, expected in (
+        (["policy.seed=7"], True, [*argv[:3], argv[4], argv[5], "--force"]),  # other inputs, --force: started over
+        (["policy.seed=7"], False, list(argv)),  # without --force: resumed, and the stage refuses in its own words
+        ([], True, list(argv)),  # the same inputs: resumed, --force or not
+    ):
+        cfg = load_config(None, recorded_with, {})
+        made = search_inputs(cfg, store, load_index(theorems, None, store=store), shard=None, iteration=0, ebm=None)
+        store.write_bytes(f"{prefix}/{INPUTS_NAME}", made.model_dump_json().encode())
+        LocalRunner(python=str(script), environ=environ, echo=lambda _: None, store=store, force=force).run(iteration)
+        assert log.read_text().splitlines() == [" ".join(expected)]
+        log.unlink()

@@ -36,9 +36,10 @@ def test_a_suggested_show_repeats_only_the_sets_it_reads() -> None:
 
 
 @pytest.mark.slow  # one in-process iterate, refused before any stage
-def test_iterate_names_the_unfinished_iteration_with_the_options_it_was_given(tmp_path: Path,
+def test_iterate_names_the_unfinished_iteration_with_the_options_it_was_given(tmp_path: Path, tiny_model_dir: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "my-model").symlink_to(tiny_model_dir)  # a model folder: --model is checked before the iterations
     (tmp_path / "mine.toml").write_text("[search]\ntimeout_s = 30\n", encoding="utf-8")
     done = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", "runs-mine", "--model", "my-model",
                                     "--config", "mine.toml", "--set", "lean.workers=1"])

@@ -1,0 +1,158 @@
+"""Stop, continue and redo through the command line, as a user does (issue 68): `burnqed iterate` stopped by Ctrl-C or
+kill -9 while SFT writes its checkpoint continues with the command it printed (or the same command) to the very model
+an uninterrupted run trains; `iterate --force` with another setting redoes the stage it changes and what follows
+through the stages' own --force; a model that names nothing is refused before any stage. Real processes on the small
+world of tests/pipeline/iteration.py, starting from the shared iteration 0 (copied): its SFT ran uninterrupted under
+the same settings and is the reference."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.pipeline.iteration import NO_ORPHAN_S, alive_after, iterate, iterate_env, start_iterate, wait_until
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+FIRST_CHECKPOINT = "checkpoint-20"  # sft.save_steps (20) of the 40 steps tests/pipeline/iteration.py trains
+# What an interrupted SFT's record may say differently from an uninterrupted one's: where its data was, where it
+# resumed, how long it took and when.
+CIRCUMSTANCES = {"data", "resumed_from_step", "train_seconds", "tokens_per_second", "written_at"}
+
+
+@pytest.fixture
+def data_root(iteration_0: Path, tmp_path: Path) -> Path:
+    """A run root holding a copy of iteration 0's prepared data and nothing else."""
+    root = tmp_path / "run"
+    shutil.copytree(iteration_0 / "run" / "iter_0" / "data", root / "iter_0" / "data")
+    return root
+
+
+def assert_same_sft(root: Path, iteration_0: Path) -> dict[str, object]:
+    """The SFT output under `root` is the shared iteration 0's, byte for byte in its weights and figure for figure in
+    its record; its record is returned."""
+    ours, reference = root / "iter_0" / "sft", iteration_0 / "run" / "iter_0" / "sft"
+    assert (ours / "model.safetensors").read_bytes() == (reference / "model.safetensors").read_bytes()
+    record: dict[str, object] = json.loads((ours / "sft.json").read_text())
+    expected: dict[str, object] = json.loads((reference / "sft.json").read_text())
+    assert {k: v for k, v in record.items() if k not in CIRCUMSTANCES} == \
+        {k: v for k, v in expected.items() if k not in CIRCUMSTANCES}
+    assert not (root / "iter_0" / "sft-checkpoints").exists()  # deleted once the output is published
+    return record
+
+
+def test_ctrl_c_while_sft_checkpoints_then_the_printed_command_trains_the_same_model(
+    data_root: Path, iteration_0: Path, iterate_home: Path
+) -> None:
+    env = iterate_env(iterate_home)
+    proc = start_iterate(data_root, env, "--only", "sft")
+    checkpoints = data_root / "iter_0" / "sft-checkpoints"
+    try:
+        wait_until((checkpoints / FIRST_CHECKPOINT / "trainer_state.json").exists, proc, "SFT's first checkpoint")
+        children = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal's foreground group (iterate; stages have their own)
+        code = proc.wait(timeout=NO_ORPHAN_S)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert alive_after(children, NO_ORPHAN_S) == []
+    assert code == 128 + signal.SIGINT, stderr[-3000:]
+    assert (checkpoints / "README.md").is_file()  # TRL's model card beside the checkpoint: what the continue refused
+    printed = re.fullmatch(r"error: .* stopped by SIGINT; .*: continue with `burnqed (.+)`", stderr.splitlines()[-1])
+    assert printed is not None, stderr[-3000:]
+    assert printed.group(1) == f"iterate --iter 0 --root {data_root} --only sft"
+    done = subprocess.run([sys.executable, "-m", "burnqed.cli", *shlex.split(printed.group(1))], env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"sft: resuming from {FIRST_CHECKPOINT} in {checkpoints}" in done.stderr
+    assert assert_same_sft(data_root, iteration_0)["resumed_from_step"] == 20
+
+
+def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_model(
+    data_root: Path, iteration_0: Path, iterate_home: Path
+) -> None:
+    env = iterate_env(iterate_home)
+    proc = start_iterate(data_root, env, "--only", "sft")
+    checkpoint = data_root / "iter_0" / "sft-checkpoints" / FIRST_CHECKPOINT
+    try:
+        wait_until(checkpoint.exists, proc, "SFT's first checkpoint")  # the trainer has begun to write it
+        processes = psutil.Process(proc.pid).children(recursive=True)
+        stage = next(p for p in processes if p.cmdline()[3:4] == ["sft"])  # python -m burnqed.cli sft …
+        os.killpg(proc.pid, signal.SIGKILL)  # everything at once, as when the machine goes: iterate and its stage
+        os.killpg(stage.pid, signal.SIGKILL)
+        proc.wait(timeout=NO_ORPHAN_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert alive_after(processes, NO_ORPHAN_S) == []
+    assert (checkpoint.parent / "README.md").is_file()  # written before the checkpoint at every save
+    assert not (data_root / "iter_0" / "sft").exists()
+    done = iterate(str(data_root), 0, env, "--only", "sft")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"taking over the lease of run root file://{data_root} from pid {proc.pid}" in done.stderr
+    # resumed from the checkpoint when the kill came after its last file, else started over: the same model
+    record = assert_same_sft(data_root, iteration_0)
+    assert record["resumed_from_step"] in (20, None)
+    assert (f"sft: resuming from {FIRST_CHECKPOINT}" in done.stderr) == (record["resumed_from_step"] == 20)
+
+
+def test_iterate_force_with_another_sft_learning_rate_redoes_sft_and_every_stage_after_it(
+    iteration_0: Path, iterate_home: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "run"
+    shutil.copytree(iteration_0 / "run" / "iter_0", root / "iter_0", symlinks=True)  # the shared run stays as it is
+    env = iterate_env(iterate_home)
+    changed = ("--set", "sft.learning_rate=0.001")
+    # Refused without --force, before any stage. (The copy's SFT records the data folder of the shared run, which
+    # differs first: a run moved elsewhere is redone from SFT on, like a run with another sft.learning_rate.)
+    refused = iterate(str(root), 0, env, *changed)
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    assert refused.stderr.splitlines()[-1].startswith(
+        "error: iteration 0: stage sft finished with other inputs than this run gives it: --data was ")
+    assert refused.stderr.endswith("; run it as it was made, or --force redoes it and every stage after it\n")
+    assert "$ burnqed" not in refused.stderr
+    kept = {name: (root / "iter_0" / name).read_bytes() for name in ("data/theorems.json", "eval-base/eval.json")}
+    done = iterate(str(root), 0, env, "--force", *changed)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "prepare-data: done already, skipped" in done.stderr and "eval-base: done already, skipped" in done.stderr
+    redone = sorted({line.split()[2] for line in done.stderr.splitlines()
+                     if line.startswith("  $ burnqed ") and line.endswith(" --force")})
+    assert redone == ["eval", "export", "merge-trajectories", "report", "search", "sft"]
+    assert " --resume " not in "".join(line for line in done.stderr.splitlines() if line.startswith("  $ burnqed "))
+    assert json.loads((root / "iter_0" / "sft" / "sft.json").read_text())["learning_rate"] == 0.001
+    assert {name: (root / "iter_0" / name).read_bytes() for name in kept} == kept
+    again = iterate(str(root), 0, env, *changed)  # the redone run is this setting's now: nothing to do
+    assert again.returncode == 0 and "nothing to do, all stages finished" in again.stdout, again.stderr[-3000:]
+
+
+def test_iterate_with_a_model_that_names_no_folder_is_refused_before_any_stage(iterate_home: Path,
+                                                                              tmp_path: Path) -> None:
+    (tmp_path / "tiny-model").mkdir()
+    for given, error in (("./no-such-model", "error: model folder no-such-model does not exist; did you mean "
+                          "tiny-model?\n"),
+                         ("./models/none", "error: model folder models/none: no such folder (models does not "
+                          "exist)\n"),
+                         ("./tiny-model", f"error: model folder {tmp_path}/tiny-model is missing config.json, weights "
+                          "(model.safetensors or model.safetensors.index.json or pytorch_model.bin), a tokenizer "
+                          "(tokenizer.json or tokenizer.model); it is not a model folder\n")):
+        done = subprocess.run([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", "0", "--root", "run",
+                               "--model", given], cwd=tmp_path, env=iterate_env(iterate_home), capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert (done.returncode, done.stderr) == (2, error)
+        assert not (tmp_path / "run").exists()  # no stage ran, nothing written
