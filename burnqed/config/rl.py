@@ -74,8 +74,8 @@ class RlConfig(Section):
     max_completion_tokens: int = Field(
         default=96, ge=1,
         description="Longest completion sampled, in tokens (max_completion_length; TRL's default 512): a completion "
-        "cut there (no end-of-sequence token) is unfinished and earns 0.0 whatever its text, without a compile "
-        "(counted in rl.json as `truncated`).",
+        "cut there (no end-of-sequence token, and not the prompt format's stop string: whole mode's closing fence) is "
+        "unfinished and earns 0.0 whatever its text, without a compile (counted in rl.json as `truncated`).",
         json_schema_extra=TRAINS,
     )
     max_prompt_tokens: int = Field(

@@ -66,7 +66,7 @@ from burnqed.sft.manifests import (
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.train import echo_stderr
 from burnqed.storage import Store, join
-from burnqed.text.prompt import SearchMode, format_for, repair_format
+from burnqed.text.prompt import SearchMode, format_for, repair_format, stop_strings
 
 RL_RECORD = "rl.json"
 STEP_LOG = "rl-log.jsonl"
@@ -352,29 +352,33 @@ def _write_jsonl(path: Path, items: Sequence[BaseModel]) -> None:
 class RecordingReward:
     """TRL's reward function: `LeanReward`'s rewards, each completion kept as a rollout of the step being computed
     and the step's tallies (rewards, tokens, Lean seconds, when it was called) kept for its log line. A completion cut
-    at `cut_at` tokens (rl.max_completion_tokens, its last token none of `end_ids`: the trainer's end-of-sequence
-    tokens) is unfinished: 0.0 whatever its text, never sent to the reward (`truncated`)."""
+    at `cut_at` tokens before it finished is unfinished: 0.0 whatever its text, never sent to the reward
+    (`truncated`). Finished: its last token one of `end_ids` (the trainer's end-of-sequence tokens), or its text
+    holding one of `stops` (the prompt formats' stop strings, where search's sampling stops: whole mode's closing
+    fence; a chain-of-thought format's is its end-of-sequence text alone), since TRL samples past them."""
 
     __name__ = "lean"  # the reward's name in TRL's logs (rewards/lean/mean)
 
     def __init__(self, reward: LeanReward, journal: Journal, repair: RepairSettings | None = None, *,
-                 cut_at: int | None = None, end_ids: Sequence[int] = ()) -> None:
+                 cut_at: int | None = None, end_ids: Sequence[int] = (), stops: Sequence[str] = ()) -> None:
         self.reward = reward
         self.journal = journal
         self.repair = repair or RepairSettings()
         self.cut_at = cut_at
         self.end_ids = frozenset(end_ids)
+        self.stops = tuple(stops)
 
-    def is_cut(self, ids: Sequence[int]) -> bool:
-        """Whether a completion of these token ids was cut at the length bound rather than ended by the model."""
-        return self.cut_at is not None and len(ids) >= self.cut_at and (not ids or ids[-1] not in self.end_ids)
+    def is_cut(self, ids: Sequence[int], text: str) -> bool:
+        """Whether a completion (its token ids and text) was cut at the length bound before it finished."""
+        return (self.cut_at is not None and len(ids) >= self.cut_at and (not ids or ids[-1] not in self.end_ids)
+                and not any(stop in text for stop in self.stops))
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], completion_ids: Sequence[Sequence[int]],
                  theorem: Sequence[str] | None = None, trainer_state: Any = None, **kwargs: Any) -> list[float]:
         sampled_at = time.monotonic()
         if theorem is None:
             raise InputError("the reward needs the theorem column: each prompt's theorem")
-        cut = [self.is_cut(ids) for ids in completion_ids]
+        cut = [self.is_cut(ids, text) for ids, text in zip(completion_ids, completions, strict=True)]
         kept = [i for i, c in enumerate(cut) if not c]
         judged: dict[int, tuple[float, str, Verdict | None]] = {}
         lean_s = 0.0
@@ -469,7 +473,9 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
             echo(f"rl: {long} prompt(s) left out: longer than rl.max_prompt_tokens = "
                  f"{rl.max_prompt_tokens}")
         rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
-        recorder = RecordingReward(reward, journal, settings.repair, cut_at=rl.max_completion_tokens)
+        formats = [settings.reward.fmt, *([settings.reward.repair] if settings.reward.repair is not None else [])]
+        recorder = RecordingReward(reward, journal, settings.repair, cut_at=rl.max_completion_tokens,
+                                   stops=sorted({stop for fmt in formats for stop in stop_strings(fmt)}))
         progress = _callback_class()(journal, checkpoints, echo)
         trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
                                 output_dir=checkpoints.local, callbacks=[progress, *callbacks])

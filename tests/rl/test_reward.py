@@ -315,7 +315,8 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
         engine: str, make, tiny_model_dir: Path, tmp_path: Path) -> None:
     # The trainer `burnqed rl` builds for the engine (`stages.rl.build_trainer`), its reward the stage's recorder over
     # the reward: the default guard's exploits earn 0.0 with the reasons the reward alone gives them, the verified
-    # proofs 1.0, and a verified proof cut at rl.max_completion_tokens 0.0 (unfinished, never compiled).
+    # proofs 1.0, and a proof cut at rl.max_completion_tokens before its closing fence 0.0 (unfinished, never compiled)
+    # where the same text ended by the model is judged.
     from burnqed.config import RlConfig, SftConfig
     from burnqed.sft.model import load_for_training
     from burnqed.stages.rl import TRUNCATED, Journal, RecordingReward, build_trainer
@@ -324,24 +325,28 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
     policy = load_for_training("full", tiny_model_dir, None, SftConfig(), "cpu", False)
     rl = RlConfig(rollout_engine=engine, max_completion_tokens=8)
     journal = Journal()
-    recorder = RecordingReward(reward, journal, cut_at=rl.max_completion_tokens)
+    recorder = RecordingReward(reward, journal, cut_at=rl.max_completion_tokens, stops=["```"])
     trainer = build_trainer(policy.model, policy.tokenizer, reward.rows(), recorder, rl, device="cpu", bf16=False,
                             output_dir=tmp_path / "trainer")
     recorder.end_ids = frozenset(trainer.eos_token_ids)
     assert trainer.args.use_transformers_continuous_batching is (engine == "continuous")
     exploits = [(FALSE, body(marked(t))) for t in [*ONLY_BY.values(), *KERNEL_OFF, *RESOURCE_OPTIONS]]
     exploits += [(OPEN, c) for c in (*ANSWER_REFUSED, *(completion(a) for a in SMUGGLED.values()))]
-    batch = [*exploits, (HONEST, HONEST_PROOF), (OPEN, RIGHT_ANSWER), (HONEST, HONEST_PROOF)]
+    unfenced = HONEST_PROOF.removesuffix("```")
+    batch = [*exploits, (HONEST, HONEST_PROOF), (OPEN, RIGHT_ANSWER), (HONEST, unfenced), (HONEST, unfenced),
+             (HONEST, HONEST_PROOF)]
     end = trainer.eos_token_ids[0]
-    ids = [[5, end]] * (len(batch) - 1) + [[5] * 8]  # the last one cut: 8 tokens, no end-of-sequence token
+    # the unfenced proof ended by the model, then cut (8 tokens, no end-of-sequence token, no fence); the fenced one
+    # at the bound too, which the fence finished
+    ids = [[5, end]] * (len(batch) - 2) + [[5] * 8] * 2
     inputs = [{"prompt": reward.prompts[t.name], "theorem": t.name} for t, _ in batch]
     out = trainer._calculate_rewards(inputs, [i["prompt"] for i in inputs], [c for _, c in batch], ids)
-    assert out[:, 0].tolist() == [0.0] * len(exploits) + [1.0, 1.0, 0.0]
+    assert out[:, 0].tolist() == [0.0] * len(exploits) + [1.0, 1.0, 1.0, 0.0, 1.0]
     alone = call(reward, exploits)
     stats = reward.last
     assert stats is not None and alone == [0.0] * len(exploits)
-    assert [r.reason for r in journal.rollouts] == [*stats.reasons, "", "", TRUNCATED]
-    assert [r.truncated for r in journal.rollouts] == [False] * (len(batch) - 1) + [True]
+    assert [r.reason for r in journal.rollouts] == [*stats.reasons, "", "", "", TRUNCATED, ""]
+    assert [r.truncated for r in journal.rollouts] == [False] * (len(batch) - 2) + [True, False]
 
 
 # ------------------------------------------------------------------------------------------------ repair prompts

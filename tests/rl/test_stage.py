@@ -279,7 +279,8 @@ def test_under_each_engine_burnqed_rl_samples_scores_cut_completions_zero_and_re
     assert all(0 < r["tokens"] <= 12 for r in rollouts)
     cut = [r for r in rollouts if r["truncated"]]
     # A cut completion earns 0.0 and is never compiled; every verified one ended before the bound.
-    assert all(r["reward"] == 0.0 and r["reason"] == TRUNCATED and r["tokens"] == 12 for r in cut)
+    assert all(r["reward"] == 0.0 and r["reason"] == TRUNCATED and r["tokens"] == 12 and "```" not in r["completion"]
+               for r in cut)
     assert all(not r["truncated"] for r in rollouts if r["reward"] == 1.0)
     assert record["truncated"] == len(cut) == sum(s["truncated"] for s in steps)
     assert all(0 <= s["generation_seconds"] <= s["wall_seconds"] for s in steps)
@@ -290,12 +291,13 @@ def test_under_each_engine_burnqed_rl_samples_scores_cut_completions_zero_and_re
 @pytest.mark.timeout(600)  # the tiny policy's fixture and a trainer on 2 shared cores
 def test_continuous_batching_is_seeded_by_rl_seed_a_rerun_samples_the_same_rollouts(policy: Path, tmp_path: Path,
                                                                                      store: Store) -> None:
+    lean = config().lean
     runs = []
     for name, seed in (("a", 0), ("b", 0), ("c", 1)):
         cfg = config(rollout_engine="continuous", max_steps=1, seed=seed)
         run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=str(tmp_path / name)),
                select_theorems(THEOREMS, "all", set()), RlSettings.from_config(cfg),
-               open_pool=lambda lean=cfg.lean: LeanPool.from_config(lean, size=1), store=store, echo=lambda _: None)
+               open_pool=lambda: LeanPool.from_config(lean, size=1), store=store, echo=lambda _: None)
         runs.append([(r["theorem"], r["completion"]) for r in map(
             json.loads, (tmp_path / name / ROLLOUTS).read_text(encoding="utf-8").splitlines())])
     assert runs[0] == runs[1] and len(runs[0]) == 4
@@ -317,8 +319,9 @@ def test_the_engine_becomes_trls_settings_and_continuous_batchings_cache_holds_t
 
 
 def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() -> None:
-    """Cut = max_completion_tokens ids and the last no end-of-sequence token; the reward sees only the others, its
-    per-completion column is spread back over the batch, and a batch of cut completions calls no reward at all."""
+    """Cut = max_completion_tokens ids, the last no end-of-sequence token and the text without a stop string (the
+    closing fence); the reward sees only the others, its per-completion column is spread back over the batch, and a
+    batch of cut completions calls no reward at all."""
     from types import SimpleNamespace
 
     from burnqed.lean.soundness import Verdict
@@ -344,22 +347,26 @@ def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() 
             return list(rewards)
 
     journal = Journal()
-    recorder = RecordingReward(Judged(), journal, cut_at=3, end_ids=[9])  # type: ignore[arg-type]
+    recorder = RecordingReward(Judged(), journal, cut_at=3, end_ids=[9], stops=["```"])  # type: ignore[arg-type]
     extra: list[tuple[str, list[str]]] = []
     metrics: dict[str, float] = {}
     state = SimpleNamespace(global_step=0)
-    rewards = recorder(prompts=["p"] * 5, completions=["proof a", "proof b", "proof c", "junk", "proof e"],
-                       completion_ids=[[1, 2, 9], [1, 2, 3], [1, 9], [1, 2, 3, 4], [1, 2]], theorem=["t"] * 5,
-                       trainer_state=state, log_extra=lambda c, v: extra.append((c, v)),
+    rewards = recorder(prompts=["p"] * 6, completions=["proof a", "proof b", "proof c", "junk", "proof e",
+                                                       "proof f\n```\nmore"],
+                       completion_ids=[[1, 2, 9], [1, 2, 3], [1, 9], [1, 2, 3, 4], [1, 2], [1, 2, 3]],
+                       theorem=["t"] * 6, trainer_state=state, log_extra=lambda c, v: extra.append((c, v)),
                        log_metric=metrics.__setitem__)
-    # ended by 9 at the bound: finished; 3 ids without 9: cut (a proof's text or not); shorter: finished
-    assert rewards == [1.0, 0.0, 1.0, 0.0, 1.0] and seen == [["proof a", "proof c", "proof e"]]
-    assert extra == [("lean_verdict", ["", TRUNCATED, "", TRUNCATED, ""])]
+    # ended by 9 at the bound: finished; 3 ids without 9 nor the fence: cut (a proof's text or not); shorter:
+    # finished; the fence and past it at the bound: finished where search stops (TRL sampled on)
+    assert rewards == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]
+    assert seen == [["proof a", "proof c", "proof e", "proof f\n```\nmore"]]
+    assert extra == [("lean_verdict", ["", TRUNCATED, "", TRUNCATED, "", ""])]
     assert metrics == {"rollouts/truncated": 2.0}
     assert [(r.truncated, r.reason, r.feedback) for r in journal.rollouts] == [
-        (False, "", None), (True, TRUNCATED, None), (False, "", None), (True, TRUNCATED, None), (False, "", None)]
+        (False, "", None), (True, TRUNCATED, None), (False, "", None), (True, TRUNCATED, None), (False, "", None),
+        (False, "", None)]
     assert {k: journal.pending[k] for k in ("truncated", "lean_s", "tokens")} == {"truncated": 2, "lean_s": 0.25,
-                                                                                  "tokens": 14}
+                                                                                  "tokens": 17}
     assert recorder(prompts=["p"], completions=["proof"], completion_ids=[[1, 2, 3]], theorem=["t"],
                     trainer_state=state) == [0.0]
     assert len(seen) == 1 and journal.pending["lean_s"] == 0.0  # all cut: no reward call
