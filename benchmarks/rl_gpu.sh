@@ -12,9 +12,10 @@
 #                                   # RUNS="TOKENS:PROMPTS:GROUP ..." (default "1024:8:8 4096:4:4"), ROLLOUTS=a,b
 #
 # Needs python3 with torch (CUDA), peft, accelerate, huggingface_hub, tokenizers, safetensors, pandas, pyarrow,
-# psutil, httpx, typer, rich, fsspec, xxhash (the device image's), and in .whl/ the wheels of what it lacks or holds at
+# psutil, httpx, rich, fsspec, xxhash (the device image's), and in .whl/ the wheels of what it lacks or holds at
 # another version (trl 1.16.0, transformers 5.19.0 (constraints.txt's pin; the image has 5.17), datasets 5.2.0, dill,
-# multiprocess, pydantic, pydantic_core, annotated_types, typing_inspection, lark), installed into /tmp/site, with
+# multiprocess, pydantic, pydantic_core, annotated_types, typing_inspection, lark, typer: the image's predates the
+# vocabulary's `type_descriptor`), installed into /tmp/site, with
 # .whl/tiny (the tiny model: the 7B's tokenizer) and .whl/data (`burnqed data prepare` of the embedded corpus, made on
 # CPU: the device lacks z3, which the replay needs). Writes to $OUT: rl-TOKENS.json (benchmarks/rl.py's rows),
 # rl-TOKENS.log (its output) and runs.log (the machine, the packages, the end of each sft and rl run's own log).
@@ -23,7 +24,7 @@ set -uo pipefail
 if [ "${1:-}" = --prepare ]; then  # here, not on the device: .whl/ from constraints.txt's pins, the tiny model, data
     mkdir -p .whl
     names=(trl transformers datasets dill multiprocess pydantic pydantic_core annotated-types typing-inspection
-           typing_extensions lark)
+           typing_extensions lark typer)
     pins=()
     for name in "${names[@]}"; do pins+=("$(grep -i "^${name}==" constraints.txt)") || exit 1; done
     python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

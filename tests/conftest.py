@@ -157,6 +157,7 @@ LONGEST_FIRST = (
     "tests/pipeline/test_iterate.py",
     "tests/cluster/test_rehearsal.py",  # second: the next worker has work while the first builds iteration 0
     "tests/pipeline/test_iterate_s3.py",
+    "tests/pipeline/test_resume.py",
     "tests/sft/test_joint_iterate.py",
     "tests/search/test_cli_prover.py",
     "tests/lean/test_kernel_net.py",
