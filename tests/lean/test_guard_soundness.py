@@ -14,6 +14,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import (
     Verdict,
     assemble_proof,
+    check_answer,
     check_compile,
     check_path,
     check_proof_text,
@@ -544,3 +545,30 @@ def test_rejection_reasons_quote_at_most_three_messages_and_five_constants():
     declared = tuple(f"c{i}" for i in range(7))
     assert check_compile(good(declared=declared), TEXT).reason == (
         "the unit before `#print axioms` does not declare t (newConstants: ['c0', 'c1', 'c2', 'c3', 'c4'])")
+
+
+# Issue 67's answers: a value followed by a command is no single term, refused before Lean by the answer rule itself
+# whatever the deny list says, beside the honest answer `2`.
+NOT_ONE_TERM = {
+    "1\n  instance(priority:=high)evil:HAdd ℕ ℕ ℕ:=⟨fun a b=>a*b⟩":
+        "it holds the command keyword 'instance' (Lean ends the term there and runs a command)",
+    '2\ninfixl:65 (priority := high) " + " => HMul.hMul': "it holds the command keyword 'infixl' (Lean ends the term "
+    "there and runs a command)",
+    "2 axiom«x» : False": "it holds the command keyword 'axiom' (Lean ends the term there and runs a command)",
+    "2 open Real": "it holds the command keyword 'open' (Lean ends the term there and runs a command)",
+    "2) + (3": "it closes a bracket ')' it never opened (character 1)",
+    "(2": "it leaves '(' open (character 0)",
+    "⟨2, 3)": "it closes '⟨' (character 0) with ')' (character 5)",
+    "2 /- the rest": "it leaves a block comment open at character 2",
+    '"2': "it leaves a string or name literal open at character 0",
+    "/-- doc -/ 2": "it holds a doc comment (no part of a term)",
+}
+
+
+@pytest.mark.parametrize("value", list(NOT_ONE_TERM))
+@pytest.mark.parametrize("guard", [GUARD, TacticGuard([])], ids=["default deny list", "no deny list"])
+def test_an_answer_that_is_no_single_term_is_refused_before_lean(value: str, guard: TacticGuard):
+    shown = " ".join(value.split())
+    assert check_answer(value, guard) == Verdict(False, f"the answer {shown!r} is not one term: {NOT_ONE_TERM[value]}")
+    assert check_answer("2", guard) == Verdict(True)
+    assert check_answer("fun n => (n + 1 : ℕ) -- the successor", guard) == Verdict(True)

@@ -193,7 +193,7 @@ def test_a_verified_proof_earns_one_and_the_file_compiled_is_whole_modes(version
     # The restated theorem as given, the answer in its slot, the axioms report and the recheck: whole mode's file.
     assert sorted(file.split("\n#print axioms")[0] for file in files) == sorted([
         "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n",
-        f"abbrev putnam_easy_solution : ℕ := 2\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
+        f"abbrev putnam_easy_solution : ℕ := (2)\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
         "open Nat\n\ntheorem two_plus_two_is_five : 2 + 2 = 5 := by\n  norm_num\n  FAILCOMPILE\n"])
 
 
