@@ -38,7 +38,7 @@ from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
-OPEN_GUARD = TacticGuard([])  # as if the deny list missed a spelling: only Lean's evidence is left
+OPEN_GUARD = TacticGuard([], builtin=False)  # as if every rule missed a spelling: only Lean's evidence is left
 VERSIONS = ["0.3.4", str(SUPPORTED[-1])]
 SLOT = "putnam_easy_solution"
 OPEN = Theorem(name="putnam_easy", signature=": 1 + 1 = putnam_easy_solution", docstring="What is 1 + 1",
