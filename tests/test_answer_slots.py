@@ -92,6 +92,8 @@ def test_a_theorem_is_filled_once() -> None:
     assert filled.answer is not None and filled.answer.value == "2" and not filled.answer_open
     with pytest.raises(ValueError, match="no open answer slot"):
         filled.with_answer("3")
+    with pytest.raises(ValueError, match="is not one term: it holds the command keyword 'instance'"):
+        theorem.with_answer("2\n  instance : Add ℕ := ⟨(· * ·)⟩")
 
 
 # Issue 67, read as whole mode and the hybrid forest read an answer completion (`search.answer.read_attempt`): a made-up
