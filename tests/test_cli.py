@@ -174,3 +174,24 @@ def test_iterate_refuses_before_its_first_stage(tmp_path: Path, args: list[str],
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
     assert "stages" not in result.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_eval_help_and_the_commands_page_name_every_search_mode() -> None:
+    """`eval --help` names the sketch mode beside the whole-proof ones, and docs/commands.md's rows of `search` and
+    `eval` name every mode `search.mode` takes."""
+    import re
+
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+    from burnqed.text.prompt import SearchMode
+
+    shown = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert shown.exit_code == 0, shown.output
+    text = " ".join(re.sub(r"[│╭╰─╮╯]", " ", shown.output).split())
+    assert ("`--set search.mode=whole|hybrid` evaluates the whole-proof modes, `--set search.mode=sketch` sketch "
+            "search (a planner writes `have … := by sorry` sketches") in text
+    page = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
+    for command in ("search", "eval"):
+        row = next(line for line in page.splitlines() if line.startswith(f"| `burnqed {command} --output"))
+        assert [mode.value for mode in SearchMode if f"`{mode.value}`" not in row] == [], command

@@ -90,3 +90,26 @@ def test_a_broken_corpus_source_stops_data_prepare_with_one_line(tmp_path: Path)
     assert result.exit_code == 2
     assert result.stderr == (f"error: corpus file {broken} is not valid JSON: Expecting value: line 1 column 28 "
                              "(char 27) (the format is in docs/replay-corpus.md)\n")
+
+
+def test_a_logged_warning_reads_like_every_other_warning_line() -> None:
+    """A command's logging (set up by `configure`, as every command does): a burnqed WARNING record, `eval`'s
+    answer-open theorems one, prints `warning: …` beside the commands' own warning lines, not a timestamped log line;
+    with BURNQED_LOG_LEVEL=INFO an INFO record keeps time, level and logger."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import logging\nfrom burnqed.commands.kit import configure\nconfigure(None, [])\n"
+            "logging.getLogger('burnqed.eval.run').warning('%s mode does not evaluate %d theorems', 'step', 2)\n"
+            "logging.getLogger('burnqed.lean.pool').info('worker %d started', 1)\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env.pop("BURNQED_LOG_LEVEL", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
+                          timeout=120)
+    assert done.stderr == "warning: step mode does not evaluate 2 theorems\n"
+    verbose = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                             env={**env, "BURNQED_LOG_LEVEL": "INFO"}, timeout=120)
+    lines = verbose.stderr.splitlines()
+    assert lines[0] == "warning: step mode does not evaluate 2 theorems"
+    assert lines[1].endswith(" INFO burnqed.lean.pool: worker 1 started") and len(lines) == 2

@@ -110,3 +110,21 @@ def test_a_model_folder_is_evaluated_on_a_lean_file_in_one_command(tmp_path: Pat
     assert all(t["failure_reason"] != "start_error" for t in result["per_theorem"])  # every theorem started
     assert "MyBench: per theorem at budget 50 expansions (pass@1)" in done.stdout
     assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["eval.json", "eval.trajectories"]
+
+
+def test_the_folders_the_readme_writes_into_are_ignored_by_git() -> None:
+    """Every local `--root`/`--output`/`--trajectories` folder the README's commands use (`runs` by default,
+    `runs-mine`, `mine/…`, `build/…`) is one `git status` leaves out, so a user's runs never show as changes."""
+    import re
+    import shutil
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("git") is None or not (root / ".git").exists():
+        pytest.skip("no git checkout")
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    given = re.findall(r"--(?:root|output|trajectories)[ =]([^\s`'\"]+)", readme)
+    folders = {"runs"} | {value.split("/")[0] for value in given if "://" not in value}
+    assert {"runs", "runs-mine", "mine", "build"} <= folders
+    for folder in sorted(folders):
+        done = subprocess.run(["git", "check-ignore", "-q", "--no-index", f"{folder}/x"], cwd=root, check=False)
+        assert done.returncode == 0, f"{folder}/ is not ignored by .gitignore"

@@ -5,6 +5,7 @@
     image.distributions()                            # {"pydantic", …, "torch", "safetensors", "datasets"}
     pins = step_requirements(stage, cfg, image, gpu=False, where="step search")   # [("BURNQED_EBM__DEVICE", "cpu")]
     triple = lean_triples()[image.lean_triple]       # Pantograph, Lean and Mathlib the core image builds by default
+    lean_image_warning(cfg)                          # the core image's Pantograph is not lean.pantograph_version's
 
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
 only after earlier steps spent their GPU hours (the rl step: `rl_requirements`); `fetch_requirements` refuses a core
@@ -158,6 +159,36 @@ def lean_triples() -> dict[str, LeanTriple]:
     """Every Lean triple of images.toml, by name, in the order declared (the default first)."""
     return {name: LeanTriple(name=name, **{key: str(value) for key, value in body.items()})
             for name, body in _toml()[TRIPLES].items()}
+
+
+def lean_image_warning(cfg: Config) -> str | None:
+    """Why the core image the pods run (`burnqed-core:TAG`, built with images.toml's `[core] lean_triple`) does not
+    hold the Pantograph that `lean.pantograph_version` pins, and how to render the one that does (the triple of that
+    version, built and tagged `TAG-TRIPLE` as images/README.md builds one, `cluster.image_tag`); None when it holds
+    it, when no version is pinned, or when the tag (cluster.image_tag, else the package version) already names that
+    triple."""
+    wanted = cfg.lean.pantograph_version
+    tag = cfg.cluster.image_tag or metadata.version("burnqed")  # as burnqed.workflows names the images
+    core = declared()["core"]
+    triples = lean_triples()
+    if wanted is None or core.lean_triple is None:
+        return None
+    built = triples[core.lean_triple]
+    if built.pantograph == wanted:
+        return None
+    matching = [t for t in triples.values() if t.pantograph == wanted]
+    if matching and tag.endswith(f"-{matching[0].name}"):
+        return None
+    pod = f"the core image burnqed-core:{tag} (triple {built.name}: Pantograph {built.pantograph}, Lean {built.lean})"
+    if not matching:
+        return (f"lean.pantograph_version {wanted} is no triple of burnqed/cluster/images.toml, and the pods run "
+                f"{pod}: their Lean is not the one the configuration pins")
+    triple = matching[0]
+    base = tag.rsplit("-lean-", 1)[0]
+    return (f"lean.pantograph_version {wanted} is triple {triple.name} (Lean {triple.lean}, Mathlib {triple.mathlib}), "
+            f"but the pods run {pod}: build it (`docker build -f images/core/Dockerfile --build-arg "
+            f"LEAN_TRIPLE={triple.name} -t REGISTRY/burnqed-core:{base}-{triple.name} .`, images/README.md) and render "
+            f"with --set cluster.image_tag={base}-{triple.name}")
 
 
 def fetch_requirements(image: Image, *, where: str) -> None:

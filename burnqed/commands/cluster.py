@@ -84,6 +84,11 @@ def render(
         if problems:
             shown = "; ".join(problems[:10]) + (f"; ... and {len(problems) - 10} more" if len(problems) > 10 else "")
             raise ConfigError(f"the rendered documents are invalid: {shown}")
+    from burnqed.cluster.images import lean_image_warning
+
+    mismatch = lean_image_warning(cfg)
+    if mismatch is not None:
+        typer.echo(f"warning: {mismatch}", err=True)
     written = write_documents(docs, target, prune=not names)
     for path in written:
         typer.echo(f"wrote {path}")

@@ -269,6 +269,23 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+class LogLines(logging.Formatter):
+    """How a command's log records read on stderr: a WARNING as `warning: MESSAGE`, the form of every other warning
+    line a command prints (`eval`'s answer-open theorems, `search`'s refused modes), so a user sees one kind of
+    warning; INFO and DEBUG (`-v`), ERROR and above with time, level and logger."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.levelno != logging.WARNING:
+            return super().format(record)
+        text = f"warning: {record.getMessage()}"
+        if record.exc_info:
+            text += "\n" + self.formatException(record.exc_info)
+        return text
+
+
 def configure(config: Path | None, sets: list[str] | None) -> Config:
     """Set up logging and load the configuration (file < `BURNQED_*` env < `--set`); commands build their frozen
     settings (e.g. `Store.from_config(cfg.storage)`) from it."""
@@ -276,7 +293,9 @@ def configure(config: Path | None, sets: list[str] | None) -> Config:
     if level not in logging.getLevelNamesMapping():
         raise ConfigError(f"{LOG_LEVEL_ENV}={os.environ[LOG_LEVEL_ENV]!r} is not a log level: use one of "
                           f"{', '.join(LOG_LEVELS)} (or -v for INFO)")
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(LogLines())
+    logging.basicConfig(level=level, handlers=[handler])  # a no-op where logging is set up already (a test's)
     # a workflow pod refuses to run a configuration other than the one its workflow was rendered from
     verify_mounted_config(os.environ)
     with warnings.catch_warnings(record=True) as caught:
@@ -322,6 +341,15 @@ def carried(*, root: str | None = None, model: str | None = None, config: Path |
     given = [("--root", root), ("--model", model), ("--config", None if config is None else str(config))]
     return [*(part for flag, value in given if value is not None for part in (flag, value)),
             *(part for item in sets or () for part in ("--set", item))]
+
+
+SHOW_READS = ("storage.", "pipeline.eval_modes")  # the settings `show` reads: where the run is, which evals to look in
+
+
+def show_sets(sets: Sequence[str] | None) -> list[str]:
+    """The --sets a suggested `burnqed show` repeats: those of the settings it reads (`SHOW_READS`); the others
+    (a stage's knobs) would change nothing it draws."""
+    return [item for item in sets or () if item.partition("=")[0].strip().startswith(SHOW_READS)]
 
 
 def suggestion(args: Sequence[str], carry: Sequence[str] = ()) -> str:

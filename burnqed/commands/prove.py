@@ -28,6 +28,7 @@ from burnqed.commands.kit import (
     carried,
     reports_errors,
     setup,
+    show_sets,
     suggestion,
 )
 from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
@@ -207,7 +208,10 @@ def evaluate(
 ) -> None:
     """Evaluate on a benchmark at several budgets: a table on stdout, the full result as JSON (with the tokens
     generated and Lean requests sent at each budget, and per theorem what happened and what it cost).
-    `--set search.mode=whole|hybrid` evaluates the whole-proof modes.
+    `--set search.mode=whole|hybrid` evaluates the whole-proof modes, `--set search.mode=sketch` sketch search (a
+    planner writes `have … := by sorry` sketches, each hole searched step by step; the planner is the policy, or
+    the model the planner section names, and must have been trained on the sketch format: docs/search.md, "Sketch
+    search").
 
     Like every stage, a finished eval (OUTPUT exists) made with the same inputs (theorems, budgets, settings, model,
     value model) is reused: "reusing OUTPUT …" first, then its table; one made with other inputs is refused with the
@@ -286,8 +290,8 @@ def evaluate(
         results = run_async(run())
     results = [result.model_copy(update={"training_check": training_check}) for result in results]
     publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
-    show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]], carried(config=config, sets=set_)) \
-        if prefixes else ""
+    show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]],
+                      carried(config=config, sets=show_sets(set_))) if prefixes else ""
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
 

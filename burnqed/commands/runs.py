@@ -27,6 +27,7 @@ from burnqed.commands.kit import (
     configure,
     reports_errors,
     setup,
+    show_sets,
     suggestion,
 )
 from burnqed.commands.vocabulary import IterationModelOption, model_set
@@ -107,7 +108,8 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     last = iters[-1]
     if store.is_done(Layout(run_root).report(last)):
         again = suggestion(["iterate", "--iter", str(last + 1)], carry)
-        show = suggestion(["show", "THEOREM", "--iter", str(last)], carried(root=root, config=config, sets=given_sets))
+        show = suggestion(["show", "THEOREM", "--iter", str(last)],
+                          carried(root=root, config=config, sets=show_sets(given_sets)))
         typer.echo(f"next: `{again}` runs iteration {last + 1}; `{show}` draws one theorem's search")
 
 

@@ -236,6 +236,13 @@ class SearchConfig(Section):
         description="Sketch mode: sketches asked per planner request (one request counts one of max_nodes).",
         json_schema_extra=searched("sketch"),
     )
+    subgoal_cache_replays: int = Field(
+        default=4, ge=1, le=64,
+        description="Sketch mode: the subgoal cache's proofs one lookup replays in Lean at most, shortest first (then "
+        "by digest); a proof Lean rejected under a key is never replayed under it again in the job (docs/pipeline.md, "
+        "'Subgoal cache').",
+        json_schema_extra=searched("sketch"),
+    )
     subgoal_cache: str | None = Field(
         default=None,
         description="Sketch mode: the folder (path or URI) `burnqed search` keeps its subgoal cache in, shared by "

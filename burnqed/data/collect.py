@@ -132,6 +132,7 @@ def collect(
                                world_sketches=config.world_sketches)
         items.append(list(reader.theorems()))
         warnings.extend(reader.warnings())
+        warnings.extend(reader.import_notes())
         skipped.extend(reader.skipped)
         on_source(report)
     registry = _Registry(reports)
@@ -159,6 +160,9 @@ def collect(
 # ------------------------------------------------------------------------------------------- one source
 
 
+MAX_IMPORT_NOTES = 10  # lines naming a .lean file without its source's usual imports, then a count
+
+
 class _SourceReader:
     """Reads one source into grouped, sorry-filtered theorem items, counting into its report."""
 
@@ -173,6 +177,7 @@ class _SourceReader:
         self.replay = replay
         self.columns: set[str] | None = None
         self.skipped: list[SkippedDeclaration] = []  # of a benchmark source only
+        self.imports: dict[str, tuple[str, ...]] = {}  # each `.lean` file read: the modules it imports
 
     def theorems(self) -> Iterator[Item]:
         groups: dict[str, Item] = {}
@@ -250,6 +255,8 @@ class _SourceReader:
         for row in self._rows(entries):
             if spec.limit is not None and self.report.rows >= spec.limit:
                 return
+            if row.imports is not None:
+                self.imports.setdefault(row.file or row.where, row.imports)
             if row.data is None:
                 self._reject_row("malformed_row", f"{row.where}: {row.error}")
                 self._skip(row, "malformed_row", row.error or "")
@@ -375,6 +382,30 @@ class _SourceReader:
     def _example(self, text: str) -> None:
         if len(self.report.examples) < MAX_EXAMPLES:
             self.report.examples.append(text[:500])
+
+    def import_notes(self) -> list[str]:
+        """One line per `.lean` file of the source without an import most of its files have (a file that lost its
+        first lines: `import Mathlib`, and with them its `open`s, which only Lean can miss); at most
+        MAX_IMPORT_NOTES lines, then how many more. None for a source of one file, or without such a majority."""
+        if len(self.imports) < 2:
+            return []
+        counts = Counter(module for modules in self.imports.values() for module in set(modules))
+        usual = [module for module, count in counts.items() if 2 * count > len(self.imports)]
+        where = f"source {self.report.index} ({self.report.name})"
+        notes = []
+        for file, modules in self.imports.items():
+            lost = [module for module in usual if module not in modules]
+            if lost:
+                shown = ", ".join(f"`import {module}`" for module in sorted(lost))
+                have = min(counts[module] for module in lost)
+                notes.append(f"{where}: {file} has no {shown} line, which {have} of its {len(self.imports)} .lean "
+                             "files have: its theorems are started under the Lean REPL's imports (lean.command), and "
+                             "an `open` line it lost too shows only as Lean's unknown identifier at their start "
+                             "(`burnqed lean check`)")
+        if len(notes) > MAX_IMPORT_NOTES:
+            notes[MAX_IMPORT_NOTES:] = [f"{where}: … and {len(notes) - MAX_IMPORT_NOTES} more .lean files without "
+                                        "the imports most of its files have"]
+        return notes
 
     def warnings(self) -> list[str]:
         """Loud notes for a source that gave nothing usable: a missing column, every row rejected."""

@@ -7,6 +7,7 @@ as a JSONL benchmark.
     rows[0]["formal_statement"]  # "theorem aime_1983_p1 (x y z w : ℕ) … := by sorry"
     rows[0]["header"]            # the commands in force before it: "set_option maxHeartbeats 0\\nopen … Rat"
     rows[0]["answer"]            # only for a theorem with an answer slot: the `-- 2` line's answer under it
+    lean_file_imports(text)      # ("Mathlib",): what its `import` lines name
 
 Every declaration is a row, also one that will not convert (`lean_file_declarations` gives each row's line). What a
 header holds, how namespaces and `example`s are named, and where a docstring goes: docs/data.md, "Benchmarks".
@@ -55,6 +56,15 @@ def example_name(file: str, line: int) -> str:
     name, or its path under the folder given."""
     name = _NOT_IN_NAME.sub("_", f"{file}:{line}")
     return f"_{name}" if name[0].isdigit() else name
+
+
+_IMPORT = re.compile(r"^import[ \t]+([^\n]+)", re.MULTILINE)
+
+
+def lean_file_imports(text: str) -> tuple[str, ...]:
+    """The modules a Lean file's `import` lines name, in order (comments ignored): `("Mathlib",)`."""
+    masked = mask_comments(normalize_newlines(text))
+    return tuple(module for found in _IMPORT.finditer(masked) for module in found.group(1).split())
 
 
 def lean_file_rows(text: str) -> list[dict[str, str]]:

@@ -39,6 +39,7 @@ class Row:
     path_split: str | None = None  # the split the file's path names (`path_split`), if any
     file: str | None = None  # the local file, as the source's path names it (None: a hub dataset)
     line: int | None = None  # its line in `file` (a `.lean` declaration's, a JSON line's); None: a Parquet or JSON row
+    imports: tuple[str, ...] | None = None  # a `.lean` file's imported modules (`leanfile.lean_file_imports`)
 
 
 def read_rows(path: str, split: str | None = None, limit: int | None = None, *, store: storage.Store) -> Iterator[Row]:
@@ -147,10 +148,11 @@ def _file_rows(file: Path, shown: str, name: str) -> Iterator[Row]:
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"data file {file} cannot be read: {exc}") from None
     if file.suffix == ".lean":
-        from burnqed.data.leanfile import lean_file_declarations
+        from burnqed.data.leanfile import lean_file_declarations, lean_file_imports
 
+        imports = lean_file_imports(text)
         for line, data in lean_file_declarations(text, name):
-            yield Row(f"{shown}:{line}", data=dict(data), line=line)
+            yield Row(f"{shown}:{line}", data=dict(data), line=line, imports=imports)
         return
     if file.suffix == ".json":
         whole = _json_document_rows(file, text)

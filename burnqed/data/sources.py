@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from burnqed.records import Answer, AnswerTask, Theorem, lean_name_problem
-from leankit.answer import answer_slot, drop_slot, inline_answer, reference_answer
+from leankit.answer import answer_slot, drop_slot, inline_answer, reference_answer, uses_name
 from leankit.declaration import (
     Declaration,
     body_tactics,
@@ -209,6 +209,8 @@ def _minif2f(data: Mapping[str, Any]) -> Item | Reject:
     item, decl = converted
     item.theorem = _with_answer_slot(item.theorem.model_copy(update={"split": normalize_split(item.row_split)}),
                                      data)
+    if (missing := _undeclared_slot(item.theorem)) is not None:
+        return missing
     proofs = [proof for column in ("formal_proof", "proof") if (proof := _optional_str(data, column))]
     if decl.has_proof:
         proofs.append(decl.source)
@@ -239,7 +241,10 @@ def _prototype_entry(data: Mapping[str, Any]) -> Item | Reject:
         header=strip_imports(_optional_str(data, "header")),
         split=normalize_split(_optional_str(data, "split")),
     )
-    return Item(_with_answer_slot(theorem, data), row_split=_optional_str(data, "split"))
+    theorem = _with_answer_slot(theorem, data)
+    if (missing := _undeclared_slot(theorem)) is not None:
+        return missing
+    return Item(theorem, row_split=_optional_str(data, "split"))
 
 
 # The answer-given entry of an answer-bearing theorem is named NAME + this (docs/data.md, "Answer-bearing problems").
@@ -259,6 +264,22 @@ def _with_answer_slot(theorem: Theorem, data: Mapping[str, Any]) -> Theorem:
     answer = Answer(name=slot.name, type=slot.type, task=AnswerTask.PRODUCED,
                     reference=reference.strip() if reference else None)
     return theorem.model_copy(update={"answer": answer})
+
+
+SLOT_SUFFIX = "_solution"  # PutnamBench names a theorem's answer slot NAME_solution
+
+
+def _undeclared_slot(theorem: Theorem) -> Reject | None:
+    """`undeclared_answer_slot` when the statement uses `NAME_solution` (NAME: the theorem's own name, PutnamBench's
+    answer slot) and nothing before it names it: the file lost its `abbrev NAME_solution … := sorry` line, and
+    Lean would refuse the start (unknown identifier)."""
+    if theorem.answer is not None or theorem.statement is None:
+        return None
+    slot = theorem.name.rsplit(".", 1)[-1] + SLOT_SUFFIX
+    if not uses_name(theorem.statement, slot) or uses_name(theorem.header or "", slot):
+        return None
+    return Reject("undeclared_answer_slot", f"its statement uses {slot}, which nothing before it declares (its "
+                  f"answer slot line, `abbrev {slot} : TYPE := sorry`, is missing): Lean cannot start it")
 
 
 def answer_given(item: Item) -> Item | None:

@@ -7,7 +7,8 @@ compare`").
     print(render_comparison(comparison))
     write_comparison(comparison, "comparison.json", store=store)     # burnqed compare --output comparison.json
 
-The first result is the baseline and the last the candidate: the Δ is last minus first. Only like is compared with
+The first result is the baseline and the last the candidate: the Δ is last minus first, at each common budget with
+its 95 % interval paired over the theorems (Newcombe's hybrid score interval). Only like is compared with
 like: results on other theorem sets, pass_n or Lean backends are shown side by side with no Δ and a warning
 (`unlike`); results with neither a budget in common nor tokens cannot be compared (InputError).
 """
@@ -24,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed import storage
 from burnqed.errors import InputError
 from burnqed.eval.rendering import to_text
-from burnqed.eval.result import BudgetRow, EvalResult
+from burnqed.eval.result import BudgetRow, EvalResult, paired_interval
 
 MAX_NAMES = 20  # names listed per section of the rendering before "… and N more"
 WITHIN = 0.05  # an entry whose cost is within this fraction below the level is read exactly there
@@ -42,6 +43,20 @@ class CompareEntry(BaseModel):
     rate: float = Field(ge=0.0, le=1.0, description="solved / total, a fraction.")
 
 
+class TaskComparison(BaseModel):
+    """Every result's pass@N of one answer task at one budget (`EvalResult.tasks`: 'answer produced' and, counted
+    again, 'answer produced (reference answer)', 'answer given', 'no answer'), and the change from the first to the
+    last."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str = Field(description="The answer task (`EvalResult.tasks`' group).")
+    entries: list[CompareEntry] = Field(description="One entry per result, in the order given.")
+    delta_solved: int | None = Field(description="Last minus first (None: not comparable).")
+    delta_rate_points: float | None = Field(description="Last minus first, in percentage points (None: not "
+                                            "comparable).")
+
+
 class BudgetComparison(BaseModel):
     """Every result at one budget they all have, and the change from the first to the last."""
 
@@ -53,6 +68,13 @@ class BudgetComparison(BaseModel):
         description="Solved by the last result minus solved by the first (None: the results are not comparable).")
     delta_rate_points: float | None = Field(
         description="Rate of the last minus rate of the first, in percentage points (None: not comparable).")
+    tasks: list[TaskComparison] = Field(
+        default_factory=list, description="Per answer task, each task every result counts at this budget, in the "
+        "first result's order (empty when a result has no per-task rows).")
+    delta_interval_points: tuple[float, float] | None = Field(
+        default=None, description="The 95 % interval of delta_rate_points, in percentage points: paired over the "
+        "theorems both results ran (Newcombe's hybrid score interval, eval.result.paired_interval); None when not "
+        "comparable, or in a comparison written before intervals.")
 
 
 class CostEntry(BaseModel):
@@ -254,6 +276,31 @@ def _cost_levels(results: Sequence[tuple[str, EvalResult]], measure: Measure, co
     return blocks
 
 
+def _task_comparisons(results: Sequence[tuple[str, EvalResult]], budget: int,
+                      comparable: bool) -> list[TaskComparison]:
+    """Each answer task every result counts at `budget`, every result's solves of it, and the Δ."""
+    by_result = [{row.group: row for row in result.tasks if row.budget == budget} for _, result in results]
+    shared = [task for task in by_result[0] if all(task in rows for rows in by_result[1:])]
+    comparisons = []
+    for task in shared:
+        entries = [CompareEntry(label=label, solved=rows[task].solved, total=rows[task].total, rate=rows[task].rate)
+                   for (label, _), rows in zip(results, by_result, strict=True)]
+        first, last = entries[0], entries[-1]
+        comparisons.append(TaskComparison(
+            task=task, entries=entries, delta_solved=last.solved - first.solved if comparable else None,
+            delta_rate_points=100 * (last.rate - first.rate) if comparable else None))
+    return comparisons
+
+
+def _paired_points(first: EvalResult, last: EvalResult, budget: int) -> tuple[float, float]:
+    """The 95 % interval of last − first in solve rate at `budget`, in points, theorem by theorem: the two results
+    ran the same theorems (`unlike` is empty), so each theorem is a pair (`paired_interval`)."""
+    before, after = first.solved_at(budget), last.solved_at(budget)
+    both, new, lost = len(before & after), len(after - before), len(before - after)
+    low, high = paired_interval(both, new, lost, max(0, first.total - both - new - lost))
+    return 100 * low, 100 * high
+
+
 def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
     """Compare `results` (label, result) at every budget they all have and at equal cost; see the module doc.
 
@@ -283,6 +330,8 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
         blocks.append(BudgetComparison(
             budget=budget, entries=entries, delta_solved=last.solved - first.solved if comparable else None,
             delta_rate_points=100 * (last.rate - first.rate) if comparable else None,
+            tasks=_task_comparisons(results, budget, comparable),
+            delta_interval_points=_paired_points(results[0][1], results[-1][1], budget) if comparable else None,
         ))
     levels = _cost_levels(results, "tokens", comparable) if tokens else []
     calls = _cost_levels(results, "lean_calls", comparable) if tokens else []
@@ -368,8 +417,26 @@ def _cost_table(comparison: Comparison, levels: Sequence[CostLevel], title: str,
     return to_text(table, width)
 
 
+def _task_line(task: TaskComparison) -> str:
+    """`answer produced (reference answer): a 0/2 (0.0 %), b 1/2 (50.0 %), Δ +1 (+50.0 pts)`."""
+    shown = ", ".join(f"{e.label} {e.solved}/{e.total} ({100 * e.rate:.1f} %)" for e in task.entries)
+    delta = (f", Δ {task.delta_solved:+d} ({task.delta_rate_points:+.1f} pts)"
+             if task.delta_solved is not None and task.delta_rate_points is not None else "")
+    return f"{task.task}: {shown}{delta}\n"
+
+
+def delta_row_text(block: BudgetComparison) -> str:
+    """A budget's Δ in points with its paired 95 % interval: `+8.5 pts (95 %: +1.4 to +15.5)`."""
+    text = f"{block.delta_rate_points:+.1f} pts"
+    if block.delta_interval_points is not None:
+        low, high = block.delta_interval_points
+        text += f" (95 %: {low:+.1f} to {high:+.1f})"
+    return text
+
+
 def render_comparison(comparison: Comparison, width: int = 100) -> str:
-    """Plain text: the warnings, one table per common budget (a row per result and a Δ row), the tables at equal
+    """Plain text: the warnings, one table per common budget (a row per result and a Δ row; then a line per answer
+    task, the produced task twice: proved, and proved with the reference answer), the tables at equal
     tokens and at equal Lean calls (when they are recorded) with their legend, then the newly solved and lost theorem
     names (at most MAX_NAMES each)."""
     from rich.table import Table
@@ -385,8 +452,9 @@ def render_comparison(comparison: Comparison, width: int = 100) -> str:
             table.add_row(entry.label, f"{entry.solved}/{entry.total}", f"{100 * entry.rate:.1f} %")
         if block.delta_solved is not None and block.delta_rate_points is not None:
             table.add_section()
-            table.add_row(f"Δ {last} − {first}", f"{block.delta_solved:+d}", f"{block.delta_rate_points:+.1f} pts")
+            table.add_row(f"Δ {last} − {first}", f"{block.delta_solved:+d}", delta_row_text(block))
         out.append(to_text(table, width))
+        out += [_task_line(task) for task in block.tasks]
     if comparison.token_levels:
         out.append(_cost_table(comparison, comparison.token_levels, "at equal generated tokens per theorem",
                                "tokens/thm", width))

@@ -17,10 +17,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
+from typing import Any
 
 from burnqed import __version__
 from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
 from burnqed.records import EXPANSION_MODES, AnswerTask, FailureReason, Theorem, TheoremResult, UsageCurve, first_line
+from burnqed.search.answer_check import AnswerJudgement
 from burnqed.text.prompt import SearchMode
 
 
@@ -133,13 +135,42 @@ def failure_detail(attempt: TheoremResult) -> str:
 
 
 NO_ANSWER = "no answer"
+PRODUCED = "answer produced"
+# The produced task counted a second time: proved, and the proof's answer Lean showed equal to the reference
+# (`search.answer_check`, verdict `equal`).
+WITH_REFERENCE = "answer produced (reference answer)"
+AnswerChecks = Mapping[tuple[str, str], AnswerJudgement]  # (theorem name, answer as given) → its judgement
 
 
 def answer_task(theorem: Theorem) -> str:
     """The answer task of a benchmark theorem, as `PerTheorem.task` and the per-task rows name it."""
     if theorem.answer is None:
         return NO_ANSWER
-    return "answer produced" if theorem.answer.task is AnswerTask.PRODUCED else "answer given"
+    return PRODUCED if theorem.answer.task is AnswerTask.PRODUCED else "answer given"
+
+
+def _judgement(attempt: TheoremResult, checks: AnswerChecks) -> AnswerJudgement | None:
+    """The check of the answer `attempt` proved its theorem with; None when it gave none or it was not checked."""
+    return None if attempt.answer is None else checks.get((attempt.name, attempt.answer))
+
+
+def _reference_at_proof(attempts: Sequence[TheoremResult], budget: int, checks: AnswerChecks) -> int | None:
+    """The smallest budget_at_proof, within `budget`, of an attempt whose answer the check found `equal`."""
+    found = [a.budget_at_proof for a in attempts if _proves_within(a, budget) and a.budget_at_proof is not None
+             and (judged := _judgement(a, checks)) is not None and judged.equal]
+    return min(found) if found else None
+
+
+def _reference_rows(table: Mapping[str, Sequence[TheoremResult]], rungs: Sequence[int], produced: Sequence[str],
+                    checks: AnswerChecks) -> list[GroupRow]:
+    """pass@N of the produced task counted with the reference answer (`WITH_REFERENCE`): a theorem counts at a budget
+    when an attempt proved it within that budget with an answer the check found `equal`."""
+    rows = []
+    for budget in rungs:
+        solved = sum(1 for name in produced if _reference_at_proof(table[name], budget, checks) is not None)
+        rows.append(GroupRow(group=WITH_REFERENCE, budget=budget, solved=solved, total=len(produced),
+                             rate=solved / len(produced)))
+    return rows
 
 
 def _group_rows(table: Mapping[str, Sequence[TheoremResult]], rungs: Sequence[int],
@@ -155,6 +186,19 @@ def _group_rows(table: Mapping[str, Sequence[TheoremResult]], rungs: Sequence[in
             rows.append(GroupRow(group=group, budget=budget, solved=solved, total=len(names),
                                  rate=solved / len(names)))
     return rows
+
+
+def _checked(name: str, winner: TheoremResult | None, attempts: Sequence[TheoremResult], largest: int,
+             tasks: Mapping[str, str] | None, checks: AnswerChecks | None) -> dict[str, Any]:
+    """The answer check's fields of an answer-produced theorem's `PerTheorem` (none for another theorem, or without
+    checks): the winning answer's verdict and why, the reference beside it, where an `equal` answer first proved it."""
+    if checks is None or tasks is None or tasks.get(name) != PRODUCED:
+        return {}
+    judged = None if winner is None else _judgement(winner, checks)
+    if judged is None:
+        return {"reference_at_proof": _reference_at_proof(attempts, largest, checks)}
+    return {"answer_check": judged.verdict.value, "answer_check_detail": judged.reason, "reference": judged.reference,
+            "reference_at_proof": _reference_at_proof(attempts, largest, checks)}
 
 
 def validate_budgets(budgets: Sequence[int]) -> list[int]:
@@ -220,6 +264,7 @@ def build_eval_result(
     resumed: int = 0,
     pantograph_version: str | None = None,
     theorem_tasks: Mapping[str, str] | None = None,
+    answer_checks: AnswerChecks | None = None,
 ) -> EvalResult:
     """Score `attempts` (attempts[k] = the k-th pass's results, one per theorem) at every budget.
 
@@ -227,8 +272,10 @@ def build_eval_result(
     budget_at_proof, or when budgets are not positive, unique and ascending. `timestamp` defaults to now.
     `theorem_sources` (name → source) gives the per-group rows and each theorem's `source`; `theorem_tasks` (name →
     answer task, `answer_task`) each theorem's `task` and, when some theorem has an answer slot, the per-task rows;
-    `seed`, `settings` and `pantograph_version` (what the Lean workers spoke) are recorded, with this burnqed's
-    version.
+    `answer_checks` ((name, answer) → `search.answer_check.AnswerJudgement`, for the answers proofs of answer-produced
+    theorems gave) each such theorem's `answer_check`, `reference` and `reference_at_proof`, and the per-task rows
+    `WITH_REFERENCE` beside `answer produced`; `seed`, `settings` and `pantograph_version` (what the Lean workers
+    spoke) are recorded, with this burnqed's version.
     """
     rungs = validate_budgets(budgets)
     table = _by_theorem(attempts, theorem_names)
@@ -288,6 +335,7 @@ def build_eval_result(
                 curve=_theorem_curve(tries, largest),
                 task=None if theorem_tasks is None else theorem_tasks.get(name, NO_ANSWER),
                 answer=winner.answer if winner is not None else None,
+                **_checked(name, winner, tries, largest, theorem_tasks, answer_checks),
             )
         )
     solved_names = sorted(t.name for t in per_theorem if t.proved)
@@ -296,6 +344,10 @@ def build_eval_result(
     tasks: list[GroupRow] = []
     if theorem_tasks is not None and any(task != NO_ANSWER for task in theorem_tasks.values()):
         tasks = _group_rows(table, rungs, {name: theorem_tasks.get(name, NO_ANSWER) for name in table})
+        produced = [name for name in table if theorem_tasks.get(name) == PRODUCED]
+        if answer_checks is not None and produced:
+            at = next(k for k, row in enumerate(tasks) if row.group == PRODUCED) + len(rungs)
+            tasks[at:at] = _reference_rows(table, rungs, produced, answer_checks)
     return EvalResult(
         iteration=iteration,
         timestamp=timestamp if timestamp is not None else datetime.now(UTC),

@@ -21,10 +21,26 @@ def one_line(proof: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def answer_line(answer: str, limit: int = 60) -> str:
-    """An answer on one line, `answer: VALUE`, cut at `limit` characters of its value."""
-    text = " ".join(answer.split())
-    return "answer: " + (text if len(text) <= limit else text[: limit - 1] + "…")
+def answer_line(answer: str, limit: int = 60, *, check: str | None = None, reference: str | None = None) -> str:
+    """An answer on one line, `answer: VALUE`, cut at `limit` characters of its value (and of the reference's); with
+    the answer check (`PerTheorem.answer_check`) its verdict and the reference beside it: `answer: 100 (different from
+    the reference 5)`, `answer: 2 (equal to the reference)`, `answer: x (undecided; the reference: 2)`."""
+    line = "answer: " + _cut(answer, limit)
+    if check is None:
+        return line
+    shown = _cut(reference, limit) if reference is not None else ""
+    if check == "equal":
+        return f"{line} (equal to the reference)"
+    if check == "different":
+        return f"{line} (different from the reference {shown})"
+    if check == "undecided":
+        return f"{line} (undecided; the reference: {shown})"
+    return f"{line} ({check})"
+
+
+def _cut(value: str, limit: int) -> str:
+    text = " ".join(value.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _seconds(value: float | None) -> str:
@@ -50,7 +66,8 @@ def render_theorem_table(result: EvalResult, width: int = 160) -> str:
             outcome = f"proved @{theorem.budget_at_proof}"
             detail = one_line(theorem.proof or "")
             if theorem.answer is not None:
-                detail = f"{answer_line(theorem.answer)}; {detail}"
+                detail = f"{answer_line(theorem.answer, check=theorem.answer_check, reference=theorem.reference)}; " \
+                    f"{detail}"
         else:
             outcome = theorem.failure_reason.value if theorem.failure_reason else "unsolved"
             detail = theorem.detail or ""

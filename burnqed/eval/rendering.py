@@ -10,15 +10,16 @@ from burnqed.eval.result import BudgetRow, EvalResult
 
 
 def render_eval_table(result: EvalResult, width: int = 100) -> str:
-    """A plain-text table: one row per budget (solved/total, rate and its 95 % Wilson score interval in %, budget used,
-    times, tokens per theorem, Lean requests), then a footer line with the cumulative count and the failure
-    reasons, and, when some of the benchmark's declarations were not evaluated, how many (`eval.per_theorem.
-    render_not_evaluated` lists them)."""
+    """A plain-text table titled with the search (`whole+repair` for a repair arm): one row per budget (solved/total,
+    rate and its 95 % Wilson score interval in %, budget used, times, tokens per theorem, Lean requests), then a
+    footer line with the cumulative count and the failure reasons, and, when some of the benchmark's declarations
+    were not evaluated, how many (`eval.per_theorem.render_not_evaluated` lists them), and the settings line (seed,
+    search, `repair_rounds N` for a repair arm, sampling)."""
     from rich.table import Table
 
     ebm = f" + EBM {result.ebm}" if result.ebm else ""
     table = Table(
-        title=f"{result.benchmark} · {result.model}{ebm} · {result.mode} (budget in {result.budget_unit}) · "
+        title=f"{result.benchmark} · {result.model}{ebm} · {result.search_label} (budget in {result.budget_unit}) · "
         f"pass@{result.pass_n} · iter {result.iteration} · {result.lean_backend}",
         title_justify="left",
     )
@@ -51,8 +52,10 @@ def render_eval_table(result: EvalResult, width: int = 100) -> str:
             largest, ", ".join(f"{row.group} {row.solved}/{row.total} ({100 * row.rate:.1f} %)" for row in by_task))
     if result.settings is not None:
         s = result.settings
-        footer += (f"seed {result.seed if result.seed is not None else 'random'} · {result.mode} search · "
-                   f"{s.num_candidates} candidates at T {s.temperature:g} · top_p {s.top_p:g}\n")
+        repair = (f"repair_rounds {s.repair_rounds} (Lean's messages cut at {s.repair_message_tokens} tokens) · "
+                  if s.repair_rounds else "")
+        footer += (f"seed {result.seed if result.seed is not None else 'random'} · {result.search_label} search · "
+                   f"{repair}{s.num_candidates} candidates at T {s.temperature:g} · top_p {s.top_p:g}\n")
     return to_text(table, width) + footer
 
 

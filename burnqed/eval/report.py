@@ -162,7 +162,8 @@ def _proofs(steps: Sequence[Step], changes: Sequence[Change]) -> list[ProofRow]:
         new = next((set(change.new) for change in changes if change.after == step), set())
         iteration = int(step.rsplit(" ", 1)[-1])
         rows += [ProofRow(iteration=iteration, arm=arm, theorem=t.name, budget_at_proof=t.budget_at_proof,
-                          proof=t.proof, answer=t.answer, new=t.name in new)
+                          proof=t.proof, answer=t.answer, answer_check=t.answer_check, reference=t.reference,
+                          new=t.name in new)
                  for t in result.per_theorem if t.proved]
     return rows
 

@@ -298,7 +298,7 @@ def _proofs_markdown(proofs: list[ProofRow], iteration: int, learning: list[Lear
         mark = " **new**" if row.new else ""
         proof = one_line(row.proof or "", limit=160)
         if row.answer is not None:  # the answer beside the proof
-            proof = f"{answer_line(row.answer)} · {proof}"
+            proof = f"{answer_line(row.answer, check=row.answer_check, reference=row.reference)} · {proof}"
         proof = proof.replace("|", "\\|")
         lines.append(f"| `{row.theorem}`{mark} | {_cell(row.budget_at_proof)} | `{proof}` |")
     return [*lines, ""]

@@ -11,7 +11,6 @@ Wilson score interval beside them. Two evals of the same theorems are compared t
 
 from __future__ import annotations
 
-import math
 from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, computed_field, field_validator
@@ -24,7 +23,7 @@ from burnqed.eval.report_repair import REPAIR_SECTION, RepairRow
 from burnqed.eval.report_rl import RL_SECTION, RlSection
 from burnqed.eval.report_section import ReportSection
 from burnqed.eval.report_sketch import SKETCH_SECTION, SketchRow
-from burnqed.eval.result import Z95, SolveRate, rate_text, wilson_interval
+from burnqed.eval.result import SolveRate, paired_interval, rate_text
 from burnqed.records import SkippedDeclaration
 
 
@@ -47,37 +46,6 @@ class RateRow(SolveRate):
     def text(self) -> str:
         """How report.md and the headline show it: `5/10 (50.0%, 23.7–76.3%)`, n and the interval included."""
         return rate_text(self.solved, self.total)
-
-
-def paired_interval(both: int, new: int, lost: int, neither: int, z: float = Z95) -> tuple[float, float]:
-    """The 95 % interval (default `z`) of the difference later − earlier in solve rate, (new − lost) / n, of two evals
-    of the same n theorems: `both` solved by both, `new` by the later only, `lost` by the earlier only, `neither`.
-
-    Newcombe's hybrid score interval for paired proportions (Newcombe 1998, Statistics in Medicine 17:2635, method
-    10; "square-and-add" in Fagerland, Lydersen and Laake, *Statistical Analysis of Contingency Tables*, 2017, ch.
-    8): the two rates' Wilson score intervals combined, corrected for their correlation over the theorems (the phi
-    coefficient of the 2×2 table, continuity-corrected as Newcombe's). Unlike an interval from the discordant pairs
-    alone (new against lost, given new + lost), it does not shrink to nothing when no theorem changed (6/7 → 6/7 is
-    not a measured difference of exactly 0), it stays inside [−1, 1], it is close to 95 % coverage on a few dozen
-    theorems, and it is built from the Wilson intervals the report shows beside every rate. (−1, 1) for no
-    theorems."""
-    n = both + new + lost + neither
-    if n <= 0:
-        return -1.0, 1.0
-    later, earlier = (both + new) / n, (both + lost) / n
-    low_later, high_later = wilson_interval(both + new, n, z)
-    low_earlier, high_earlier = wilson_interval(both + lost, n, z)
-    margins = (both + new) * (lost + neither) * (both + lost) * (new + neither)
-    phi = 0.0  # the correlation of the two evals' outcomes; 0 when a margin is empty (one eval solved all or none)
-    if margins:
-        cross = both * neither - new * lost
-        phi = (cross - n / 2) / math.sqrt(margins) if cross > n / 2 else min(cross, 0) / math.sqrt(margins)
-    down_later, up_earlier = later - low_later, high_earlier - earlier
-    up_later, down_earlier = high_later - later, earlier - low_earlier
-    difference = later - earlier
-    low = difference - math.sqrt(max(0.0, down_later**2 + up_earlier**2 - 2 * phi * down_later * up_earlier))
-    high = difference + math.sqrt(max(0.0, down_earlier**2 + up_later**2 - 2 * phi * down_earlier * up_later))
-    return max(-1.0, low), min(1.0, high)
 
 
 class PairedChange(BaseModel):
@@ -201,6 +169,10 @@ class ProofRow(BaseModel):
     proof: str | None
     answer: str | None = Field(default=None, description="The answer the proof gives its theorem's answer slot, or "
                                "the one written in (`eval.result.PerTheorem.answer`).")
+    answer_check: str | None = Field(default=None, description="What Lean showed of a produced answer against the "
+                                     "reference (`eval.result.PerTheorem.answer_check`).")
+    reference: str | None = Field(default=None, description="The reference answer beside it "
+                                  "(`eval.result.PerTheorem.reference`).")
     new: bool = Field(description="The previous step (base, or the previous iteration's main eval) did not solve it.")
 
 

@@ -41,7 +41,7 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
-SCHEMA_VERSION = 6  # of the eval result file (EvalResult.schema_version says what each version added)
+SCHEMA_VERSION = 7  # of the eval result file (EvalResult.schema_version says what each version added)
 
 
 def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -56,6 +56,37 @@ def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, flo
     centre = (p + spread / 2) / (1 + spread)
     half = z / (1 + spread) * math.sqrt(p * (1 - p) / total + spread / (4 * total))
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def paired_interval(both: int, new: int, lost: int, neither: int, z: float = Z95) -> tuple[float, float]:
+    """The 95 % interval (default `z`) of the difference later − earlier in solve rate, (new − lost) / n, of two evals
+    of the same n theorems: `both` solved by both, `new` by the later only, `lost` by the earlier only, `neither`.
+
+    Newcombe's hybrid score interval for paired proportions (Newcombe 1998, Statistics in Medicine 17:2635, method
+    10; "square-and-add" in Fagerland, Lydersen and Laake, *Statistical Analysis of Contingency Tables*, 2017, ch.
+    8): the two rates' Wilson score intervals combined, corrected for their correlation over the theorems (the phi
+    coefficient of the 2×2 table, continuity-corrected as Newcombe's). Unlike an interval from the discordant pairs
+    alone (new against lost, given new + lost), it does not shrink to nothing when no theorem changed (6/7 → 6/7 is
+    not a measured difference of exactly 0), it stays inside [−1, 1], it is close to 95 % coverage on a few dozen
+    theorems, and it is built from the Wilson intervals the report shows beside every rate. (−1, 1) for no
+    theorems."""
+    n = both + new + lost + neither
+    if n <= 0:
+        return -1.0, 1.0
+    later, earlier = (both + new) / n, (both + lost) / n
+    low_later, high_later = wilson_interval(both + new, n, z)
+    low_earlier, high_earlier = wilson_interval(both + lost, n, z)
+    margins = (both + new) * (lost + neither) * (both + lost) * (new + neither)
+    phi = 0.0  # the correlation of the two evals' outcomes; 0 when a margin is empty (one eval solved all or none)
+    if margins:
+        cross = both * neither - new * lost
+        phi = (cross - n / 2) / math.sqrt(margins) if cross > n / 2 else min(cross, 0) / math.sqrt(margins)
+    down_later, up_earlier = later - low_later, high_earlier - earlier
+    up_later, down_earlier = high_later - later, earlier - low_earlier
+    difference = later - earlier
+    low = difference - math.sqrt(max(0.0, down_later**2 + up_earlier**2 - 2 * phi * down_later * up_earlier))
+    high = difference + math.sqrt(max(0.0, down_earlier**2 + up_later**2 - 2 * phi * down_earlier * up_later))
+    return max(-1.0, low), min(1.0, high)
 
 
 def rate_text(solved: int, total: int) -> str:
@@ -194,6 +225,19 @@ class PerTheorem(BaseModel):
     answer: str | None = Field(
         default=None, description="The answer beside the proof: the one the winning proof gives the slot (answer "
         "produced; `proof` holds the file with it filled in), the one written in (answer given); None otherwise.")
+    answer_check: str | None = Field(
+        default=None, description="Answer produced: what Lean showed of `answer` against the reference answer "
+        "(`search.answer_check`): 'equal', 'different', 'undecided' (neither shown: `answer` and `reference` side by "
+        "side for a person to judge), 'no reference'. None for other tasks, an unproved theorem, and results before "
+        "schema 7.")
+    answer_check_detail: str | None = Field(
+        default=None, description="Why `answer_check` says what it says (each side's failure when undecided).")
+    reference: str | None = Field(
+        default=None, description="Answer produced: the benchmark's reference answer, beside `answer` (never shown to "
+        "the model).")
+    reference_at_proof: int | None = Field(
+        default=None, ge=0, description="Answer produced: the smallest budget_at_proof of an attempt whose answer the "
+        "check found 'equal' (proved with the reference answer); None when none did.")
 
 
 class GroupRow(SolveRate):
@@ -274,7 +318,9 @@ class EvalResult(BaseModel):
         description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
         "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
         "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
-        "not_evaluated; 6 added tasks and per theorem task and answer). Files of every earlier version load."
+        "not_evaluated; 6 added tasks and per theorem task and answer; 7 added the answer check: per theorem "
+        "answer_check, answer_check_detail, reference and reference_at_proof, and the task 'answer produced "
+        "(reference answer)'). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -309,7 +355,9 @@ class EvalResult(BaseModel):
         default_factory=list,
         description="pass@N per answer task and budget ('answer produced', 'answer given', 'no answer': "
         "`PerTheorem.task`), when some theorem of the benchmark has an answer slot; empty otherwise, and in results "
-        "before schema 6.",
+        "before schema 6. The produced task is counted twice: 'answer produced' (proved, whatever the answer) and "
+        "'answer produced (reference answer)' (proved with an answer Lean showed equal to the reference; from schema "
+        "7).",
     )
     seed: int | None = Field(default=None, description="policy.seed (None: a random seed, or an older result).")
     settings: EvalSettings | None = Field(

@@ -5,7 +5,8 @@ scored at every budget (docs/search.md, "`burnqed eval` and `burnqed compare`").
     result = await eval_job(index, settings, pass_n=1, pool=pool, pool_size=4, policy=policy, store=store)
 
 A search stopped at a smaller budget b would have found its proof iff it did within b, so one search per attempt
-answers every budget. Every proof counted is compiled, whatever `search.verify` says. With trajectories, each
+answers every budget. Every proof counted is compiled, whatever `search.verify` says; every answer a proof of an
+answer-produced theorem gave is then judged against the reference (`check_answers`). With trajectories, each
 finished theorem is committed as it goes and `resume=True` scores those and searches the rest; each pass prefix
 records the eval's identity (`_EVAL.json`), which a resume must match, and a prefix that holds theorems is refused
 without `resume` (`InputError`) before any search starts.
@@ -13,6 +14,7 @@ without `resume` (`InputError`) before any search starts.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import functools
 import hashlib
@@ -31,7 +33,7 @@ from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
-from burnqed.eval.pass_at import answer_task, build_eval_result, validate_budgets
+from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result, validate_budgets
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import (
     EvalResult,
@@ -44,10 +46,12 @@ from burnqed.eval.result import (
 )
 from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
+from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
 from burnqed.records import SkippedDeclaration, Theorem, TheoremIndex, TheoremResult
 from burnqed.search.answer import mode_refusal
+from burnqed.search.answer_check import AnswerJudgement, judge_answer
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
@@ -357,6 +361,24 @@ def _pass_record(eval_name: str, k: int, pass_n: int, monitor: SearchMonitor, en
     return record
 
 
+async def check_answers(theorems: Sequence[Theorem], attempts: Sequence[Sequence[TheoremResult]],
+                        pool: WorkerPool, guard: TacticGuard) -> AnswerChecks:
+    """Every distinct answer the proofs of `theorems` whose answer is open gave, judged against its theorem's reference
+    (`search.answer_check.judge_answer`, on a worker of `pool`): (name, answer) → its judgement; empty when no such
+    theorem was proved."""
+    open_answers = {theorem.name: theorem for theorem in theorems if theorem.answer_open}
+    asked = sorted({(result.name, result.answer) for results in attempts for result in results
+                    if result.proved and result.answer is not None and result.name in open_answers})
+
+    async def judge(name: str, answer: str) -> AnswerJudgement:
+        theorem = open_answers[name]
+        async with pool.lease(f"{name} (answer check)", header=theorem.header) as lean:
+            return await judge_answer(lean, theorem, answer, guard)
+
+    judged = await asyncio.gather(*(judge(name, answer) for name, answer in asked))
+    return dict(zip(asked, judged, strict=True))
+
+
 async def eval_job(
     index: TheoremIndex,
     settings: EvalJobSettings,
@@ -438,11 +460,13 @@ async def eval_job(
                 writer.finish(_pass_record(index.name, k, pass_n, monitor, passed.engine))
             attempts.append(done + results)
             log.info("pass %d: %s", k, render_throughput(monitor.report()))
+    checks = await check_answers(index.theorems, attempts, pool, job.guard)
     result = build_eval_result(
         attempts,
         budgets,
         theorem_sources={t.name: t.source for t in index.theorems},
         theorem_tasks={t.name: answer_task(t) for t in index.theorems},
+        answer_checks=checks if any(t.answer_open for t in index.theorems) else None,
         seed=settings.seed,
         settings=eval_settings(settings.backend, job.engine, concurrency),
         benchmark=index.name,

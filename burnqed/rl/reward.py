@@ -15,7 +15,9 @@ a completion of it is read as search reads a revision (`read_whole` in the repai
 
 A completion earns 1.0 on the evidence whole search counts a proof on, through the functions it calls
 (`search.whole.read_whole`: the completion read as whole mode reads it, the answer of an open slot included, the
-tactic guard; `search.whole.check_whole`: the compile, the axioms check and the kernel recheck). A refusal, a compile
+tactic guard; `search.whole.check_whole`: the compile, the axioms check and the kernel recheck), and, for a theorem
+whose answer is open, only when Lean shows its answer equal to the reference (`search.answer_check`: a proof with a
+`different`, `undecided` or unreferenced answer earns 0.0; docs/training.md says why). A refusal, a compile
 error, `sorry`, a timeout, a crashed worker or an empty completion earns 0.0 and is counted, never raised; only a Lean
 that cannot start (`LeanStartError`) or bad input (`InputError`: an unknown theorem, a prompt that is neither the
 theorem's whole prompt nor the repair prompt of one of its failed proofs) raises. The compiles go through the Lean
@@ -37,11 +39,12 @@ from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from burnqed.errors import InputError
-from burnqed.lean.env import WorkerPool
+from burnqed.lean.env import LeanEnv, WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
 from burnqed.records import Theorem, first_line
 from burnqed.rl.failures import FailedProof
+from burnqed.search.answer_check import judge_answer
 from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import WholeAttempt, check_whole, read_whole, whole_prompt
 from burnqed.text.prompt import DeclarationForm, PromptFormat, is_repair_format, is_statement_format, whole_format_of
@@ -292,4 +295,16 @@ class LeanReward:
         async with self._pool.lease(theorem.name, header=theorem.header) as lean:
             started = time.perf_counter()
             verdict = await check_whole(lean, theorem, attempt)
+            if verdict.verified and theorem.answer_open and attempt.answer is not None:
+                verdict = await self._reference(lean, theorem, attempt.answer, verdict)
             return _Judged(verdict, compiled=True, lean_s=time.perf_counter() - started)
+
+    async def _reference(self, lean: LeanEnv, theorem: Theorem, answer: str, verdict: Verdict) -> Verdict:
+        """A verified proof of an answer-produced theorem earns 1.0 only when its answer is the reference's
+        (`search.answer_check`: Lean proves them `equal`); `different`, `undecided` and `no reference` earn 0.0.
+        A check Lean gave no verdict on (a timeout, a crash) is no verdict on the completion: not cached."""
+        judged = await judge_answer(lean, theorem, answer, self.guard)
+        if judged.equal:
+            return verdict
+        return Verdict(False, f"the answer {first_line(answer)!r} is not shown to be the reference answer "
+                       f"({judged.verdict}): {judged.reason}", verdict.proof, compiled=judged.answered)

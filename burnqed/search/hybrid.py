@@ -8,7 +8,8 @@ Each round samples N proofs from the open node of highest priority (`trie.Priori
 every goal with the soundness rules, back-propagates every path and has the value model score the new open nodes.
 With `settings.repair.rounds` > 0 the round's failed attempts are revised (`search.repair.revise`), each revision a
 whole proof replayed from the root. With a `journal` every round is checkpointed (`search.journal`): a restarted
-search resumes from its last round. A theorem whose answer is open is searched as a forest (docs/search.md,
+search resumes from its last round, and a proof its journal holds counts only once checked again as if just found
+(`journal.recheck_proof`). A theorem whose answer is open is searched as a forest (docs/search.md,
 "Answers"): its open root asks the answer prompt, each distinct answer roots the trie of the theorem it fills.
 """
 
@@ -48,6 +49,7 @@ from burnqed.search.journal import (
     RoundRecord,
     joined_curve,
     rebuild_trie,
+    recheck_proof,
 )
 from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
@@ -166,6 +168,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self._new_edges: list[Edge] = []
         self._new_proofs: list[tuple[Proof, bool]] = []
         self._lean_error: str | None = None  # Lean's message on the last tactic `_step` sent, when Lean rejected it
+        self._journaled: list[ProofRecord] = []  # a resumed search's proofs from its journal, not counted yet
+        self._unproved: list[str] = []  # why journaled proofs were not counted (said in the result)
         self._filled: dict[int, Theorem] = {}  # an open answer: the theorem each answer's root starts, by root id
 
     # ------------------------------------------------------------------------------------ entry point
@@ -176,6 +180,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     async def _resume_or_start(self) -> None:
         if not self._restore():
             await self._start()
+            return
+        await self._recheck_journaled()
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
@@ -605,12 +611,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             journal.clear(self.theorem.name)
             return False
         self.trie, self.edges = rebuild_trie(records)
-        rows = {edge.node_id: edge for edge in self.edges}
-        for found in (found for record in records for found in record.proofs):
-            closed_at = self.trie.nodes[rows[found.edge].parent_id]  # an open answer: the proof's is its trie's
-            (self.proofs.verified if found.verified else self.proofs.unverified).append(
-                Proof(found.edge, found.proof, found.tactics, found.budget, found.revision, closed_at.start().answer)
-            )
+        self._journaled = [found for record in records for found in record.proofs]  # counted once re-checked
         last = records[-1].counters
         self.rounds, self.sampled, self.proofs.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
             *last.refusals
@@ -625,9 +626,34 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         log.info("%s: resumed at round %d (%d proofs sampled)", self.theorem.name, last.rounds, last.sampled)
         return True
 
+    async def _recheck_journaled(self) -> None:
+        """Count the journal's proofs only once each passes again as if just found (`journal.recheck_proof`: its
+        path replayed from the theorem's start in Lean, the soundness rules, the compile). One that does not is a
+        rejected proof, its closing entry a failure (never followed as closed again), and the result says why."""
+        assert self.trie is not None
+        rows = {edge.node_id: edge for edge in self.edges}
+        for found in self._journaled:
+            node, verdict = await recheck_proof(
+                found, self.trie, rows, lean=self.lean, guard=self.guard, compile=self.settings.verify,
+                theorem_at=self._theorem_at, apply_at=self._apply_at, charge=self._charge_lean)
+            if verdict.ok:  # verified or not as the check says, whatever the journal says
+                (self.proofs.verified if verdict.verified else self.proofs.unverified).append(
+                    Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,
+                          node.start().answer if node is not None else None))
+                continue
+            why = verdict.reason
+            self.proofs.rejected += 1
+            self._unproved.append(f"a proof its journal holds (row {found.edge}) did not check again: {why}")
+            log.warning("%s: %s", self.theorem.name, self._unproved[-1])
+            if node is not None and found.tactics:
+                self._entry(node, normalize_tactic(found.tactics[-1]), TrieEntry(found.edge, failure=first_line(why)))
+        self._journaled = []
+
     # ------------------------------------------------------------------------------------------ result
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
+        if self._unproved and not self.proofs.found() and detail is None:
+            detail = "; ".join(self._unproved)
         ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
         spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
         result = final_result(self.theorem, self.declaration, SearchMode.HYBRID, self.proofs, self.edges, ending, spent,

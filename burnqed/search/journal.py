@@ -6,11 +6,15 @@ last round instead of restarting it (docs/search.md, "Hybrid search", Resume).
     journal.append("thm", record)                            # after each round
     trie, rows = rebuild_trie(records)                       # what a resumed search starts from
     curve = joined_curve(records)                            # its usage curve so far
+    verdict = await recheck_proof(found, trie, rows, ...)    # a journaled proof, checked again before it counts
     journal.clear_all()                                      # once the trajectory is complete
 
 One small file per round, published atomically, holds what that round added and changed, never a rewrite of the
 trie (a theorem whose answer is open: its forest, each answer's root recording its answer); the rounds after a
-missing one are ignored, and a checkpoint of other settings (`fingerprint`) is discarded.
+missing one are ignored, and a checkpoint of other settings (`fingerprint`) is discarded. Anyone who can write the
+output can write a journal, so a proof it holds counts only once `recheck_proof` passed: its tactics are the path of
+its closing row, the answer its trie starts from passes `check_answer`, Lean closes the goal again by replaying that
+path from the theorem's start, and the soundness rules (the compile included when `search.verify` is on) pass again.
 """
 
 from __future__ import annotations
@@ -18,13 +22,18 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from burnqed import storage
 from burnqed.errors import InputError
-from burnqed.records import BudgetUsage, Edge, UsageCurve
+from burnqed.lean.env import LeanEnv
+from burnqed.lean.guard import TacticGuard
+from burnqed.lean.soundness import Verdict, check_answer
+from burnqed.records import BudgetUsage, Edge, TacticResult, Theorem, UsageCurve
+from burnqed.search.skeleton import verify_closing
 from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode
 
 INFLIGHT = "_inflight"
@@ -173,6 +182,43 @@ def rebuild_trie(records: list[RoundRecord]) -> tuple[ProofTrie, list[Edge]]:
         raise InputError(f"search checkpoint of {records[0].theorem!r} has no root node: delete its folder")
     trie.next_id = records[-1].counters.next_id
     return trie, edges
+
+
+async def recheck_proof(
+    found: ProofRecord,
+    trie: ProofTrie,
+    rows: dict[int, Edge],
+    *,
+    lean: LeanEnv,
+    guard: TacticGuard,
+    compile: bool,
+    theorem_at: Callable[[TrieNode], Theorem],
+    apply_at: Callable[[TrieNode, str], Awaitable[TacticResult | None]],
+    charge: Callable[[float], None],
+) -> tuple[TrieNode | None, Verdict]:
+    """Check a proof a journal holds as if the search had just found it (the module docstring): the node its closing
+    tactic was applied at (None when the journal names none) and the verdict, whose `proof` is the text assembled
+    afresh (the journal's own text is never used). `apply_at` applies a tactic at a node, replaying its path in Lean
+    first (the search's `_apply_at`); `theorem_at` is the theorem a node is a state of (an open answer: filled)."""
+    row = rows.get(found.edge)
+    node = trie.nodes.get(row.parent_id) if row is not None else None
+    if row is None or node is None or not found.tactics:
+        return None, Verdict(False, "the journal names no closing row of the trie for it")
+    tactic = found.tactics[-1]
+    if row.tactic != tactic or found.tactics != [*node.path(), tactic]:
+        return node, Verdict(False, "its tactics are not the trie's path to its closing row")
+    answer = node.start().answer
+    if answer is not None:
+        verdict = check_answer(answer, guard)
+        if not verdict.ok:
+            return node, Verdict(False, f"its answer is refused: {verdict.reason}")
+    final = await apply_at(node, tactic)
+    if final is None or not final.closed_all_goals:
+        return node, Verdict(False, "replayed from the theorem's start, its path does not close the goal in Lean")
+    theorem = theorem_at(node)
+    verdict = await verify_closing(lean, theorem, guard, list(found.tactics), final, compile=compile,
+                                   reclose=lambda: apply_at(node, tactic), charge=charge)
+    return node, verdict
 
 
 def theorem_key(name: str) -> str:

@@ -10,10 +10,10 @@ only through the soundness path a whole proof takes.
 The budget is step mode's: `max_nodes` units for the whole theorem, a planner request counting one and every
 expansion (step) or round (hybrid) of a subgoal search one; a subgoal's search may spend `sketch_subgoal_share` of it.
 Before a subgoal is searched, a proof an earlier sketch of this theorem found under the same key is replayed (`kept`),
-then the subgoal cache's (`search.subgoal_cache`): either counts only when Lean closes the subgoal with it. A request
-whose sketches all fail goes back to the planner with what failed (`text.prompt.build_replan_prompt`), up to
-`sketch_rounds` times. Rows: each sketch is a row from the root (its tactic the sketch, its state after the subgoals'),
-the subgoal searches' rows beneath it.
+then at most `subgoal_cache_replays` of the subgoal cache's (`search.subgoal_cache`): either counts only when Lean
+closes the subgoal with it. A request whose sketches all fail goes back to the planner with what failed
+(`text.prompt.build_replan_prompt`), up to `sketch_rounds` times. Rows: each sketch is a row from the root (its
+tactic the sketch, its state after the subgoals'), the subgoal searches' rows beneath it.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from burnqed.search.skeleton import (
     tactic_row,
 )
 from burnqed.search.step import StepSearch, StepSettings
-from burnqed.search.subgoal_cache import SubgoalCache, SubgoalKey, subgoal_key
+from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey, subgoal_key
 from burnqed.search.tree import Node, SearchTree
 from burnqed.search.trie import ProofTrie, TrieNode
 from burnqed.search.usage import CountingLean, UsageMeter
@@ -105,6 +105,7 @@ class SketchSettings:
     marks: tuple[int, ...] = ()  # budgets (units) at which to record what was spent (eval's rungs)
     seed: int | None = None  # policy.seed: sketch k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
+    subgoal_cache_replays: int = REPLAYS  # search.subgoal_cache_replays: a lookup's cached proofs replayed at most
     cache: SubgoalCache | None = field(default=None, compare=False, repr=False)  # attached per job (stages.search)
 
     @property
@@ -597,13 +598,13 @@ class SketchSearch:
             if end.tactics is not None:
                 return await self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
         # A persisted cache reads and writes storage: off the event loop, as every other theorem's search runs on it.
-        for tactics in await asyncio.to_thread(self.cache.lookup, key):
+        for tactics in await asyncio.to_thread(self.cache.lookup, key, self.settings.subgoal_cache_replays):
             end = await self._replay(site, tactics)
             self._adopt(tried, end)
             if end.tactics is not None:
                 self.cache.record_hit()
                 return await self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
-            self.cache.record_rejected()
+            self.cache.record_rejected(key, tactics)
         units = min(self.settings.share, self.settings.max_nodes - self.spent)
         if units <= 0 or self.meter.elapsed() >= self.settings.timeout_s:
             attempt.detail = "not searched: the theorem's budget or time was spent"

@@ -5,8 +5,8 @@ memory or persisted under a run's root and shared by every job that opens it (do
     cache = SubgoalCache()                         # in memory, one job
     env = cache_environment(cfg.lean, str(pool.version))       # the Lean facts a proof was checked under
     cache = SubgoalCache.open(store, Layout(root).subgoal_cache(), env)   # persisted, shared by shards and iterations
-    for tactics in cache.lookup(key): ...          # proofs stored under exactly this key, oldest first
-    cache.record_hit()  /  cache.record_rejected() # what Lean said on re-checking one of them in this context
+    for tactics in cache.lookup(key, limit=4): ... # at most 4 proofs of exactly this key, shortest first
+    cache.record_hit()  /  cache.record_rejected(key, tactics)   # what Lean said on re-checking one in this context
     cache.store(key, ["nlinarith [h₀]"], theorem="mathd_algebra_48")   # a proof Lean accepted; written at once
     record_stats(marker_extra, cache.stats)        # into an output's record: lookups, hits, …, hit_rate
 
@@ -15,9 +15,13 @@ A key holds the header, each hypothesis (its name, type and value) and the targe
 type (a proof names its hypotheses) under the same header. A draft's `?m.N` values are dropped (Lean 4.22 writes them
 for the holes before; docs/lean.md, "Sketches"). A cached proof is a candidate only: the search re-checks it on the
 subgoal in Lean before it counts (`record_hit` / `record_rejected`), and the assembled proof is compiled as any proof.
+A lookup serves at most `limit` proofs (`search.subgoal_cache_replays`), in an order no writer chooses (the proof's
+length, then its digest), and never one Lean rejected under that key earlier in the job: planted entries cost at most
+`limit` replays a lookup and one each a job.
 
 Persisted, each proof is one object `{uri}/{environment}/{key digest}.{proof digest}.json`, written once by the job
-that found it and never rewritten: shards write side by side without reading and rewriting a shared file. A job
+that found it and never rewritten. The environment is what Lean answers depend on, never where it is installed
+(`cache_environment`: a moved venv keeps its cache, another Lean, Pantograph or Mathlib opens another folder). A job
 lists its environment's folder when it opens the cache and again on a lookup that finds nothing, at most once every
 `refresh_s` seconds; it reads an entry only when its key is looked up. An entry that does not parse, whose names do
 not match its content, or that was written under another environment is skipped and counted (`stats.skipped`),
@@ -32,7 +36,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,10 +56,12 @@ if TYPE_CHECKING:
 
 _METAVARIABLE = re.compile(r"\?m\.\d+")
 CACHE_FORMAT = 1  # of a persisted entry (`CacheEntry`); an entry of another format is skipped
+REPLAYS = 4  # proofs a lookup serves at most (`search.subgoal_cache_replays`'s default)
 REFRESH_S = 60.0  # a lookup that finds nothing lists the cache again when its last listing is this old
 STATS_KEY = "subgoal_cache"  # where `record_stats` puts the counters in an output's record
 TOOLCHAIN_FILES = ("lean-toolchain", "lake-manifest.json")  # a Lake project's Lean version and its packages' revisions
 _ENTRY = re.compile(r"(?P<key>[0-9a-f]{64})\.(?P<proof>[0-9a-f]{64})\.json")
+_FOLDERS = re.compile(r"[^\s=:,]*[/\\]")  # the folders of a path in an argument (up to its last separator)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +98,12 @@ def _sha256(text: str) -> str:
 def proof_digest(tactics: Iterable[str]) -> str:
     """The SHA-256 of a proof's tactics (their JSON list): the name of its persisted entry under its key."""
     return _sha256(json.dumps(list(tactics), ensure_ascii=False))
+
+
+def proof_order(tactics: Sequence[str]) -> tuple[int, str]:
+    """Where a proof comes in a lookup: by its length (the characters of its tactics, one line each), then its
+    digest. Nothing an entry's writer states (its `written_at`, its file's age) decides which proofs are served."""
+    return len("\n".join(tactics)), proof_digest(tactics)
 
 
 # ------------------------------------------------------------------------------------------------- stats
@@ -164,14 +176,21 @@ def subgoals_from_cache(results: Iterable[TheoremResult]) -> int:
 
 
 class CacheEnvironment(BaseModel):
-    """The facts a cached proof was checked under, beyond its key: the Lean settings that change what Lean answers,
-    the Pantograph version the workers spoke and the Lake project's toolchain. A persisted proof is served only to
-    a cache opened with an equal environment (`cache_environment` builds it)."""
+    """The facts a cached proof was checked under, beyond its key: the Lean settings that change what Lean answers
+    (`lean.command` by its shape, never its folders), the Pantograph version the workers spoke, and the Lake
+    project's Lean version, Mathlib revision and toolchain files. A persisted proof is served only to a cache opened
+    with an equal environment (`cache_environment` builds it)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    lean: dict[str, Any] = Field(description="`lean.*` settings whose mark enters some stage's identity, by value.")
+    lean: dict[str, Any] = Field(description="`lean.*` settings whose mark enters some stage's identity, by value; "
+                                 "`command` by its shape (`command_shape`: each path's folders left out).")
     pantograph_version: str | None = Field(description="The version the pool speaks (`X.Y.Z` or `X.Y.Z/vLEAN`).")
+    lean_version: str | None = Field(default=None, description="lean.cwd's lean-toolchain (e.g. "
+                                     "`leanprover/lean4:v4.19.0`), else the Lean a Pantograph build names; None: "
+                                     "neither names one.")
+    mathlib: str | None = Field(default=None, description="The revision lean.cwd's lake-manifest.json pins "
+                                "Mathlib at; None: no manifest, or no Mathlib in it.")
     toolchain: str | None = Field(description="SHA-256 of lean.cwd's lean-toolchain and lake-manifest.json; None "
                                   "when lean.cwd holds neither (no Lake project: minilean, the replay server).")
 
@@ -179,6 +198,13 @@ class CacheEnvironment(BaseModel):
     def digest(self) -> str:
         """SHA-256 of the facts (keys sorted): the environment's folder is named by its first 16 digits."""
         return _sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
+
+
+def command_shape(command: Sequence[str]) -> list[str]:
+    """`lean.command` as the cache's environment keeps it: every argument with the folders of the paths in it left
+    out (`/opt/venv/bin/python` → `python`, `--root=/srv/lean/project` → `--root=project`), so a venv or a project
+    moved elsewhere keeps its cache while another program or another argument does not."""
+    return [_FOLDERS.sub("", part) for part in command]
 
 
 def toolchain_digest(cwd: str | None) -> str | None:
@@ -195,15 +221,48 @@ def toolchain_digest(cwd: str | None) -> str | None:
     return digest.hexdigest()
 
 
+def lean_version(cwd: str | None, pantograph_version: str | None) -> str | None:
+    """The Lean the workers run, as far as it is written down: the Lake project's `lean-toolchain`, else the `vLEAN`
+    of a Pantograph build's `X.Y.Z/vLEAN`; None when neither names it."""
+    toolchain = Path(cwd) / "lean-toolchain" if cwd is not None else None
+    if toolchain is not None and toolchain.is_file():
+        return toolchain.read_text(encoding="utf-8", errors="replace").strip() or None
+    if pantograph_version is not None and "/" in pantograph_version:
+        return pantograph_version.split("/", 1)[1].strip() or None
+    return None
+
+
+def mathlib_revision(cwd: str | None) -> str | None:
+    """The revision `cwd`'s lake-manifest.json pins the package `mathlib` at; None without a manifest, with one that
+    does not parse (its digest still enters the environment) or without Mathlib in it."""
+    manifest = Path(cwd) / "lake-manifest.json" if cwd is not None else None
+    if manifest is None or not manifest.is_file():
+        return None
+    try:
+        packages = json.loads(manifest.read_bytes()).get("packages", [])
+    except (ValueError, AttributeError):
+        return None
+    for package in packages if isinstance(packages, list) else []:
+        if isinstance(package, dict) and str(package.get("name", "")).lower() == "mathlib":
+            rev = package.get("rev")
+            return rev if isinstance(rev, str) else None
+    return None
+
+
 def cache_environment(lean: LeanConfig, pantograph_version: str | None) -> CacheEnvironment:
     """The environment of a job whose Lean is `lean` (the `[lean]` section) speaking `pantograph_version` (the
     pool's, once started). The settings taken are the `lean.*` fields whose identity mark (config/identity.py)
-    enters some stage's identity (what Lean runs, its timeouts and automatic mode, the tactic guard); a field marked
-    result-neutral (worker counts, recycling, where the project is) is left out."""
+    enters some stage's identity (what Lean runs, its timeouts and automatic mode, the tactic guard), `command` by
+    its shape; a field marked result-neutral (worker counts, recycling, where the project is) is left out. The Lean
+    version, Mathlib's revision and the toolchain files' digest come from the Lake project `lean.cwd`."""
     values = lean.model_dump(mode="json")
     chosen = {name: values[name] for name, info in type(lean).model_fields.items()
               if (mark := mark_of(info)) is not None and mark.enters}
-    return CacheEnvironment(lean=chosen, pantograph_version=pantograph_version, toolchain=toolchain_digest(lean.cwd))
+    if "command" in chosen:
+        chosen["command"] = command_shape(chosen["command"])
+    return CacheEnvironment(lean=chosen, pantograph_version=pantograph_version,
+                            lean_version=lean_version(lean.cwd, pantograph_version),
+                            mathlib=mathlib_revision(lean.cwd), toolchain=toolchain_digest(lean.cwd))
 
 
 class CacheEntry(BaseModel):
@@ -217,7 +276,8 @@ class CacheEntry(BaseModel):
     theorem: str = Field(description="The theorem whose search found the proof.")
     environment: CacheEnvironment = Field(description="What the proof was checked under.")
     burnqed_version: str = Field(description="The burnqed that wrote the entry.")
-    written_at: AwareDatetime = Field(description="When the entry was written, UTC.")
+    written_at: AwareDatetime = Field(description="When the entry was written, UTC (as its writer says: shown, "
+                                      "never used to order proofs).")
 
 
 # ------------------------------------------------------------------------------------------------ cache
@@ -306,6 +366,7 @@ class SubgoalCache:
     keys: dict[str, str] = field(default_factory=dict)  # digest → key text: a digest names one key, never two
     stats: CacheStats = field(default_factory=CacheStats)
     persisted: _Persisted | None = None
+    rejected: set[str] = field(default_factory=set)  # entry names (`K.P.json`) Lean rejected on re-check: never served
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     @classmethod
@@ -320,14 +381,20 @@ class SubgoalCache:
         persisted.take(persisted.names(), cache.stats)
         return cache
 
-    def lookup(self, key: SubgoalKey) -> list[list[str]]:
-        """The proofs stored under `key`, oldest first (a copy); counts a lookup, and a miss when there are none."""
+    def lookup(self, key: SubgoalKey, limit: int = REPLAYS) -> list[list[str]]:
+        """At most `limit` proofs stored under `key` (copies), shortest first (`proof_order`), none of them one this
+        cache was told Lean rejected under `key` (`record_rejected`); counts a lookup, and a miss when it serves
+        none."""
+        if limit < 1:
+            raise ValueError(f"a lookup serves at least one proof, not {limit}")
         persisted = self.persisted
         if persisted is not None and self._same_locked(key):
             self._load(key, persisted)
         with self.lock:
             self.stats.lookups += 1
-            found = [list(tactics) for tactics in self.entries.get(key.digest, [])] if self._same(key) else []
+            stored = self.entries.get(key.digest, []) if self._same(key) else []
+            fresh = [tactics for tactics in stored if entry_name(key, tactics) not in self.rejected]
+            found = [list(tactics) for tactics in sorted(fresh, key=proof_order)[:limit]]
             if not found:
                 self.stats.misses += 1
             return found
@@ -337,10 +404,12 @@ class SubgoalCache:
         with self.lock:
             self.stats.hits += 1
 
-    def record_rejected(self) -> None:
-        """A proof `lookup` gave failed its re-check in the new context."""
+    def record_rejected(self, key: SubgoalKey, tactics: Sequence[str]) -> None:
+        """The proof `tactics` that `lookup(key)` gave failed its re-check in the new context: no later lookup of
+        `key` in this cache serves it again."""
         with self.lock:
             self.stats.rejected += 1
+            self.rejected.add(entry_name(key, tactics))
 
     def store(self, key: SubgoalKey, tactics: list[str], theorem: str) -> None:
         """Add a proof of `key`'s subgoal that Lean accepted (found in `theorem`'s search); a proof already stored
@@ -388,7 +457,7 @@ class SubgoalCache:
                 entries.append(persisted.read(key, name))
             except InputError:
                 gone.append(name)
-        read = sorted((entry for entry in entries if entry is not None), key=lambda entry: entry.written_at)
+        read = [entry for entry in entries if entry is not None]  # served in `proof_order`, never by `written_at`
         with self.lock:
             for name in gone:  # deleted since the listing: neither served nor skipped; a later listing may find it
                 persisted.seen.discard(name)

@@ -7,12 +7,14 @@ O(new rows), not O(all rows).
             writer.add(result, edges)              # flushes by itself every `checkpoint_every` theorems
         writer.finish({"config_digest": ...})      # last part + _SUCCESS.json
 
-Data file first, then the manifest, each published atomically (docs/trajectories.md, "Layout"). The writer is
+Data file first, then the manifest, each published atomically (docs/trajectories.md, "Layout"); a manifest that
+cannot be written (a full disk) takes its data file back, so a stopped run leaves committed parts only. The writer is
 synchronous and thread-safe; from async code call it through `asyncio.to_thread(writer.add, result, edges)`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -190,7 +192,8 @@ class TrajectoryWriter:
             return None
         seq = self._next
         table = theorems_to_table(self.run_id, self.iteration, ((r.name, edges) for r, edges in self._buffer))
-        digest = publish_table(self._fs, posixpath.join(self._root, data_name(seq)), table)
+        data_path = posixpath.join(self._root, data_name(seq))
+        digest = publish_table(self._fs, data_path, table)
         manifest = PartManifest(
             part=seq,
             data=data_name(seq),
@@ -202,8 +205,15 @@ class TrajectoryWriter:
             written_at=datetime.now(UTC),
             schema_version=SCHEMA_VERSION,
         )
-        publish_bytes(self._fs, posixpath.join(self._root, manifest_name(seq)),
-                      manifest.model_dump_json(indent=1).encode())
+        try:
+            publish_bytes(self._fs, posixpath.join(self._root, manifest_name(seq)),
+                          manifest.model_dump_json(indent=1).encode())
+        except BaseException:
+            # A data file without its manifest is no part: take it back rather than leave it for a later writer's
+            # orphan sweep (a full disk stops the run here, and the folder then holds committed parts only).
+            with contextlib.suppress(OSError):
+                self._fs.rm_file(data_path)
+            raise
         # Only now, with the manifest published, is the part committed.
         self._next = seq + 1
         self._parts.append(manifest_name(seq))

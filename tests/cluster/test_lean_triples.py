@@ -128,3 +128,35 @@ def test_the_images_lean_command_is_the_wrapper_the_dockerfile_installs() -> Non
     assert f"<<'WRAPPER' /opt/pantograph/bin/{core.lean_command[0]}" in text  # the wrapper ...
     assert any(i.startswith("ENV ") and "PATH=/opt/pantograph/bin:" in i for i in stage(text, ""))  # on its PATH
     assert f"WORKDIR {core.lean_cwd}" in stage(text, "") and f"/mathlib4.git {core.lean_cwd}" in text
+
+
+def test_render_says_when_the_core_images_lean_is_not_the_pinned_one(tmp_path: Path) -> None:
+    """configs/putnambench.toml pins Pantograph 0.3.13 (triple lean-4.27), the core image is built with lean-4.29:
+    `render` says so in one warning line naming the build and the tag to render with; that tag, or the default
+    Lean, says nothing."""
+    from importlib import metadata
+
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+    from burnqed.cluster.images import lean_image_warning
+    from burnqed.config import load_config
+
+    version = metadata.version("burnqed")
+    putnam = load_config(ROOT / "configs" / "putnambench.toml", (), {})
+    assert lean_image_warning(putnam) == (
+        f"lean.pantograph_version 0.3.13 is triple lean-4.27 (Lean 4.27.0, Mathlib v4.27.0), but the pods run the core "
+        f"image burnqed-core:{version} (triple lean-4.29: Pantograph 0.3.15, Lean 4.29.1): build it (`docker build -f "
+        f"images/core/Dockerfile --build-arg LEAN_TRIPLE=lean-4.27 -t REGISTRY/burnqed-core:{version}-lean-4.27 .`, "
+        f"images/README.md) and render with --set cluster.image_tag={version}-lean-4.27")
+    tagged = load_config(ROOT / "configs" / "putnambench.toml", (f"cluster.image_tag={version}-lean-4.27",), {})
+    assert lean_image_warning(tagged) is None
+    assert lean_image_warning(load_config(None, ("lean.pantograph_version=0.3.15",), {})) is None
+    assert lean_image_warning(load_config(None, (), {})) is None
+    unknown = lean_image_warning(load_config(None, ("lean.pantograph_version=0.3.8",), {}))
+    assert unknown is not None and unknown.startswith("lean.pantograph_version 0.3.8 is no triple of ")
+
+    done = CliRunner().invoke(app, ["render", "eval", "--config", str(ROOT / "configs" / "putnambench.toml"),
+                                    "--output", str(tmp_path / "out")])
+    assert done.exit_code == 0, done.output
+    assert done.stderr.splitlines() == [f"warning: {lean_image_warning(putnam)}"]

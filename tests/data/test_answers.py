@@ -155,3 +155,34 @@ def test_putnambench_as_published_prepares_whole(tmp_path: Path, store: Store) -
         "(𝓝 (g x))")
     index = load_index(str(putnam_files(tmp_path / "again")), None, store=store)  # --theorems reads it the same
     assert len(index.theorems) == 1018 and index.skipped == []
+
+
+def test_a_putnambench_file_that_lost_its_slot_or_its_imports_is_said_so(tmp_path: Path, store: Store) -> None:
+    """Four published files, one without its `…_solution := sorry` line (its statement still uses the name), one
+    without its `import`/`open` lines: the first is not indexed (`undeclared_answer_slot`, listed as skipped with
+    why), the second is indexed with one warning line naming it; the intact files say nothing."""
+    from tests.putnambench import putnam_text
+
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("putnam_1962_a1", "putnam_1962_a2"):
+        (src / f"{name}.lean").write_text(putnam_text(name), encoding="utf-8")
+    lines = putnam_text("putnam_1965_b4").splitlines(keepends=True)
+    at = next(k for k, line in enumerate(lines) if "abbrev putnam_1965_b4_solution" in line)
+    (src / "putnam_1965_b4.lean").write_text("".join(lines[:at] + lines[at + 2:]), encoding="utf-8")
+    bare = [line for line in putnam_text("putnam_1988_b1").splitlines(keepends=True)
+            if not line.startswith(("import ", "open "))]
+    (src / "putnam_1988_b1.lean").write_text("".join(bare), encoding="utf-8")
+
+    collection = collect(DataConfig(sources=[SourceSpec(kind="benchmark", path=str(src))], replay=False), store=store)
+    assert sorted(c.theorem.name for c in collection.candidates) == [
+        "putnam_1962_a1", "putnam_1962_a2", "putnam_1962_a2_given", "putnam_1988_b1"]
+    assert [(s.name, s.reason, s.detail) for s in collection.skipped] == [
+        ("putnam_1965_b4", "undeclared_answer_slot", "its statement uses putnam_1965_b4_solution, which nothing "
+         "before it declares (its answer slot line, `abbrev putnam_1965_b4_solution : TYPE := sorry`, is missing): "
+         "Lean cannot start it")]
+    assert collection.reports[0].rejected_rows == {"undeclared_answer_slot": 1}
+    assert collection.warnings == [
+        f"source 0 (benchmark): {src / 'putnam_1988_b1.lean'} has no `import Mathlib` line, which 3 of its 4 .lean "
+        "files have: its theorems are started under the Lean REPL's imports (lean.command), and an `open` line it "
+        "lost too shows only as Lean's unknown identifier at their start (`burnqed lean check`)"]

@@ -60,7 +60,7 @@ CAND = {"a": 5, "b": None, "c": 20, "d": 50}  # solved at 30/60/100: 2, 3, 3
 def test_common_budgets_delta_and_newly_solved():
     comparison = compare_results([("iter0", result(BASE, [10, 30, 60])), ("iter1", result(CAND, [30, 60, 100]))])
     assert comparison.labels == ["iter0", "iter1"]
-    assert comparison.budgets == [
+    assert [b.model_copy(update={"delta_interval_points": None}) for b in comparison.budgets] == [
         BudgetComparison(
             budget=30,
             entries=[
@@ -338,13 +338,28 @@ def test_render_shows_rows_delta_and_names():
     assert cells == [
         ["iter0", "2/4", "50.0 %"],
         ["iter1", "2/4", "50.0 %"],
-        ["Δ iter1 − iter0", "+0", "+0.0 pts"],
+        ["Δ iter1 − iter0", "+0", "+0.0 pts (95 %: -49.5 to +49.5)"],
         ["iter0", "2/4", "50.0 %"],
         ["iter1", "3/4", "75.0 %"],
-        ["Δ iter1 − iter0", "+1", "+25.0 pts"],
+        ["Δ iter1 − iter0", "+1", "+25.0 pts (95 %: -46.1 to +74.7)"],
     ]
     tail = text[text.index("at budget 60") :].splitlines()
     assert tail == ["at budget 60, iter1 vs iter0:", "newly solved (2):", "  c", "  d", "lost (1):", "  b"]
+
+
+def test_each_common_budgets_delta_has_its_interval_paired_over_the_theorems():
+    """At budget 30 a and b against a and c (one new, one lost, one neither): Newcombe's hybrid score interval of a
+    paired difference of 0 on 4 theorems; at 60 two new and one lost. Results that are not comparable (another
+    pass_n): no Δ, no interval."""
+    comparison = compare_results([("iter0", result(BASE, [30, 60])), ("iter1", result(CAND, [30, 60]))])
+    assert [(b.budget, b.delta_rate_points, tuple(round(x, 2) for x in b.delta_interval_points or ()))
+            for b in comparison.budgets] == [(30, 0.0, (-49.49, 49.49)), (60, 25.0, (-46.13, 74.69))]
+    # iter1 solves what iter0 did and one more (both 2, new 1, neither 1): the pairing is by theorem name
+    nested = compare_results([("iter0", result(BASE, [60])), ("iter1", result({**BASE, "c": 20}, [60]))])
+    assert [round(x, 2) for x in nested.budgets[0].delta_interval_points or ()] == [-31.96, 65.53]
+    other = compare_results([("iter0", result(BASE, [60])), ("iter1", result(CAND, [60], pass_n=2))])
+    assert other.budgets[0].delta_interval_points is None
+    assert "95 %" not in render_comparison(other)
 
 
 def test_render_truncates_long_name_lists():

@@ -49,10 +49,9 @@ def test_an_eval_keeps_its_trajectories_force_starts_them_over_and_show_draws_th
     out, kept = tmp_path / "r.json", tmp_path / "r.trajectories"
     first = burnqed("eval", "--output", str(out), *common)
     assert first.returncode == 0, first.stderr
-    # the show it names reads with the --sets the eval was given (storage settings among them)
+    # the show it names repeats the --sets it reads (storage settings, pipeline.eval_modes): none of these
     assert first.stdout.splitlines()[-1] == (
-        f"wrote {out} (trajectories: {kept}; `burnqed show THEOREM --trajectories {kept} --set "
-        f"policy.model={tiny_model_dir} --set lean.workers=1 --set search.max_nodes=2` draws one theorem's search)")
+        f"wrote {out} (trajectories: {kept}; `burnqed show THEOREM --trajectories {kept}` draws one theorem's search)")
     assert is_complete(str(kept), store=store)
     names = sorted(result.name for result in read_results(str(kept), store=store))
     assert len(names) == 2

@@ -313,7 +313,7 @@ def test_json_round_trip(tmp_path: Path, store: Store):
     write_eval_result(result, path, store=store)
     assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == SCHEMA_VERSION == 6
+    assert raw["schema_version"] == SCHEMA_VERSION == 7
     assert raw["not_evaluated"] == []
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
@@ -427,6 +427,28 @@ def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: 
     lines = render_eval_table(result).splitlines()
     assert lines[-2] == "by source at budget 60: world 2/2 (100.0 %), hand 1/1 (100.0 %), none 0/1 (0.0 %)"
     assert lines[-1] == "seed 3 · step search · 8 candidates at T 0.8 · top_p 0.95"
+
+
+def test_a_repair_arms_header_says_its_repair_rounds() -> None:
+    """A whole search that revised failed proofs with Lean's messages: its title says `whole+repair` and its
+    settings line `repair_rounds`; the same search without repair says neither."""
+    from burnqed.eval.result import EvalSettings
+
+    common = dict(backend="local", prompt_format="plain-tactic", num_candidates=4, temperature=1.0, top_p=0.95,
+                  max_new_tokens=256, max_proofs=16, timeout_s=300.0, verify=True, stop_at_first=True, concurrency=1)
+    attempts = [[TheoremResult(name="t", mode=SearchMode.WHOLE, proved=True, budget_at_proof=4, proofs_sampled=4,
+                               time_s=1.0, proof="p")]]
+    repaired = build(attempts, [8], theorem_names=["t"], mode=SearchMode.WHOLE, seed=0,
+                     settings=EvalSettings(**common, repair_rounds=2, repair_message_tokens=512))
+    text = render_eval_table(repaired)
+    assert "whole+repair (budget in proofs)" in " ".join(text.split())
+    assert text.splitlines()[-1] == ("seed 0 · whole+repair search · repair_rounds 2 (Lean's messages cut at 512 "
+                                     "tokens) · 4 candidates at T 1 · top_p 0.95")
+    plain = build(attempts, [8], theorem_names=["t"], mode=SearchMode.WHOLE, seed=0,
+                  settings=EvalSettings(**common, repair_rounds=0))
+    text = render_eval_table(plain)
+    assert "whole (budget in proofs)" in " ".join(text.split()) and "repair" not in text
+    assert text.splitlines()[-1] == "seed 0 · whole search · 4 candidates at T 1 · top_p 0.95"
 
 
 def test_a_result_written_before_groups_and_settings_still_loads(tmp_path: Path, store: Store):

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from burnqed import storage
 from burnqed.cli import app
-from burnqed.commands.kit import carried, suggestion
+from burnqed.commands.kit import carried, show_sets, suggestion
 from burnqed.storage import Store
 from tests.pipeline.test_gates import finished_iteration
 
@@ -26,6 +26,13 @@ def test_a_suggestion_repeats_what_was_given_as_a_shell_reads_it_back() -> None:
                     "'c.d=[\"x\", \"y\"]'")
     assert shlex.split(line)[1:] == ["iterate", "--iter", "1", *carry]
     assert suggestion(["show", "THEOREM"], carried()) == "burnqed show THEOREM"
+
+
+def test_a_suggested_show_repeats_only_the_sets_it_reads() -> None:
+    sets = ["policy.ready_timeout_s=100", "storage.cache_dir=c", " storage.root = r", 'pipeline.eval_modes=["whole"]',
+            "pipeline.eval_budgets=[5]", "lean.workers=1", "storagex.y=1"]
+    assert show_sets(sets) == ["storage.cache_dir=c", " storage.root = r", 'pipeline.eval_modes=["whole"]']
+    assert show_sets(None) == []
 
 
 @pytest.mark.slow  # one in-process iterate, refused before any stage
@@ -46,8 +53,10 @@ def test_a_finished_iteration_names_the_next_one_and_show_with_the_options_it_wa
         tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     finished_iteration(storage.normalize(str(tmp_path / "runs-mine")), go=True, store=store)
-    done = CliRunner().invoke(app, ["iterate", "--root", "runs-mine", "--set", "policy.ready_timeout_s=100"])
+    done = CliRunner().invoke(app, ["iterate", "--root", "runs-mine", "--set", "policy.ready_timeout_s=100",
+                                    "--set", "storage.cache_dir=cache"])
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[-1] == (
-        "next: `burnqed iterate --iter 1 --root runs-mine --set policy.ready_timeout_s=100` runs iteration 1; "
-        "`burnqed show THEOREM --iter 0 --root runs-mine --set policy.ready_timeout_s=100` draws one theorem's search")
+        "next: `burnqed iterate --iter 1 --root runs-mine --set policy.ready_timeout_s=100 --set "
+        "storage.cache_dir=cache` runs iteration 1; "
+        "`burnqed show THEOREM --iter 0 --root runs-mine --set storage.cache_dir=cache` draws one theorem's search")

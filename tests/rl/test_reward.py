@@ -35,6 +35,7 @@ from burnqed.lean.pool import LeanPool
 from burnqed.records import Theorem
 from burnqed.rl.failures import FailedProof
 from burnqed.rl.reward import LeanReward, RewardSettings
+from burnqed.search.answer_check import check_file
 from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import whole_prompt
 from burnqed.text.feedback import Feedback, FeedbackMessage
@@ -178,7 +179,8 @@ def test_past_an_open_guard_lean_stops_every_exploit_and_a_proof_still_earns_one
     assert stats.reasons[-2:] == ("", "")
     assert (stats.verified, stats.refused, stats.compiles, stats.failures) == (
         2, len(ANSWER_REFUSED), len(STOPPED_BY_LEAN) + 2, len(STACK))
-    assert len(compiled(tmp_path / "log")) == len(STOPPED_BY_LEAN) + 2
+    # and the right answer's check against the reference (search.answer_check), one compile more
+    assert len(compiled(tmp_path / "log")) == len(STOPPED_BY_LEAN) + 3
 
 
 @pytest.mark.slow
@@ -190,10 +192,12 @@ def test_a_verified_proof_earns_one_and_the_file_compiled_is_whole_modes(version
     stats = reward.last
     assert stats is not None and stats.reasons[2] == "the proof text does not compile: unsolved goals"
     files = compiled(tmp_path / "log")
-    # The restated theorem as given, the answer in its slot, the axioms report and the recheck: whole mode's file.
+    # The restated theorem as given, the answer in its slot, the axioms report and the recheck: whole mode's file; and,
+    # the answer's proof verified, its check against the reference under the header without the slot.
     assert sorted(file.split("\n#print axioms")[0] for file in files) == sorted([
         "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n",
         f"abbrev putnam_easy_solution : ℕ := (2)\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
+        check_file(OPEN, "2", "2", "="),
         "open Nat\n\ntheorem two_plus_two_is_five : 2 + 2 = 5 := by\n  norm_num\n  FAILCOMPILE\n"])
 
 
@@ -432,3 +436,51 @@ def test_the_pool_is_entered_at_the_first_call_and_left_by_close_and_a_conversat
             reward(prompts=[prompt], completions=[[{"role": "assistant", "content": "norm_num"}]],  # type: ignore[list-item]
                    theorem=[HONEST.name])
     assert events == ["enter", "exit"]
+
+
+@pytest.mark.slow
+def test_an_answer_task_pays_only_an_answer_lean_shows_equal_to_the_reference() -> None:
+    """On minilean (which decides these as Lean does), a made-up problem in PutnamBench's form: `100` proves
+    `3 ≤ SOL` but is not the reference 5 (0.0); `2 + 3` is (1.0); a theorem with no reference pays nothing."""
+    from tests.eval.test_answers import AT_LEAST_THREE, MINILEAN
+
+    unreferenced = AT_LEAST_THREE.model_copy(update={
+        "name": "putnam_mock_unreferenced", "answer": AT_LEAST_THREE.answer.model_copy(  # type: ignore[union-attr]
+            update={"reference": None})})
+    lean = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0, compile_timeout_s=10.0,
+                      ready_timeout_s=20.0)
+    theorem = "theorem {} : 3 ≤ putnam_mock_solution := by\n"
+    proof = "  norm_num [putnam_mock_solution]"
+    with LeanReward([AT_LEAST_THREE, unreferenced], lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4),
+                    DEFAULT_GUARD, RewardSettings(fmt=FMT)) as reward:
+        batch = [(AT_LEAST_THREE, completion("100", proof, theorem.format("putnam_mock"))),
+                 (AT_LEAST_THREE, completion("2 + 3", proof, theorem.format("putnam_mock"))),
+                 (unreferenced, completion("5", proof, theorem.format("putnam_mock_unreferenced")))]
+        assert call(reward, batch) == [0.0, 1.0, 0.0]
+        stats = reward.last
+        assert stats is not None
+        assert stats.reasons == (
+            "the answer '100' is not shown to be the reference answer (different): Lean proved the answer different "
+            "from the reference", "",
+            "the answer '5' is not shown to be the reference answer (no reference): the benchmark records no "
+            "reference answer for putnam_mock_solution")
+        assert (stats.verified, stats.compiles, stats.failures) == (1, 3, 0)
+
+
+@pytest.mark.slow
+def test_an_answer_check_lean_gave_no_verdict_on_earns_zero_uncached_and_is_asked_again(tmp_path: Path) -> None:
+    """The reference `compilehang` (the record's, not in the header: the proof's file does not hold it) makes the
+    check's compile hang; before 0.3.4 the double never answers it, so the watchdog kills the verifier: no verdict of
+    Lean's on the answer (a failure, not cached), unlike a check Lean answered."""
+    hanging = OPEN.model_copy(update={"header": "abbrev putnam_easy_solution : ℕ := sorry",
+                                      "answer": OPEN.answer.model_copy(  # type: ignore[union-attr]
+                                          update={"reference": "compilehang"})})
+    lean = config("0.3.3", tmp_path / "log", verifiers=1)
+    with LeanReward([hanging], lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4), DEFAULT_GUARD,
+                    RewardSettings(fmt=FMT)) as reward:
+        for _ in range(2):
+            assert call(reward, [(hanging, RIGHT_ANSWER)]) == [0.0]
+            stats = reward.last
+            assert stats is not None and (stats.compiles, stats.failures, stats.cache_hits) == (1, 1, 0)
+            assert stats.reasons[0].startswith("the answer '2' is not shown to be the reference answer (undecided): "
+                                               "neither side proved: `=`: verification failed: ")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -259,6 +260,79 @@ def test_a_checkpoint_of_other_settings_is_not_resumed(tmp_path: Path, store: St
     other = dataclasses.replace(SETTINGS, max_depth=10, journal=FileJournal(prefix, store=store))
     assert run(again, other).result.proved and len(again.calls) == 3  # searched from the start
 
+
+
+def killed_with_its_proof(prefix: str, store: Store) -> Path:
+    """A search killed right after the round that found its proof: the journal's last round, which holds it."""
+    with pytest.raises(Killed):
+        run(by_target(BROKEN_TABLE), dataclasses.replace(SETTINGS, journal=KillingJournal(prefix, 3, store=store)))
+    (last,) = Path(prefix).glob("_inflight/*/round-000003.json")
+    return last
+
+
+def resume_silent(prefix: str, store: Store,
+                  env: InProcessReplay | None = None) -> tuple[SearchOutcome, ScriptedPolicy]:
+    """Resume with a policy that proposes nothing: whatever is counted comes from the journal."""
+    silent = ScriptedPolicy(lambda _: [])
+    settings = dataclasses.replace(SETTINGS, max_rounds=5, journal=FileJournal(prefix, store=store))
+    return run(silent, settings, env=env), silent
+
+
+def test_a_resumed_search_counts_its_journals_proof_once_lean_closed_and_compiled_it_again(tmp_path: Path,
+                                                                                            store: Store) -> None:
+    full = run(by_target(BROKEN_TABLE))
+    prefix = str(tmp_path / "shard")
+    killed_with_its_proof(prefix, store)
+    env = TacticLog()
+    resumed, silent = resume_silent(prefix, store, env)
+    result = resumed.result
+    assert result.proved and silent.calls == [] and result.rejected_proofs == 0 and result.detail is None
+    assert (result.tactics, result.proof, result.budget_at_proof) == (full.result.tactics, full.result.proof, 3)
+    assert env.sent == ["intro x hx", "field_simp", FIX]  # the journal's path, replayed from the start in Lean
+    assert [(e.node_id, e.tactic, e.outcome, e.label) for e in resumed.edges] == [
+        (e.node_id, e.tactic, e.outcome, e.label) for e in full.edges]
+    assert recompiles(result.proof)
+
+
+def test_a_journals_proof_text_is_never_what_counts(tmp_path: Path, store: Store) -> None:
+    prefix = str(tmp_path / "shard")
+    last = killed_with_its_proof(prefix, store)
+    record = json.loads(last.read_text())
+    honest = record["proofs"][0]["proof"]
+    record["proofs"][0]["proof"] = honest.replace("  nlinarith [sq_nonneg (x - 1)]\n", "  sorry\n")
+    last.write_text(json.dumps(record))
+    result = resume_silent(prefix, store)[0].result
+    assert result.proved and result.proof == honest  # assembled afresh from the path Lean closed again
+
+
+FORGERIES: dict[str, tuple[Callable[[str], str], str]] = {  # an edit of the journal's last round → why not counted
+    "tactics": (lambda text: text.replace('"field_simp","nlinarith [sq_nonneg (x - 1)]"]', '"field_simp","sorry"]'),
+                "its tactics are not the trie's path to its closing row"),
+    "a step that fails": (lambda text: text.replace(FIX, "linarith"),
+                          "replayed from the theorem's start, its path does not close the goal in Lean"),
+    "a step the guard denies": (lambda text: text.replace(FIX, "sorry"),
+                                "replayed from the theorem's start, its path does not close the goal in Lean"),
+    "its row": (lambda text: text.replace('"edge":4,"proof"', '"edge":40,"proof"'),
+                "the journal names no closing row of the trie for it"),
+}
+
+
+@pytest.mark.parametrize("forgery", list(FORGERIES))
+def test_a_forged_journal_proof_is_not_counted_and_the_result_says_why(forgery: str, tmp_path: Path,
+                                                                       store: Store) -> None:
+    prefix = str(tmp_path / "shard")
+    last = killed_with_its_proof(prefix, store)
+    edit, why = FORGERIES[forgery]
+    forged = edit(last.read_text())
+    assert forged != last.read_text()
+    last.write_text(forged)
+    resumed, silent = resume_silent(prefix, store)
+    result = resumed.result
+    assert len(silent.calls) == 2  # the search went on from round 3 to max_rounds (5), finding nothing
+    assert not result.proved and not result.unverified and result.proof is None and result.rejected_proofs == 1
+    row = 40 if forgery == "its row" else 4
+    assert result.detail == f"a proof its journal holds (row {row}) did not check again: {why}"
+    assert all(edge.label is not Label.POSITIVE for edge in resumed.edges)
 
 
 def test_a_refused_prompt_fails_its_node_alone_and_is_not_asked_again() -> None:

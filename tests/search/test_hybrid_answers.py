@@ -173,6 +173,30 @@ def test_a_killed_search_resumes_each_answers_trie_to_the_uninterrupted_result(t
         (e.node_id, e.parent_id, e.tactic, e.outcome, e.label) for e in full.edges]
 
 
+@pytest.mark.parametrize(("answer", "counted", "why"), [
+    ("2", True, None),  # honest: re-checked in answer 2's theorem, counted
+    ("3", False, "replayed from the theorem's start, its path does not close the goal in Lean"),  # norm_num: 2 = 3
+    ("sorry", False, "its answer is refused: "),  # never reaches Lean
+])
+def test_a_resumed_forest_counts_a_journals_proof_only_under_the_answer_lean_checks_again(
+        answer: str, counted: bool, why: str | None, tmp_path: Path, store: Store) -> None:
+    prefix = str(tmp_path / "shard")
+    with pytest.raises(Killed):  # killed right after round 1, which proved answer 2
+        run(scripted([[completion("2")]]), dataclasses.replace(SETTINGS, num_proofs=1,
+                                                                journal=KillingJournal(prefix, 1, store=store)))
+    (last,) = Path(prefix).glob("_inflight/*/round-000001.json")
+    last.write_text(last.read_text().replace('"answer":"2"', f'"answer":"{answer}"'))
+    silent = scripted([])
+    result = run(silent, dataclasses.replace(SETTINGS, num_proofs=1, max_rounds=3,
+                                             journal=FileJournal(prefix, store=store))).result
+    assert result.proved is counted and result.rejected_proofs == (0 if counted else 1)
+    if counted:
+        assert (result.answer, result.proof, result.detail) == ("2", filled("2"), None)
+    else:
+        assert result.proof is None and result.detail is not None
+        assert result.detail.startswith(f"a proof its journal holds (row 2) did not check again: {why}")
+
+
 def test_the_journal_writes_an_answer_only_on_an_answers_root() -> None:
     plain = NodeRecord(id=0, parent=None, depth=0, tactic=None, state="⊢ p", targets=["p"], prior=0.0, unchanged=0,
                        haves=0)

@@ -10,12 +10,13 @@ import pytest
 
 from burnqed.config import Config, load_config
 from burnqed.errors import InputError, PolicyError
-from burnqed.lean.inprocess import InProcessReplayPool
+from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
+from burnqed.lean.start import start_theorem
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.records import Theorem
-from burnqed.search.hybrid import HybridSettings
-from burnqed.search.journal import Counters, FileJournal, RoundRecord
+from burnqed.records import Edge, EdgeOutcome, Theorem, pretty_state
+from burnqed.search.hybrid import HybridSearch, HybridSettings
+from burnqed.search.journal import Counters, EntryRecord, FileJournal, NodeRecord, ProofRecord, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard
 from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.storage import Store
@@ -149,6 +150,42 @@ def test_a_hybrid_run_writes_hybrid_results_and_removes_its_checkpoints_when_com
                 store=store).append("x", RoundRecord(theorem="x", round=0, fingerprint="f", counters=counters))
     with pytest.raises(InputError, match="half-searched"):
         job(half, policy, cfg, theorems=THEOREMS[:1])
+
+
+@pytest.mark.parametrize("mode", ["step", "whole", "hybrid"])
+def test_a_resumed_search_counts_no_proof_a_planted_journal_claims(mode: str, tmp_path: Path, store: Store) -> None:
+    """A journal anyone could write, claiming a verified `sorry` proof: step and whole search never read one; hybrid
+    search replays its path in Lean first, which the guard refuses. Nothing is counted, and hybrid says why."""
+    out, theorem = tmp_path / "out", THEOREMS[0]
+    cfg = config(**{"search.mode": mode, "search.max_nodes": 3, "search.max_proofs": 2, "search.max_rounds": 2,
+                    "search.num_proofs": 1, "search.min_proofs": 1})
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
+    engine = settings.engine if isinstance(settings.engine, HybridSettings) else HybridSettings()
+    lean = InProcessReplay(ReplayServer(CORPUS))
+    fingerprint = HybridSearch(theorem, lean, ScriptedPolicy(lambda _: []), engine, settings.guard).fingerprint()
+    root = asyncio.run(start_theorem(lean, theorem))[1]
+    state = pretty_state(root)
+    counters = Counters(rounds=1, sampled=1, tokens=1, lean_calls=1, elapsed_s=0.1, policy_s=0.0, lean_s=0.1,
+                        value_s=0.0, rejected=0, refusals=[], next_id=2)
+    row = Edge(node_id=1, parent_id=0, depth=1, state_before=state, tactic="sorry", state_after="",
+               outcome=EdgeOutcome.CLOSED, error=None, logprob=-1.0, n_tokens=1, score=None, energy=None, lean_ms=0.0,
+               gen_ms=0.0, timestamp_ms=0)
+    FileJournal(str(out), store=store).append(theorem.name, RoundRecord(
+        theorem=theorem.name, round=0, fingerprint=fingerprint, counters=counters,
+        nodes=[NodeRecord(id=0, parent=None, depth=0, tactic=None, state=state, targets=[g.target for g in root],
+                          prior=0.0, unchanged=0, haves=0)],
+        entries=[EntryRecord(node=0, key="sorry", edge=1, child=None, closed=True, failure=None)], edges=[row],
+        proofs=[ProofRecord(edge=1, proof=f"theorem {theorem.name} : True := by\n  sorry\n", tactics=["sorry"],
+                            depth=1, budget=1, verified=True)]))
+    report = job(out, ScriptedPolicy(lambda _: [("skip", -1.0)], key=str), cfg, theorems=[theorem], resume=True)
+    (result,) = read_results(str(out), store=store)
+    assert (report.searched, report.proved, result.proved, result.unverified, result.proof) == (1, 0, False, False,
+                                                                                               None)
+    if mode == "hybrid":
+        assert result.rejected_proofs == 1 and result.detail == (
+            "a proof its journal holds (row 1) did not check again: replayed from the theorem's start, its path does "
+            "not close the goal in Lean")
+    assert is_complete(str(out), store=store) and not (out / "_inflight").exists()
 
 
 def test_job_settings_come_from_the_sections_and_pace_the_run_by_the_pool() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -275,6 +276,23 @@ def test_a_cached_proof_is_never_served_to_another_context() -> None:
     assert outcome.result.proved
     assert [s.source for s in outcome.result.sketches[0].subgoals] == [SubgoalSource.SEARCH] * 2
     assert (cache.stats.hits, cache.stats.misses, cache.stats.rejected) == (0, 4, 0)
+
+
+def test_100_planted_proofs_cost_each_subgoal_at_most_the_cap_and_each_one_replay_a_job() -> None:
+    cache = SubgoalCache()
+    goal = Goal("0 < x * y", (Variable("x", "ℝ"), Variable("y", "ℝ"), Variable("h₀", "0 < x"),
+                              Variable("h₁", "0 < y")))
+    for i in range(100):  # none proves it; each is shorter than the proof the search finds
+        cache.store(subgoal_key(goal, None), [f"exact h{i}"], theorem="planted")
+    replays: list[int] = []
+    for k in range(26):
+        outcome = search(LEANS["minilean-0.3.4"](), policy(), settings(subgoal_cache_replays=4), cache=cache,
+                         theorem=THEOREM.model_copy(update={"name": f"t{k}"}))
+        assert outcome.result.proved
+        replays.append(sum(re.fullmatch(r"exact h[0-9]+", e.tactic) is not None for e in outcome.edges))
+    # four planted proofs a theorem, each once, until none is left: then the proof the first search stored is served
+    assert replays == [4] * 25 + [0] and cache.stats.rejected == 100
+    assert [s.source for s in outcome.result.sketches[0].subgoals] == [SubgoalSource.CACHE] * 2
 
 
 # ------------------------------------------------------------------------------------------- re-planning

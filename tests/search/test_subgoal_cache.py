@@ -3,7 +3,9 @@ and S3 (moto) and shared by writers at once, corrupt or foreign entries skipped,
 
 from __future__ import annotations
 
+import json
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -28,9 +30,13 @@ from burnqed.search.subgoal_cache import (
     SubgoalKey,
     cache_environment,
     clear_cache,
+    command_shape,
     entry_name,
+    lean_version,
+    mathlib_revision,
     merged_stats,
     proof_digest,
+    proof_order,
     record_stats,
     subgoal_key,
     subgoals_from_cache,
@@ -158,8 +164,8 @@ def test_two_writers_at_once_lose_nothing_and_share_one_entry_per_proof(store: S
     write_concurrently(store, uri)
     assert len(entry_names(store, uri)) == 5  # simp, positivity, exact h₁ (once), and the two longer ones
     reader = SubgoalCache.open(store, uri, ENV)
-    assert sorted(reader.lookup(KEY)) == [["exact h₁"], ["positivity"], ["positivity", "done"], ["simp"],
-                                          ["simp", "done"]]
+    assert reader.lookup(KEY, limit=5) == [["simp"], ["exact h₁"], ["simp", "done"], ["positivity"],
+                                           ["positivity", "done"]]  # shortest first
     assert reader.stats.skipped == 0
 
 
@@ -170,7 +176,7 @@ def test_on_s3_a_stored_proof_is_served_to_another_cache_and_two_writers_share_i
     write_concurrently(store, uri)
     assert len(entry_names(store, uri)) == 5
     reader = SubgoalCache.open(store, uri, ENV, refresh_s=0)
-    assert len(reader.lookup(KEY)) == 5
+    assert len(reader.lookup(KEY, limit=5)) == 5
     late = SubgoalCache.open(store, uri, ENV, refresh_s=0)
     assert late.lookup(OTHER) == []
     reader.store(OTHER, ["linarith"], theorem="c")
@@ -320,3 +326,105 @@ def test_one_cache_shared_by_threads_counts_every_call_and_writes_every_proof(st
     assert (cache.stats.lookups, cache.stats.stored, cache.stats.skipped) == (36, 36, 0)
     assert len(entry_names(store, uri)) == 36
     assert all(len(SubgoalCache.open(store, uri, ENV).lookup(key)) == 3 for key in keys)
+
+
+# ------------------------------------------------------------------------------------ planted entries
+
+
+def plant(store: Store, uri: str, proofs: list[list[str]], *, written_at: datetime) -> None:
+    """Entries under KEY as anyone who can write the run root would write them: valid, named right, any date."""
+    folder = f"{uri}/{ENV.digest[:16]}"
+    for tactics in proofs:
+        entry = CacheEntry(key=KEY.text, tactics=tactics, theorem="planted", environment=ENV, burnqed_version="0",
+                           written_at=written_at)
+        store.write_bytes(f"{folder}/{entry_name(KEY, tactics)}", entry.model_dump_json().encode())
+
+
+def test_100_planted_entries_cost_at_most_the_cap_a_lookup_and_each_one_replay_a_job(store: Store,
+                                                                                     tmp_path: Path) -> None:
+    uri = str(tmp_path / "cache")
+    planted = [[f"exact h{i}"] for i in range(100)]
+    plant(store, uri, planted, written_at=datetime(2020, 1, 1, tzinfo=UTC))
+    plant(store, uri, [["exact h₁ -- the oldest entry of all, and the longest"]],
+          written_at=datetime(1970, 1, 1, tzinfo=UTC))
+    cache = SubgoalCache.open(store, uri, ENV)
+    served: list[list[str]] = []
+    for _ in range(25):
+        found = cache.lookup(KEY, limit=4)
+        assert len(found) == 4  # the cap, however many are stored
+        for tactics in found:
+            cache.record_rejected(KEY, tactics)
+        served += found
+    # shortest first, then by digest: h0-h9 (7 characters) before h10-h99; the oldest entry, the longest, comes last
+    assert sorted(map(tuple, served[:10])) == sorted((f"exact h{i}",) for i in range(10))
+    assert sorted(map(tuple, served)) == sorted(map(tuple, planted))  # each rejected one served exactly once
+    assert cache.lookup(KEY, limit=4) == [["exact h₁ -- the oldest entry of all, and the longest"]]
+    cache.record_rejected(KEY, ["exact h₁ -- the oldest entry of all, and the longest"])
+    assert cache.lookup(KEY, limit=4) == [] and cache.lookup(OTHER) == []
+    assert (cache.stats.lookups, cache.stats.rejected, cache.stats.misses, cache.stats.skipped) == (28, 101, 2, 0)
+    # another job (another shard, the next iteration) has its own memory of what was rejected
+    assert len(SubgoalCache.open(store, uri, ENV).lookup(KEY, limit=4)) == 4
+    with pytest.raises(ValueError, match="at least one proof"):
+        cache.lookup(KEY, limit=0)
+
+
+def test_the_order_is_the_proofs_length_then_digest_never_the_writers_date() -> None:
+    cache = SubgoalCache()
+    for tactics in (["nlinarith [h₁, sq_nonneg x]"], ["positivity"], ["exact h₁"], ["simp", "linarith"]):
+        cache.store(KEY, tactics, theorem="t")
+    assert cache.lookup(KEY, limit=3) == [["exact h₁"], ["positivity"], ["simp", "linarith"]]
+    assert proof_order(["simp", "linarith"]) == (len("simp\nlinarith"), proof_digest(["simp", "linarith"]))
+    cache.record_rejected(KEY, ["positivity"])  # under KEY only: another key still serves it
+    cache.store(OTHER, ["positivity"], theorem="t")
+    assert cache.lookup(KEY, limit=3) == [["exact h₁"], ["simp", "linarith"], ["nlinarith [h₁, sq_nonneg x]"]]
+    assert cache.lookup(OTHER) == [["positivity"]]
+
+
+# ------------------------------------------------------------------------------------------ moved, or not
+
+
+def lean_at(root: str, cwd: Path | None = None) -> LeanConfig:
+    """The same Lean installed under `root`: its interpreter, its project folder."""
+    return LeanConfig(command=[f"{root}/.venv/bin/python", "-m", "minilean", f"--project={root}/lean"],
+                      cwd=None if cwd is None else str(cwd))
+
+
+def test_a_moved_venv_still_hits_and_another_program_or_argument_misses(store: Store, tmp_path: Path) -> None:
+    uri = str(tmp_path / "cache")
+    here, moved = cache_environment(lean_at("/home/a/run"), "0.3.4"), cache_environment(lean_at("/srv/b"), "0.3.4")
+    assert here.lean["command"] == ["python", "-m", "minilean", "--project=lean"] and here == moved
+    assert command_shape(["/opt/x/repl", "Mathlib", "{python}", "a/b:c/d"]) == ["repl", "Mathlib", "{python}", "b:d"]
+    SubgoalCache.open(store, uri, here).store(KEY, ["exact h₁"], theorem="t")
+    assert SubgoalCache.open(store, uri, moved).lookup(KEY) == [["exact h₁"]]
+    for other in (["/srv/b/.venv/bin/python3.12", "-m", "minilean"], ["/srv/b/.venv/bin/python", "-m", "other"]):
+        env = cache_environment(LeanConfig(command=other), "0.3.4")
+        assert env != here and SubgoalCache.open(store, uri, env).lookup(KEY) == []
+
+
+def test_another_lean_pantograph_or_mathlib_misses_and_a_moved_project_hits(store: Store, tmp_path: Path) -> None:
+    uri = str(tmp_path / "cache")
+
+    def project(folder: str, lean: str, mathlib: str) -> Path:
+        path = tmp_path / folder
+        path.mkdir()
+        (path / "lean-toolchain").write_text(f"leanprover/lean4:{lean}\n")
+        (path / "lake-manifest.json").write_text(json.dumps({"packages": [{"name": "mathlib", "rev": mathlib}]}))
+        return path
+
+    here = cache_environment(lean_at("/a", project("a", "v4.19.0", "abc")), "0.3.4")
+    assert (here.lean_version, here.mathlib) == ("leanprover/lean4:v4.19.0", "abc")
+    SubgoalCache.open(store, uri, here).store(KEY, ["exact h₁"], theorem="t")
+    moved = cache_environment(lean_at("/b", project("b", "v4.19.0", "abc")), "0.3.4")
+    assert moved == here and SubgoalCache.open(store, uri, moved).lookup(KEY) == [["exact h₁"]]
+    others = [cache_environment(lean_at("/a", project("c", "v4.22.0", "abc")), "0.3.4"),  # another Lean
+              cache_environment(lean_at("/a", project("d", "v4.19.0", "def")), "0.3.4"),  # another Mathlib
+              cache_environment(lean_at("/a", project("e", "v4.19.0", "abc")), "0.3.16")]  # another Pantograph
+    assert [(env.lean_version, env.mathlib) for env in others] == [
+        ("leanprover/lean4:v4.22.0", "abc"), ("leanprover/lean4:v4.19.0", "def"), ("leanprover/lean4:v4.19.0", "abc")]
+    for env in others:
+        assert env.digest != here.digest and SubgoalCache.open(store, uri, env).lookup(KEY) == []
+    # without a Lake project, a Pantograph build names its Lean: another one misses
+    built = [cache_environment(LeanConfig(command=["/opt/p/repl"]), version)
+             for version in ("0.3.7/v4.21.0", "0.3.7/v4.22.0")]
+    assert [env.lean_version for env in built] == ["v4.21.0", "v4.22.0"] and built[0].digest != built[1].digest
+    assert mathlib_revision(str(tmp_path)) is None and lean_version(None, "0.3.4") is None

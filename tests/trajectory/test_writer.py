@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import threading
 import uuid
 from collections.abc import Iterator
@@ -128,6 +130,36 @@ def test_a_commit_failing_on_the_way_out_keeps_the_first_error(tmp_path: Path, m
         monkeypatch.setattr(writer, "_flush_locked", broken)
         raise RuntimeError("search failed")
     assert writer.closed and finished_theorems(str(tmp_path / "d"), store=store) == set()
+
+
+def test_a_manifest_the_disk_refuses_takes_its_data_file_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               store: Store):
+    """The disk fills while the second part's manifest is written (after its data file was published): the error
+    goes on, and the folder holds the first, committed part only, also after leaving the writer tried once more."""
+    from burnqed.trajectory import writer as module
+
+    real = module._write_all
+    manifests = 0
+
+    def full_at_the_second_manifest(handle: object, data: bytes) -> None:
+        nonlocal manifests
+        if data.startswith(b"{"):
+            manifests += 1
+            if manifests >= 2:
+                handle.write(data[:10])  # type: ignore[attr-defined]
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(handle, data)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(module, "_write_all", full_at_the_second_manifest)
+    folder = tmp_path / "full"
+    with pytest.raises(OSError, match="No space left") as raised, \
+            TrajectoryWriter(str(folder), run_id="r", iteration=0, checkpoint_every=2, store=store) as writer:
+        for i in range(4):
+            writer.add(*simple_theorem(f"t{i}"))
+    assert raised.value.filename == str(folder / "part-000001.json")
+    assert manifests == 3  # the second part's manifest, then once more on the way out
+    assert sorted(p.name for p in folder.iterdir()) == ["part-000000.json", "part-000000.parquet"]
+    assert finished_theorems(str(folder), store=store) == {"t0", "t1"}
 
 
 def test_finish_with_nothing_written_marks_an_empty_complete_prefix(tmp_path: Path, store: Store):
