@@ -39,7 +39,7 @@ def builtin_refusal(text: str) -> str | None:
     if found:
         return f"holds the command keyword {found[0].text!r}: Lean would run a command of its own there"
     for token in tokens(text):
-        if token.kind == IDENT and token.name.rsplit(".", 1)[-1] == "sorryAx":
+        if token.kind == IDENT and token.name.split(".")[-1] == "sorryAx":
             return "names `sorryAx`, what `sorry` elaborates to"
     return None
 

@@ -278,6 +278,13 @@ def test_sorry_ax_is_refused_whatever_the_deny_list(tactic: str):
     assert TacticGuard([]).check_sketch(f"have h : 1 = 1 := by sorry\n{tactic}") == SORRY_AX_SPELLINGS[tactic]
 
 
+def test_a_guard_without_the_built_in_rules_exists_only_to_check_the_nets_under_it():
+    assert TacticGuard([], builtin=False).check("simp; instance : Add ℕ := ⟨(· * ·)⟩") is None
+    assert TacticGuard([], builtin=False).check("exact sorryAx False") is None
+    assert TacticGuard(DEFAULT_DENY, builtin=False).check("exact sorry") == f"matches deny pattern {DEFAULT_DENY[0]!r}"
+    assert TacticGuard.from_config(LeanConfig(deny=[])).builtin  # never off from a configuration
+
+
 @pytest.mark.parametrize("tactic", [
     "exact foo.def", "exact Nat.instance_x h", "exact inferInstance", "infer_instance", "exact show 1 = 1 from rfl",
     "exact fun x => x", "have h : 1 = 1 := rfl", "exact f x where f := id", "exact «def»", "unfold sorryAx_like",
@@ -685,3 +692,10 @@ def test_an_answer_naming_sorry_ax_is_refused_by_the_built_in_rule():
     assert check_answer("sorryAx ℕ false", TacticGuard([])) == Verdict(
         False, "the answer 'sorryAx ℕ false' is denied: names `sorryAx`, what `sorry` elaborates to")
     assert check_answer("sorry", TacticGuard([])) == Verdict(False, "the answer is left `sorry`")
+
+
+def test_a_long_answer_is_shown_cut_at_120_characters():
+    value = "(" + " + ".join(["1"] * 60)  # never closed
+    shown = " ".join(value.split())[:120]
+    assert check_answer(value, GUARD) == Verdict(False, f"the answer {shown!r} is not one term: it leaves '(' open "
+                                                 "(character 0)")
