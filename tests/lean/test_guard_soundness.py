@@ -35,7 +35,7 @@ from burnqed.records import (
     Theorem,
 )
 from burnqed.text.completion import split_proof
-from burnqed.text.sketch import SORRY_OUTSIDE_HOLE
+from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Sketch
 from leankit.recheck import recheck_command
 from leankit.text import read_as_lean
 from tests.conftest import double_argv
@@ -276,6 +276,12 @@ def test_sorry_ax_is_refused_whatever_the_deny_list(tactic: str):
     assert GUARD.check(tactic) == SORRY_AX
     assert TacticGuard([]).check(tactic) == SORRY_AX
     assert TacticGuard([]).check_sketch(f"have h : 1 = 1 := by sorry\n{tactic}") == SORRY_AX_SPELLINGS[tactic]
+
+
+def test_an_honest_sketch_comes_back_read():
+    sketch = TacticGuard([]).check_sketch("have h : 1 + 1 = 2 := by sorry\nexact h")
+    assert isinstance(sketch, Sketch) and sketch.skeleton == "have h : 1 + 1 = 2\nexact h"
+    assert GUARD.sketch_refusal("have h : 1 + 1 = 2 := by sorry\nexact h") == sketch
 
 
 def test_a_guard_without_the_built_in_rules_exists_only_to_check_the_nets_under_it():
