@@ -30,6 +30,7 @@ from burnqed.records import (
     CompileUnit,
     Goal,
     RootInfo,
+    SketchResult,
     TacticKind,
     TacticResult,
     Theorem,
@@ -282,6 +283,9 @@ def test_an_honest_sketch_comes_back_read():
     sketch = TacticGuard([]).check_sketch("have h : 1 + 1 = 2 := by sorry\nexact h")
     assert isinstance(sketch, Sketch) and sketch.skeleton == "have h : 1 + 1 = 2\nexact h"
     assert GUARD.sketch_refusal("have h : 1 + 1 = 2 := by sorry\nexact h") == sketch
+    assert GUARD.sketch_refusal("have h : 1 + 1 = 2 := by sorry\nexact 2 open Real") == SketchResult(
+        TacticKind.REFUSED, route="", errors=("refused by the tactic guard: the sketch's skeleton holds the command "
+                                              "keyword 'open': Lean would run a command of its own there",))
 
 
 def test_a_guard_without_the_built_in_rules_exists_only_to_check_the_nets_under_it():
