@@ -474,8 +474,9 @@ class Theorem(BaseModel):
         return self.answer is not None and self.answer.task is AnswerTask.PRODUCED and self.answer.value is None
 
     def with_answer(self, value: str) -> Theorem:
-        """This theorem with its open slot filled with `value` (the header's `:= sorry` becomes `:= VALUE`): what a
-        produced answer is proved against and stored as. ValueError when the theorem has no open slot."""
+        """This theorem with its open slot filled with `value` (the header's `:= sorry` becomes `:= (VALUE)`,
+        `leankit.answer.fill_slot`): what a produced answer is proved against and stored as. ValueError when the
+        theorem has no open slot, or when `value` is no single term."""
         if not self.answer_open or self.answer is None or self.header is None:
             raise ValueError(f"theorem {self.name} has no open answer slot to fill")
         header = fill_slot(self.header, self.answer.name, value)

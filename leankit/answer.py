@@ -4,7 +4,7 @@ under it). Pure text work, for data preparation (marking and the answer-given fo
 
     slot = answer_slot(header, statement)       # Slot(name="putnam_easy_solution", type="ℕ", …) or None
     reference_answer(text, slot.name)           # "2": the `-- 2` line under the slot in the file as published
-    fill_slot(header, slot.name, "2")           # the header with `abbrev putnam_easy_solution : ℕ := 2`
+    fill_slot(header, slot.name, "2")           # the header with `abbrev putnam_easy_solution : ℕ := (2)`
     drop_slot(header, slot.name)                # the header without the slot (the answer-given form)
     inline_answer("1 + 1 = putnam_easy_solution", slot, "2")   # "1 + 1 = ((2) : ℕ)" (PutnamBench's rewrite)
     head, tail = split_at_slot(header, slot.name)   # head ends with the slot's `:=`, tail is the header after it
@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from leankit.text import mask_comments, normalize_newlines
+from leankit.commands import term_problem
+from leankit.text import LINE_COMMENT, mask_comments, normalize_newlines, regions
 
 # A definition at column 0 whose value is `sorry` (attributes and modifiers before it), without binders, within its
 # command (no line of it starts at column 0): the slot.
@@ -93,12 +94,27 @@ def _slot(header: str, name: str) -> Slot:
 
 
 def fill_slot(header: str, name: str, value: str) -> str:
-    """`header` with slot `name`'s `sorry` replaced by `value` (ValueError when there is no such slot). A value of
-    several lines is indented under the definition, as Lean reads a definition's value."""
+    """`header` with slot `name`'s `sorry` replaced by `(VALUE)`: one term whatever VALUE says, since Lean ends a
+    definition's value at the first token that cannot continue it and reads what follows as commands of its own. A
+    value of several lines is indented under the definition; a value whose last line ends in a line comment gets its
+    `)` on a line of its own (the comment would swallow it). ValueError when there is no such slot, or when `value`
+    is no single term (`leankit.commands.term_problem`: unbalanced brackets, a command keyword, an unterminated
+    comment or string; docs/lean.md, "Answers")."""
     slot = _slot(header, name)
+    if not value.strip():
+        raise ValueError(f"no value to fill the answer slot {name!r} with")
+    problem = term_problem(value)
+    if problem is not None:
+        raise ValueError(f"the value for {name!r} is not one term: {problem}")
     lines = value.strip().split("\n")
     written = lines[0] + "".join(f"\n  {line}" if line.strip() else "\n" for line in lines[1:])
-    return f"{header[: slot.sorry_start]}{written}{header[slot.sorry_end :]}"
+    closer = "\n  )" if _ends_in_line_comment(written) else ")"
+    return f"{header[: slot.sorry_start]}({written}{closer}{header[slot.sorry_end :]}"
+
+
+def _ends_in_line_comment(text: str) -> bool:
+    """Whether a `--` comment runs to the end of `text` (what is written after it on that line is comment)."""
+    return any(region.kind == LINE_COMMENT and region.end == len(text) for region in regions(text))
 
 
 def split_at_slot(header: str, name: str) -> tuple[str, str]:

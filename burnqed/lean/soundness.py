@@ -26,7 +26,7 @@ from burnqed.lean.start import START_FORM
 from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
 from burnqed.text.completion import join_tactics
 from leankit.answer import find_slots
-from leankit.commands import command_starts, tokens
+from leankit.commands import command_starts, term_problem, tokens
 from leankit.recheck import recheck_command
 from leankit.text import append_code, mask_comments, read_as_lean
 
@@ -193,13 +193,20 @@ def check_path(tactics: Sequence[str], guard: TacticGuard) -> Verdict:
 
 
 def check_answer(value: str, guard: TacticGuard) -> Verdict:
-    """Rule 2, for the answer a completion gives an answer slot (docs/lean.md, "Answers"): a term, no `sorry` in it
-    read as Lean reads it (whatever the deny list says: an answer left `sorry` is no answer), and nothing the tactic
-    guard refuses (`native_decide`, `by_elab`, a kernel switch: the answer is untrusted code as a tactic is)."""
+    """Rule 2, for the answer a completion gives an answer slot (docs/lean.md, "Answers"), whatever the deny list
+    says: a term, not `sorry` (read as Lean reads it: an answer left `sorry` is no answer), one term as Lean reads it
+    (`leankit.commands.term_problem`: brackets balanced and never closed before opened, every comment and string
+    closed, no command keyword: Lean would end the value there and run the rest as commands of its own); then nothing
+    the tactic guard refuses (`native_decide`, `by_elab`, a kernel switch: the answer is untrusted code as a tactic
+    is)."""
     if not value.strip():
         return Verdict(False, "empty answer")
     if _SORRY.search(read_as_lean(mask_comments(value))):
         return Verdict(False, "the answer is left `sorry`")
+    problem = term_problem(value)
+    if problem is not None:
+        shown = " ".join(value.split())  # every line: what follows the first is what Lean would not read as the value
+        return Verdict(False, f"the answer {shown[:120]!r} is not one term: {problem}")
     reason = guard.check(value)
     if reason is not None:
         return Verdict(False, f"the answer {first_line(value)!r} is denied: {reason}")

@@ -70,15 +70,20 @@ _MODIFIED = r"^(?:@\[[^\]\n]*\][ \t]*)?(?:(?:noncomputable|private|protected|non
 
 def answer_file(fmt: PromptFormat, raw: str, prime: str) -> str:
     """The file a completion of an answer prompt writes (docs/search.md, "Prompt formats"): the text the prompt
-    primed (`text.prompt.answer_prime`, its fence left out) followed by the generation up to its closing fence; for a
-    CoT format, the answer's last lean4 block (the prompt primes nothing there)."""
+    primed (`text.prompt.answer_prime`, its fence left out) followed by the generation up to its closing fence; a
+    generation that opens a ```lean4 block of its own restates the file, which is then that block alone (read by its
+    own `abbrev SLOT … :=`, never the primed `:=` followed by the block's first line); for a CoT format, the answer's
+    last lean4 block (the prompt primes nothing there)."""
     if is_cot_format(fmt):
         return last_code_block(raw)
+    if _opens_block(raw):
+        return _strip_generation(raw)
     return prime.removeprefix(FENCE_OPEN) + _strip_generation(raw)
 
 
 def read_answer_file(text: str, slot: str, name: str) -> AnswerFile:
-    """The value `text` gives the definition `slot` (from its `:=` up to the next column-0 command), and the
+    """The value `text` gives the definition `slot` (from its `:=` up to the next column-0 line, comments dropped:
+    everything a model wrote there, which `lean.soundness.check_answer` then refuses unless it is one term), and the
     signature and proof body of its `theorem name` (or `lemma`); each the first such declaration of the file."""
     masked = mask_comments(normalize_newlines(text))
     answer = None
@@ -148,6 +153,14 @@ def normalize_tactic(tactic: str) -> str:
         return ""
     base = min(indent_of(line) for line in kept)
     return "\n".join(" " * (indent_of(line) - base) + re.sub(r"\s+", " ", line.strip()) for line in kept)
+
+
+def _opens_block(raw: str) -> bool:
+    """Whether a generation starts with a ```lean4 (or ```lean) fence of its own (blanks before it only)."""
+    text = normalize_newlines(raw)
+    if EOS_TEXT in text:
+        text = text[: text.index(EOS_TEXT)]
+    return text.lstrip().startswith(CODE_FENCE + "lean")
 
 
 def _strip_generation(raw: str) -> str:

@@ -109,7 +109,7 @@ MINILEAN = [sys.executable, "-m", "minilean", "--pantograph-version", "0.3.4"]
 
 
 def mock_file(answer: str) -> str:
-    return (f"abbrev {SLOT} : ℕ := {answer}\n-- 5\n\ntheorem putnam_mock : 3 ≤ {SLOT} := by\n"
+    return (f"abbrev {SLOT} : ℕ := ({answer})\n-- 5\n\ntheorem putnam_mock : 3 ≤ {SLOT} := by\n"
             f"  norm_num [{SLOT}]\n")
 
 

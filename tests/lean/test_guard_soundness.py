@@ -14,6 +14,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import (
     Verdict,
     assemble_proof,
+    check_answer,
     check_compile,
     check_path,
     check_proof_text,
@@ -29,10 +30,13 @@ from burnqed.records import (
     CompileUnit,
     Goal,
     RootInfo,
+    SketchResult,
     TacticKind,
     TacticResult,
     Theorem,
 )
+from burnqed.text.completion import split_proof
+from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Sketch
 from leankit.recheck import recheck_command
 from leankit.text import read_as_lean
 from tests.conftest import double_argv
@@ -114,12 +118,13 @@ RESOURCE_OPTIONS = (
 )
 
 
-SET_OPTION = r"\bset_option\b"
+SET_OPTION = "holds the command keyword 'set_option': Lean would run a command of its own there"
 
 
 @pytest.mark.parametrize("tactic", KERNEL_OFF + RESOURCE_OPTIONS)
 def test_guard_refuses_options_set_inside_a_proof_however_escaped(tactic: str):
-    assert GUARD.check(tactic) == f"matches deny pattern {SET_OPTION!r}"
+    assert GUARD.check(tactic) == SET_OPTION
+    assert TacticGuard([]).check(tactic) == SET_OPTION  # whatever lean.deny says
 
 
 def test_read_as_lean_drops_identifier_escapes():
@@ -129,7 +134,7 @@ def test_read_as_lean_drops_identifier_escapes():
 
 
 # For every rule of the default deny list, a tactic that ONLY that rule refuses: deleting any one rule lets its
-# case through, so no rule is tested only through another.
+# case through, so no rule is tested only through another (the built-in rules included).
 ONLY_BY: dict[str, str] = {
     r"\bsorry\b": "exact sorry",
     r"\badmit\b": "admit",
@@ -141,29 +146,16 @@ ONLY_BY: dict[str, str] = {
     r"\btrustCompiler\b": "exact trustCompiler",
     r"\bbv_decide\b": "bv_decide",
     r"\brun_tac\b": "run_tac pure ()",
-    r"\brun_cmd\b": "run_cmd pure ()",
-    r"\brun_elab\b": "run_elab pure ()",
-    r"\brun_meta\b": "run_meta pure ()",
-    r"#[A-Za-z]": "#check x",
     r"\bIO\.": "exact IO.println",
     r"\bSystem\.": "exact System.FilePath.mk x",
     r"\bunsafe": "exact unsafeCast x",
     r"\bimplemented_by\b": "simp [implemented_by]",
     r"\bextern\b": "simp [extern]",
     r"\bcsimp\b": "simp [csimp]",
-    r"@\[": "exact @[reducible] x",
     r"\bby_elab\b": "exact (by_elab pure x)",
     r"\b(Lean\.)?(Elab|Meta)\.": "apply Meta.mkAppM",
     r"\bLean\.(Environment|Kernel|Compiler|Parser|Syntax|Macro|Declaration|IR|Core)\b": "exact Lean.Kernel.isDefEq",
     r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b": "exact addDecl d",
-    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b": "notation \"x\" => 1",
-    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b": "local infixl:65 \" + \" => HSub.hSub",
-    r"\battribute\s*\[": "simp; attribute [simp] foo in simp",
-    r"(?<![\w.'])open\b[^\n]*\bin\b": "simp; open Classical in exact em p",
-    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b": "simp\nend",
-    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b": "simp\n  theorem other : 1 = 1 := rfl",
-    r"\b(axiom|opaque|instance|def)\s": "simp; instance foo : Inhabited Nat := ⟨0⟩",
-    r"\bset_option\b": "set_option «maxRecDepth» 100000 in simp",
     r"\bdebug\.": "exact (withOptions (·.setBool `«debug».skipKernelTC true) x)",
     r"\ballowUnsafeReducibility\b": "exact (withOptions (·.setBool `allowUnsafeReducibility true) x)",
 }
@@ -179,6 +171,139 @@ def test_each_rule_alone_refuses_its_case(rule: str):
     assert GUARD.check(case) == f"matches deny pattern {rule!r}"
     without = TacticGuard([other for other in DEFAULT_DENY if other != rule])
     assert without.check(case) is None, f"{case!r} is also refused by another rule: {without.check(case)}"
+
+
+# The rules the default deny list held until the command-token rule was built in (issue 67), with the cases each
+# refused: every one is refused by that rule alone, with no deny list at all, so the regexes went. The line-anchored
+# and blank-wanting ones also missed spellings Lean reads as commands (`2 open Real`, `axiom«x»`, `instance(`).
+COVERED_BY_THE_COMMAND_RULE: dict[str, tuple[tuple[str, str], ...]] = {
+    r"\brun_cmd\b": (("run_cmd pure ()", "run_cmd"),),
+    r"\brun_elab\b": (("run_elab pure ()", "run_elab"),),
+    r"\brun_meta\b": (("run_meta pure ()", "run_meta"),),
+    r"#[A-Za-z]": (("#check x", "#check"), ("simp; #eval IO.println 1", "#eval"), ("#exit", "#exit")),
+    r"@\[": (("exact @[reducible] x", "@["), ("@[implemented_by foo] def bar := 1", "@[")),
+    r"\b(macro_rules|elab_rules|declare_syntax_cat|macro|syntax|elab|notation)\b": (
+        ('notation "x" => 1', "notation"), ("macro \"t\" : tactic => `(tactic| trivial)", "macro"),
+        ("syntax \"t\" : tactic", "syntax"), ("elab \"t\" : tactic => pure ()", "elab"),
+        ("macro_rules | `(tactic| trivial) => `(tactic| sorry)", "macro_rules")),
+    r"\b(local|scoped)\s+(infix|infixl|infixr|prefix|postfix)\b": (
+        ('local infixl:65 " + " => HSub.hSub', "local"), ('scoped prefix:max "√" => Real.sqrt', "scoped")),
+    r"\battribute\s*\[": (("simp; attribute [simp] foo in simp", "attribute"),
+                            ("attribute [local instance] foo in exact x", "attribute")),
+    r"(?<![\w.'])open\b[^\n]*\bin\b": (("simp; open Classical in exact em p", "open"),
+                                        ("exact (open Classical in em p)", "open")),
+    r"^\s*(import|open|namespace|section|end|variable|universe|initialize|builtin_initialize)\b": (
+        ("simp\nend", "end"), ("import Mathlib", "import"), ("simp\n  namespace X", "namespace"),
+        ("simp\nsection", "section"), ("simp\nvariable (x : ℕ)", "variable"), ("simp\nuniverse u", "universe"),
+        ("simp\ninitialize pure ()", "initialize")),
+    r"^\s*(theorem|lemma|example|abbrev|structure|inductive|class|mutual)\b": (
+        ("simp\n  theorem other : 1 = 1 := rfl", "theorem"), ("simp\nlemma l : True := trivial", "lemma"),
+        ("simp\nabbrev x : ℕ := 1", "abbrev"), ("simp\nclass C", "class"), ("simp\nmutual", "mutual")),
+    r"\b(axiom|opaque|instance|def)\s": (("simp; instance foo : Inhabited Nat := ⟨0⟩", "instance"),
+                                        ("axiom cheat' : False", "axiom"), ("simp\nopaque o : ℕ", "opaque"),
+                                        ("unsafe def x := 1", "unsafe")),
+    r"\bset_option\b": (("set_option «maxRecDepth» 100000 in simp", "set_option"),),
+}
+
+
+@pytest.mark.parametrize(("rule", "case", "keyword"), [
+    (rule, case, keyword) for rule, cases in COVERED_BY_THE_COMMAND_RULE.items() for case, keyword in cases])
+def test_the_command_rule_refuses_every_case_of_the_rules_it_replaced(rule: str, case: str, keyword: str):
+    import re
+
+    assert re.search(rule, read_as_lean(case), re.MULTILINE) is not None  # the case is the old rule's
+    assert rule not in DEFAULT_DENY
+    assert TacticGuard([]).check(case) == (
+        f"holds the command keyword {keyword!r}: Lean would run a command of its own there")
+
+
+# Issue 67: a command smuggled after a term or a tactic, in spellings the line-anchored or blank-wanting patterns
+# missed (no blank, `«»`, a priority, after a term on the same line, on the next line indented), and `sorryAx`.
+SMUGGLED_COMMANDS: dict[str, str] = {
+    "instance(priority:=high)evil:HAdd ℕ ℕ ℕ:=⟨fun a b=>a*b⟩": "instance",
+    'infixl:65 (priority := high) " + " => HMul.hMul': "infixl",
+    "axiom«x» : False": "axiom",
+    "def«x» : ℕ := 1": "def",
+    "instance: Add ℕ := ⟨(· * ·)⟩": "instance",
+    'notation3 "ONE" => 1': "notation3",
+    'binder_predicate x " >>> " y:term => `($x > $y)': "binder_predicate",
+    "unif_hint (n : ℕ) where |- n + 0 =?= n": "unif_hint",
+    "export Nat (add_comm)": "export",
+    "alias two_eq := Nat.add_comm": "alias",
+    "irreducible_def two : ℕ := 2": "irreducible_def",
+    "open Real": "open",
+    "namespace Nat": "namespace",
+    "end Nat": "end",
+    "variable (x : ℕ)": "variable",
+    "deriving instance Repr for Nat": "deriving",
+}
+PLACES = {
+    "same line": "exact 2 {}",
+    "next line indented": "exact 2\n  {}",
+    "after a tactic": "norm_num; {}",
+}
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+@pytest.mark.parametrize("command", list(SMUGGLED_COMMANDS))
+def test_a_command_in_a_tactic_is_refused_in_every_spelling_whatever_the_deny_list(command: str, place: str):
+    tactic = PLACES[place].format(command)
+    reason = f"holds the command keyword {SMUGGLED_COMMANDS[command]!r}: Lean would run a command of its own there"
+    assert GUARD.check(tactic) == reason
+    assert TacticGuard([]).check(tactic) == reason
+    # In a whole proof (each top-level tactic checked on the path) and in a sketch's skeleton.
+    proof = split_proof(f"norm_num\n{tactic}", split_have=False)
+    assert check_path(proof, TacticGuard([])).reason.endswith(f"is denied: {reason}")
+    sketch = f"have h : 1 + 1 = 2 := by sorry\n{tactic}"
+    assert TacticGuard([]).check_sketch(sketch) == f"the sketch's skeleton {reason}"
+
+
+SORRY_AX = "names `sorryAx`, what `sorry` elaborates to"
+
+
+# Each spelling, and how a sketch that holds it is refused: by the sketch's own rule (no `sorry`, `admit` or `sorryAx`
+# outside a hole) or, where that misses the spelling, by the guard's.
+SORRY_AX_SPELLINGS = {
+    "exact sorryAx False": SORRY_OUTSIDE_HOLE,
+    "exact @sorryAx _ false": SORRY_OUTSIDE_HOLE,
+    "exact «sorryAx» _ _": SORRY_OUTSIDE_HOLE,
+    "exact _root_.sorryAx _ true": f"the sketch's skeleton {SORRY_AX}",
+    "have h : False := sorryAx False\n  exact h.elim": SORRY_OUTSIDE_HOLE,
+}
+
+
+@pytest.mark.parametrize("tactic", list(SORRY_AX_SPELLINGS))
+def test_sorry_ax_is_refused_whatever_the_deny_list(tactic: str):
+    assert GUARD.check(tactic) == SORRY_AX
+    assert TacticGuard([]).check(tactic) == SORRY_AX
+    assert TacticGuard([]).check_sketch(f"have h : 1 = 1 := by sorry\n{tactic}") == SORRY_AX_SPELLINGS[tactic]
+
+
+def test_an_honest_sketch_comes_back_read():
+    sketch = TacticGuard([]).check_sketch("have h : 1 + 1 = 2 := by sorry\nexact h")
+    assert isinstance(sketch, Sketch) and sketch.skeleton == "have h : 1 + 1 = 2\nexact h"
+    assert GUARD.sketch_refusal("have h : 1 + 1 = 2 := by sorry\nexact h") == sketch
+    assert GUARD.sketch_refusal("have h : 1 + 1 = 2 := by sorry\nexact 2 open Real") == SketchResult(
+        TacticKind.REFUSED, route="", errors=("refused by the tactic guard: the sketch's skeleton holds the command "
+                                              "keyword 'open': Lean would run a command of its own there",))
+
+
+def test_a_guard_without_the_built_in_rules_exists_only_to_check_the_nets_under_it():
+    assert TacticGuard([], builtin=False).check("simp; instance : Add ℕ := ⟨(· * ·)⟩") is None
+    assert TacticGuard([], builtin=False).check("exact sorryAx False") is None
+    assert TacticGuard(DEFAULT_DENY, builtin=False).check("exact sorry") == f"matches deny pattern {DEFAULT_DENY[0]!r}"
+    assert TacticGuard.from_config(LeanConfig(deny=[])).builtin  # never off from a configuration
+
+
+@pytest.mark.parametrize("tactic", [
+    "exact foo.def", "exact Nat.instance_x h", "exact inferInstance", "infer_instance", "exact show 1 = 1 from rfl",
+    "exact fun x => x", "have h : 1 = 1 := rfl", "exact f x where f := id", "exact «def»", "unfold sorryAx_like",
+    "exact Foo.sorryAx_of h", "simp [Set.mem_def, Nat.instAdd]", "exact (inferInstance : Add ℕ)",
+    "calc 1 = 1 := rfl\n  _ = 1 := rfl", "simp only [List.sum_cons, #[1, 2].size]", "simp -- #check, open, end",
+    'exact "open Real"', "refine ⟨fun h => ?_, fun h => ?_⟩", "haveI : Fact (1 < 2) := ⟨by norm_num⟩",
+])
+def test_honest_tactics_near_a_command_word_pass(tactic: str):
+    assert GUARD.check(tactic) is None
 
 
 THEOREM = Theorem(name="t", statement="p", header="import Mathlib")
@@ -561,3 +686,43 @@ def test_rejection_reasons_quote_at_most_three_messages_and_five_constants():
     declared = tuple(f"c{i}" for i in range(7))
     assert check_compile(good(declared=declared), TEXT).reason == (
         "the unit before `#print axioms` does not declare t (newConstants: ['c0', 'c1', 'c2', 'c3', 'c4'])")
+
+
+# Issue 67's answers: a value followed by a command is no single term, refused before Lean by the answer rule itself
+# whatever the deny list says, beside the honest answer `2`.
+NOT_ONE_TERM = {
+    "1\n  instance(priority:=high)evil:HAdd ℕ ℕ ℕ:=⟨fun a b=>a*b⟩":
+        "it holds the command keyword 'instance' (Lean ends the term there and runs a command)",
+    '2\ninfixl:65 (priority := high) " + " => HMul.hMul': "it holds the command keyword 'infixl' (Lean ends the term "
+    "there and runs a command)",
+    "2 axiom«x» : False": "it holds the command keyword 'axiom' (Lean ends the term there and runs a command)",
+    "2 open Real": "it holds the command keyword 'open' (Lean ends the term there and runs a command)",
+    "2) + (3": "it closes a bracket ')' it never opened (character 1)",
+    "(2": "it leaves '(' open (character 0)",
+    "⟨2, 3)": "it closes '⟨' (character 0) with ')' (character 5)",
+    "2 /- the rest": "it leaves a block comment open at character 2",
+    '"2': "it leaves a string or name literal open at character 0",
+    "/-- doc -/ 2": "it holds a doc comment (no part of a term)",
+}
+
+
+@pytest.mark.parametrize("value", list(NOT_ONE_TERM))
+@pytest.mark.parametrize("guard", [GUARD, TacticGuard([])], ids=["default deny list", "no deny list"])
+def test_an_answer_that_is_no_single_term_is_refused_before_lean(value: str, guard: TacticGuard):
+    shown = " ".join(value.split())
+    assert check_answer(value, guard) == Verdict(False, f"the answer {shown!r} is not one term: {NOT_ONE_TERM[value]}")
+    assert check_answer("2", guard) == Verdict(True)
+    assert check_answer("fun n => (n + 1 : ℕ) -- the successor", guard) == Verdict(True)
+
+
+def test_an_answer_naming_sorry_ax_is_refused_by_the_built_in_rule():
+    assert check_answer("sorryAx ℕ false", TacticGuard([])) == Verdict(
+        False, "the answer 'sorryAx ℕ false' is denied: names `sorryAx`, what `sorry` elaborates to")
+    assert check_answer("sorry", TacticGuard([])) == Verdict(False, "the answer is left `sorry`")
+
+
+def test_a_long_answer_is_shown_cut_at_120_characters():
+    value = "(" + " + ".join(["1"] * 60)  # never closed
+    shown = " ".join(value.split())[:120]
+    assert check_answer(value, GUARD) == Verdict(False, f"the answer {shown!r} is not one term: it leaves '(' open "
+                                                 "(character 0)")

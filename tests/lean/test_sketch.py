@@ -92,11 +92,11 @@ def test_a_sketch_is_read_into_holes_and_a_skeleton() -> None:
     ("have h : P := by sorry\nexact sorryAx _ false", SORRY_OUTSIDE_HOLE),
     ("have h : P := by sorry\nadmit", SORRY_OUTSIDE_HOLE),
     ("have h : P := by sorry\naxiom bad : False\nexact bad.elim",
-     r"the sketch's skeleton matches deny pattern '\\b(axiom|opaque|instance|def)\\s'"),
+     "the sketch's skeleton holds the command keyword 'axiom': Lean would run a command of its own there"),
     ("have h : 2 + 2 = 4 := by sorry\nnative_decide",
      r"the sketch's skeleton matches deny pattern '\\bnative_decide\\b'"),
     ("have h : P := by sorry\nset_option «debug».skipKernelTC true in decide +kernel",
-     r"the sketch's skeleton matches deny pattern '\\bset_option\\b'"),
+     "the sketch's skeleton holds the command keyword 'set_option': Lean would run a command of its own there"),
     ("have h : (by native_decide : 2 = 2) = rfl := by sorry\nexact h",
      r"the sketch's skeleton matches deny pattern '\\bnative_decide\\b'"),
 ])

@@ -30,7 +30,7 @@ from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
-OPEN_GUARD = TacticGuard([])  # as if the deny list missed a spelling: only Lean's evidence is left
+OPEN_GUARD = TacticGuard([], builtin=False)  # as if every rule missed a spelling: only Lean's evidence is left
 THEOREM = Theorem(name="two_plus_two", statement="2 + 2 = 4", header="import Mathlib\nopen Nat")
 
 HONEST = "done"

@@ -47,7 +47,7 @@ from tests.lean.test_kernel_net import STACK
 from tests.search.test_answers import DENIED_BY, OPEN, SMUGGLED, THEOREM, completion
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
-OPEN_GUARD = TacticGuard([])
+OPEN_GUARD = TacticGuard([], builtin=False)  # as if every rule missed a spelling: only Lean's evidence is left
 VERSIONS = ["0.3.4", str(SUPPORTED[-1])]
 FMT = PromptFormat.DEEPSEEK_WHOLE
 REPAIR = PromptFormat.DEEPSEEK_REPAIR
@@ -143,7 +143,7 @@ CUT_BY_THE_READER = {"#check x": "empty proof", "simp\nend": "the proof text doe
 @pytest.mark.parametrize("version", VERSIONS)
 def test_with_the_default_guard_every_exploit_earns_zero_before_lean(version: str, make, tmp_path: Path) -> None:
     reward = make(version)
-    tactics = [*ONLY_BY.values(), *KERNEL_OFF, *RESOURCE_OPTIONS, *STOPPED_BY_LEAN]
+    tactics = [*ONLY_BY.values(), *CUT_BY_THE_READER, *KERNEL_OFF, *RESOURCE_OPTIONS, *STOPPED_BY_LEAN]
     exploits = [(FALSE, body(marked(t))) for t in tactics]
     exploits += [(OPEN, c) for c in (*ANSWER_REFUSED, *(completion(a) for a in SMUGGLED.values()))]
     assert call(reward, exploits) == [0.0] * len(exploits)
@@ -151,7 +151,7 @@ def test_with_the_default_guard_every_exploit_earns_zero_before_lean(version: st
     assert stats is not None
     reasons = dict(zip(tactics, stats.reasons, strict=False))
     denied = {t for t, reason in reasons.items()
-              if reason.startswith("tactic ") and " is denied: matches deny pattern " in reason}
+              if reason.startswith("tactic ") and " is denied: " in reason}  # a deny pattern or a built-in rule
     assert set(tactics) - denied == set(CUT_BY_THE_READER)
     assert {t: reasons[t] for t in CUT_BY_THE_READER} == CUT_BY_THE_READER
     assert stats.reasons[len(tactics):] == (*ANSWER_REFUSED.values(), *(
@@ -196,7 +196,7 @@ def test_a_verified_proof_earns_one_and_the_file_compiled_is_whole_modes(version
     # the answer's proof verified, its check against the reference under the header without the slot.
     assert sorted(file.split("\n#print axioms")[0] for file in files) == sorted([
         "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n",
-        f"abbrev putnam_easy_solution : ℕ := 2\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
+        f"abbrev putnam_easy_solution : ℕ := (2)\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
         check_file(OPEN, "2", "2", "="),
         "open Nat\n\ntheorem two_plus_two_is_five : 2 + 2 = 5 := by\n  norm_num\n  FAILCOMPILE\n"])
 
@@ -403,7 +403,7 @@ def test_with_the_default_guard_an_exploit_revision_earns_zero_before_lean(versi
     assert call_revisions(reward, batch) == [0.0] * len(EXPLOIT_REVISIONS) + [1.0]
     stats = reward.last
     assert stats is not None and (stats.refused, stats.compiles) == (len(EXPLOIT_REVISIONS), 1)
-    assert all(" is denied: matches deny pattern " in reason for reason in stats.reasons[:-1])
+    assert all(" is denied: " in reason for reason in stats.reasons[:-1])
     assert len(compiled(tmp_path / "log")) == 1
 
 

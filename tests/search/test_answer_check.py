@@ -102,11 +102,15 @@ def test_the_rule_equal_first_then_different_else_undecided() -> None:
     (AT_LEAST_THREE, "by native_decide", "the answer is not checked: the answer 'by native_decide' is denied: "),
     (mock(f"3 ≤ {SLOT}", "ℕ", "(sorry : ℕ)"), "5", "the reference is not checked: the answer is left `sorry`"),
     # out of its parentheses, the statement would be `100 = 100 ∨ 100 = 5`, which `simp` proves (minilean: `equal`)
+    # (refused by soundness.check_answer's one-term rule, before this module's own bracket rule)
     (AT_LEAST_THREE, "100) : ℕ) = ((100) : ℕ) ∨ ((100",
-     "the answer is not checked: its brackets do not balance: ')' closes nothing it opened"),
-    (AT_LEAST_THREE, "(5 : ℕ", "the answer is not checked: its brackets do not balance: '(' is never closed"),
+     "the answer is not checked: the answer '100) : ℕ) = ((100) : ℕ) ∨ ((100' is not one term: it closes a bracket "
+     "')' it never opened (character 3)"),
+    (AT_LEAST_THREE, "(5 : ℕ", "the answer is not checked: the answer '(5 : ℕ' is not one term: it leaves '(' open "
+     "(character 0)"),
     (mock(f"3 ≤ {SLOT}", "ℕ", "[5)"), "5",
-     "the reference is not checked: its brackets do not balance: ')' closes nothing it opened"),
+     "the reference is not checked: the answer '[5)' is not one term: it closes '[' (character 0) with ')' "
+     "(character 2)"),
 ])
 def test_a_refused_answer_or_reference_is_undecided_before_lean(theorem: Theorem, answer: str, reason: str) -> None:
     judged = asyncio.run(judge_answer(NoLean(), theorem, answer, GUARD))  # type: ignore[arg-type]

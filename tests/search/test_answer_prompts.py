@@ -54,7 +54,7 @@ def test_every_whole_format_shows_the_file_and_starts_the_answer_at_the_slot(fmt
 
 
 FEEDBACK = Feedback("norm_num", (FeedbackMessage("error", "unsolved goals", 1, 0),))
-FAILED = ("```lean4\nopen Real\nabbrev putnam_easy_solution : ℕ := 3\ndef helper : ℕ := 1\n\n/-- What is 1 + 1 -/\n"
+FAILED = ("```lean4\nopen Real\nabbrev putnam_easy_solution : ℕ := (3)\ndef helper : ℕ := 1\n\n/-- What is 1 + 1 -/\n"
           "theorem putnam_easy : 1 + 1 = putnam_easy_solution := by\n  norm_num\n```")
 GOEDEL = ("<｜User｜>The proof (Round 0) is not correct. Following is the compilation error message, where we use "
           "<error></error> to signal the position of the error.\n\n\nError 1 (line 7, column 2):\n\n"
@@ -100,7 +100,7 @@ def test_an_attempt_is_the_theorem_filled_with_its_answer_the_helpers_it_restate
     attempt = read_attempt(THEOREM, PromptFormat.PLAIN_WHOLE, raw, GUARD)
     assert attempt.refusal is None and attempt.answer == "2" and attempt.tactics == ["norm_num"]
     assert attempt.theorem is not None and attempt.theorem.header == (
-        "open Real\nabbrev putnam_easy_solution : ℕ := 2\n-- 2\ndef helper : ℕ := 1")
+        "open Real\nabbrev putnam_easy_solution : ℕ := (2)\n-- 2\ndef helper : ℕ := 1")
     renamed = " 2\n\ntheorem putnam_easy (n : ℕ) (h : n = 1) : n + n = putnam_easy_solution := by\n  omega\n```"
     binder = THEOREM.model_copy(update={"signature": "(m : ℕ) (hm : m = 1) : m + m = putnam_easy_solution",
                                         "statement": "∀ (m : ℕ) (hm : m = 1), m + m = putnam_easy_solution"})

@@ -38,7 +38,7 @@ from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
-OPEN_GUARD = TacticGuard([])  # as if the deny list missed a spelling: only Lean's evidence is left
+OPEN_GUARD = TacticGuard([], builtin=False)  # as if every rule missed a spelling: only Lean's evidence is left
 VERSIONS = ["0.3.4", str(SUPPORTED[-1])]
 SLOT = "putnam_easy_solution"
 OPEN = Theorem(name="putnam_easy", signature=": 1 + 1 = putnam_easy_solution", docstring="What is 1 + 1",
@@ -87,7 +87,7 @@ def compiled(log: Path) -> list[str]:
 
 def filled(answer: str, proof: str = PROOF) -> str:
     """The file stored for a proof of OPEN with `answer`: its header with the slot filled, the theorem, the proof."""
-    return f"abbrev {SLOT} : ℕ := {answer}\n-- 2\n\n{THEOREM}{proof}\n"
+    return f"abbrev {SLOT} : ℕ := ({answer})\n-- 2\n\n{THEOREM}{proof}\n"
 
 
 @pytest.mark.slow
@@ -136,7 +136,7 @@ def test_a_wrong_answer_does_not_count_beyond_the_versions_minilean_emulates(ver
     assert not outcome.result.proved and outcome.result.answer is None
     assert [(e.outcome, e.error) for e in outcome.edges] == [
         (EdgeOutcome.ERROR, "not counted: the proof text does not compile: unsolved goals")]
-    assert len(compiled(tmp_path / "log")) == 1 and "abbrev putnam_easy_solution : ℕ := 3\n" in compiled(
+    assert len(compiled(tmp_path / "log")) == 1 and "abbrev putnam_easy_solution : ℕ := (3)\n" in compiled(
         tmp_path / "log")[0]
 
 
@@ -220,7 +220,7 @@ def test_a_revision_keeps_the_answer_it_revises_unless_it_gives_another(tmp_path
     assert outcome.result.proved and outcome.result.answer == "3" and outcome.result.revision_at_proof == 1
     assert outcome.result.proof == filled("3")
     repair_prompt = prompts[1]
-    assert f"<｜Assistant｜>```lean4\nabbrev {SLOT} : ℕ := 3\n\n{THEOREM}  FAILCOMPILE\n```<｜end▁of▁sentence｜>" in \
+    assert f"<｜Assistant｜>```lean4\nabbrev {SLOT} : ℕ := (3)\n\n{THEOREM}  FAILCOMPILE\n```<｜end▁of▁sentence｜>" in \
         repair_prompt
     assert "-- 2" not in repair_prompt
 

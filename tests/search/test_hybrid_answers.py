@@ -64,13 +64,13 @@ def completion(answer: str, proof: str = PROOF) -> str:
 
 def filled(answer: str, proof: str = PROOF) -> str:
     """The file stored for a proof of OPEN with `answer`: its header with the slot filled, the theorem, the proof."""
-    return f"abbrev {SLOT} : ℕ := {answer}\n-- 2\n\n{THEOREM}{proof}\n"
+    return f"abbrev {SLOT} : ℕ := ({answer})\n-- 2\n\n{THEOREM}{proof}\n"
 
 
 def proof_prompt(answer: str, state: str = ROOT) -> str:
     """The proof-from-state prompt at a node of `answer`'s trie: the file with the answer filled (no reference
     comment), then the state."""
-    return (f"<｜User｜>Complete the following Lean 4 code:<｜Assistant｜>```lean4\nabbrev {SLOT} : ℕ := {answer}\n\n"
+    return (f"<｜User｜>Complete the following Lean 4 code:<｜Assistant｜>```lean4\nabbrev {SLOT} : ℕ := ({answer})\n\n"
             f"{THEOREM}  /- tactic state:\n    {state}\n  -/\n")
 
 
@@ -225,7 +225,7 @@ def test_a_revision_is_replayed_in_the_trie_of_its_answer() -> None:
         (3, 1, "norm_num [putnam_easy_solution]", EdgeOutcome.CLOSED, 1, 2)]
     assert len(policy.calls) == 2 and policy.calls[0] == [ANSWER_PROMPT]
     (shown,) = policy.calls[1]
-    assert f"<｜Assistant｜>```lean4\nabbrev {SLOT} : ℕ := 2\n\n{THEOREM}  linarith\n```" in shown
+    assert f"<｜Assistant｜>```lean4\nabbrev {SLOT} : ℕ := (2)\n\n{THEOREM}  linarith\n```" in shown
     assert "-- 2" not in shown
 
 

@@ -182,7 +182,7 @@ def test_lean_s_automatic_mode_siblings_are_not_the_subgoal_s_goals() -> None:
 
 @pytest.mark.parametrize(("sketch", "refused"), [
     ("have hxy : 0 < x * y := by sorry\nsorry", "a `sorry` outside a `have NAME : P := by sorry` hole"),
-    ("have hxy : 0 < x * y := by sorry\naxiom bad : False\nexact bad.elim", "deny pattern"),
+    ("have hxy : 0 < x * y := by sorry\naxiom bad : False\nexact bad.elim", "holds the command keyword 'axiom'"),
     ("have hxy : 0 < x * y := by sorry\nnative_decide", "deny pattern '\\\\bnative_decide\\\\b'"),
 ])
 def test_a_skeleton_that_smuggles_sorry_an_axiom_or_native_decide_is_refused_before_lean(sketch: str,
