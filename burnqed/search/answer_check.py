@@ -10,8 +10,8 @@ or neither (`undecided`: both values kept for a person to judge); a theorem with
 Each side is compiled through the soundness compile path proofs take (`soundness.check_proof_text`: the compile, the
 `#print axioms` check and the kernel recheck), under the theorem's header with the slot dropped
 (`leankit.answer.drop_slot`, so its `open`s hold and the answer cannot name the slot). The answer is model text: it
-passes `soundness.check_answer` and must be one bracketed term of the statement (`bracket_problem`; its comments are
-dropped) before Lean sees it, and so must the reference (an index is input too).
+passes `soundness.check_answer` (one term as Lean reads it, `leankit.commands.term_problem`: brackets that pair, no
+command keyword; its comments are dropped) before Lean sees it, and so must the reference (an index is input too).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, check_answer, check_proof_text
 from burnqed.records import Theorem, first_line
 from leankit.answer import drop_slot
-from leankit.text import CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF, code_chars, mask_comments
+from leankit.text import mask_comments
 
 CHECK_NAME = "burnqed_answer_check"  # the theorem each side declares (its unit must declare it, as a proof's must)
 # The fixed tactic lists, tried in order inside one `first`: an equality closed by computation, by normalisation, or
@@ -71,19 +71,6 @@ def _ascribed(value: str, type_: str) -> str:
     return "((" + "\n      ".join(line.rstrip() for line in lines) + f") : {type_})"
 
 
-def bracket_problem(value: str) -> str | None:
-    """Why `value`, read as Lean reads it (comments, strings and `«»` names aside), is not one bracketed term of the
-    check's statement: a closer with no opener or of another kind, or an opener never closed (`100) : ℕ) = ((100`
-    would make the statement another proposition); None when its brackets balance."""
-    stack: list[str] = []
-    for _, char in code_chars(mask_comments(value)):
-        if char in OPEN_BRACKETS:
-            stack.append(char)
-        elif char in CLOSE_BRACKETS and (not stack or stack.pop() != OPENER_OF[char]):
-            return f"its brackets do not balance: {char!r} closes nothing it opened"
-    return f"its brackets do not balance: {stack[-1]!r} is never closed" if stack else None
-
-
 def check_file(theorem: Theorem, answer: str, reference: str, relation: Relation) -> str:
     """The file one side of the check compiles: the theorem's header without its slot, then `theorem CHECK_NAME :
     STATEMENT := by first | …` with the side's fixed tactic list. ValueError when `theorem` has no open slot."""
@@ -119,9 +106,9 @@ async def judge_answer(lean: LeanEnv, theorem: Theorem, answer: str, guard: Tact
                                f"the benchmark records no reference answer for {theorem.answer.name}")
     for what, value in (("answer", answer), ("reference", reference)):
         refused = check_answer(value, guard)
-        problem = refused.reason if not refused.ok else bracket_problem(value)
-        if problem is not None:
-            return AnswerJudgement(AnswerCheck.UNDECIDED, answer, reference, f"the {what} is not checked: {problem}")
+        if not refused.ok:
+            return AnswerJudgement(AnswerCheck.UNDECIDED, answer, reference,
+                                   f"the {what} is not checked: {refused.reason}")
     header = drop_slot(theorem.header or "", theorem.answer.name)  # the check file's header: the index's, its slot out
     equal = await check_proof_text(lean, CHECK_NAME, check_file(theorem, answer, reference, "="), index_header=header)
     if equal.verified:
