@@ -54,13 +54,20 @@ SOUNDNESS_TESTS = [
     "tests/lean/test_kernel_net.py",
     "tests/search/test_repair.py",  # soundness.body_line: where a compile's messages fall in a repair prompt
     "tests/search/test_answers.py",  # soundness.check_answer: an answer's own rule
+    "tests/lean/test_shape_pin.py",  # the compiled file's pinned shape, with hand-written offsets
+    "tests/lean/test_adversarial.py",  # smuggled commands in every place, run to the verdict
 ]
 ANSWER_TESTS = [
     "tests/search/test_answers.py",
     "tests/search/test_answer_prompts.py",
     "tests/search/test_hybrid_answers.py",
+    "tests/test_answer_slots.py",  # an answer is one term; a restated file read by its own slot
 ]
-REWARD_TESTS = ["tests/rl/test_reward.py", "tests/rl/test_repair_rows.py"]  # the verdicts; the rows and prompt check
+# the verdicts; the rows and prompt check; smuggled commands in RL completions
+REWARD_TESTS = ["tests/rl/test_reward.py", "tests/rl/test_repair_rows.py", "tests/lean/test_adversarial.py"]
+ANSWER_CHECK_TESTS = ["tests/search/test_answer_check.py", "tests/eval/test_answers.py", "tests/rl/test_reward.py"]
+COMMANDS_TESTS = ["tests/test_lean_commands.py", "tests/lean/test_guard_soundness.py", "tests/lean/test_shape_pin.py",
+                  "tests/test_answer_slots.py", "tests/lean/test_adversarial.py"]
 VERIFY_TESTS = [
     "tests/search/test_verify_after_loss.py",
     "tests/search/test_unverified.py",
@@ -86,6 +93,8 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/search/whole.py": (("WholeSearch._check", "read_whole", "check_whole"), VERIFY_TESTS),
     "burnqed/search/answer.py": (None, ANSWER_TESTS),
     "burnqed/rl/reward.py": (None, REWARD_TESTS),
+    "burnqed/search/answer_check.py": (None, ANSWER_CHECK_TESTS),
+    "leankit/commands.py": (None, COMMANDS_TESTS),
     "burnqed/search/skeleton.py": (
         ("run_search", "verify_closing", "Proofs.found", "Proofs.ending", "Proofs.limit", "Proofs.count",
          "refused_ending", "final_result"),
