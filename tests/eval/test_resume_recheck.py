@@ -40,7 +40,7 @@ MINILEAN = [sys.executable, "-m", "minilean", "--pantograph-version", "0.3.4"]
 LEAN = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0, compile_timeout_s=10.0,
                   ready_timeout_s=20.0)
 GUARD = TacticGuard.from_config(LEAN)
-MOCK_FILE = f"abbrev {SLOT} : ℕ := 5\n-- 5\n\ntheorem putnam_mock : 3 ≤ {SLOT} := by\n  norm_num [{SLOT}]\n"
+MOCK_FILE = f"abbrev {SLOT} : ℕ := (5)\n-- 5\n\ntheorem putnam_mock : 3 ≤ {SLOT} := by\n  norm_num [{SLOT}]\n"
 PLAIN_FILE = "theorem plain_sum : 2 + 2 = 4 := by\n  norm_num\n"
 NOT_RECHECKED = "the committed proof did not check again"
 TIMING = {"time_s", "policy_s", "lean_s", "value_s"}
@@ -134,7 +134,7 @@ def test_a_part_edited_into_a_false_proof_is_not_counted_on_resume(honest: tuple
     forged = copy(prefix, tmp_path / "forged")
 
     def wrong_answer(result: dict[str, Any]) -> None:
-        result["proof"] = result["proof"].replace(":= 5", ":= 1")
+        result["proof"] = result["proof"].replace(":= (5)", ":= (1)")
         result["answer"] = "1"
 
     edit(forged, "putnam_mock", wrong_answer)
@@ -184,8 +184,8 @@ def test_each_edit_is_refused_with_its_reason_and_honest_results_pass_unchanged(
         forged(plain, proof=None),
         forged(plain, proof=PLAIN_FILE.replace("norm_num", "native_decide"), tactics=["native_decide"]),
         forged(mock, answer=None),
-        forged(mock, proof=MOCK_FILE.replace(":= 5", ":= sorry"), answer="sorry"),
-        forged(mock, proof=MOCK_FILE.replace(":= 5", ":= 1"), answer="1"),  # 3 ≤ 1: Lean refuses it
+        forged(mock, proof=MOCK_FILE.replace(":= (5)", ":= (sorry)"), answer="sorry"),
+        forged(mock, proof=MOCK_FILE.replace(":= (5)", ":= (1)"), answer="1"),  # 3 ≤ 1: Lean refuses it
     ]
     checked = recheck([mock, plain, unsolved, *cases])
     assert checked[:3] == [mock, plain, unsolved]

@@ -26,7 +26,7 @@ from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
-from burnqed.lean.soundness import check_path, verify_proof
+from burnqed.lean.soundness import check_path, check_proof_text, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Sampling
 from burnqed.records import Answer, AnswerTask, EdgeOutcome, TacticKind, Theorem
@@ -41,7 +41,7 @@ from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
-OPEN_GUARD = TacticGuard([])  # a deny list that misses every spelling: only the pinned shape is left
+OPEN_GUARD = TacticGuard([], builtin=False)  # no deny list, no built-in token rules: only the pinned shape is left
 GUARDS = {"default guard": DEFAULT_GUARD, "open guard": OPEN_GUARD}
 SLOT = "putnam_mock_a_solution"
 HEADER = f"abbrev {SLOT} : ℕ := sorry\n-- 2"
@@ -136,7 +136,7 @@ def test_an_answer_that_smuggles_a_command_never_counts_and_the_honest_answer_do
     completions = [answer_completion(value) for value in attacks("2")] + [answer_completion("2")]
     outcome = whole_search(OPEN, completions, PromptFormat.DEEPSEEK_WHOLE, GUARDS[guard])
     record("answer slot", guard, searched(outcome, len(ATTEMPTS)), outcome.result.answer == "2")
-    assert outcome.result.proof == f"abbrev {SLOT} : ℕ := 2\n-- 2\n\n{THEOREM}  decide\n"
+    assert outcome.result.proof == f"abbrev {SLOT} : ℕ := (2)\n-- 2\n\n{THEOREM}  decide\n"
 
 
 @pytest.mark.slow
@@ -267,9 +267,10 @@ def test_the_must_show_cases_are_refused_in_whole_mode_and_the_rl_reward_with_th
     outcome = whole_search(OPEN, completions, PromptFormat.DEEPSEEK_WHOLE, GUARDS[guard])
     assert [edge.outcome is EdgeOutcome.CLOSED for edge in outcome.edges] == [False] * len(MUST_SHOW) + [True]
     assert outcome.result.answer == "2"
-    if guard == "open guard":  # past an open guard each reaches Lean: the pinned shape refuses it, by its count
-        assert all(edge.error is not None and "compilation units where the file's pinned shape has 4" in edge.error
-                   for edge in outcome.edges[:-1]), [edge.error for edge in outcome.edges]
+    # An answer is one term whatever the guard says (`check_answer`): each is refused before Lean, past an open guard
+    # too. The pinned shape's own refusal of the same files is `test_the_pin_alone_refuses_the_must_show_answers…`.
+    assert all(edge.error is not None and "is not one term: it holds the command keyword" in edge.error
+               for edge in outcome.edges[:-1]), [edge.error for edge in outcome.edges]
     judge = reward(GUARDS[guard])
     rewards = judge(prompts=[judge.prompts[OPEN.name]] * len(completions), completions=completions,
                     theorem=[OPEN.name] * len(completions))
@@ -296,18 +297,17 @@ def test_the_must_show_cases_are_refused_in_the_hybrid_forest_and_the_honest_ans
 
     outcome = asyncio.run(go())
     assert outcome.result.proved and outcome.result.answer == "2"
-    assert outcome.result.proof == f"abbrev {SLOT} : ℕ := 2\n-- 2\n\n{THEOREM}  done\n"
+    assert outcome.result.proof == f"abbrev {SLOT} : ℕ := (2)\n-- 2\n\n{THEOREM}  done\n"
     refused = [edge for edge in outcome.edges if edge.outcome is not EdgeOutcome.CLOSED]
     assert len(refused) == len(MUST_SHOW)
-    if guard == "open guard":  # the forest's start of a filled theorem refuses it by the header's pinned shape
-        assert all(edge.error is not None and edge.error.startswith("the theorem does not start with this answer: ")
-                   for edge in refused), [edge.error for edge in refused]
+    assert all(edge.error is not None and "is not one term: it holds the command keyword" in edge.error
+               for edge in refused), [edge.error for edge in refused]  # before the forest starts a filled theorem
 
 
 @pytest.mark.slow
 def test_on_minilean_the_must_show_cases_are_refused_and_the_honest_answer_proved_by_decide_counts() -> None:
-    """minilean (the embedded Lean) splits commands as Lean does and decides `1 + 1 = SOL` under the filled answer:
-    a command it does not have is its error, one it has (`open`) a unit the pinned shape does not have."""
+    """minilean (the embedded Lean) decides `1 + 1 = SOL` under the filled answer `(2)`; the must-show answers are
+    refused before it, as no single term (whatever the guard)."""
     completions = [answer_completion(value) for value in MUST_SHOW.values()] + [answer_completion("2")]
     stream = iter(completions)
 
@@ -319,14 +319,38 @@ def test_on_minilean_the_must_show_cases_are_refused_and_the_honest_answer_prove
             return await prove_whole(OPEN, worker, policy, settings, OPEN_GUARD)
 
     outcome = asyncio.run(go())
-    assert [(edge.outcome, (edge.error or "")[:60]) for edge in outcome.edges] == [
-        (EdgeOutcome.ERROR, "not counted: the proof text does not compile: minilean: only"),
-        (EdgeOutcome.ERROR, "not counted: the proof text does not compile: minilean: only"),
-        (EdgeOutcome.ERROR, "not counted: the proof text does not compile: minilean: only"),
-        (EdgeOutcome.ERROR, "not counted: Lean reports 5 compilation units where the file"),
-        (EdgeOutcome.CLOSED, ""),
-    ]
+    assert [edge.outcome for edge in outcome.edges] == [EdgeOutcome.REFUSED] * 4 + [EdgeOutcome.CLOSED]
+    assert [(edge.error or "").endswith(f"is not one term: it holds the command keyword {keyword!r} (Lean ends the "
+                                        "term there and runs a command)")
+            for edge, keyword in zip(outcome.edges, ("instance", "infixl", "axiom", "open"), strict=False)
+            ] == [True] * 4
     assert outcome.result.answer == "2"
+
+
+@pytest.mark.slow
+def test_the_pin_alone_refuses_the_must_show_answers_written_into_the_header_on_minilean() -> None:
+    """Past the answer's one-term rule (each value written in place of the slot's `sorry`, as a line reader did),
+    minilean splits commands as Lean does: a command it does not have is its error, one it has (`open`) a unit the
+    pinned shape does not have; the honest `2` counts the same way."""
+    header = OPEN.header or ""
+
+    async def go() -> list[tuple[bool, str]]:
+        async with LeanWorker([sys.executable, "-m", "minilean"], tactic_timeout_s=5, ready_timeout_s=10) as worker:
+            verdicts = []
+            for value in [*MUST_SHOW.values(), "2"]:
+                filled = header.replace("sorry", value, 1)
+                proof = f"{filled}\n\n{THEOREM}  decide\n"
+                verdict = await check_proof_text(worker, OPEN.name, proof, index_header=header, header=filled)
+                verdicts.append((verdict.verified, verdict.reason[:47]))
+            return verdicts
+
+    assert asyncio.run(go()) == [
+        (False, "the proof text does not compile: minilean: only"),
+        (False, "the proof text does not compile: minilean: only"),
+        (False, "the proof text does not compile: minilean: only"),
+        (False, "Lean reports 5 compilation units where the file"),
+        (True, ""),
+    ]
 
 
 @pytest.mark.slow
