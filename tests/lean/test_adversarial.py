@@ -6,9 +6,11 @@ place that must count. Made-up problems in PutnamBench's form only.
 Places: the answer slot's value (whole mode), a tactic (step's final compile, `verify_proof`), a whole proof (whole
 mode), a sketch skeleton (sketch mode's assembled proof, `check_whole` as `search.sketching` calls it), a repair
 revision (the repair reader, `read_whole` in the repair format, then `check_whole`) and an RL completion (the
-reward, 0.0). Each runs past the default guard and past an empty deny list: the compile's pinned shape is what stops a
-smuggled command, whatever the guard says. The issue's own example, a global `infixl`, `axiom«x»` and `2 open Real`
-after a value are also run through the hybrid forest.
+reward, 0.0). Each runs past the default guard and past an open one (no deny list, no built-in token rules): in a
+tactic, a proof, a sketch or a repair the compile's pinned shape is what stops a smuggled command, whatever the guard
+says; an answer is refused before Lean as no single term by a rule no guard switches off, and the pin alone refuses the
+same answers written into the header past that rule. The issue's own example, a global `infixl`, `axiom«x»` and
+`2 open Real` after a value are also run through the hybrid forest and minilean.
 
     .venv/bin/python -m pytest -n 0 -q -s tests/lean/test_adversarial.py   # prints the generator's count
 """
