@@ -263,7 +263,7 @@ def test_a_steps_prompts_and_solved_prompts_are_counted_by_prompt_not_by_theorem
 @pytest.mark.parametrize("engine", ["trainer", "continuous"])
 def test_under_each_engine_burnqed_rl_samples_scores_cut_completions_zero_and_records_it(
         engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
-    # 6 tokens: the taught proofs (`norm_num`, ...) end within them, a longer completion is cut
+    # 12 tokens: the taught proofs (`norm_num`, ...) end within them, a longer completion is cut
     cfg = config(rollout_engine=engine, max_completion_tokens=12)
     output = str(tmp_path / "rl")
     lines: list[str] = []
