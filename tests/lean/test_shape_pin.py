@@ -9,7 +9,16 @@ import asyncio
 
 import pytest
 
-from burnqed.lean.soundness import CompileText, check_compile, check_header, check_proof_text, check_shape, compile_text
+from burnqed.lean.soundness import (
+    CompileText,
+    Verdict,
+    check_compile,
+    check_header,
+    check_proof_text,
+    check_shape,
+    compile_text,
+    pinned_starts,
+)
 from burnqed.records import CompileMessage, CompileResult, CompileUnit
 from tests.lean.test_guard_soundness import ROOT_OK, ScriptedEnv
 
@@ -120,3 +129,25 @@ def test_with_two_slots_the_starts_move_past_the_one_filled() -> None:
     # `open Real\n\n` 11
     assert text.unit_starts[:4] == (0, 33, 63, 74)
     assert isinstance(text, CompileText)
+
+
+@pytest.mark.parametrize(("body", "pinned"), [
+    ("open Real\ntheorem t : True := trivial", [0, 10]),  # one newline after the header is enough
+    ("open Real\n\ntheorem t : True := trivial", [0, 11]),
+    ("open RealX\ntheorem t : True := trivial",
+     "the compiled file does not begin with the header it was assembled under"),
+    ("open Real", "the compiled file has nothing after its header: no theorem"),
+    ("open Real -- only a comment\n", "the compiled file has nothing after its header: no theorem"),
+])
+def test_the_theorem_starts_at_the_first_token_after_the_header_and_must_be_there(body: str,
+                                                                                   pinned: list[int] | str) -> None:
+    assert pinned_starts(body, "open Real", "open Real") == pinned
+
+
+def test_a_header_whose_commands_are_as_many_as_the_indexs_but_start_elsewhere_is_refused() -> None:
+    # `open Nat` after the value, then a comment left open that swallows the index's own `open Real`: two commands
+    # as in the index's header, the second where the index has none.
+    verdict = check_header("abbrev s : ℕ := sorry\nopen Real", "abbrev s : ℕ := 1 open Nat /-\nopen Real")
+    assert verdict == Verdict(False, "the header's command 2 starts at character 18, where the index's starts at 30")
+    assert check_header("abbrev s : ℕ := sorry\nopen Real", "open Nat") == Verdict(
+        False, "the header compiled is not the index's header, nor it with an answer slot filled")
