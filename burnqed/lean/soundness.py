@@ -152,16 +152,18 @@ def _header_text(header: str | None) -> str:
 
 def _moved_starts(index_head: str, head: str) -> list[int] | str:
     """The command starts of the trusted `index_head` (`command_starts`), where they stand in `head`: the same text,
-    or the same with one answer slot's `:= sorry` replaced (`leankit.answer.fill_slot`; starts after the slot move by
-    the value's length, never read from it). A reason when `head` is neither, or when two slots could explain it."""
+    or the same with one answer slot's `sorry` replaced by a value that is not blank, its `:=` kept
+    (`leankit.answer.fill_slot`; starts after the slot move by the value's length, never read from it). A reason
+    when `head` is neither, or when two slots could explain it."""
     trusted = command_starts(index_head)
     if head == index_head:
         return trusted
     moved: set[tuple[int, ...]] = set()
     for slot in find_slots(index_head):
         tail = index_head[slot.sorry_end :]
-        if (len(head) - len(tail) >= slot.assign and head.startswith(index_head[: slot.assign])
-                and head.endswith(tail) and not any(slot.assign < at < slot.sorry_end for at in trusted)):
+        value = head[slot.sorry_start : len(head) - len(tail)]  # empty when the kept ends would overlap
+        if (value.strip() and head.startswith(index_head[: slot.sorry_start]) and head.endswith(tail)
+                and not any(slot.assign < at < slot.sorry_end for at in trusted)):
             shift = len(head) - len(index_head)
             moved.add(tuple(at if at <= slot.assign else at + shift for at in trusted))
     if len(moved) != 1:

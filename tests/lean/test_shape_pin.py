@@ -151,3 +151,15 @@ def test_a_header_whose_commands_are_as_many_as_the_indexs_but_start_elsewhere_i
     assert verdict == Verdict(False, "the header's command 2 starts at character 18, where the index's starts at 30")
     assert check_header("abbrev s : ℕ := sorry\nopen Real", "open Nat") == Verdict(
         False, "the header compiled is not the index's header, nor it with an answer slot filled")
+
+
+@pytest.mark.parametrize("head", [
+    "abbrev s : ℕ \nopen Real",  # `:= sorry` cut out, nothing in its place
+    "abbrev s : ℕ := \nopen Real",  # `sorry` cut out: no value
+    "abbrev s : ℕ := sorry\n",  # the index's `open Real` gone
+])
+def test_a_header_whose_slot_holds_no_value_is_not_a_filled_slot(head: str) -> None:
+    # `fill_slot` keeps the `:=` and writes a value; anything else is not the index's header with its slot filled,
+    # so no start of it is trusted.
+    assert check_header("abbrev s : ℕ := sorry\nopen Real", head) == Verdict(
+        False, "the header compiled is not the index's header, nor it with an answer slot filled")
