@@ -133,8 +133,9 @@ def _header(search: TheoremSearch, edges: int) -> list[str]:
              f"{result.proofs_sampled} proofs sampled")
     if result.proved:
         verdict = f"proved at budget {result.budget_at_proof}"
-        if result.answer is not None:  # the answer beside the proof (task produced: the one the proof filled in)
-            verdict += f" with the answer {_one_line(result.answer, DETAIL_CHARS)}"
+        if result.answer is not None:  # task produced: the answer the proof filled in, never judged by a search
+            verdict += (f" with the answer it produced, {_one_line(result.answer, DETAIL_CHARS)} (not compared with "
+                        "the reference: `burnqed eval` judges answers)")
     else:
         reason = result.failure_reason.value if result.failure_reason is not None else "unknown"
         verdict = f"not proved: {reason}" + (f" ({_one_line(result.detail, DETAIL_CHARS)})" if result.detail else "")

@@ -85,6 +85,18 @@ def test_an_unproved_theorem_says_why(tmp_path: Path, store: Store) -> None:
         "theorem bad : foo = 1\n")
 
 
+def test_a_produced_answer_is_shown_as_produced_and_not_as_the_reference(tmp_path: Path, store: Store) -> None:
+    # A search proves a theorem with the answer its proof filled in; only `burnqed eval` judges that answer against
+    # the reference, so the header says the answer was produced and not compared.
+    result, edges = proved()
+    write_trajectory(f"file://{tmp_path}/traj", [(result.model_copy(update={"answer": "100"}), edges)],
+                     run_id="iter0", store=store)
+    [search] = read_theorem(f"file://{tmp_path}/traj", "add_zero", store=store)
+    assert render_search(search, max_depth=8, max_nodes=60).splitlines()[0] == (
+        "add_zero: proved at budget 2 with the answer it produced, 100 (not compared with the reference: "
+        f"`burnqed eval` judges answers); step search, 2 expansions, 5 edges, 1.5 s (run iter0 in file://{tmp_path}/traj)")
+
+
 def test_a_big_tree_is_bounded_and_says_what_it_left_out(tmp_path: Path, store: Store) -> None:
     result, edges = proved()
     wide = [*edges, *(step(6 + k, 0, 1, f"linarith [h{k}]", EdgeOutcome.ERROR, error="linarith failed")
