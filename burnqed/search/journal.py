@@ -35,6 +35,7 @@ from burnqed.lean.soundness import Verdict, check_answer
 from burnqed.records import BudgetUsage, Edge, TacticResult, Theorem, UsageCurve
 from burnqed.search.skeleton import verify_closing
 from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode
+from leankit.commands import term_problem
 
 INFLIGHT = "_inflight"
 _ROUND = re.compile(r"^round-(\d{6,})\.json$")
@@ -156,7 +157,9 @@ def joined_curve(records: list[RoundRecord]) -> UsageCurve:
 
 def rebuild_trie(records: list[RoundRecord]) -> tuple[ProofTrie, list[Edge]]:
     """The trie (nodes, their statistics, the entries) and the trajectory rows the records hold, in round order.
-    Restored nodes have no Lean state in this process: the search rebuilds them by replaying their paths."""
+    Restored nodes have no Lean state in this process: the search rebuilds them by replaying their paths. The trie
+    of an answer that is not one term (`leankit.commands.term_problem`; only an edited journal holds one) is dead:
+    nothing is prompted with it, and a proof under it is refused by `recheck_proof`."""
     nodes: dict[int, TrieNode] = {}
     trie: ProofTrie | None = None
     edges: list[Edge] = []
@@ -180,6 +183,10 @@ def rebuild_trie(records: list[RoundRecord]) -> tuple[ProofTrie, list[Edge]]:
         edges.extend(record.edges)
     if trie is None:
         raise InputError(f"search checkpoint of {records[0].theorem!r} has no root node: delete its folder")
+    for node in nodes.values():  # a journal edited to an answer that is not one term: its trie is never searched
+        answer = node.start().answer
+        if answer is not None and term_problem(answer) is not None:
+            node.dead = True
     trie.next_id = records[-1].counters.next_id
     return trie, edges
 

@@ -177,6 +177,7 @@ def test_a_killed_search_resumes_each_answers_trie_to_the_uninterrupted_result(t
     ("2", True, None),  # honest: re-checked in answer 2's theorem, counted
     ("3", False, "replayed from the theorem's start, its path does not close the goal in Lean"),  # norm_num: 2 = 3
     ("sorry", False, "its answer is refused: "),  # never reaches Lean
+    ("2) (instance", False, "its answer is refused: "),  # not one term: refused, never filled into a prompt
 ])
 def test_a_resumed_forest_counts_a_journals_proof_only_under_the_answer_lean_checks_again(
         answer: str, counted: bool, why: str | None, tmp_path: Path, store: Store) -> None:
