@@ -42,9 +42,9 @@ def test_every_command_and_option_of_the_app_is_read_as_the_app_reads_it(path: s
         for word in (*param.opts, *param.secondary_opts):
             line = parse_command_line([*path.split(), word, "next"], GRAMMAR)
             if param.is_flag or param.count:
-                assert (line.flags, line.options, line.arguments) == ({word}, {}, ("next",)), word
+                assert (line.flags, line.options, line.arguments) == (frozenset({word}), {}, ("next",)), word
             else:
-                assert (line.flags, line.options, line.arguments) == (set(), {word: ["next"]}, ()), word
+                assert (line.flags, line.options, line.arguments) == (frozenset(), {word: ["next"]}, ()), word
 
 
 def test_the_flags_the_pipeline_writes_are_the_apps() -> None:
@@ -53,12 +53,12 @@ def test_the_flags_the_pipeline_writes_are_the_apps() -> None:
     assert "--allow-incomplete" in GRAMMAR.flags["merge-trajectories"]
     assert "--build-deps" in GRAMMAR.flags["data trace"] and GRAMMAR.groups["data"] >= {"prepare", "trace"}
     line = parse_command_line(["data", "prepare", "--output", "x", "--force"], GRAMMAR)
-    assert (line.command, line.options, line.flags) == ("data prepare", {"--output": ["x"]}, {"--force"})
+    assert (line.command, line.options, line.flags) == ("data prepare", {"--output": ["x"]}, frozenset({"--force"}))
 
 
 def test_every_option_in_a_stage_command_line_of_the_plan_is_one_of_its_commands() -> None:
     cfg = load_config()
-    words = set()
+    words: set[str] = set()
     for i, joint, rl in ((0, False, False), (1, True, False), (1, False, True)):
         for stage in build_iteration(cfg.pipeline, "file:///runs", i, joint=joint, rl=rl).stages:
             line = parse_command_line(stage.argv_for(0), GRAMMAR)
@@ -92,7 +92,7 @@ def test_a_flag_or_subcommand_added_to_an_app_is_read_with_no_edit() -> None:
     assert grammar.flags == {"stage": {"--fresh", "--stale"}, "pair one": {"--deep"}, "pair two": set()}
     assert grammar.options == {"stage": {"--output"}, "pair one": set(), "pair two": set()}
     line = parse_command_line(["stage", "--stale", "a", "--output", "o"], grammar)
-    assert (line.command, line.flags, line.options, line.arguments) == ("stage", {"--stale"}, {"--output": ["o"]},
-                                                                        ("a",))
+    assert (line.command, line.flags, line.options, line.arguments) == (
+        "stage", frozenset({"--stale"}), {"--output": ["o"]}, ("a",))
     line = parse_command_line(["pair", "one", "--deep", "b"], grammar)
-    assert (line.command, line.flags, line.arguments) == ("pair one", {"--deep"}, ("b",))
+    assert (line.command, line.flags, line.arguments) == ("pair one", frozenset({"--deep"}), ("b",))
