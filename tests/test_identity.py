@@ -22,11 +22,13 @@ from burnqed.config.identity import (
     identity_keys,
     identity_values,
     mark_of,
+    misplaced_roles,
     neutral,
     recorded,
     searched,
     shapes,
     unclassified,
+    with_role,
 )
 from burnqed.stages.search import JobSettings
 
@@ -60,6 +62,23 @@ def test_a_field_added_to_a_section_without_a_mark_is_caught(section: str) -> No
     assert f"{section}.new_knob" in identity_keys(marked, "eval", "hybrid")
     assert f"{section}.new_knob" not in identity_keys(marked, "eval", "step")
     assert identity_values(marked(), "eval", "hybrid")[f"{section}.new_knob"] == 3
+
+
+def test_every_field_of_a_split_section_has_one_of_its_roles() -> None:
+    assert misplaced_roles(Config) == []
+    split = {section for section, info in Config.model_fields.items() if getattr(info.annotation, "ROLES", ())}
+    assert split == {"cluster", "planner"}
+
+
+@pytest.mark.parametrize("section", SECTIONS)
+def test_a_field_without_its_role_or_with_a_role_its_section_lacks_is_caught(section: str) -> None:
+    roles = getattr(Config.model_fields[section].annotation, "ROLES", ())
+    mark = neutral("a test's knob")
+    assert misplaced_roles(extended(section, json_schema_extra=mark)) == ([f"{section}.new_knob"] if roles else [])
+    assert misplaced_roles(extended(section, json_schema_extra=with_role(mark, "elsewhere"))) == [
+        f"{section}.new_knob"]
+    for role in roles:
+        assert misplaced_roles(extended(section, json_schema_extra=with_role(mark, role))) == []
 
 
 def test_a_mark_names_known_identities_and_modes_and_a_field_outside_says_why() -> None:

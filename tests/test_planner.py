@@ -32,10 +32,12 @@ def test_by_default_the_policy_plans() -> None:
         planner.client_config(PolicyConfig())
 
 
-@pytest.mark.parametrize(("key", "value"), [("url", "http://planner:30000"), ("model", "/models/planner"),
-                                            ("prompt_format", "deepseek-sketch"), ("gpus", "2"),
-                                            ("model_config_json", "/tmp/config.json"),
-                                            ("sglang_args", '["--dtype", "bfloat16"]')])
+SECOND_MODEL_VALUES = [("url", "http://planner:30000"), ("model", "/models/planner"),
+                       ("prompt_format", "deepseek-sketch"), ("gpus", "2"), ("model_config_json", "/tmp/config.json"),
+                       ("sglang_args", '["--dtype", "bfloat16"]')]
+
+
+@pytest.mark.parametrize(("key", "value"), SECOND_MODEL_VALUES)
 def test_a_second_models_key_without_a_backend_is_refused_in_one_line(key: str, value: str) -> None:
     assert key in SECOND_MODEL_KEYS
     with pytest.raises(ConfigError) as refused:
@@ -44,6 +46,21 @@ def test_a_second_models_key_without_a_backend_is_refused_in_one_line(key: str, 
     assert f"planner.{key} is set but planner.backend is not: the policy plans and would ignore it" in message
     assert f"(from --set planner.{key})" in message and "\n" not in message
     assert load_config(sets=["planner.backend=sglang", f"planner.{key}={value}"]).planner.served
+
+
+def test_the_second_models_keys_are_those_marked_so_and_every_other_key_applies_whoever_plans() -> None:
+    """SECOND_MODEL_KEYS comes from the marks (role "second model"), and the refusal above covers each of them; every
+    other key is marked "whoever plans" and is taken without a backend."""
+    from burnqed.config.planner import ANY, SECOND, PlannerConfig
+
+    refused = {name for name, _ in SECOND_MODEL_VALUES}
+    assert set(SECOND_MODEL_KEYS) == refused
+    others = {name for name, info in PlannerConfig.model_fields.items()
+              if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("role") == ANY}
+    assert others == {"backend", "temperature", "top_p", "max_new_tokens"}
+    assert others | refused == set(PlannerConfig.model_fields) and SECOND != ANY
+    taken = load_config(sets=["planner.temperature=1.2", "planner.top_p=0.5", "planner.max_new_tokens=64"]).planner
+    assert (taken.backend, taken.temperature, taken.top_p, taken.max_new_tokens) == (None, 1.2, 0.5, 64)
 
 
 def test_the_sampling_applies_whoever_plans_and_bad_values_are_refused() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.cli import command_grammar
 from burnqed.config import Config, load_config
 from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
@@ -202,12 +203,13 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
         for stage in build_iteration(cfg.pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs,
                                      rl=rl).stages:
             for shard in range(stage.shards):
-                line = parse_command_line(stage.argv_for(shard))
+                line = parse_command_line(stage.argv_for(shard), command_grammar())
                 commands.add(line.command)
                 built = BUILDERS[line.command](line, load_config(sets=stage_sets(line)), store)
                 assert built[0][0] == line.output == stage.outputs_for(shard)[0], stage.name
                 assert all(made.settings or made.inputs for _, made in built), stage.name
-                verdict = stage_verdict(stage.argv_for(shard), lambda sets: load_config(sets=sets), store)
+                verdict = stage_verdict(stage.argv_for(shard), lambda sets: load_config(sets=sets), store,
+                                        grammar=command_grammar())
                 assert verdict.difference is None and verdict.recorded, stage.name
     assert commands == set(BUILDERS)
 

@@ -34,7 +34,7 @@ from burnqed.commands.vocabulary import IterationModelOption, model_set
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
-    pass
+    from burnqed.runner.reuse import CommandGrammar
 
 RootOption = Annotated[
     str | None,
@@ -52,6 +52,14 @@ JobsOption = Annotated[int | None, typer.Option(
     "(default: one per core, at most 4).")]
 
 
+def _grammar(ctx: typer.Context) -> CommandGrammar:
+    """How the app this command runs in reads a stage's command line (its flags and subcommands:
+    `runner.reuse.CommandGrammar`)."""
+    from burnqed.runner.reuse import CommandGrammar
+
+    return CommandGrammar.of(ctx.find_root().command)
+
+
 def _parse_iters(text: str) -> list[int]:
     try:
         if "-" in text:
@@ -67,7 +75,8 @@ def _parse_iters(text: str) -> list[int]:
 
 
 def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
-                    config: Path | None, given: tuple[str | None, list[str] | None], gates: bool, force: bool) -> None:
+                    config: Path | None, given: tuple[str | None, list[str] | None], gates: bool, force: bool,
+                    grammar: CommandGrammar) -> None:
     """Run `iters` with the user's --model and --sets (`given`); the commands it names carry them and --root and
     --config (`commands.kit.carried`), and after the last iteration's report it names the next iteration's command and
     `show`'s."""
@@ -91,7 +100,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
     runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs or default_jobs(),
-                         store=store, force=force)
+                         store=store, force=force, grammar=grammar)
     command = same_command()
 
     def stopped() -> str:
@@ -118,6 +127,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
 
 @reports_errors
 def iterate(
+    ctx: typer.Context,
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to run (0..I-1 "
                                            "finished under the same root first).")] = 0,
     root: RootOption = None,
@@ -137,11 +147,13 @@ def iterate(
     few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root. Finished stages
     are skipped when made with the inputs this run gives them, refused otherwise (or redone with --force).
     """
-    _run_iterations("iterate", [iteration], root, only, jobs, config, (model, set_), gates=False, force=force)
+    _run_iterations("iterate", [iteration], root, only, jobs, config, (model, set_), gates=False, force=force,
+                    grammar=_grammar(ctx))
 
 
 @reports_errors
 def run_all(
+    ctx: typer.Context,
     iters: Annotated[str, typer.Option("--iters", help="Iterations to run, e.g. 0-4.")] = "0-4",
     root: RootOption = None,
     model: IterationModelOption = None,
@@ -157,11 +169,12 @@ def run_all(
     Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
     so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
     _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, (model, set_), gates=gates,
-                    force=force)
+                    force=force, grammar=_grammar(ctx))
 
 
 @reports_errors
 def plan(
+    ctx: typer.Context,
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to plan.")] = 0,
     root: RootOption = None,
     model: IterationModelOption = None,
@@ -178,7 +191,7 @@ def plan(
     cfg, store = setup(config, model_set(model, set_, base=True))
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     iteration_plan = iteration_of(cfg, storage.normalize(root or cfg.storage.root), iteration)
-    warning = base_model_warning(iteration_plan, cfg)
+    warning = base_model_warning(iteration_plan, cfg, _grammar(ctx))
     if warning is not None:
         typer.echo(warning, err=True)
     for stage in iteration_plan.stages:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from burnqed.config.identity import neutral
+from burnqed.config.identity import neutral, with_role
 from burnqed.config.section import Section
 
 # SGLang options that would give a request's missing sampling fields other values than policy.*'s, each with the
@@ -23,7 +23,11 @@ def sampling_option(arg: str) -> str | None:
             return option
     return None
 
-POD = neutral("how and where the workflow's pods run, not what they compute")
+POD = with_role(neutral("how and where the workflow's pods run, not what they compute"), "pod")
+# where `submit` and `cluster check` reach the cluster from: nothing a pod runs reads these (the pods' configuration
+# digest leaves them out, `config.digest.CLIENT_ONLY`)
+CLIENT = with_role(neutral("where `submit` and `cluster check` reach the cluster from, not what the pods compute"),
+                   "client")
 
 
 class ClusterConfig(Section):
@@ -31,8 +35,11 @@ class ClusterConfig(Section):
     (docs/cluster.md). Names here (ServiceAccount, ConfigMaps, Secret, PriorityClasses) must match the chart's
     values."""
 
+    # Each field's role (`identity.with_role`): read by the pods ("pod"), or only by the submitting side ("client").
+    ROLES: ClassVar[tuple[str, ...]] = ("pod", "client")
+
     namespace: str = Field(default="burnqed", description="Namespace of workflows and their pods.",
-                           json_schema_extra=POD)
+                           json_schema_extra=CLIENT)
     image_registry: str = Field(
         default="ghcr.io/burnqed",
         description="Registry prefix of the burnqed images: {image_registry}/burnqed-core, burnqed-train, "
@@ -98,7 +105,7 @@ class ClusterConfig(Section):
         default=None,
         description="Argo Server URL for `submit`; unset = $ARGO_SERVER, else the Kubernetes API server of the "
         "kubeconfig's current context, proxied to argo_service.",
-        json_schema_extra=POD,
+        json_schema_extra=CLIENT,
     )
     argo_service: str = Field(
         default="argo/http:argo-workflows-server:2746",
@@ -107,14 +114,14 @@ class ClusterConfig(Section):
         "for a release named argo-workflows in namespace argo; argo-helm names it <release>-argo-workflows-server "
         "(https: when server.secure). This route needs the Argo Server in server auth mode (the API server drops "
         "the Authorization header).",
-        json_schema_extra=POD,
+        json_schema_extra=CLIENT,
     )
     argo_token_env: str = Field(
         default="ARGO_TOKEN", description="Environment variable holding the Argo bearer token (never in config).",
-        json_schema_extra=POD,
+        json_schema_extra=CLIENT,
     )
     insecure_skip_verify: bool = Field(default=False, description="Skip TLS verification of the Argo Server.",
-                                       json_schema_extra=POD)
+                                       json_schema_extra=CLIENT)
     gpu_node_selector: dict[str, str] = Field(
         default_factory=lambda: {"burnqed.io/pool": "gpu"}, description="Node selector of GPU steps.",
         json_schema_extra=POD,

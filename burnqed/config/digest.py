@@ -20,6 +20,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from burnqed.config.cluster import ClusterConfig
+from burnqed.config.identity import fields_with_role
 from burnqed.errors import ConfigError
 
 DIGEST_ENV = "BURNQED_CONFIG_DIGEST"
@@ -39,8 +41,9 @@ def config_digest(config: BaseModel) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
 
-# where `submit` and `cluster check` reach the cluster from: nothing a pod runs reads these
-CLIENT_ONLY = ("namespace", "argo_server", "argo_service", "argo_token_env", "insecure_skip_verify")
+# where `submit` and `cluster check` reach the cluster from: nothing a pod runs reads these (the `cluster` fields
+# whose mark gives them the role "client")
+CLIENT_ONLY = fields_with_role(ClusterConfig, "client")
 
 
 def pod_config_digest(config: BaseModel) -> str:

@@ -8,6 +8,13 @@
     identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
     unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
+
+A section whose fields split in two declares its `ROLES`, and each of its fields adds its role to its mark
+(`with_role`): the cluster's "client" keys only the submitting side reads (`config.digest.CLIENT_ONLY`), the
+planner's "second model" keys that describe a served planner (`config.planner.SECOND_MODEL_KEYS`).
+
+    url: str = Field(..., json_schema_extra=with_role(neutral("where its server listens"), "second model"))
+    fields_with_role(PlannerConfig, "second model")  # ("url", …), in the section's order
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ Identity = Literal[
 IDENTITIES: tuple[Identity, ...] = get_args(Identity)
 MODES: tuple[str, ...] = tuple(mode.value for mode in SearchMode)
 KEY = "identity"  # the mark's key in a field's json_schema_extra
+ROLE = "role"  # the key of a field's role in its section's split (`with_role`), beside the mark
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,3 +139,33 @@ def default_values(config_model: type[BaseModel]) -> dict[str, object]:
     model; do not change the mapping returned."""
     data = config_model().model_dump(mode="json")
     return {key: data[key.partition(".")[0]][key.partition(".")[2]] for key, _ in fields(config_model)}
+
+
+def with_role(mark: dict[str, Any], role: str) -> dict[str, Any]:
+    """`mark` with the field's `role` among its section's `ROLES` (the side of the section's split it is on)."""
+    return {**mark, ROLE: role}
+
+
+def role_of(info: FieldInfo) -> str | None:
+    """The role a field's mark gives it (`with_role`), or None."""
+    extra = info.json_schema_extra
+    role = extra.get(ROLE) if isinstance(extra, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def fields_with_role(section: type[BaseModel], role: str) -> tuple[str, ...]:
+    """The names of `section`'s fields whose mark gives them `role`, in the section's order."""
+    return tuple(name for name, info in section.model_fields.items() if role_of(info) == role)
+
+
+def misplaced_roles(config_model: type[BaseModel]) -> list[str]:
+    """The `section.key`s whose role is not one of their section's `ROLES`: a field of a split section without its
+    role, or with another, and a field with a role in a section that declares none (tests/test_identity.py)."""
+    misplaced = []
+    for key, info in fields(config_model):
+        section = config_model.model_fields[key.partition(".")[0]].annotation
+        roles: tuple[str, ...] = getattr(section, "ROLES", ())
+        role = role_of(info)
+        if (role is None and roles) or (role is not None and role not in roles):
+            misplaced.append(key)
+    return misplaced

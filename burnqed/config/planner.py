@@ -18,26 +18,30 @@ so the count lives with the budget). docs/search.md, "The planner"; docs/cluster
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from burnqed.base.uris import check_http_url
 from burnqed.config.cluster import sampling_option
-from burnqed.config.identity import neutral, searched
+from burnqed.config.identity import fields_with_role, neutral, searched, with_role
 from burnqed.config.policy import PolicyConfig
 from burnqed.config.section import Section
 from burnqed.text.prompt import PromptFormat, SearchMode, sketch_format
 
 SKETCH = (SearchMode.SKETCH.value,)
-PLAN = neutral("where the planner's sidecar runs and its GPU memory plan: what fits, not what it computes")
-# The keys that describe a second model: set while the policy plans, they would be ignored.
-SECOND_MODEL_KEYS = ("url", "model", "prompt_format", "gpus", "model_config_json", "sglang_args")
+SECOND = "second model"  # the role of a key that describes a second model: set while the policy plans, ignored
+ANY = "whoever plans"  # the role of a key that applies whether the policy or a second model plans
+PLAN = with_role(neutral("where the planner's sidecar runs and its GPU memory plan: what fits, not what it computes"),
+                 SECOND)
 
 
 class PlannerConfig(Section):
     """The planner of sketch search (search.mode = "sketch"): the policy itself unless `backend` names a second
     model, with its own server, prompt family and sampling."""
+
+    # Each field's role (`identity.with_role`): it describes a second model (SECOND), or applies whoever plans (ANY).
+    ROLES: ClassVar[tuple[str, ...]] = (SECOND, ANY)
 
     backend: Literal["local", "sglang"] | None = Field(
         default=None,
@@ -45,43 +49,43 @@ class PlannerConfig(Section):
         "applies). 'local' runs a second model in this process (transformers, planner.model, unset = the tiny "
         "embedded model); 'sglang' asks a second SGLang server (or `burnqed serve`) at planner.url. On the cluster "
         "'sglang' is required: a sidecar in each sketch-mode search pod, or a deployment (docs/cluster.md).",
-        json_schema_extra=searched(*SKETCH),
+        json_schema_extra=with_role(searched(*SKETCH), ANY),
     )
     url: str = Field(
         default="http://127.0.0.1:30002",
         description="Base URL of the planner's SGLang server (sglang backend). On the cluster a loopback URL (the "
         "default) gets the planner its own sidecar in each sketch-mode search pod; any other URL is a deployment "
         "the pods reach (its egress allowed: networkPolicy.allowedEgress).",
-        json_schema_extra=neutral("where the planner's server listens"),
+        json_schema_extra=with_role(neutral("where the planner's server listens"), SECOND),
     )
     model: str | None = Field(
         default=None,
         description="The planner's model: a folder for the local backend (unset = the tiny embedded model), the name "
         "results report for the sglang backend, and on the cluster the folder (URI) its sidecar fetches and serves.",
-        json_schema_extra=searched(*SKETCH),
+        json_schema_extra=with_role(searched(*SKETCH), SECOND),
     )
     prompt_format: PromptFormat | None = Field(
         default=None,
         description="The planner's prompt family, named by any of its formats (deepseek-sketch or plain-sketch "
         "read best); it is sent in the family's sketch format (text/prompt.py `sketch_format`). Unset = the "
         "policy's family (policy.prompt_format).",
-        json_schema_extra=searched(*SKETCH),
+        json_schema_extra=with_role(searched(*SKETCH), SECOND),
     )
     temperature: float | None = Field(
         default=None, ge=0.0, le=5.0,
         description="Sampling temperature of a sketch (0 = greedy); unset = policy.temperature.",
-        json_schema_extra=searched(*SKETCH),
+        json_schema_extra=with_role(searched(*SKETCH), ANY),
     )
     top_p: float | None = Field(
         default=None, gt=0.0, le=1.0, description="Nucleus sampling mass of a sketch; unset = policy.top_p.",
-        json_schema_extra=searched(*SKETCH),
+        json_schema_extra=with_role(searched(*SKETCH), ANY),
     )
     max_new_tokens: int = Field(
         default=1024, ge=1,
         description="Token limit of one sketch (its haves, the tactics that close the goal from them, and with the "
         "deepseek family any plan before the code). The other sampling fields (top_k, min_p, the penalties, the "
         "seed) are policy.*'s; sketches per request are search.sketch_plans.",
-        json_schema_extra=searched(*SKETCH),
+        json_schema_extra=with_role(searched(*SKETCH), ANY),
     )
     gpus: int = Field(
         default=1, ge=1, le=8,
@@ -155,3 +159,8 @@ class PlannerConfig(Section):
             raise ValueError("the policy plans (planner.backend unset): it has no client of its own")
         return policy.model_copy(update={"backend": self.backend, "url": self.url, "model": self.model,
                                          "context_length": None})
+
+
+# The keys that describe a second model (the fields whose mark's role is SECOND): set while the policy plans, they
+# would be ignored, so `PlannerConfig` refuses them.
+SECOND_MODEL_KEYS = fields_with_role(PlannerConfig, SECOND)

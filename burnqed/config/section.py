@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from pydantic import BaseModel, ConfigDict
 
 PYTHON_PLACEHOLDER = "{python}"  # in lean.command: the running interpreter
@@ -12,3 +14,6 @@ class Section(BaseModel):
     immutable settings (derive a changed copy with `model_copy(update=...)`)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # A section whose fields split in two names the roles here; each field's mark then gives its own
+    # (`identity.with_role`, checked by `identity.misplaced_roles`).
+    ROLES: ClassVar[tuple[str, ...]] = ()

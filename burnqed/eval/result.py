@@ -13,16 +13,18 @@ from __future__ import annotations
 
 import math
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, create_model, field_validator
 
 from burnqed import storage
+from burnqed.config import Config
 from burnqed.config import digest as digests
+from burnqed.config.identity import MODES, identity_keys
 from burnqed.data.data_report import TrainingDataCheck
 from burnqed.provenance import StageInputs
 from burnqed.records import EXPANSION_MODES, FailureReason, SkippedDeclaration, UsageCurve
@@ -41,7 +43,7 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
-SCHEMA_VERSION = 7  # of the eval result file (EvalResult.schema_version says what each version added)
+SCHEMA_VERSION = 8  # of the eval result file (EvalResult.schema_version says what each version added)
 
 
 def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -249,8 +251,9 @@ class GroupRow(SolveRate):
     group: str = Field(description="The theorems' source in the benchmark index ('none' when unset).")
 
 
-class EvalSettings(BaseModel):
-    """The effective search and sampling settings of an eval: with the seed and the model, what a rerun needs."""
+class EffectiveSettings(BaseModel):
+    """The effective search and sampling settings of an eval, as its engine ran (`eval.run.eval_settings`): the
+    fields `EvalSettings` declares by hand, beside those it derives from the configuration's marks."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -308,6 +311,67 @@ class EvalSettings(BaseModel):
         "root).")
 
 
+# The sections whose keys an eval result records under their bare names (`temperature` is policy.temperature); a key
+# of another section is recorded as `section_key` (`planner_temperature`).
+BARE_SECTIONS = ("policy", "search")
+
+
+def recorded_name(key: str) -> str:
+    """The field of `EvalSettings` that records the configuration key `key` (`section.name`)."""
+    section, _, name = key.partition(".")
+    return name if section in BARE_SECTIONS else f"{section}_{name}"
+
+
+def recorded_keys(config_model: type[BaseModel]) -> dict[str, str]:
+    """Field name → `section.key`, for every key of `config_model` that enters eval's identity in some mode (its
+    mark: `config.identity`); `ValueError` when two keys would be recorded under one name."""
+    names: dict[str, str] = {}
+    for mode in MODES:
+        for key in identity_keys(config_model, "eval", mode):
+            if names.setdefault(recorded_name(key), key) != key:
+                raise ValueError(f"{key} and {names[recorded_name(key)]} would both be recorded as "
+                                 f"{recorded_name(key)!r} in an eval's settings")
+    return names
+
+
+def settings_model(config_model: type[BaseModel]) -> type[EffectiveSettings]:
+    """The model of an eval's recorded settings: `EffectiveSettings`' fields, and one field for every key of
+    `config_model` that enters eval's identity in some mode (`recorded_keys`) and is not among them, holding its
+    value as the identity holds it (JSON; None: the key does not shape the eval's mode, or a result written before
+    schema 8). A setting added with a mark that names eval is recorded with no edit here."""
+    derived: dict[str, Any] = {
+        name: (Any, Field(default=None, description=f"{key}, as eval's identity holds it (None: not of this mode)."))
+        for name, key in recorded_keys(config_model).items() if name not in EffectiveSettings.model_fields}
+    model: type[EffectiveSettings] = create_model("EvalSettings", __base__=EffectiveSettings, **derived)
+    return model
+
+
+if TYPE_CHECKING:
+    EvalSettings = EffectiveSettings
+else:
+    # What an eval's result records of its settings: the effective ones, and every key of eval's identity by value
+    EvalSettings = settings_model(Config)
+
+
+# Recorded only where a failed proof is revised (whole, hybrid: `EvalResult.search_label`); in step mode the keys
+# shape what the search records for training, which `made_from` holds.
+REPAIR_FIELDS = ("repair_rounds", "repair_message_tokens", "repair_cut_at_error")
+REPAIR_MODES = (SearchMode.WHOLE.value, SearchMode.HYBRID.value)
+
+
+def recorded_settings(effective: EffectiveSettings, identity: Mapping[str, object], mode: str) -> EvalSettings:
+    """`effective` (`eval.run.eval_settings`: what the engine ran with) with every key of eval's identity in `mode`
+    (`identity`: `section.key` → value, `eval.run.search_identity`) that it leaves unset, by value, under the field
+    `recorded_name` gives it (the repair keys only in `REPAIR_MODES`)."""
+    values = effective.model_dump(exclude_unset=True)
+    for key, value in identity.items():
+        name = recorded_name(key)
+        if name in EvalSettings.model_fields and name not in values and (
+                name not in REPAIR_FIELDS or str(mode) in REPAIR_MODES):
+            values[name] = value
+    return EvalSettings.model_validate(values)
+
+
 class EvalResult(BaseModel):
     """One eval: a benchmark × budgets × pass@N (docs/search.md)."""
 
@@ -320,7 +384,8 @@ class EvalResult(BaseModel):
         "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
         "not_evaluated; 6 added tasks and per theorem task and answer; 7 added the answer check: per theorem "
         "answer_check, answer_check_detail, reference and reference_at_proof, and the task 'answer produced "
-        "(reference answer)'). Files of every earlier version load."
+        "(reference answer)'; 8 added to settings every configuration key of eval's identity in its mode, by value: "
+        "`settings_model`). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")

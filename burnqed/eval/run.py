@@ -44,6 +44,7 @@ from burnqed.eval.result import (
     git_commit,
     lean_backend_label,
     load_eval_result,
+    recorded_settings,
     write_eval_result,
 )
 from burnqed.layout import trajectories_beside
@@ -534,7 +535,8 @@ async def eval_job(
         theorem_tasks={t.name: answer_task(t) for t in index.theorems},
         answer_checks=checks if any(t.answer_open for t in index.theorems) else None,
         seed=settings.seed,
-        settings=eval_settings(settings.backend, job.engine, concurrency),
+        settings=recorded_settings(eval_settings(settings.backend, job.engine, concurrency), settings.identity,
+                                   str(job.mode)),
         benchmark=index.name,
         model=policy.name,
         ebm=ebm,

@@ -1,7 +1,8 @@
 """The local runner (docs/pipeline.md, "Running locally"): runs `burnqed.runner.plan`'s stages on this machine,
 in dependency order, each as a `burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
 
-    runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
+    grammar = CommandGrammar.of(typer.main.get_command(app))   # the app's flags and subcommands (burnqed.cli)
+    runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store, grammar=grammar)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
     check_before_work(cfg, store)           # a model naming no folder, a missing benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
@@ -32,7 +33,7 @@ from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
 from burnqed.runner.plan import Iteration, Stage
-from burnqed.runner.reuse import Verdict, interrupted_difference, stage_verdict
+from burnqed.runner.reuse import CommandGrammar, Verdict, interrupted_difference, stage_verdict
 
 if TYPE_CHECKING:
     from burnqed.config import Config
@@ -194,6 +195,7 @@ class LocalRunner:
         environ: Mapping[str, str] | None = None,
         echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
         store: storage.Store,
+        grammar: CommandGrammar,
         cpus: int | None = None,
         force: bool = False,
     ) -> None:
@@ -204,6 +206,7 @@ class LocalRunner:
         self.python = python
         self.echo = echo
         self.store = store  # where this process checks which outputs are finished
+        self.grammar = grammar  # the app's command tree: how a stage's command line reads (its flags, subcommands)
         self.force = force  # redo the stages finished with other inputs, and those after them
         self.current: str | None = None  # the stage shard(s) running (named when a signal stops the run)
         # The stages' own stop line would repeat ours: a stage run by this runner exits 143/130 silently.
@@ -316,7 +319,8 @@ class LocalRunner:
         config = self.env.get("BURNQED_CONFIG")
         try:
             return stage_verdict(stage.argv_for(shard), lambda sets: load_config(Path(config) if config else None,
-                                                                                 sets, self.env), self.store)
+                                                                                 sets, self.env), self.store,
+                                 grammar=self.grammar)
         except InputError as exc:  # an input it was made from cannot be read now (gone, damaged)
             return Verdict(f"what it is made from cannot be read now ({exc})")
 
@@ -326,7 +330,7 @@ class LocalRunner:
         config = self.env.get("BURNQED_CONFIG")
         try:
             return interrupted_difference(stage.argv_for(shard), lambda sets: load_config(
-                Path(config) if config else None, sets, self.env), self.store) is not None
+                Path(config) if config else None, sets, self.env), self.store, grammar=self.grammar) is not None
         except InputError:  # what it would be made from cannot be read now: the stage says so itself
             return False
 
@@ -504,11 +508,12 @@ def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], c
             raise ConfigError(f"iteration {j} has not finished under {iteration.root}: run `{command}` first")
 
 
-def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
+def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGrammar) -> str | None:
     """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
     SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
     sft.base_model when that is set), else policy.model, else the tiny embedded model; SFT starts from
-    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work."""
+    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work
+    (`grammar`: the app's command tree, `reuse.CommandGrammar`)."""
     from burnqed.errors import InputError
     from burnqed.policy.tiny import default_model_dir
     from burnqed.runner.reuse import parse_command_line
@@ -516,7 +521,7 @@ def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
     stage = next((stage for stage in iteration.stages if stage.name == "eval-base"), None)
     if stage is None:
         return None
-    given = parse_command_line(stage.argv_for(0)).one("--model")
+    given = parse_command_line(stage.argv_for(0), grammar).one("--model")
     evaluated, why = (given, "its --model") if given is not None else (cfg.policy.model, "policy.model")
     trained = cfg.sft.base_model
     if evaluated == trained:
@@ -552,7 +557,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         iteration = iteration_of(cfg, run_root, i)
         require_earlier(iteration, finished, carry)
         check_stage_inputs(iteration, store, only or ())
-        warning = base_model_warning(iteration, cfg)
+        warning = base_model_warning(iteration, cfg, runner.grammar)
         if warning is not None:
             echo(warning, err=True)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)

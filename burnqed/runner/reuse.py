@@ -8,20 +8,22 @@ output records it was made from, and the verdict (docs/pipeline.md, "Reused or r
         print(reuse_line(found))                    # "reusing OUTPUT (finished 2026-11-27 10:02 UTC, same inputs); …"
     with store.staged_output(output, "sft", made_from=now) as folder: ...   # recorded in the completion marker
 
-Each stage command builds its `StageInputs` with the builder named after it; the local runner, from a stage's argv.
+Each stage command builds its `StageInputs` with the builder named after it; the local runner, from a stage's argv,
+split as the app's command tree reads it (`CommandGrammar`: its flags and subcommands, from the typer app).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from typer.core import TyperGroup, TyperOption
 
 from burnqed.config import Config
 from burnqed.config.identity import default_values, identity_keys, identity_values
@@ -243,18 +245,14 @@ def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str 
                                                           search_identity(cfg, "search"))})
 
 
-# The sections whose settings an eval result records under their bare names (`EvalSettings`): `temperature` is
-# policy.temperature, never the planner's of the same name.
-SETTINGS_SECTIONS = ("policy", "search")
-
-
 def inputs_from_settings(result: EvalResult) -> StageInputs:
     """What an eval result without `made_from` says of its inputs: its settings, not its theorems'
     content nor its models' stamps. Each search setting it records is compared as the key of eval's identity in its
-    mode that has its name in the policy or search section (`temperature` as `policy.temperature`); one it left unset,
-    or no such key, is not."""
-    named = {key.partition(".")[2]: key for key in identity_keys(Config, "eval", str(result.mode))
-             if key.partition(".")[0] in SETTINGS_SECTIONS}
+    mode it records (`eval.result.recorded_name`: `temperature` as `policy.temperature`); one it left unset, or no
+    such key, is not."""
+    from burnqed.eval.result import recorded_name
+
+    named = {recorded_name(key): key for key in identity_keys(Config, "eval", str(result.mode))}
     recorded = result.settings.model_dump(mode="json") if result.settings is not None else {}
     search = {named[name]: value for name, value in recorded.items() if name in named and value is not None}
     return _made({}, {"benchmark": result.benchmark, "theorems": result.total,
@@ -399,24 +397,63 @@ class CommandLine:
         return int(self.one("--iter") or 0)
 
 
-FLAGS = frozenset({"--resume", "--force", "--ablation", "--allow-incomplete", "--show-theorems", "--build-deps"})
-SUBCOMMANDS = {"data": ("prepare", "trace")}
+@dataclass(frozen=True, slots=True)
+class CommandGrammar:
+    """What splitting a `burnqed` command line needs of the command tree: each command's flags (options that take
+    no value) and each group's subcommands, read from the click command typer builds of the app
+    (`CommandGrammar.of(typer.main.get_command(app))`; a command finds its own as `ctx.find_root().command`), so a
+    new flag or subcommand needs no edit here."""
+
+    flags: Mapping[str, frozenset[str]]  # command ("data prepare") → its flags, both spellings of a --x/--no-x
+    options: Mapping[str, frozenset[str]]  # command → its options that take a value, short ones included
+    groups: Mapping[str, frozenset[str]]  # group ("data") → its subcommands
+
+    @classmethod
+    def of(cls, root: object) -> CommandGrammar:
+        """The grammar of the command tree under `root` (the app's group, `typer.main.get_command(app)`)."""
+        flags: dict[str, frozenset[str]] = {}
+        options: dict[str, frozenset[str]] = {}
+        groups: dict[str, frozenset[str]] = {}
+
+        def walk(path: str, command: object) -> None:
+            if isinstance(command, TyperGroup):
+                groups[path] = frozenset(command.commands)
+                for name, sub in command.commands.items():
+                    walk(f"{path} {name}".strip(), sub)
+                return
+            params = [param for param in getattr(command, "params", ()) if isinstance(param, TyperOption)]
+            flags[path] = frozenset(word for param in params if param.is_flag or param.count
+                                    for word in (*param.opts, *param.secondary_opts))
+            options[path] = frozenset(word for param in params if not (param.is_flag or param.count)
+                                      for word in param.opts)
+
+        walk("", root)
+        return cls(flags, options, groups)
+
+    def flags_of(self, command: str) -> frozenset[str]:
+        """The flags of `command`; of a command the app does not have, every command's."""
+        if command in self.flags:
+            return self.flags[command]
+        return frozenset().union(*self.flags.values())
 
 
-def parse_command_line(argv: Sequence[str]) -> CommandLine:
-    """Split `argv` (after `burnqed`) into command, options, flags and arguments."""
+def parse_command_line(argv: Sequence[str], grammar: CommandGrammar) -> CommandLine:
+    """Split `argv` (after `burnqed`) into command, options, flags and arguments, as the app's command tree
+    (`grammar`) reads them."""
     words = list(argv)
     command = words.pop(0) if words else ""
-    if command in SUBCOMMANDS and words and words[0] in SUBCOMMANDS[command]:
+    while command in grammar.groups and words and words[0] in grammar.groups[command]:
         command = f"{command} {words.pop(0)}"
+    flag_words = grammar.flags_of(command)
+    option_words = grammar.options.get(command, frozenset())
     options: dict[str, list[str]] = {}
     flags: set[str] = set()
     arguments: list[str] = []
     while words:
         word = words.pop(0)
-        if word in FLAGS:
+        if word in flag_words:
             flags.add(word)
-        elif word.startswith("--") and words:
+        elif (word.startswith("--") or word in option_words) and words:
             options.setdefault(word, []).append(words.pop(0))
         else:
             arguments.append(word)
@@ -496,22 +533,25 @@ def stage_sets(line: CommandLine) -> list[str]:
     return sets
 
 
-def interrupted_difference(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store) -> str | None:
+def interrupted_difference(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store, *,
+                           grammar: CommandGrammar) -> str | None:
     """The first difference between what an interrupted search run as `burnqed ARGV` was made from (the `_INPUTS.json`
     its output prefix holds) and what the stage would be made from now, or None (the same, nothing there, or not a
-    search): `search --resume` refuses such a run, and `iterate --force` redoes it with the stage's own --force."""
-    line = parse_command_line(argv)
+    search): `search --resume` refuses such a run, and `iterate --force` redoes it with the stage's own --force.
+    `grammar`: the app's command tree (`CommandGrammar`)."""
+    line = parse_command_line(argv, grammar)
     if line.command != "search" or not store.exists(join(line.output, INPUTS_NAME)):
         return None
     recorded = store.read_model(join(line.output, INPUTS_NAME), StageInputs, "record of inputs")
     return next((recorded.difference(now) for _, now in _search(line, load(stage_sets(line)), store)), None)
 
 
-def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store) -> Verdict:
+def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store, *,
+                  grammar: CommandGrammar) -> Verdict:
     """The verdict on a finished stage run as `burnqed ARGV`, from every output it finds. `load(sets)` is the
-    configuration the stage's process would run with, given the stage's own `--set`s. A command this module does
-    not know is reused as it is."""
-    line = parse_command_line(argv)
+    configuration the stage's process would run with, given the stage's own `--set`s; `grammar` the app's command
+    tree (`CommandGrammar`). A command this module does not know is reused as it is."""
+    line = parse_command_line(argv, grammar)
     builder = BUILDERS.get(line.command)
     if builder is None:
         return Verdict(None)

@@ -123,3 +123,25 @@ def test_a_key_added_with_its_default_moves_no_workflow_and_a_value_set_does() -
     # the namespace and the Argo Server are the submitting side's: set or not, the pods' digest is the same
     assert pod_config_digest(Config.model_validate({"cluster": {"namespace": "elsewhere"}})) == pod_config_digest(
         Config())
+
+
+def test_the_pods_digest_leaves_out_exactly_the_client_keys() -> None:
+    """Each `cluster` key set to another value moves the pods' digest unless its mark's role is "client"
+    (`CLIENT_ONLY`, derived from the marks): a key added with either role is counted, or left out, with no list to
+    edit."""
+    from burnqed.config.cluster import ClusterConfig
+    from burnqed.config.digest import CLIENT_ONLY
+
+    assert CLIENT_ONLY == ("namespace", "argo_server", "argo_service", "argo_token_env", "insecure_skip_verify")
+    base = Config()
+    moved = set()
+    for name, info in ClusterConfig.model_fields.items():
+        default = info.get_default(call_default_factory=True)
+        item = {"x": "y"} if "dict" in str(info.annotation) else "x"
+        other = (not default if isinstance(default, bool) else default + 1 if isinstance(default, int)
+                 else [*default, item] if isinstance(default, list) else {**default, "x": "y"}
+                 if isinstance(default, dict) else f"{default}-other")
+        cluster = base.cluster.model_copy(update={name: other})
+        if pod_config_digest(base.model_copy(update={"cluster": cluster})) != pod_config_digest(base):
+            moved.add(name)
+    assert moved == set(ClusterConfig.model_fields) - set(CLIENT_ONLY)

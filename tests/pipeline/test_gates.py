@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from burnqed import storage
+from burnqed.cli import command_grammar
 from burnqed.config import Config, load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.eval.report_model import Gate, Report
@@ -28,7 +29,7 @@ def finished_iteration(root: str, go: bool, *, store: Store) -> None:
     for stage in iteration.stages:
         for uri in stage.all_outputs():
             if uri.endswith(".json"):
-                line = parse_command_line(stage.argv_for(0))
+                line = parse_command_line(stage.argv_for(0), command_grammar())
                 [(_, made)] = BUILDERS["eval"](line, load_config(sets=stage_sets(line)), store)
                 publish(uri, set(), store=store)
                 result = load_eval_result(uri, store=store).model_copy(update={"made_from": made})

@@ -7,10 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.cli import command_grammar
 from burnqed.errors import ConfigError
 from burnqed.runner.local import LocalRunner, StageStatus, env_for, require_earlier
 from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.storage import Store
+
+GRAMMAR = command_grammar()  # the app's flags and subcommands, as the local runner reads a stage's command
 
 
 def test_env_for_turns_sets_into_env_vars(tmp_path: Path) -> None:
@@ -40,7 +43,7 @@ def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Pa
     last = _report_stage("last", root, f"{root}/b", after=("broken",))
     iteration = Iteration(index=0, root=root, stages=(first, failing, last))
     lines: list[str] = []
-    runner = LocalRunner(echo=lines.append, store=store)
+    runner = LocalRunner(grammar=GRAMMAR, echo=lines.append, store=store)
     outcome = runner.run(iteration)
     assert [(r.stage, r.status) for r in outcome.runs] == [("first", StageStatus.RAN), ("broken", StageStatus.FAILED)]
     assert outcome.failed is not None and outcome.failed.exit_code == 2
@@ -57,7 +60,7 @@ def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Pa
 def test_only_unknown_stage_and_earlier_iterations(store: Store) -> None:
     iteration = Iteration(index=2, root="file:///r", stages=())
     with pytest.raises(ConfigError, match="unknown stage"):
-        LocalRunner(store=store).run(iteration, only=["sft"])
+        LocalRunner(grammar=GRAMMAR, store=store).run(iteration, only=["sft"])
     with pytest.raises(ConfigError, match="iteration 1 has not finished"):
         require_earlier(iteration, lambda j: j == 0)
     require_earlier(iteration, lambda j: True)
@@ -107,7 +110,8 @@ def test_ready_stages_run_side_by_side_up_to_jobs_and_dependents_wait(
               _fake(tmp_path, "d", 0.1, after=("b", "c"), shards=2))
     iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
     lines: list[str] = []
-    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lines.append, store=store, cpus=2)
+    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ=environ, echo=lines.append,
+                         store=store, cpus=2)
     outcome = runner.run(iteration)
     assert outcome.failed is None and len(outcome.ran) == 5
     events = _events(log)
@@ -127,7 +131,7 @@ def test_ready_stages_run_side_by_side_up_to_jobs_and_dependents_wait(
     for stage in stages:
         for uri in stage.all_outputs():
             Path(uri.removeprefix("file://")).unlink()
-    serial = LocalRunner(python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
+    serial = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
     assert serial.run(iteration).failed is None
     assert _events(log) == ["start a", "end a", "start b", "end b", "start c", "end c", "start d-0", "end d-0",
                             "start d-1", "end d-1"]
@@ -141,7 +145,8 @@ def test_a_single_process_stage_starts_before_the_shards_of_a_fanned_out_one(
     stages = (_fake(tmp_path, "a", 0.1), _fake(tmp_path, "s", 0.5, after=("a",), shards=2),
               _fake(tmp_path, "e", 0.5, after=("a",)))
     iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
-    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lambda line: None, store=store, cpus=2)
+    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ=environ, echo=lambda line: None,
+                         store=store, cpus=2)
     assert runner.run(iteration).failed is None
     events = _events(log)
     assert events.index("start e") < events.index("start s-1")
@@ -156,7 +161,7 @@ def test_a_failure_stops_its_dependents_lets_the_running_finish_and_a_rerun_skip
               _fake(tmp_path, "e", 0.1))
     iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
     lines: list[str] = []
-    runner = LocalRunner(python=str(script), jobs=2, environ={**environ, "OMP_NUM_THREADS": "7"},
+    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ={**environ, "OMP_NUM_THREADS": "7"},
                          echo=lines.append, store=store, cpus=2)
     outcome = runner.run(iteration)
     assert outcome.failed is not None and (outcome.failed.stage, outcome.failed.exit_code) == ("a", 3)
@@ -176,7 +181,8 @@ def test_only_runs_the_named_stages_whatever_they_come_after(
         tmp_path: Path, store: Store, fake_runner: tuple[Path, Path, dict[str, str]]) -> None:
     script, log, environ = fake_runner
     stages = (_fake(tmp_path, "a", 0.1), _fake(tmp_path, "c", 0.1, after=("a",)))
-    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lambda line: None, store=store)
+    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ=environ, echo=lambda line: None,
+                         store=store)
     outcome = runner.run(Iteration(index=0, root=f"file://{tmp_path}", stages=stages), only=["c"])
     assert [(r.stage, r.status) for r in outcome.runs] == [("c", StageStatus.RAN)]
     assert _events(log) == ["start c", "end c"]
@@ -218,7 +224,8 @@ def test_a_stage_that_refuses_its_input_keeps_exit_2_through_iterate(tmp_path: P
     script.chmod(0o755)
     root, cfg = f"file://{tmp_path}/run", load_config(None, [], {})
     for code, error in (("2", InputError), ("1", StageFailedError)):
-        runner = LocalRunner(python=str(script), environ={"PATH": "/usr/bin:/bin", "EXIT": code}, jobs=1,
+        runner = LocalRunner(grammar=GRAMMAR, python=str(script), environ={"PATH": "/usr/bin:/bin", "EXIT": code},
+                             jobs=1,
                              echo=lambda line: None, store=store)
         with pytest.raises(error) as failed:
             run_iterations([0], root, None, runner, cfg, store, gates=False, echo=lambda *a, **k: None)

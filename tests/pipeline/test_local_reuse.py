@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.cli import command_grammar
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.provenance import StageInputs
@@ -15,6 +16,8 @@ from burnqed.runner.local import LocalRunner, StageStatus, redo_argv
 from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.runner.reuse import export_inputs, report_inputs
 from burnqed.storage import Store
+
+GRAMMAR = command_grammar()  # the app's flags and subcommands, as the local runner reads a stage's command
 
 
 def publish(store: Store, uri: str, stage: str, made_from: StageInputs | None = None) -> None:
@@ -56,7 +59,8 @@ def test_the_runner_skips_stages_made_with_the_same_inputs(two_stages: tuple[Ite
                                                            store: Store) -> None:
     iteration, log, environ = two_stages
     lines: list[str] = []
-    outcome = LocalRunner(python=environ["FAKE"], environ=environ, echo=lines.append, store=store).run(iteration)
+    outcome = LocalRunner(grammar=GRAMMAR, python=environ["FAKE"], environ=environ, echo=lines.append,
+                          store=store).run(iteration)
     assert [(run.stage, run.status) for run in outcome.runs] == [("report", StageStatus.SKIPPED),
                                                                  ("export", StageStatus.SKIPPED)]
     assert lines == ["[1/2] report: done already, skipped", "[2/2] export: done already, skipped"]
@@ -69,13 +73,14 @@ def test_the_runner_refuses_a_stage_made_with_other_inputs_and_force_redoes_it_a
     iteration, log, environ = two_stages
     changed = ["pipeline.gate_min_rate=0.3"]  # shapes the report, not the export
     with pytest.raises(ConfigError) as refused:
-        LocalRunner(python=environ["FAKE"], sets=changed, environ=environ, echo=lambda _: None,
+        LocalRunner(grammar=GRAMMAR, python=environ["FAKE"], sets=changed, environ=environ, echo=lambda _: None,
                     store=store).run(iteration)
     assert str(refused.value) == (
         "iteration 0: stage report finished with other inputs than this run gives it: pipeline.gate_min_rate was "
         "0.05, now 0.3; run it as it was made, or --force redoes it and every stage after it")
     assert not log.exists()  # refused before anything ran
-    outcome = LocalRunner(python=environ["FAKE"], sets=changed, environ=environ, echo=lambda _: None, store=store,
+    outcome = LocalRunner(grammar=GRAMMAR, python=environ["FAKE"], sets=changed, environ=environ,
+                          echo=lambda _: None, store=store,
                           force=True).run(iteration)
     # the export is made from the report, which runs again: it runs again too, though its own inputs are the same now
     assert [(run.stage, run.status) for run in outcome.runs] == [("report", StageStatus.RAN),
@@ -99,7 +104,7 @@ def test_the_runner_skips_an_older_output_saying_its_inputs_were_not_recorded(
     iteration, log, environ = two_stages
     publish(store, iteration.stage("export").outputs[0], "export")  # no record: an older burnqed's
     lines: list[str] = []
-    LocalRunner(python=environ["FAKE"], environ=environ, echo=lines.append, store=store).run(iteration)
+    LocalRunner(grammar=GRAMMAR, python=environ["FAKE"], environ=environ, echo=lines.append, store=store).run(iteration)
     assert lines[1] == "[2/2] export: done already, skipped (made by an older burnqed: its inputs were not recorded)"
     assert not log.exists()
 
@@ -110,7 +115,8 @@ def test_a_finished_stage_whose_inputs_cannot_be_read_now_is_refused(tmp_path: P
     stage = Stage(name="search", summary="search", argv=("search", "--theorems", str(theorems), "--output", prefix),
                   outputs=(prefix,), inputs=(), resource=Resource.GPU_LEAN)
     with pytest.raises(ConfigError) as refused:
-        LocalRunner(environ={}, echo=lambda _: None, store=store).run(Iteration(0, f"file://{tmp_path}", (stage,)))
+        LocalRunner(grammar=GRAMMAR, environ={}, echo=lambda _: None, store=store).run(Iteration(0,
+                    f"file://{tmp_path}", (stage,)))
     assert str(refused.value) == (
         "iteration 0: stage search finished with other inputs than this run gives it: what it is made from cannot be "
         f"read now (theorem index {theorems} does not exist); run it as it was made, or --force redoes it and every "
@@ -145,6 +151,7 @@ def test_force_redoes_an_interrupted_search_made_with_other_inputs_through_its_o
         cfg = load_config(None, recorded_with, {})
         made = search_inputs(cfg, store, load_index(theorems, None, store=store), shard=None, iteration=0, ebm=None)
         store.write_bytes(f"{prefix}/{INPUTS_NAME}", made.model_dump_json().encode())
-        LocalRunner(python=str(script), environ=environ, echo=lambda _: None, store=store, force=force).run(iteration)
+        LocalRunner(grammar=GRAMMAR, python=str(script), environ=environ, echo=lambda _: None, store=store,
+                    force=force).run(iteration)
         assert log.read_text().splitlines() == [" ".join(expected)]
         log.unlink()
