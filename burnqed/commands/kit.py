@@ -255,6 +255,8 @@ def reports_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise fail(str(error), exit_code(error)) from None
         except KeyboardInterrupt as exc:  # a signal outside a `burnqed.base.signals.stop_on_signals` block
             signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+            if supervised():  # as for a StoppedError: the parent says what stopped, once
+                raise typer.Exit(128 + signum) from None
             raise fail(f"stopped by {signal_name(signum)}", 128 + signum) from None
         except Exception as exc:
             # a storage fault no layer below translated (a full disk, a refused write, S3 credentials or endpoint):

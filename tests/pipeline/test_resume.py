@@ -1,9 +1,10 @@
 """Stop, continue and redo through the command line, as a user does (issue 68): `burnqed iterate` stopped by Ctrl-C or
-kill -9 while SFT writes its checkpoint continues with the command it printed (or the same command) to the very model
-an uninterrupted run trains; `iterate --force` with another setting redoes the stage it changes and what follows
-through the stages' own --force; a model that names nothing is refused before any stage. Real processes on the small
-world of tests/pipeline/iteration.py, starting from the shared iteration 0 (copied): its SFT ran uninterrupted under
-the same settings and is the reference."""
+kill -9 while SFT or RL writes its checkpoint continues with the command it printed (or the same command) to the very
+output an uninterrupted run writes; `iterate --force` with another setting redoes the stage it changes and what
+follows through the stages' own --force; a model that names nothing is refused before any stage. Real processes on
+the small world of tests/pipeline/iteration.py, starting from the shared iteration 0 (copied): its SFT ran
+uninterrupted under the same settings and is SFT's reference; RL's is one uninterrupted `iterate --only rl` from a copy
+of it (`rl_reference`), shared by the module's RL tests."""
 
 from __future__ import annotations
 
@@ -28,6 +29,23 @@ FIRST_CHECKPOINT = "checkpoint-20"  # sft.save_steps (20) of the 40 steps tests/
 # What an interrupted SFT's record may say differently from an uninterrupted one's: where its data was, where it
 # resumed, how long it took and when.
 CIRCUMSTANCES = {"data", "resumed_from_step", "train_seconds", "tokens_per_second", "written_at"}
+# RL after the shared iteration 0's SFT, as small as GRPO goes: 3 steps of 2 prompts × 2 completions, a checkpoint at
+# every step (the trainer keeps the newest), one Lean worker. That SFT never trained whole proofs (the stage warns):
+# every reward is 0 and the weights stay the SFT's, so the sampled rollouts, byte for byte, are what shows the same
+# steps ran from the same state (torch's generator restored from the checkpoint, the rows read from the same place).
+RL_RUN = ("--only", "rl", "--set", "rl.enabled=true", "--set", "rl.max_steps=3", "--set", "rl.save_steps=1",
+          "--set", "rl.prompts_per_step=2", "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=16",
+          "--set", "lean.workers=1")
+RL_STOP_AT = "checkpoint-2"  # interrupted while the trainer writes it: checkpoint-1 is complete beside it
+# What an interrupted RL's output may say differently from an uninterrupted one's, by file: where it resumed, how long
+# it took and when (the timings of each step in the step log, one JSON object a line); its run root is written ROOT.
+RL_CIRCUMSTANCES = {
+    "rl.json": {"resumed_from_step", "train_seconds", "written_at"},
+    "rl-log.jsonl": {"lean_seconds", "wall_seconds", "generation_seconds"},
+    "_SUCCESS.json": {"written_at"},
+    "trajectories/_SUCCESS.json": {"written_at"},
+    "trajectories/part-000000.json": {"written_at"},
+}
 
 
 @pytest.fixture
@@ -110,6 +128,121 @@ def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_mode
     record = assert_same_sft(data_root, iteration_0)
     assert record["resumed_from_step"] in (20, None)
     assert (f"sft: resuming from {FIRST_CHECKPOINT}" in done.stderr) == (record["resumed_from_step"] == 20)
+
+
+@pytest.fixture(scope="module")
+def rl_reference(iteration_0: Path, iterate_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run root of RL_RUN run uninterrupted on a copy of the shared iteration 0's data and SFT."""
+    root = sft_root(iteration_0, tmp_path_factory.mktemp("rl-reference") / "run")
+    done = iterate(str(root), 0, iterate_env(iterate_home), *RL_RUN)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "rl: resuming" not in done.stderr
+    return root
+
+
+def sft_root(iteration_0: Path, root: Path) -> Path:
+    """`root`: a run root holding a copy of iteration 0's prepared data and SFT output and nothing else."""
+    for name in ("data", "sft"):
+        shutil.copytree(iteration_0 / "run" / "iter_0" / name, root / "iter_0" / name)
+    return root
+
+
+def rl_contents(root: Path) -> dict[str, object]:
+    """The files of the RL output under the run root `root`: bytes, or for those in RL_CIRCUMSTANCES their JSON less
+    the circumstances, `root` written ROOT."""
+    folder = root / "iter_0" / "rl"
+    contents: dict[str, object] = {}
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        name = str(path.relative_to(folder))
+        left = RL_CIRCUMSTANCES.get(name)
+        if left is None:
+            contents[name] = path.read_bytes()
+            continue
+        text = path.read_text(encoding="utf-8").replace(str(root), "ROOT")
+        values = [json.loads(line) for line in text.splitlines()] if name.endswith(".jsonl") else [json.loads(text)]
+        if name == "_SUCCESS.json":  # its list of the files: the sizes of those above vary with their circumstances
+            values[0]["files"] = {file: None if file in RL_CIRCUMSTANCES else size
+                                  for file, size in values[0]["files"].items()}
+        contents[name] = [{k: v for k, v in value.items() if k not in left} for value in values]
+    return contents
+
+
+def assert_same_rl(root: Path, reference: Path) -> dict[str, object]:
+    """The RL output under `root` is the one under `reference` (a run root), file for file (RL_CIRCUMSTANCES aside);
+    its record is returned."""
+    ours = root / "iter_0" / "rl"
+    assert rl_contents(root) == rl_contents(reference)
+    rollouts = (ours / "rollouts.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["step"] for line in rollouts] == [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+    assert not (root / "iter_0" / "rl-checkpoints").exists()  # deleted once the output is published
+    record: dict[str, object] = json.loads((ours / "rl.json").read_text(encoding="utf-8"))
+    return record
+
+
+def test_ctrl_c_while_rl_checkpoints_then_the_printed_command_trains_the_same_model(
+    iteration_0: Path, iterate_home: Path, rl_reference: Path, tmp_path: Path
+) -> None:
+    root = sft_root(iteration_0, tmp_path / "run")
+    env = iterate_env(iterate_home)
+    proc = start_iterate(root, env, *RL_RUN)
+    checkpoints = root / "iter_0" / "rl-checkpoints"
+    try:
+        wait_until((checkpoints / RL_STOP_AT).exists, proc, "RL's second checkpoint")  # the trainer is writing it
+        children = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal's foreground group (iterate; stages have their own)
+        code = proc.wait(timeout=NO_ORPHAN_S)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert alive_after(children, NO_ORPHAN_S) == []
+    assert code == 128 + signal.SIGINT, stderr[-3000:]
+    assert not (root / "iter_0" / "rl").exists()
+    # one line says what stopped and how to continue: the stage, stopped by its runner, says nothing of its own
+    assert [line for line in stderr.splitlines() if "error:" in line] == stderr.splitlines()[-1:]
+    printed = re.fullmatch(r"error: .* stopped by SIGINT; .*: continue with `burnqed (.+)`", stderr.splitlines()[-1])
+    assert printed is not None, stderr[-3000:]
+    assert printed.group(1) == f"iterate --iter 0 --root {root} {shlex.join(RL_RUN)}"
+    done = subprocess.run([sys.executable, "-m", "burnqed.cli", *shlex.split(printed.group(1))], env=env,
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # checkpoint-1 was complete when the signal came, so the run resumes (from checkpoint-2 if its last file was in)
+    record = assert_same_rl(root, rl_reference)
+    assert record["resumed_from_step"] in (1, 2)
+    assert f"rl: resuming from checkpoint-{record['resumed_from_step']} in {checkpoints}" in done.stderr
+
+
+def test_kill_9_while_rl_checkpoints_then_the_same_command_trains_the_same_model(
+    iteration_0: Path, iterate_home: Path, rl_reference: Path, tmp_path: Path
+) -> None:
+    root = sft_root(iteration_0, tmp_path / "run")
+    env = iterate_env(iterate_home)
+    proc = start_iterate(root, env, *RL_RUN)
+    checkpoints = root / "iter_0" / "rl-checkpoints"
+    try:
+        wait_until((checkpoints / RL_STOP_AT).exists, proc, "RL's second checkpoint")  # the trainer is writing it
+        processes = psutil.Process(proc.pid).children(recursive=True)
+        stage = next(p for p in processes if p.cmdline()[3:4] == ["rl"])  # python -m burnqed.cli rl …
+        os.killpg(proc.pid, signal.SIGKILL)  # everything at once, as when the machine goes: iterate and its stage
+        os.killpg(stage.pid, signal.SIGKILL)
+        proc.wait(timeout=NO_ORPHAN_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert alive_after(processes, NO_ORPHAN_S) == []
+    assert not (root / "iter_0" / "rl").exists()
+    done = iterate(str(root), 0, env, *RL_RUN)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"taking over the lease of run root file://{root} from pid {proc.pid}" in done.stderr
+    # resumed from checkpoint-2 when the kill came after its last file, else from checkpoint-1: the same model
+    record = assert_same_rl(root, rl_reference)
+    assert record["resumed_from_step"] in (1, 2)
+    assert f"rl: resuming from checkpoint-{record['resumed_from_step']} in {checkpoints}" in done.stderr
 
 
 def test_iterate_force_with_another_sft_learning_rate_redoes_sft_and_every_stage_after_it(
