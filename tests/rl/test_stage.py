@@ -188,7 +188,7 @@ def test_the_settings_are_in_config_describe() -> None:
     keys = {key.path for key in describe("rl")}
     assert keys == {"rl.enabled", "rl.theorems", "rl.num_generations", "rl.prompts_per_step", "rl.loss_type",
                     "rl.beta", "rl.temperature", "rl.max_completion_tokens", "rl.max_prompt_tokens", "rl.learning_rate",
-                    "rl.rollout_engine", "rl.max_steps",
+                    "rl.rollout_engine", "rl.server_url", "rl.max_steps",
                     "rl.save_steps", "rl.seed"}
     described = {key.path: key for key in describe("rl")}
     assert "TRL's default 'dapo'" in described["rl.loss_type"].description
@@ -314,8 +314,7 @@ def test_the_engine_becomes_trls_settings_and_continuous_batchings_cache_holds_t
                     prompts_per_step=8, num_generations=8)
     assert engine_args(long)["transformers_continuous_batching_config"] == {"num_blocks": 64 * 20,
                                                                            "max_memory_percent": 0.9}
-    with pytest.raises(ValueError, match="rollout_engine"):
-        RlConfig(rollout_engine="served")  # not an engine the stage can run
+    assert engine_args(RlConfig(rollout_engine="served")) == {}  # TRL's rollout_func instead (tests/rl/test_served.py)
 
 
 def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() -> None:
