@@ -154,6 +154,19 @@ class ServedRollouts:
             raise PolicyError(f"cannot reach the rollout server {self.url}{path}: {exc}") from None
 
 
+def check_health(url: str) -> None:
+    """PolicyError unless GET {url}/health answers 200 (SGLang: 503 while it loads): before the run's long work."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=30) as response:
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        status = exc.code
+    except (urllib.error.URLError, OSError) as exc:
+        raise PolicyError(f"rl.server_url {url} cannot be reached: {exc}") from None
+    if status != 200:
+        raise PolicyError(f"rl.server_url {url} is not ready: GET /health answered {status}")
+
+
 def temperature_problem(temperature: float) -> str:
     return (f"rl.rollout_engine = 'served' needs rl.temperature = 1.0, got {temperature:g}: the server reports "
             "log-probs before the temperature (burnqed serve, and the SGLang sidecar with "
@@ -217,6 +230,8 @@ def served_engine(rl: RlConfig, *, lora: bool, base: Path, sft: Path, device: st
     """The served engine of a run: against rl.server_url, or `local_server` on the adapter's `base` (LoRA, with
     --enable-lora) or the `sft` output (full weights); the pushed versions in a temporary folder removed at the end."""
     with ExitStack() as stack:
+        if rl.server_url is not None:
+            check_health(rl.server_url)
         url = rl.server_url or stack.enter_context(local_server(base if lora else sft, device=device, seed=rl.seed,
                                                                 enable_lora=lora)).url
         weights = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="burnqed-rl-weights-")))

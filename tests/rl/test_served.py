@@ -19,9 +19,10 @@ import httpx
 import pytest
 
 from burnqed.config import Config, RlConfig
+from burnqed.errors import PolicyError
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.server import ModelServer
-from burnqed.rl.served import ServedRollouts, local_server, sample_seed, trainer_logprobs
+from burnqed.rl.served import ServedRollouts, check_health, local_server, sample_seed, trainer_logprobs
 from burnqed.stages.rl import RL_RECORD, ROLLOUTS, RlRequest, RlSettings, run_rl, select_theorems
 from burnqed.storage import Store
 from tests.rl.helpers import THEOREMS, build_policy
@@ -190,9 +191,12 @@ def test_a_pushed_adapter_gives_the_trainers_log_probs_and_replaces_the_last(
     assert sample_seed(3, 1, 0) != sample_seed(3, 0, 0) != sample_seed(3, 0, 1)
 
 
-def test_the_served_engine_needs_temperature_one() -> None:
+def test_the_served_engine_needs_temperature_one_and_a_server_that_answers(lora_server: ModelServer) -> None:
     with pytest.raises(ValueError, match=r"rl.rollout_engine = 'served' needs rl.temperature = 1.0, got 0.7"):
         RlConfig(rollout_engine="served", temperature=0.7)
+    check_health(lora_server.url)
+    with pytest.raises(PolicyError, match=r"^rl.server_url http://127.0.0.1:9 cannot be reached: "):
+        check_health("http://127.0.0.1:9")
 
 
 @pytest.fixture(scope="module")
