@@ -1,7 +1,7 @@
 """The GRPO stage (docs/training.md, "GRPO stage") on the tiny model and the embedded Lean (minilean, the default
 lean.command): a few steps write a model folder that export reads, with the step log and the rollouts; kill -9 after
 a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte (its rows holding repair
-prompts too), under the trainer's and the continuous engine (the served one: not yet, docs/training.md); bad input is
+prompts too), under each rollout engine (served: its in-process `burnqed serve` killed with it); bad input is
 refused before any work; the settings are in `config describe`; `iterate` places the stage between sft and export
 only when rl.enabled (the cluster's rl step: tests/cluster/test_rl_step.py). Each rollout engine
 (`rl.rollout_engine`) runs `burnqed rl` on CPU and is recorded; continuous batching is seeded by rl.seed; a completion
@@ -141,7 +141,7 @@ def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # three runs of 8 steps; continuous batching's manager costs seconds a step on CPU
-@pytest.mark.parametrize("engine", ["trainer", "continuous"])
+@pytest.mark.parametrize("engine", ["trainer", "continuous", "served"])
 def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
         engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
     index = write_index(tmp_path / "theorems.json")
