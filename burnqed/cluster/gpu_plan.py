@@ -403,6 +403,11 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     (TRL's gradient checkpointing: every layer's input kept, one layer recomputed with its gradients; the log-probs
     come from TRL's chunked LM head); the peak holds the larger of the two, the workspaces × WORKSPACE_SAFETY."""
     sft, rl, serving = cfg.sft, cfg.rl, cfg.serving
+    if rl.rollout_engine == "served" and rl.server_url is None:
+        raise ConfigError("GPU memory plan of the rl step: rl.rollout_engine = 'served' without rl.server_url would "
+                          "start `burnqed serve` beside the trainer on the GPU, a second copy of the model this plan "
+                          "does not count (the rl step's SGLang sidecar is not built: issue 70); set rl.server_url to "
+                          "a server of its own, or use 'trainer' or 'continuous'")
     shape = model_shape(serving)
     dims = linear_dims(shape)
     unknown = [name for name in sft.target_modules if name not in dims]

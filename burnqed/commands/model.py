@@ -71,10 +71,15 @@ def serve(
                      "this many GiB; with --encode-only the largest encode batch is run once before /health turns "
                      "200. Set by the workflows from the GPU memory plan.", show_default=False),
     ] = None,
+    enable_lora: Annotated[
+        bool, typer.Option("--enable-lora", help="Serve LoRA adapters (SGLang's flag): /load_lora_adapter, "
+                           "/unload_lora_adapter and /generate's lora_path; --model is then the adapters' base.")
+    ] = False,
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Serve SGLang's native HTTP API (/generate, /encode, /tokenize, /health, /v1/models, /model_info) and
+    """Serve SGLang's native HTTP API (/generate, /encode, /tokenize, /health, /v1/models, /model_info,
+    /update_weights_from_disk, and with --enable-lora /load_lora_adapter and /unload_lora_adapter) and
     burnqed's /encoder_info on a local model.
 
     Prints `serving MODEL on http://HOST:PORT` on stderr when listening; /health answers 503 until the
@@ -94,4 +99,4 @@ def serve(
     folder = ensure_model(chosen, store=store) if chosen is not None else default_model_dir()
     prepare = (lambda: ensure_model(None, store=store)) if chosen is None else None
     run_server(folder, host, port, device=cfg.policy.device, seed=cfg.policy.seed, prepare=prepare, encode=encode,
-               encode_only=encode_only, memory_gib=memory_gib)
+               encode_only=encode_only, memory_gib=memory_gib, enable_lora=enable_lora)

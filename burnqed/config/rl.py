@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from burnqed.config.identity import neutral, recorded, shapes
 from burnqed.config.section import Section
@@ -13,8 +13,9 @@ from burnqed.config.section import Section
 TRAINS = shapes("rl", "rl-checkpoints")  # what is trained, and how: the output and its checkpoints
 # TRL 1.16's GRPOConfig.loss_type values (trl/trainer/grpo_config.py).
 LossType = Literal["dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"]
-# What samples the rollouts: HF `generate` inside the trainer, or transformers' continuous batching through TRL.
-RolloutEngine = Literal["trainer", "continuous"]
+# What samples the rollouts: HF `generate` inside the trainer, transformers' continuous batching through TRL, or an
+# SGLang-compatible server through TRL's rollout_func (burnqed/rl/served.py).
+RolloutEngine = Literal["trainer", "continuous", "served"]
 CONTINUOUS_PAGE_TOKENS = 256  # tokens per page of continuous batching's KV cache (transformers' default page size)
 
 
@@ -91,8 +92,20 @@ class RlConfig(Section):
         "(TRL's default); 'continuous' = transformers' continuous batching (paged KV cache, sequences leave the batch "
         "as they finish; use_transformers_continuous_batching), its cache sized to the step's "
         "prompts_per_step × num_generations sequences of max_prompt_tokens + max_completion_tokens. The reward and "
-        "the update are the same; the completions sampled differ (another sampler). Recorded in rl.json.",
+        "the update are the same; the completions sampled differ (another sampler). 'served' = an SGLang-compatible "
+        "server (rl.server_url; none: `burnqed serve` in the stage's own process) samples them through TRL's "
+        "rollout_func from the trainer's token ids, the policy pushed to it after every optimizer step (an adapter "
+        "hot-loaded under a versioned name, or full weights from disk), each rollout recording that version and the "
+        "server's and the trainer's log-probs; a completion whose importance ratio exceeds 3 leaves the loss (TRL's "
+        "vLLM correction); needs temperature 1.0. Recorded in rl.json (docs/training.md, \"Rollout engines\").",
         json_schema_extra=TRAINS,
+    )
+    server_url: str | None = Field(
+        default=None,
+        description="With rl.rollout_engine = 'served': the SGLang-compatible server's base URL (SGLang launched with "
+        "--enable-lora for an adapter policy, on the adapter's base model; else on the SFT output); None = `burnqed "
+        "serve` started in the stage's own process on a free local port. Ignored by the other engines.",
+        json_schema_extra=neutral("where the rollouts are sampled, not what: the server is given the run's weights"),
     )
     learning_rate: float = Field(
         default=1e-5, gt=0.0,
@@ -109,3 +122,12 @@ class RlConfig(Section):
         default=0, description="Seed of the theorem order, the adapter-free parts of the trainer and the sampling.",
         json_schema_extra=TRAINS,
     )
+
+    @model_validator(mode="after")
+    def _served_temperature(self) -> RlConfig:
+        """The served engine's log-probs are before the temperature (burnqed serve; SGLang with
+        SGLANG_RETURN_ORIGINAL_LOGPROB=1), the trainer's after it: only at 1.0 are they the same quantity."""
+        if self.rollout_engine == "served" and self.temperature != 1.0:
+            raise ValueError(f"rl.rollout_engine = 'served' needs rl.temperature = 1.0, got {self.temperature:g}: the "
+                             "server reports log-probs before the temperature, the trainer after it")
+        return self

@@ -117,7 +117,7 @@ async def ask(policy: Policy, prompts: Sequence[str], sampling: Sampling,
     return await policy.generate(prompts, sampling, seeds)
 
 
-def check_seeds(prompts: Sequence[str], n: int, seeds: Seeds | None) -> None:
+def check_seeds(prompts: Sequence[object], n: int, seeds: Seeds | None) -> None:
     """`ValueError` unless `seeds` is None or holds `n` integer seeds in SGLang's range, [-2**63, 2**63), for
     each prompt."""
     if seeds is None:

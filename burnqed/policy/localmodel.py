@@ -172,9 +172,10 @@ class LocalModel:
         """`sampling.n` completions per prompt, grouped per prompt, in prompt order (`seeds`: `generate_detailed`)."""
         return [[g.completion() for g in group] for group in self.generate_detailed(prompts, sampling, seeds)]
 
-    def generate_detailed(self, prompts: Sequence[str], sampling: Sampling,
+    def generate_detailed(self, prompts: Sequence[str | list[int]], sampling: Sampling,
                           seeds: Seeds | None = None) -> list[list[Generation]]:
-        """Like `generate`, with token ids, per-token log-probs and the matched stop. A prompt that does not
+        """Like `generate`, with token ids, per-token log-probs and the matched stop; a prompt is a text or its token
+        ids (SGLang's `input_ids`: generated from exactly those, no BOS added). A prompt that does not
         fit the context with `max_new_tokens` is not generated: its `n` entries are "abort"s with the reason,
         and the other prompts are generated as usual. `seeds[i][j]` seeds sample j of prompt i, which is
         then decoded alone (docs/search.md, "The local backend"); None: the model's own stream."""
@@ -207,16 +208,23 @@ class LocalModel:
                 flat = flat[n:]
         return groups
 
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+    def count_tokens(self, texts: Sequence[str | list[int]]) -> list[int]:
         """Tokens of each text as SGLang counts a prompt: the tokenizer's ids, special tokens (BOS) included."""
         with self._lock:
             self._check_open()
             return self._count(texts)
 
-    def _count(self, texts: Sequence[str]) -> list[int]:
-        return [len(ids) for ids in encode_texts(self.tokenizer, list(texts))]
+    def _count(self, texts: Sequence[str | list[int]]) -> list[int]:
+        return [len(ids) for ids in self._ids(texts)]
 
-    def _sample(self, prompts: list[str], sampling: Sampling, seeds: list[int] | None = None) -> list[Generation]:
+    def _ids(self, prompts: Sequence[str | list[int]]) -> list[list[int]]:
+        """Each prompt's token ids: a text's as `encode_texts` gives them (BOS included), token ids as they are."""
+        texts = [p for p in prompts if isinstance(p, str)]
+        encoded = iter(encode_texts(self.tokenizer, texts) if texts else [])
+        return [next(encoded) if isinstance(p, str) else list(p) for p in prompts]
+
+    def _sample(self, prompts: list[str | list[int]], sampling: Sampling,
+                seeds: list[int] | None = None) -> list[Generation]:
         """Decode every prompt's n samples in one batch; `seeds` (one per row, prompt-major): a generator per row."""
         import torch
 
@@ -278,12 +286,12 @@ class LocalModel:
             raise RuntimeError(f"{rows - len(finished_rows)} rows did not finish")
         return finished_rows
 
-    def _prefill(self, prompts: list[str]) -> tuple[Any, torch.Tensor, torch.Tensor]:
+    def _prefill(self, prompts: list[str | list[int]]) -> tuple[Any, torch.Tensor, torch.Tensor]:
         """One forward pass over the left-padded prompts: the model's output (the last position's logits and the
         cache), the attention mask and the position ids."""
         import torch
 
-        enc = self.tokenizer.pad({"input_ids": encode_texts(self.tokenizer, prompts)}, padding=True,
+        enc = self.tokenizer.pad({"input_ids": self._ids(prompts)}, padding=True,
                                  padding_side="left")
         input_ids = torch.tensor(enc["input_ids"], dtype=torch.long, device=self.device)
         mask = torch.tensor(enc["attention_mask"], dtype=torch.long, device=self.device)

@@ -33,13 +33,18 @@ from burnqed.policy.localmodel import LocalModel, resolve_device
 from burnqed.policy.wire import (
     EncodeSettings,
     GenerateRequest,
+    LoadLora,
     RequestError,
+    UpdateWeights,
     check_context,
     encode_reply,
     generate_reply,
     parse_encode,
     parse_generate,
+    parse_load_lora,
     parse_tokenize,
+    parse_unload_lora,
+    parse_update_weights,
 )
 
 logger = logging.getLogger(__name__)
@@ -57,7 +62,8 @@ class ModelServer(ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, load: Callable[[], LocalModel], host: str = DEFAULT_HOST, port: int = DEFAULT_PORT,
-                 name: str = "model", *, encode: EncodeSettings | None = None, encode_only: bool = False) -> None:
+                 name: str = "model", *, encode: EncodeSettings | None = None, encode_only: bool = False,
+                 enable_lora: bool = False, seed: int | None = None) -> None:
         if ":" in host:  # an IPv6 literal such as "::"
             self.address_family = socket.AF_INET6
         self.model: LocalModel | None = None  # before binding: a failed bind calls server_close()
@@ -72,6 +78,7 @@ class ModelServer(ThreadingHTTPServer):
         self.digest: str | None = None  # the loaded folder's fingerprint (GET /encoder_info)
         self.load_error: BaseException | None = None
         self.ready = threading.Event()
+        self.weights = Weights(enable_lora, seed)
 
     @property
     def url(self) -> str:
@@ -104,6 +111,97 @@ class ModelServer(ThreadingHTTPServer):
         if self.model is not None:
             self.model.close()
             self.model = None
+        self.weights.close()
+
+
+class Weights:
+    """What /update_weights_from_disk and the LoRA endpoints change, as SGLang keeps it: the weight version (reported
+    in every reply's meta_info), the adapters loaded by name (each the base model with the adapter merged into a copy of
+    its weights), and every adapter ever loaded (SGLang's `lora_ref_cache`: a request naming an adapter unloaded since
+    loads it again from its path; one never loaded is an error). Calls are serialised by one lock."""
+
+    def __init__(self, enable_lora: bool, seed: int | None) -> None:
+        self.enable_lora = enable_lora
+        self.seed = seed
+        self.version = "default"
+        self.adapters: dict[str, tuple[str, LocalModel]] = {}  # name → (path, the merged model), in load order
+        self.ever: dict[str, str] = {}  # name → path of every adapter loaded at any point
+        self.lock = threading.Lock()
+
+    def load_adapter(self, base: LocalModel, request: LoadLora) -> tuple[bool, str]:
+        """(success, error message) of SGLang's load: refused when LoRA is off or the name is taken."""
+        if not self.enable_lora:
+            return False, "LoRA is not enabled. Please set `--enable-lora` to enable LoRA."
+        with self.lock:
+            if request.name in self.adapters:
+                return False, f"Failed to load LoRA adapter {request.name} because it is already loaded"
+            try:
+                merged = merged_adapter(base, request.path, self.seed)
+            except Exception as exc:  # a folder that is not an adapter of this base, in whatever form
+                return False, f"Failed to load LoRA adapter {request.name}: {type(exc).__name__}: {exc}"
+            self.adapters[request.name] = (request.path, merged)
+            self.ever[request.name] = request.path
+        return True, ""
+
+    def unload_adapter(self, name: str) -> tuple[bool, str]:
+        if not self.enable_lora:
+            return False, "LoRA is not enabled. Please set `--enable-lora` to enable LoRA."
+        with self.lock:
+            if name not in self.adapters:
+                keys = ", ".join(repr(k) for k in self.adapters)
+                return False, f"LoRA with name {name} does not exist. Loaded LoRAs: odict_keys([{keys}])"
+            _, model = self.adapters.pop(name)
+        model.close()
+        return True, ""
+
+    def loaded(self) -> dict[str, str]:
+        return {name: path for name, (path, _) in self.adapters.items()}
+
+    def model_for(self, base: LocalModel, name: str | None) -> LocalModel:
+        """The model a /generate naming `name` runs on (None: the base); `RequestError` as SGLang words it for an
+        adapter never loaded, or any adapter while LoRA is off."""
+        if name is None:
+            return base
+        if not self.enable_lora:
+            raise RequestError(f"LoRA adapter '{name}' was requested, but LoRA is not enabled. Please launch the "
+                               "server with --enable-lora flag and preload adapters using --lora-paths or "
+                               "/load_lora_adapter endpoint.")
+        with self.lock:
+            found = self.adapters.get(name)
+        if found is not None:
+            return found[1]
+        if name not in self.ever:
+            keys = ", ".join(repr(k) for k in self.ever)
+            raise RequestError(f"Got LoRA adapter that has never been loaded: {name}\n"
+                               f"All loaded adapters: dict_keys([{keys}]).")
+        ok, message = self.load_adapter(base, LoadLora(name, self.ever[name]))  # SGLang reloads an unloaded one
+        if not ok and "already loaded" not in message:
+            raise RequestError(f"Failed to implicitly load LoRA adapter {name}: {message}")
+        with self.lock:
+            return self.adapters[name][1]
+
+    def close(self) -> None:
+        with self.lock:
+            models = [model for _, model in self.adapters.values()]
+            self.adapters.clear()
+        for model in models:
+            model.close()
+
+
+def merged_adapter(base: LocalModel, path: str, seed: int | None) -> LocalModel:
+    """The base model with the PEFT adapter in `path` merged into a copy of its weights (transformers' model read from
+    the base's folder, in the base's dtype and device), sharing the base's tokenizer."""
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM
+
+    folder = Path(path)
+    if not (folder / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"{path} holds no adapter_config.json")
+    dtype = getattr(base.model, "dtype", "auto")  # a transformers model's or a `TorchLlama`'s
+    model = AutoModelForCausalLM.from_pretrained(base.path, dtype=dtype).to(base.device)
+    merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    merged.eval()
+    return LocalModel(merged, base.tokenizer, folder, seed)
 
 
 def _bind_error(host: str, port: int, exc: OSError) -> str:
@@ -179,7 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(HTTPStatus.OK, {
                     "model_path": model.name, "tokenizer_path": model.name,
                     "is_generation": not self.server.encode_only,
-                    "preferred_sampling_params": None, "weight_version": "default",
+                    "preferred_sampling_params": None, "weight_version": self.server.weights.version,
                     "has_image_understanding": False, "has_audio_understanding": False,
                 })
         elif path == "/v1/models":
@@ -194,6 +292,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]
+        if path in WEIGHT_ENDPOINTS:
+            self._weights(path)
+        else:
+            self._serve(path)
+
+    def _serve(self, path: str) -> None:
+        """/generate, /encode and /tokenize."""
         if path not in ("/generate", "/encode", "/tokenize", "/v1/tokenize"):
             self._discard_body()
             self._error(HTTPStatus.NOT_FOUND, f"no such endpoint: POST {path}")
@@ -218,10 +323,12 @@ class _Handler(BaseHTTPRequestHandler):
                 if self.server.encode_only:
                     raise RequestError("this server runs `burnqed serve --encode-only`: it serves /encode, not "
                                        "/generate")
+                check_tokens(model, request)
                 check_context(model, request)
-                groups = model.generate_detailed(request.texts, request.sampling, request.seeds)
+                runs = self.server.weights.model_for(model, request.lora_path)
+                groups = runs.generate_detailed(request.texts, request.sampling, request.seeds)
                 reply = generate_reply(request, groups, time.monotonic() - started,
-                                       lambda token: model.tokenizer.decode([token]))
+                                       lambda token: model.tokenizer.decode([token]), self.server.weights.version)
             elif path == "/encode":
                 texts, single = request
                 vectors = model.encode(texts, **asdict(self.server.encode))
@@ -241,6 +348,48 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.INTERNAL_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
             return
         self._send(HTTPStatus.OK, reply)
+
+    def _weights(self, path: str) -> None:
+        """/load_lora_adapter, /unload_lora_adapter (SGLang's LoRAUpdateOutput: 200 on success, else 400) and
+        /update_weights_from_disk (200 or 400 with success, message, num_paused_requests)."""
+        try:
+            body = self._read_json()
+            request: Any = WEIGHT_ENDPOINTS[path](body)
+        except RequestError as exc:
+            self._error(HTTPStatus.BAD_REQUEST, str(exc))
+            return
+        model = self._model()
+        if model is None:
+            return
+        weights = self.server.weights
+        if isinstance(request, UpdateWeights):
+            ok, message = self._update_from_disk(request)
+            reply: dict[str, Any] = {"success": ok, "message": message, "num_paused_requests": 0}
+        else:
+            ok, message = (weights.load_adapter(model, request) if isinstance(request, LoadLora) else
+                           weights.unload_adapter(request))
+            # SGLang: a refusal before the backend (LoRA off, an unknown name to unload) carries no adapter list
+            early = not ok and (not weights.enable_lora or path == "/unload_lora_adapter")
+            reply = {"success": ok, "error_message": message, "loaded_adapters": None if early else weights.loaded()}
+        self._send(HTTPStatus.OK if ok else HTTPStatus.BAD_REQUEST, reply)
+
+    def _update_from_disk(self, request: UpdateWeights) -> tuple[bool, str]:
+        """The model reloaded from `model_path` (a model folder) in place of the one served; the weight version set
+        when given. A folder that fails to load leaves the served model as it was (SGLang rolls back)."""
+        server = self.server
+        current = server.model
+        assert current is not None
+        try:
+            fresh = LocalModel.load(request.model_path, device=str(current.device), seed=server.weights.seed)
+        except (BurnqedError, OSError) as exc:
+            return False, f"Failed to get weights iterator: {exc}."
+        server.model = fresh
+        current.close()
+        message = "Succeeded to update model weights."
+        if request.weight_version is not None:
+            server.weights.version = request.weight_version
+            message += f" Weight version updated to {request.weight_version}."
+        return True, message
 
     def _read_json(self) -> Any:
         length_header = self.headers.get("Content-Length")
@@ -265,12 +414,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+WEIGHT_ENDPOINTS: dict[str, Callable[[Any], Any]] = {
+    "/load_lora_adapter": parse_load_lora, "/unload_lora_adapter": parse_unload_lora,
+    "/update_weights_from_disk": parse_update_weights,
+}
+
+
+def check_tokens(model: LocalModel, request: GenerateRequest) -> None:
+    """`RequestError` for an `input_ids` prompt holding a token id outside the vocabulary (SGLang's scheduler aborts
+    such a request with an error naming the vocabulary size)."""
+    size = int(model.model.config.vocab_size) if model.model is not None else 0
+    for prompt in request.texts:
+        if not isinstance(prompt, str) and max(prompt) >= size:
+            raise RequestError(f"The input_ids {max(prompt)} exceeds the vocabulary size {size}.")
+
+
 # ------------------------------------------------------------------------------------------ main
 
 
 def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, device: str = "auto",
           seed: int | None = None, prepare: Callable[[], Path] | None = None, encode: EncodeSettings | None = None,
-          encode_only: bool = False, memory_gib: float | None = None) -> None:
+          encode_only: bool = False, memory_gib: float | None = None, enable_lora: bool = False) -> None:
     """Bind, announce on stderr, load the model in the background, serve until SIGTERM/SIGINT.
 
     `prepare` (if given) runs in the loader thread before loading and returns the folder to load: it
@@ -292,7 +456,8 @@ def serve(model_path: Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, 
             model.reserve_encode_workspace(settings.batch_tokens, settings.max_tokens)
         return model
 
-    server = ModelServer(load, host, port, name=str(model_path), encode=settings, encode_only=encode_only)
+    server = ModelServer(load, host, port, name=str(model_path), encode=settings, encode_only=encode_only,
+                         enable_lora=enable_lora, seed=seed)
     stopping = threading.Event()
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -49,7 +49,6 @@ NEUTRAL_FIELDS: dict[str, tuple[Any, ...]] = {
     "return_hidden_states": (False,),
     "modalities": (None,),
     "session_params": (None,),
-    "lora_path": (None,),
     "lora_id": (None,),
     "custom_logit_processor": (None,),
     "bootstrap_host": (None,),
@@ -67,7 +66,7 @@ NEUTRAL_FIELDS: dict[str, tuple[Any, ...]] = {
 NO_EFFECT_FIELDS = frozenset({"rid", "log_metrics", "no_logs", "custom_labels", "validation_time", "priority",
                               "conversation_id", "extra_key", "trace_context"})
 GENERATE_FIELDS = frozenset({"text", "input_ids", "sampling_params", "return_logprob", "return_text_in_logprobs",
-                             "stream"})
+                             "stream", "lora_path"})
 ENCODE_FIELDS = frozenset({"text", "input_ids", "sampling_params"})
 
 
@@ -87,19 +86,21 @@ class RequestError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class GenerateRequest:
-    texts: list[str]
+    texts: list[str | list[int]]  # texts, or token ids (`input_ids`)
     single: bool  # one text with n = 1: the reply is one object, not a list
     sampling: Sampling
     return_logprob: bool
     return_text_in_logprobs: bool
     max_new_tokens_given: bool  # SGLang checks prompt + max_new_tokens against the context only when it is set
     seeds: list[list[int]] | None = None  # per text, one seed per sample (sampling_seed); None: unseeded
+    lora_path: str | None = None  # the LoRA adapter's name (one for the whole request); None: the base model
 
 
 # ------------------------------------------------------------------------------- request parsing
 
 
-def _texts(body: Any, endpoint: str, implemented: frozenset[str]) -> tuple[list[str], bool]:
+def _texts(body: Any, endpoint: str, implemented: frozenset[str],
+           ids: bool = False) -> tuple[list[str | list[int]], bool]:
     if not isinstance(body, dict):
         raise RequestError("the request body must be a JSON object")
     for key, value in body.items():
@@ -114,13 +115,32 @@ def _texts(body: Any, endpoint: str, implemented: frozenset[str]) -> tuple[list[
             )
         raise RequestError(f"unknown field {key!r}: not part of SGLang's {endpoint} request")
     if body.get("input_ids") is not None:
-        raise RequestError("input_ids is not supported by burnqed serve; send text")
+        if not ids:
+            raise RequestError(f"input_ids is not supported by burnqed serve's {endpoint}; send text")
+        if body.get("text") is not None:  # SGLang takes the text and ignores the ids
+            raise RequestError("send text or input_ids, not both")
+        return _input_ids(body["input_ids"])
     text = body.get("text")
     if isinstance(text, str):
         return [text], True
     if isinstance(text, list) and text and all(isinstance(t, str) for t in text):
         return list(text), False
     raise RequestError("text must be a string or a non-empty list of strings")
+
+
+def _input_ids(value: Any) -> tuple[list[str | list[int]], bool]:
+    """SGLang's `input_ids`: one prompt's token ids (a list of ints), or a list of them (`GenerateReqInput`)."""
+    def tokens(item: Any) -> list[int]:
+        if not isinstance(item, list) or not item or not all(isinstance(t, int) and not isinstance(t, bool)
+                                                               and t >= 0 for t in item):
+            raise RequestError("input_ids must be a non-empty list of token ids or a non-empty list of them")
+        return list(item)
+
+    if isinstance(value, list) and value and isinstance(value[0], int):
+        return [tokens(value)], True
+    if isinstance(value, list) and value:
+        return [tokens(item) for item in value], False
+    raise RequestError("input_ids cannot be empty.")
 
 
 def _number(params: dict[str, Any], key: str, default: float, low: float, high: float, *, integer: bool,
@@ -139,7 +159,10 @@ def _number(params: dict[str, Any], key: str, default: float, low: float, high: 
 
 def parse_generate(body: Any) -> GenerateRequest:
     """Validate a /generate body. Raises `RequestError` naming the bad field."""
-    texts, single = _texts(body, "/generate", GENERATE_FIELDS)
+    texts, single = _texts(body, "/generate", GENERATE_FIELDS, ids=True)
+    lora = body.get("lora_path")
+    if lora is not None and not isinstance(lora, str):  # SGLang takes a list too (one per text); burnqed serve one
+        raise RequestError(f"lora_path must be one adapter name (a string) for the whole request, got {lora!r}")
     if body.get("stream"):
         raise RequestError("stream is not supported by burnqed serve")
     raw = body.get("sampling_params")
@@ -167,7 +190,7 @@ def parse_generate(body: Any) -> GenerateRequest:
             raise RequestError(f"{key} must be true or false, got {value!r}")
         flags[key] = value
     return GenerateRequest(texts, single and sampling.n == 1, sampling, flags["return_logprob"],
-                           flags["return_text_in_logprobs"], given, seeds)
+                           flags["return_text_in_logprobs"], given, seeds, lora)
 
 
 def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
@@ -249,14 +272,15 @@ def check_context(model: LocalModel, request: GenerateRequest) -> None:
 def parse_encode(body: Any) -> tuple[list[str], bool]:
     """Validate an /encode body: (texts, single). Sampling parameters mean nothing to an encoder; SGLang
     accepts and ignores them, so do we."""
-    return _texts(body, "/encode", ENCODE_FIELDS)
+    texts, single = _texts(body, "/encode", ENCODE_FIELDS)
+    return [t for t in texts if isinstance(t, str)], single  # no input_ids here: texts alone
 
 
 # --------------------------------------------------------------------------------------- replies
 
 
 def generation_item(gen: Generation, request: GenerateRequest, latency: float,
-                    decode: Callable[[int], str] | None = None) -> dict[str, Any]:
+                    decode: Callable[[int], str] | None = None, weight_version: str = "default") -> dict[str, Any]:
     """One /generate reply object, shaped like SGLang's."""
     if gen.finish_reason == "stop":
         finish: dict[str, Any] = {"type": "stop", "matched": gen.matched}
@@ -266,6 +290,7 @@ def generation_item(gen: Generation, request: GenerateRequest, latency: float,
         "id": uuid.uuid4().hex,
         "finish_reason": finish,
         "prompt_tokens": gen.prompt_tokens,
+        "weight_version": weight_version,
         "completion_tokens": len(gen.token_ids),
         "cached_tokens": 0,
         "e2e_latency": latency,
@@ -280,9 +305,9 @@ def generation_item(gen: Generation, request: GenerateRequest, latency: float,
 
 
 def generate_reply(request: GenerateRequest, groups: list[list[Generation]], latency: float,
-                   decode: Callable[[int], str] | None = None) -> Any:
+                   decode: Callable[[int], str] | None = None, weight_version: str = "default") -> Any:
     """The whole /generate reply: prompt-major flat list, or one object (see the module docstring)."""
-    items = [generation_item(gen, request, latency, decode) for group in groups for gen in group]
+    items = [generation_item(gen, request, latency, decode, weight_version) for group in groups for gen in group]
     return items[0] if request.single else items
 
 
@@ -292,3 +317,84 @@ def encode_reply(vectors: list[list[float]], prompt_tokens: list[int], single: b
         for vector, count in zip(vectors, prompt_tokens, strict=True)
     ]
     return items[0] if single else items
+
+
+# ------------------------------------------------------------------------------- weights and adapters
+
+
+@dataclass(frozen=True, slots=True)
+class LoadLora:
+    """A /load_lora_adapter body (SGLang's `LoadLoRAAdapterReqInput`)."""
+
+    name: str
+    path: str
+    pinned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateWeights:
+    """An /update_weights_from_disk body (SGLang's `UpdateWeightFromDiskReqInput`): the fields this server implements;
+    the others are accepted at their defaults only."""
+
+    model_path: str
+    weight_version: str | None = None
+
+
+# UpdateWeightFromDiskReqInput's other fields (SGLang 0.5.23, managers/io_struct.py) and their defaults: they tune how
+# SGLang's scheduler pauses, flushes and reloads, which an in-process model that serves one call at a time has no
+# use for; a value other than the default is refused, not ignored.
+UPDATE_WEIGHTS_DEFAULTS: dict[str, tuple[Any, ...]] = {
+    "load_format": (None,), "abort_all_requests": (False, True), "is_async": (False,),
+    "torch_empty_cache": (False, True), "keep_pause": (False,), "recapture_cuda_graph": (False, True),
+    "token_step": (0,), "flush_cache": (True,),
+    "manifest": (None,),
+}
+
+
+def _object(body: Any, endpoint: str, allowed: set[str]) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise RequestError("the request body must be a JSON object")
+    unknown = sorted(set(body) - allowed - NO_EFFECT_FIELDS)
+    if unknown:
+        raise RequestError(f"unknown field {unknown[0]!r}: not part of SGLang's {endpoint} request")
+    return body
+
+
+def _string(body: dict[str, Any], key: str) -> str:
+    value = body.get(key)
+    if not isinstance(value, str) or not value:
+        raise RequestError(f"{key} must be a non-empty string, got {value!r}")
+    return value
+
+
+def parse_load_lora(body: Any) -> LoadLora:
+    """Validate a /load_lora_adapter body: `lora_name`, `lora_path` (required), `pinned`."""
+    fields = _object(body, "/load_lora_adapter", {"lora_name", "lora_path", "pinned", "lora_id"})
+    if fields.get("lora_id") is not None:  # SGLang's tokenizer manager sets it; a client does not
+        raise RequestError("lora_id is set by the server, not by a client")
+    pinned = fields.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise RequestError(f"pinned must be true or false, got {pinned!r}")
+    return LoadLora(_string(fields, "lora_name"), _string(fields, "lora_path"), pinned)
+
+
+def parse_unload_lora(body: Any) -> str:
+    """Validate an /unload_lora_adapter body: its `lora_name`."""
+    fields = _object(body, "/unload_lora_adapter", {"lora_name", "lora_id"})
+    if fields.get("lora_id") is not None:
+        raise RequestError("lora_id is set by the server, not by a client")
+    return _string(fields, "lora_name")
+
+
+def parse_update_weights(body: Any) -> UpdateWeights:
+    """Validate an /update_weights_from_disk body: `model_path`, `weight_version`, the others at their defaults."""
+    fields = _object(body, "/update_weights_from_disk",
+                     {"model_path", "weight_version", *UPDATE_WEIGHTS_DEFAULTS})
+    for key, allowed in UPDATE_WEIGHTS_DEFAULTS.items():
+        if key in fields and fields[key] not in allowed:
+            raise RequestError(f"{key}={fields[key]!r} is not supported by burnqed serve; leave it out or send "
+                               f"{' or '.join(json.dumps(v) for v in allowed)}")
+    version = fields.get("weight_version")
+    if version is not None and not isinstance(version, str):
+        raise RequestError(f"weight_version must be a string, got {version!r}")
+    return UpdateWeights(_string(fields, "model_path"), version)

@@ -25,11 +25,12 @@ same rollouts as a whole-mode trajectory `trajectories/` (`rl.rollouts`: what th
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from functools import cache
@@ -53,6 +54,7 @@ from burnqed.records import Theorem
 from burnqed.rl.failures import FailedProof, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollouts
+from burnqed.rl.served import IS_CLIP_MAX, served_engine
 from burnqed.search.repair import RepairSettings
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.manifests import (
@@ -283,6 +285,14 @@ class Rollout(BaseModel):
                             "its text, never compiled.")
     feedback: str | None = Field(default=None, description="Lean's messages on a failed proof as whole search records "
                                  "them with repair on (`rl.rollouts.rollout_feedback`); None otherwise.")
+    weights_version: int | None = Field(default=None, description="rl.rollout_engine 'served': the optimizer step "
+                                        "whose weights the server sampled it with (the step before its own); None "
+                                        "for the other engines (the trainer's current weights).")
+    served_logprob: float | None = Field(default=None, description="'served': its log-prob as the server reported "
+                                         "it (the sum of its tokens').")
+    trainer_logprob: float | None = Field(default=None, description="'served': its log-prob under the trainer's "
+                                          "weights of the same version; exp(trainer − served) above 3 left it out of "
+                                          "the loss (TRL's vLLM correction).")
 
 
 class RlRecord(BaseModel):
@@ -308,6 +318,11 @@ class RlRecord(BaseModel):
     rollout_engine: str = Field(default="trainer", description="What sampled the rollouts (rl.rollout_engine).")
     truncated: int = Field(default=0, ge=0, description="Completions of the run's steps cut at "
                            "rl.max_completion_tokens: unfinished, reward 0.0 (resumed steps included).")
+    served_logprob_gap: float | None = Field(default=None, description="'served': the largest |trainer − server| "
+                                             "log-prob of a completion (resumed steps included); None for the other "
+                                             "engines.")
+    served_masked: int = Field(default=0, ge=0, description="'served': completions left out of the loss, their "
+                               "importance ratio exp(trainer − server) above 3.")
     mean_reward: float | None = Field(description="Mean reward over every step's completions.")
     train_seconds: float = Field(ge=0, description="Wall time of the training loop (this run).")
     gpu_peak_gib: float | None = Field(default=None, description="On a GPU: the most memory torch allocated in this "
@@ -399,13 +414,17 @@ class RecordingReward:
         step = int(trainer_state.global_step) + 1 if trainer_state is not None else 0
         fmt, guard = self.reward.settings.fmt, self.reward.guard
         rollouts: list[Rollout] = []
+        none: list[Any] = [None] * len(prompts)  # the served engine's columns (rl.served), None for the others
+        versions, served, own = (kwargs.get(key) or none for key in ("weights_version", "served_logprob",
+                                                                      "trainer_logprob"))
         for i, (name, prompt, text, ids) in enumerate(zip(theorem, prompts, completions, completion_ids,
                                                           strict=True)):
             value, reason, verdict = judged.get(i, (0.0, TRUNCATED, None))
             feedback = None if verdict is None else rollout_feedback(self.reward.theorems[name], fmt, text, guard,
                                                                      verdict, self.repair)
             rollouts.append(Rollout(step=step, theorem=name, prompt=prompt, completion=text, reward=value,
-                                    reason=reason, tokens=len(ids), truncated=cut[i], feedback=feedback))
+                                    reason=reason, tokens=len(ids), truncated=cut[i], feedback=feedback,
+                                    weights_version=versions[i], served_logprob=served[i], trainer_logprob=own[i]))
         self.journal.rollouts += rollouts
         rewards = [r.reward for r in rollouts]
         # by prompt: a theorem's whole prompt and its repair prompt are two prompts of the step
@@ -457,12 +476,14 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
     source = store.local_input(request.sft)
     sft_record = check_model_folder(source, request.sft)
     rl, device = settings.rl, resolve_device(settings.sft.device)
-    with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), \
+    with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), ExitStack() as engines, \
             LeanReward(selection.theorems, open_pool, settings.guard, settings.reward, selection.failed) as reward:
         base_dir = resolve_base_model(sft_record.base_model, store=store)
         bf16 = settings.sft.bf16 and device.startswith("cuda")
         sft = settings.sft.model_copy(update={"seed": rl.seed})
         policy = load_for_training(sft_record.method, base_dir, source, sft, device, bf16)
+        served = None if rl.rollout_engine != "served" else engines.enter_context(served_engine(
+            rl, lora=sft_record.method != "full", base=base_dir, sft=source, device=device))
         checkpoints = CheckpointStore.for_output(request.output, store=store)
         checkpoints.prepare(checkpoint_settings(request, settings, sft_record, selection), fresh=request.force)
         resume = checkpoints.latest()
@@ -478,7 +499,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
                                    stops=sorted({stop for fmt in formats for stop in stop_strings(fmt)}))
         progress = _callback_class()(journal, checkpoints, echo)
         trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
-                                output_dir=checkpoints.local, callbacks=[progress, *callbacks])
+                                output_dir=checkpoints.local, callbacks=[progress, *callbacks], rollout_func=served)
         recorder.end_ids = frozenset(trainer.eos_token_ids)  # TRL's: the tokenizer's and the generation config's
         trainer.journal = journal
         if resume is not None:
@@ -497,6 +518,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         repair_prompts=sum(1 for row in fitting if row["prompt"] != reward.prompts[row["theorem"]]),
         prompt_format=str(settings.reward.fmt), settings=rl.model_dump(mode="json"),
         rollout_engine=rl.rollout_engine, truncated=sum(1 for r in journal.rollouts if r.truncated),
+        **_served_summary(journal.rollouts),
         mean_reward=sum(rewards) / len(rewards) if rewards else None, train_seconds=seconds,
         gpu_peak_gib=_gpu_peak_gib(device), device=device,
         written_at=datetime.now(UTC),
@@ -516,6 +538,16 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
     return RlOutcome(request.output, record, skipped=False)
 
 
+def _served_summary(rollouts: Sequence[Rollout]) -> dict[str, Any]:
+    """rl.json's served fields from the journal's rollouts (none served: the defaults)."""
+    gaps = [(r.trainer_logprob - r.served_logprob) for r in rollouts
+            if r.trainer_logprob is not None and r.served_logprob is not None]
+    if not gaps:
+        return {}
+    return {"served_logprob_gap": max(abs(gap) for gap in gaps),
+            "served_masked": sum(1 for gap in gaps if gap > math.log(IS_CLIP_MAX))}
+
+
 def _save_model(model: Any, source: Path, folder: Path) -> None:
     """The folder as SFT writes its output: a full model's weights and config, or the trained adapter alone (the
     reference adapter a KL term adds is not saved); the tokenizer of the SFT output."""
@@ -532,9 +564,11 @@ def _save_model(model: Any, source: Path, folder: Path) -> None:
 
 
 def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward: RecordingReward, rl: RlConfig, *,
-                  device: str, bf16: bool, output_dir: Path, callbacks: Sequence[Any] = ()) -> Any:
+                  device: str, bf16: bool, output_dir: Path, callbacks: Sequence[Any] = (),
+                  rollout_func: Any = None) -> Any:
     """TRL's GRPOTrainer: one generation of `prompts_per_step` × `num_generations` completions per optimizer step,
-    the rows read in order (`ordered_rows`), a constant learning rate, a checkpoint every `save_steps`."""
+    the rows read in order (`ordered_rows`), a constant learning rate, a checkpoint every `save_steps`; the rollouts
+    sampled by `rollout_func` when given (rl.rollout_engine 'served': `rl.served.ServedRollouts`)."""
     from datasets import Dataset
     from transformers import PrinterCallback, ProgressCallback
     from trl.trainer.grpo_config import GRPOConfig
@@ -568,7 +602,7 @@ def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward
     )
     model.config.use_cache = True  # generation reads its KV cache; training passes no cache
     trainer = _trainer_class()(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
-                               processing_class=tokenizer, callbacks=list(callbacks))
+                               processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     return trainer
@@ -581,7 +615,7 @@ def engine_args(rl: RlConfig) -> dict[str, Any]:
     memory, TRL's default, which the GPU plan cannot count), refused only past 0.9 of the free memory (TRL's 0.5 would
     refuse a cache the plan fits). No seed of its own: it draws one from torch's generator, which the trainer seeds
     with rl.seed and a checkpoint restores (a fixed seed would reset that generator at every step's generation)."""
-    if rl.rollout_engine == "trainer":
+    if rl.rollout_engine != "continuous":  # 'trainer': HF generate; 'served': TRL's rollout_func
         return {}
     sequences = rl.prompts_per_step * rl.num_generations
     pages = -(-(rl.max_prompt_tokens + rl.max_completion_tokens) // CONTINUOUS_PAGE_TOKENS)

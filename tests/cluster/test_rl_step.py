@@ -121,6 +121,8 @@ def test_the_real_configurations_rl_plan() -> None:
      r"\(qlora\) holds 7.6 GiB .* generation 99.6 GiB \(KV cache of 64 sequences × 1536 tokens\), the update 124.9 GiB;"
      r" .*train with sft.method = \"lora\" and sft.bf16"),
     (["sft.method=full"], r"^GPU memory plan of the rl step: 156.5 GiB .* the policy \(full\) holds 104.0 GiB"),
+    (["rl.rollout_engine=served"], r"^GPU memory plan of the rl step: rl.rollout_engine = 'served' without "
+                                   r"rl.server_url would start `burnqed serve` beside the trainer"),
 ])
 def test_an_rl_step_that_does_not_fit_its_gpu_is_refused_at_render(sets: list[str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):

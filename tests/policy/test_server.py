@@ -163,12 +163,14 @@ def test_encode_and_model_info(model: LocalModel, prompts: list[str]):
         (b'{"text": "a", "sampling_params": [{"n": 1}]}', "send one object per text"),
         (b'{"text": "a", "return_logprob": "yes"}', "return_logprob must be true or false"),
         (b'{"text": "a", "stream": true}', "stream is not supported"),
-        (b'{"input_ids": [1, 2]}', "input_ids is not supported"),
+        (b'{"input_ids": []}', "input_ids cannot be empty."),
+        (b'{"input_ids": [[1, 2], [-1]]}', "input_ids must be a non-empty list of token ids"),
         (b'{"text": "a", "return_logprob": true, "top_logprobs_num": 5}',
          "top_logprobs_num=5 is not supported by burnqed serve (it does not implement top_logprobs_num); leave it "
          "out or send null or 0"),
         (b'{"text": "a", "logprob_start_len": 0}', "logprob_start_len=0 is not supported"),
-        (b'{"text": "a", "lora_path": "adapter"}', "lora_path='adapter' is not supported"),
+        (b'{"text": "a", "lora_path": "adapter"}', "LoRA adapter 'adapter' was requested, but LoRA is not enabled."),
+        (b'{"text": "a", "lora_path": ["adapter"]}', "lora_path must be one adapter name (a string)"),
         (b'{"text": "a", "temprature": 0.5}', "unknown field 'temprature': not part of SGLang's /generate request"),
     ],
 )

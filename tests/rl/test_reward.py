@@ -310,14 +310,16 @@ def test_trls_reward_step_calls_it(make, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # the tiny model and a trainer on 2 shared cores
-@pytest.mark.parametrize("engine", ["trainer", "continuous"])
+@pytest.mark.parametrize("engine", ["trainer", "continuous", "served"])
 def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_verdicts(
         engine: str, make, tiny_model_dir: Path, tmp_path: Path) -> None:
     # The trainer `burnqed rl` builds for the engine (`stages.rl.build_trainer`), its reward the stage's recorder over
     # the reward: the default guard's exploits earn 0.0 with the reasons the reward alone gives them, the verified
     # proofs 1.0, and a proof cut at rl.max_completion_tokens before its closing fence 0.0 (unfinished, never compiled)
-    # where the same text ended by the model is judged.
+    # where the same text ended by the model is judged. Served: the rollout_func's columns (weights version, the two
+    # log-probs) reach the reward as TRL passes them and are kept with each rollout, the rewards unchanged.
     from burnqed.config import RlConfig, SftConfig
+    from burnqed.rl.served import ServedRollouts
     from burnqed.sft.model import load_for_training
     from burnqed.stages.rl import TRUNCATED, Journal, RecordingReward, build_trainer
 
@@ -326,10 +328,14 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
     rl = RlConfig(rollout_engine=engine, max_completion_tokens=8)
     journal = Journal()
     recorder = RecordingReward(reward, journal, cut_at=rl.max_completion_tokens, stops=["```"])
+    served = engine == "served"
+    engine_func = ServedRollouts("http://127.0.0.1:9", tmp_path / "weights", tokenizer_source=tiny_model_dir,
+                                 rl=rl) if served else None
     trainer = build_trainer(policy.model, policy.tokenizer, reward.rows(), recorder, rl, device="cpu", bf16=False,
-                            output_dir=tmp_path / "trainer")
+                            output_dir=tmp_path / "trainer", rollout_func=engine_func)
     recorder.end_ids = frozenset(trainer.eos_token_ids)
     assert trainer.args.use_transformers_continuous_batching is (engine == "continuous")
+    assert trainer.rollout_func is engine_func
     exploits = [(FALSE, body(marked(t))) for t in [*ONLY_BY.values(), *KERNEL_OFF, *RESOURCE_OPTIONS]]
     exploits += [(OPEN, c) for c in (*ANSWER_REFUSED, *(completion(a) for a in SMUGGLED.values()))]
     unfenced = HONEST_PROOF.removesuffix("```")
@@ -339,7 +345,8 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
     # the unfenced proof ended by the model, then cut (8 tokens, no end-of-sequence token, no fence); the fenced one
     # at the bound too, which the fence finished
     ids = [[5, end]] * (len(batch) - 2) + [[5] * 8] * 2
-    inputs = [{"prompt": reward.prompts[t.name], "theorem": t.name} for t, _ in batch]
+    columns = {"weights_version": 4, "served_logprob": -2.0, "trainer_logprob": -2.5} if served else {}
+    inputs = [{"prompt": reward.prompts[t.name], "theorem": t.name, **columns} for t, _ in batch]
     out = trainer._calculate_rewards(inputs, [i["prompt"] for i in inputs], [c for _, c in batch], ids)
     assert out[:, 0].tolist() == [0.0] * len(exploits) + [1.0, 1.0, 1.0, 0.0, 1.0]
     alone = call(reward, exploits)
@@ -347,6 +354,8 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
     assert stats is not None and alone == [0.0] * len(exploits)
     assert [r.reason for r in journal.rollouts] == [*stats.reasons, "", "", "", TRUNCATED, ""]
     assert [r.truncated for r in journal.rollouts] == [False] * (len(batch) - 2) + [True, False]
+    kept = {(r.weights_version, r.served_logprob, r.trainer_logprob) for r in journal.rollouts}
+    assert kept == ({(4, -2.0, -2.5)} if served else {(None, None, None)})
 
 
 # ------------------------------------------------------------------------------------------------ repair prompts

@@ -1,11 +1,11 @@
 """The GRPO stage (docs/training.md, "GRPO stage") on the tiny model and the embedded Lean (minilean, the default
 lean.command): a few steps write a model folder that export reads, with the step log and the rollouts; kill -9 after
 a checkpoint, then the re-run, gives the model folder of an uninterrupted run byte for byte (its rows holding repair
-prompts too), under either rollout engine; bad input is refused before any work; the settings are in `config
-describe`; `iterate` places the stage between sft and export only when rl.enabled (the cluster's rl step:
-tests/cluster/test_rl_step.py). Each rollout engine (`rl.rollout_engine`) runs `burnqed rl` on CPU and is
-recorded; continuous batching is seeded by rl.seed; a completion cut at rl.max_completion_tokens earns 0.0 unsent
-to the reward and is counted."""
+prompts too), under each rollout engine (served: its in-process `burnqed serve` killed with it); bad input is
+refused before any work; the settings are in `config describe`; `iterate` places the stage between sft and export
+only when rl.enabled (the cluster's rl step: tests/cluster/test_rl_step.py). Each rollout engine
+(`rl.rollout_engine`) runs `burnqed rl` on CPU and is recorded; continuous batching is seeded by rl.seed; a completion
+cut at rl.max_completion_tokens earns 0.0 unsent to the reward and is counted."""
 
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # three runs of 8 steps; continuous batching's manager costs seconds a step on CPU
-@pytest.mark.parametrize("engine", ["trainer", "continuous"])
+@pytest.mark.parametrize("engine", ["trainer", "continuous", "served"])
 def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
         engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
     index = write_index(tmp_path / "theorems.json")
@@ -188,7 +188,7 @@ def test_the_settings_are_in_config_describe() -> None:
     keys = {key.path for key in describe("rl")}
     assert keys == {"rl.enabled", "rl.theorems", "rl.num_generations", "rl.prompts_per_step", "rl.loss_type",
                     "rl.beta", "rl.temperature", "rl.max_completion_tokens", "rl.max_prompt_tokens", "rl.learning_rate",
-                    "rl.rollout_engine", "rl.max_steps",
+                    "rl.rollout_engine", "rl.server_url", "rl.max_steps",
                     "rl.save_steps", "rl.seed"}
     described = {key.path: key for key in describe("rl")}
     assert "TRL's default 'dapo'" in described["rl.loss_type"].description
@@ -314,8 +314,7 @@ def test_the_engine_becomes_trls_settings_and_continuous_batchings_cache_holds_t
                     prompts_per_step=8, num_generations=8)
     assert engine_args(long)["transformers_continuous_batching_config"] == {"num_blocks": 64 * 20,
                                                                            "max_memory_percent": 0.9}
-    with pytest.raises(ValueError, match="rollout_engine"):
-        RlConfig(rollout_engine="served")  # not an engine the stage can run
+    assert engine_args(RlConfig(rollout_engine="served")) == {}  # TRL's rollout_func instead (tests/rl/test_served.py)
 
 
 def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() -> None:
