@@ -29,7 +29,7 @@ from typing import Any, TypeGuard
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import Verdict, check_final, check_path
+from burnqed.lean.soundness import check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
 from burnqed.records import (
@@ -52,6 +52,7 @@ from burnqed.records import (
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.rebuild import MAX_RESTARTS, LeanGone, SharedWorkerSearch
 from burnqed.search.repair import RepairSettings
+from burnqed.search.root import accept_subgoal, own_goals
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
@@ -147,34 +148,6 @@ class Site:
     restart: Callable[[], Awaitable[int]]
     seed_key: str
     book: Callable[[int], None]
-
-
-def _same_goal(a: Goal, b: Goal) -> bool:
-    """One goal of Lean's, in two replies: the same target and, where Lean names them, the same metavariable (its
-    context may print differently once an earlier hole's value is assigned)."""
-    return a.target == b.target and (a.mvar is None or b.mvar is None or a.mvar == b.mvar)
-
-
-def own_goals(result: TacticResult, siblings: Sequence[Goal]) -> TacticResult:
-    """`result` as the subgoal's search sees it: Lean's automatic mode (`lean.automatic_mode`) appends the sketch's
-    other subgoals to every state after a tactic on one of them; they are dropped when the reply ends with them, so
-    the subgoal is closed when only they are left. A reply that does not end with them (automatic mode off) is kept."""
-    count = len(siblings)
-    if result.kind is not TacticKind.SUCCESS or not count or len(result.goals) < count:
-        return result
-    tail = result.goals[len(result.goals) - count :]
-    if not all(_same_goal(got, sibling) for got, sibling in zip(tail, siblings, strict=True)):
-        return result
-    return dataclasses.replace(result, goals=result.goals[: len(result.goals) - count])
-
-
-def accept_subgoal(final: TacticResult, tactics: list[str], guard: TacticGuard) -> Verdict:
-    """Whether a closing path proves the subgoal as far as its own search can tell: Lean closed it with no sorry and
-    nothing unsafe, and no tactic on the path is denied. What counts is the assembled proof's compile."""
-    for verdict in (check_final(final), check_path(tactics, guard)):
-        if not verdict.ok:
-            return verdict
-    return Verdict(True)
 
 
 class _SubgoalSide(SharedWorkerSearch[Any]):
