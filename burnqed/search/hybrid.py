@@ -28,7 +28,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -59,6 +59,7 @@ from burnqed.search.skeleton import (
     Proofs,
     SearchOutcome,
     Spent,
+    ask_within,
     final_result,
     refusal_row,
     refused_ending,
@@ -77,7 +78,7 @@ from burnqed.search.trie import (
     schedule,
     unchanged_run,
 )
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
 from burnqed.text.prompt import (
@@ -159,7 +160,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.refusals: list[str] = []
         self.repaired = 0  # failed attempts revised (repair chains started)
         self.revisions = 0
-        self.policy_s = self.lean_s = self.value_s = 0.0
+        self.waits = Waits()
         self.resumed_from = 0
         self._curve_saved = 0  # the usage curve's entries already in the journal
         # What the current round changed, for its checkpoint.
@@ -216,15 +217,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         try:
             state_id, goals = await start_theorem(self.lean, self.theorem)
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
         root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
                         generation=self.lean.generation)
         self.trie = ProofTrie(root)
         self._new_nodes.append(root)
         await self._checkpoint()
-
-    def _charge_lean(self, seconds: float) -> None:
-        self.lean_s += seconds
 
     def _mark_dead(self, node: TrieNode) -> None:
         node.dead = True  # and recorded in the round's checkpoint
@@ -273,18 +271,14 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             sampling = dataclasses.replace(sampling, stop=stop_strings(settings.whole_fmt))
         else:
             prompt = build_prompt(settings.fmt, node.state, self._context(node))
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                seeds = expansion_seeds(settings.seed, self.seed_key, [node.id], sampling.n,
-                                        first_sample=self.sampled if answering else 0, attempt=settings.attempt)
-                (completions,) = await ask(self.policy, [prompt], sampling, seeds)
-        except TimeoutError:
-            self.policy_s += time.perf_counter() - started
+        seeds = expansion_seeds(settings.seed, self.seed_key, [node.id], sampling.n,
+                                first_sample=self.sampled if answering else 0, attempt=settings.attempt)
+        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
+                                  lambda: ask(self.policy, [prompt], sampling, seeds))
+        if answer.completions is None:
             return False
-        gen_s = time.perf_counter() - started
-        self.policy_s += gen_s
-        refusal = prompt_error(completions)
+        (completions,), gen_s = answer.completions, answer.seconds
+        refusal = answer.refusal()
         if refusal is not None:
             self._refused(node, refusal, gen_s * 1000)
             return True
@@ -372,7 +366,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             self._entry(self.trie.root, key, entry)
             return entry
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
         node = TrieNode(self.trie.new_id(), self.trie.root, 0, None, pretty_state(goals),
                         tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
                         state_id=state_id, generation=self.lean.generation, answer=answer.strip())
@@ -529,7 +523,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             for group in starts.values():
                 started = time.perf_counter()
                 energies = await self.value.energies(group[0].start().state, [node.state for node in group])
-                self.value_s += time.perf_counter() - started
+                self.waits.value_s += time.perf_counter() - started
                 for node, energy in zip(group, energies, strict=True):
                     node.energy = energy
                     self._touched[node.id] = node
@@ -576,7 +570,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             fingerprint=self.fingerprint(),
             counters=Counters(
                 rounds=self.rounds, sampled=self.sampled, tokens=self.meter.tokens, lean_calls=self.meter.lean_calls,
-                elapsed_s=self.meter.elapsed(), policy_s=self.policy_s, lean_s=self.lean_s, value_s=self.value_s,
+                elapsed_s=self.meter.elapsed(), policy_s=self.waits.policy_s, lean_s=self.waits.lean_s,
+                value_s=self.waits.value_s,
                 rejected=self.proofs.rejected, refusals=list(self.refusals), next_id=self.trie.next_id,
                 repaired=self.repaired, revisions=self.revisions,
             ),
@@ -624,7 +619,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.rounds, self.sampled, self.proofs.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
             *last.refusals
         ]
-        self.policy_s, self.lean_s, self.value_s = last.policy_s, last.lean_s, last.value_s
+        self.waits = Waits(last.policy_s, last.lean_s, last.value_s)
         self.repaired, self.revisions = last.repaired, last.revisions
         self.meter = UsageMeter(self.settings.marks, self.lean, tokens_before=last.tokens, calls_before=last.lean_calls,
                                 seconds_before=last.elapsed_s)
@@ -664,7 +659,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         if self._unproved and not self.proofs.found() and detail is None:
             detail = "; ".join(self._unproved)
         ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
-        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
+        spent = Spent.of(self.meter.elapsed(), self.waits)
         result = final_result(self.theorem, self.declaration, SearchMode.HYBRID, self.proofs, self.edges, ending, spent,
                               self.meter, nodes_expanded=self.rounds, proofs_sampled=self.sampled,
                               rejected_prompts=len(self.refusals), repaired=self.repaired, revisions=self.revisions)

@@ -1,7 +1,7 @@
 """One theorem's Lean side on a shared worker: starting the theorem, guarded tactics, restarts counted per cause,
 and rebuilding a node after the worker was replaced (docs/search.md, "Shared workers").
 
-Step and hybrid search inherit `SharedWorkerSearch` and supply only where Lean time is booked (`_charge_lean`) and,
+Step and hybrid search inherit `SharedWorkerSearch` and give it their `Waits` (where Lean time is booked) and,
 where a dead node must be recorded elsewhere too, `_mark_dead`; their nodes (`search.tree.Node`,
 `search.trie.TrieNode`) are `Rebuildable`. Whole search, which keeps no states beyond the root, uses
 `burnqed.lean.start.start_theorem`.
@@ -10,7 +10,6 @@ where a dead node must be recorded elsewhere too, `_mark_dead`; their nodes (`se
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
 from typing import Generic, Protocol, Self, TypeVar
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
@@ -18,6 +17,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal
 from burnqed.records import TacticResult, Theorem, first_line, pretty_state
+from burnqed.search.usage import Waits
 
 MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
 
@@ -46,21 +46,22 @@ class LeanGone(Exception):
     """The worker kept failing: the theorem ends with a Lean error."""
 
 
-class SharedWorkerSearch(ABC, Generic[N]):
+class SharedWorkerSearch(Generic[N]):
     """The Lean requests of one theorem's search on a worker it shares with other theorems.
 
-    Subclasses set `theorem`, `lean`, `guard`, `start_generation` (the worker generation of the root) and
-    `own_restarts` (0) in their constructor."""
+    Subclasses set `theorem`, `lean`, `guard`, `waits` (where Lean's time is booked), `start_generation` (the
+    worker generation of the root) and `own_restarts` (0) in their constructor."""
 
     theorem: Theorem
     lean: LeanEnv
     guard: TacticGuard
+    waits: Waits
     start_generation: int
     own_restarts: int  # this theorem's requests that crashed or hung the worker (states_lost results)
 
-    @abstractmethod
     def _charge_lean(self, seconds: float) -> None:
         """Book `seconds` spent waiting for Lean."""
+        self.waits.lean_s += seconds
 
     def _mark_dead(self, node: N) -> None:
         """`node` could not be rebuilt: it is never expanded again."""

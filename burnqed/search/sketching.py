@@ -31,7 +31,7 @@ from burnqed.lean.env import LeanEnv, SketchEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -58,6 +58,7 @@ from burnqed.search.skeleton import (
     Proofs,
     SearchOutcome,
     Spent,
+    ask_within,
     final_result,
     refusal_row,
     run_search,
@@ -67,7 +68,7 @@ from burnqed.search.step import StepSearch, StepSettings
 from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey, subgoal_key
 from burnqed.search.tree import Node, SearchTree
 from burnqed.search.trie import ProofTrie, TrieNode
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
@@ -347,7 +348,7 @@ class SketchSearch:
         self.proofs = Proofs()  # assembled proofs; rejected: those the soundness path refused
         self.kept: dict[str, tuple[str, list[str]]] = {}  # subgoal key digest → (key text, a proof Lean accepted)
         self.refusals: list[str] = []
-        self.policy_s = self.lean_s = self.value_s = 0.0
+        self.waits = Waits()  # its subgoal searches' waits included
         self.root_id = 0
         self.root_generation = lean.generation
         self.root_state = ""
@@ -369,7 +370,7 @@ class SketchSearch:
             self.root_generation = self.lean.generation
             self.root_state = pretty_state(goals)
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
 
     def _book(self, units: int) -> None:
         self.spent = units
@@ -412,21 +413,17 @@ class SketchSearch:
     async def _plan(self, prompt: str) -> list[Completion] | None:
         """One planner request (one unit); None when the time ran out waiting, [] when the prompt was refused."""
         settings = self.settings
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                seeds = expansion_seeds(settings.seed, self.theorem.name, [0], settings.sampling.n,
-                                        first_sample=self.sampled, attempt=settings.attempt)
-                (completions,) = await ask(self.planner, [prompt], settings.sampling, seeds)
-        except TimeoutError:
-            self.policy_s += time.perf_counter() - started
+        seeds = expansion_seeds(settings.seed, self.theorem.name, [0], settings.sampling.n,
+                                first_sample=self.sampled, attempt=settings.attempt)
+        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
+                                  lambda: ask(self.planner, [prompt], settings.sampling, seeds))
+        if answer.completions is None:
             return None
-        gen_s = time.perf_counter() - started
-        self.policy_s += gen_s
+        (completions,), gen_s = answer.completions, answer.seconds
         self.sampled += settings.sampling.n
         self.meter.add_tokens(sum(c.n_tokens for c in completions))
         self._book(self.spent + 1)
-        refusal = prompt_error(completions)
+        refusal = answer.refusal()
         if refusal is not None:
             self.refusals.append(refusal)
             self.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
@@ -512,7 +509,7 @@ class SketchSearch:
                     continue
             raise LeanGone(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while elaborating a sketch")
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
 
     async def _root(self) -> int:
         """The theorem's start in the worker's current process (started again after the worker was replaced)."""
@@ -609,7 +606,7 @@ class SketchSearch:
         try:
             return await search.replay(tactics)
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
 
     async def _search(self, site: Site, units: int) -> SubgoalEnd:
         """The subgoal's own search, `units` of budget, the theorem's time left."""
@@ -631,9 +628,7 @@ class SketchSearch:
         try:
             return await search.search()
         finally:
-            policy_s, lean_s, value_s = _waits(search)
-            self.policy_s, self.lean_s, self.value_s = (self.policy_s + policy_s, self.lean_s + lean_s,
-                                                        self.value_s + value_s)
+            self.waits.add(search.waits)
 
     def _adopt(self, tried: _Tried, end: SubgoalEnd) -> None:
         """Renumber a subgoal search's rows into the theorem's tree under the sketch's row (its root, local id 0);
@@ -659,7 +654,7 @@ class SketchSearch:
         attempt = WholeAttempt(body, tactics, self.theorem, None if allowed.ok else allowed.reason)
         started = time.perf_counter()
         verdict = await check_whole(self.lean, self.theorem, attempt)
-        self.lean_s += time.perf_counter() - started
+        self.waits.lean_s += time.perf_counter() - started
         if verdict.verified:
             tried.record.verified = True
             self.proofs.verified.append(Proof(tried.leaves[0], verdict.proof, tactics, self.spent))
@@ -676,7 +671,7 @@ class SketchSearch:
             detail = f"the planner refused the sketch prompt: {first_line(self.refusals[-1])}"
         elif reason is not None and detail is None and self.sketches:
             detail = _summary(self.sketches)
-        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
+        spent = Spent.of(self.meter.elapsed(), self.waits)
         result = final_result(self.theorem, self.declaration, SearchMode.SKETCH, self.proofs, self.edges,
                               (reason, detail), spent, self.meter, nodes_expanded=self.spent,
                               rejected_prompts=len(self.refusals))
@@ -684,13 +679,6 @@ class SketchSearch:
             label_edges(self.edges, self.leaves, True)
         result.sketches = [tried.record for tried in self.sketches]
         return SearchOutcome(result, self.edges)
-
-
-def _waits(search: SubgoalStepSearch | SubgoalHybridSearch) -> tuple[float, float, float]:
-    """A subgoal search's waits for the policy, Lean and the value model, in seconds."""
-    if isinstance(search, SubgoalStepSearch):
-        return search.clock.policy_s, search.clock.lean_s, search.clock.value_s
-    return search.policy_s, search.lean_s, search.value_s
 
 
 def _cap(text: str) -> str:
