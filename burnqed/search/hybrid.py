@@ -33,6 +33,7 @@ from burnqed.records import (
     Edge,
     EdgeOutcome,
     FailureReason,
+    Goal,
     TacticKind,
     TacticResult,
     Theorem,
@@ -54,6 +55,7 @@ from burnqed.search.journal import (
 )
 from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
+from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
@@ -140,16 +142,17 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     lean: CountingLean  # counts the requests this theorem sends (its results' lean_calls)
 
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings,
-                 guard: TacticGuard, value: ValueFn | None = None) -> None:
+                 guard: TacticGuard, value: ValueFn | None = None, root: Root | None = None) -> None:
         self.theorem = theorem
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
-        self.seed_key = theorem.name  # what the sampling seeds are keyed on (a sketch's subgoal search: its own)
+        self.root = root if root is not None else Root()  # the theorem's start, or a sketch's subgoal
+        self.seed_key = self.root.seed_key or theorem.name  # what the sampling seeds are keyed on
         self.policy = policy
         self.settings = settings
         self.guard = guard
         self.value = value
-        self.meter = UsageMeter(settings.marks, self.lean)
+        self.meter = self.root.meter_for(settings.marks, self.lean)
         self.start_generation = lean.generation
         self.own_restarts = 0  # this theorem's requests that crashed or hung the (shared) worker
         self.trie: ProofTrie | None = None
@@ -179,6 +182,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     async def run(self) -> SearchOutcome:
         return await run_search(self._resume_or_start, self._loop, self._finish)
 
+    async def search(self) -> FailureReason | None:
+        """Start and search, no result built, no journal resumed and Lean's failures not classified (a sketch's
+        subgoal search: the sketch search reads `proofs`, `edges`, `rounds`); why it ended."""
+        await self._start()
+        return await self._loop()
+
     async def _resume_or_start(self) -> None:
         if not self._restore():
             await self._start()
@@ -200,6 +209,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             if node is None:
                 return self.proofs.ending(FailureReason.EXHAUSTED)
             finished = await self._round(node)
+            if self.root.book is not None:
+                self.root.book(self.rounds)
             await self._checkpoint()
             if not finished:
                 return self.proofs.ending(FailureReason.TIMEOUT)
@@ -207,6 +218,13 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     # ---------------------------------------------------------------------------------------- lean side
 
     async def _start(self) -> None:
+        if self.root.goal is not None:  # a goal already in the worker: nothing to start
+            goals: tuple[Goal, ...] = (self.root.goal,)
+            root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals),
+                            state_id=self.root.state_id, generation=self.root.generation)
+            self.start_generation = root.generation
+            self.trie = ProofTrie(root)
+            return
         if self.theorem.answer_open:  # the open root: asked with the answer prompt, never started (its slot is sorry)
             assert self.theorem.answer is not None
             self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.theorem.answer.name,)))
@@ -500,9 +518,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
 
     async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
                       revision: int) -> bool:
-        """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
-        search.verify off)."""
+        """Count a closing path only on the soundness rules (a subgoal's: as far as its own search can tell,
+        `accept_subgoal`). True when it is a proof (verified, or unverified with search.verify off)."""
         tactics = [*node.path(), tactic]
+        if self.root.subgoal:
+            return self.proofs.accept(edge, accept_subgoal(final, tactics, self.guard), tactics, self.rounds,
+                                      revision) is not None
         verdict = await verify_closing(self.lean, self._theorem_at(node), self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
                                        charge=self._charge_lean, index_header=self.theorem.header)

@@ -17,6 +17,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal
 from burnqed.records import TacticResult, Theorem, first_line, pretty_state
+from burnqed.search.root import Root, own_goals
 from burnqed.search.usage import Waits
 
 MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
@@ -49,12 +50,14 @@ class LeanGone(Exception):
 class SharedWorkerSearch(Generic[N]):
     """The Lean requests of one theorem's search on a worker it shares with other theorems.
 
-    Subclasses set `theorem`, `lean`, `guard`, `waits` (where Lean's time is booked), `start_generation` (the
-    worker generation of the root) and `own_restarts` (0) in their constructor."""
+    Subclasses set `theorem`, `lean`, `guard`, `root` (where the search starts: its goal and the goals dropped from
+    every reply, how a replaced worker gives the root again), `waits` (where Lean's time is booked),
+    `start_generation` (the worker generation of the root) and `own_restarts` (0) in their constructor."""
 
     theorem: Theorem
     lean: LeanEnv
     guard: TacticGuard
+    root: Root
     waits: Waits
     start_generation: int
     own_restarts: int  # this theorem's requests that crashed or hung the worker (states_lost results)
@@ -99,9 +102,11 @@ class SharedWorkerSearch(Generic[N]):
 
     async def _restart_root(self, theorem: Theorem) -> int:
         """The state id of `theorem`'s start in a new worker process (a worker that cannot be started stops the
-        run)."""
+        run); a search from a goal already in the worker (`Root.restart`) gets its state again its own way."""
         started = time.perf_counter()
         try:
+            if self.root.restart is not None:
+                return await self.root.restart()
             return await start_goal(self.lean, theorem)
         except LeanStartError:
             raise
@@ -113,11 +118,11 @@ class SharedWorkerSearch(Generic[N]):
     def _goal_at(self, node: N) -> int | None:
         """The goal of `node`'s state a tactic there works on (`goal.tactic`'s goalId); None: the first. A search
         that starts from one goal of a state holding several (a sketch's subgoal) names it at its root."""
-        return None
+        return self.root.goal_at(node.parent is None)
 
     async def _apply(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
         """`tactic` at `state_id` (on goal `goal_id`, else the first), unless the guard refuses it (then the refusal,
-        Lean never sees it)."""
+        Lean never sees it); the goals the root leaves out of every reply (`Root.siblings`) dropped."""
         refusal = self.guard.refusal(tactic)
         if refusal is not None:
             return refusal
@@ -131,7 +136,7 @@ class SharedWorkerSearch(Generic[N]):
             self._charge_lean(time.perf_counter() - started)
         if result.states_lost:
             self.own_restarts += 1  # this request crashed or hung the worker
-        return result
+        return own_goals(result, self.root.siblings)
 
     async def _apply_at(self, node: N, tactic: str) -> TacticResult | None:
         """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process

@@ -216,6 +216,18 @@ class Proofs:
             edge.error = UNVERIFIED_ROW
         return proof
 
+    def accept(self, edge: Edge, verdict: Verdict, tactics: list[str], budget: int,
+               revision: int = 0) -> Proof | None:
+        """Record a sketch subgoal's closing path ending at `edge` as `search.root.accept_subgoal` judged it: a proof
+        with no text (what counts is the assembled proof's compile), or None, the row then saying why not."""
+        if not verdict.ok:
+            self.rejected += 1
+            edge.error = f"not counted: {verdict.reason}"
+            return None
+        proof = Proof(edge.node_id, None, tactics, budget, revision)
+        self.verified.append(proof)
+        return proof
+
 
 # ------------------------------------------------------------------------------------------------- rows
 

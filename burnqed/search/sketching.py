@@ -22,9 +22,9 @@ import asyncio
 import dataclasses
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TypeGuard
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
@@ -36,23 +36,20 @@ from burnqed.records import (
     Edge,
     EdgeOutcome,
     FailureReason,
-    Goal,
     SketchAttempt,
     SketchOutcome,
     SketchResult,
-    Subgoal,
     SubgoalAttempt,
     SubgoalSource,
     TacticKind,
-    TacticResult,
     Theorem,
     first_line,
     pretty_state,
 )
 from burnqed.search.hybrid import HybridSearch, HybridSettings
-from burnqed.search.rebuild import MAX_RESTARTS, LeanGone, SharedWorkerSearch
+from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.repair import RepairSettings
-from burnqed.search.root import accept_subgoal, own_goals
+from burnqed.search.root import Root
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
@@ -62,12 +59,9 @@ from burnqed.search.skeleton import (
     final_result,
     refusal_row,
     run_search,
-    tactic_row,
 )
 from burnqed.search.step import StepSearch, StepSettings
 from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey, subgoal_key
-from burnqed.search.tree import Node, SearchTree
-from burnqed.search.trie import ProofTrie, TrieNode
 from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
@@ -136,45 +130,9 @@ class CountingSketchLean(CountingLean):
 # ------------------------------------------------------------------------------------- one subgoal's search
 
 
-@dataclass(slots=True)
-class Site:
-    """Where a subgoal search starts and how it reports: the subgoal (its state holds the sketch's other subgoals,
-    `siblings`, in the order Lean's automatic mode appends them), how to elaborate the sketch again on a replaced
-    worker (`restart`: the new state id), the key its sampling seeds are drawn on, and `book(units)`, told after each
-    expansion or round."""
-
-    subgoal: Subgoal
-    siblings: tuple[Goal, ...]
-    generation: int
-    restart: Callable[[], Awaitable[int]]
-    seed_key: str
-    book: Callable[[int], None]
-
-
-class _SubgoalSide(SharedWorkerSearch[Any]):
-    """The Lean side of a search that starts from a sketch's subgoal: its tactics at the root go to the subgoal's
-    goal, the other subgoals are left out of every reply (`own_goals`), and a replaced worker elaborates the sketch
-    again (`Site.restart`)."""
-
-    site: Site
-
-    def _goal_at(self, node: Any) -> int | None:
-        return self.site.subgoal.goal_id if node.parent is None else None
-
-    async def _apply(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
-        return own_goals(await super()._apply(state_id, tactic, goal_id), self.site.siblings)
-
-    async def _restart_root(self, theorem: Theorem) -> int:
-        started = time.perf_counter()
-        try:
-            return await self.site.restart()
-        finally:
-            self._charge_lean(time.perf_counter() - started)
-
-
 class _ShareMeter(UsageMeter):
     """What a subgoal search spends goes to the theorem's meter (tokens; Lean requests are counted by the theorem's
-    `CountingLean`, shared); its units are booked by the sketch search (`Site.book`); its clock is its own."""
+    `CountingLean`, shared); its units are booked by the sketch search (`Root.book`); its clock is its own."""
 
     def __init__(self, theorem_meter: UsageMeter) -> None:
         super().__init__((), theorem_meter.lean)
@@ -185,7 +143,7 @@ class _ShareMeter(UsageMeter):
         self.theorem_meter.add_tokens(count)
 
     def reach(self, spent: int) -> None:
-        """Units are the theorem's (`Site.book`), not this search's own."""
+        """Units are the theorem's (`Root.book`), not this search's own."""
 
 
 @dataclass(slots=True)
@@ -199,116 +157,12 @@ class SubgoalEnd:
     spent: int
     reason: FailureReason | None
 
-
-class SubgoalStepSearch(_SubgoalSide, StepSearch):
-    """Step search from a subgoal (`Site`); `search()` once, or `replay(tactics)` for a proof found elsewhere."""
-
-    def __init__(self, theorem: Theorem, lean: CountingLean, policy: Policy, settings: StepSettings,
-                 guard: TacticGuard, value: ValueFn | None, site: Site, meter: UsageMeter) -> None:
-        StepSearch.__init__(self, theorem, lean, policy, settings, guard, value)
-        self.site = site
-        self.seed_key = site.seed_key
-        self.meter = _ShareMeter(meter)
-
-    async def _start(self) -> None:
-        goals = (self.site.subgoal.goal,)
-        root = Node(0, None, 0, None, pretty_state(goals), goals, self.site.subgoal.state_id, self.site.generation)
-        self.start_generation = root.generation
-        self.tree = SearchTree(root)
-
-    async def _expand(self, batch: list[Node]) -> bool:
-        answered = await StepSearch._expand(self, batch)
-        self.site.book(self.expanded)
-        return answered
-
-    async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge) -> None:
-        tactics = [*node.path(), tactic]
-        verdict = accept_subgoal(final, tactics, self.guard)
-        if not verdict.ok:
-            self.proofs.rejected += 1
-            edge.error = f"not counted: {verdict.reason}"
-            return
-        self.proofs.verified.append(Proof(edge.node_id, None, tactics, self.expanded))
-
-    async def search(self) -> SubgoalEnd:
-        await self._start()
-        try:
-            reason = await self._loop()
-        finally:
-            self._drop_speculation()
-        return self._end(reason)
-
-    async def replay(self, tactics: list[str]) -> SubgoalEnd:
-        """Apply `tactics` in order from the subgoal: proved when the last one closes it (and only the last)."""
-        await self._start()
-        assert self.tree is not None
-        node = self.tree.root
-        for index, tactic in enumerate(tactics):
-            result = await self._apply_at(node, tactic)
-            if result is None:
-                break
-            edge = tactic_row(self.tree.new_id(), node.id, node.depth + 1, node.state, tactic, result)
-            self.edges.append(edge)
-            if result.kind is not TacticKind.SUCCESS or result.state_id is None:
-                break
-            if not result.goals:
-                edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
-                if index == len(tactics) - 1:
-                    await self._verify(node, tactic, result, edge)
-                else:
-                    edge.error = "not counted: the subgoal closed before the proof's last tactic"
-                break
-            edge.state_after = pretty_state(result.goals)
-            node = Node(edge.node_id, node, node.depth + 1, tactic, edge.state_after, result.goals, result.state_id,
-                        self.lean.generation)
-        return self._end(None if self.proofs.verified else FailureReason.EXHAUSTED)
-
-    def _end(self, reason: FailureReason | None) -> SubgoalEnd:
-        first = self.proofs.verified[0] if self.proofs.verified else None
-        return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None,
-                          self.expanded, None if first else (reason or FailureReason.EXHAUSTED))
-
-
-class SubgoalHybridSearch(_SubgoalSide, HybridSearch):
-    """Hybrid search from a subgoal (`Site`); `search()` once. No repair: a repair prompt shows a failed proof of the
-    theorem, and a subgoal's attempt is none."""
-
-    def __init__(self, theorem: Theorem, lean: CountingLean, policy: Policy, settings: HybridSettings,
-                 guard: TacticGuard, value: ValueFn | None, site: Site, meter: UsageMeter) -> None:
-        HybridSearch.__init__(self, theorem, lean, policy, settings, guard, value)
-        self.site = site
-        self.seed_key = site.seed_key
-        self.meter = _ShareMeter(meter)
-
-    async def _start(self) -> None:
-        goals = (self.site.subgoal.goal,)
-        root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals),
-                        state_id=self.site.subgoal.state_id, generation=self.site.generation)
-        self.start_generation = root.generation
-        self.trie = ProofTrie(root)
-
-    async def _round(self, node: TrieNode) -> bool:
-        answered = await HybridSearch._round(self, node)
-        self.site.book(self.rounds)
-        return answered
-
-    async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
-                      revision: int) -> bool:
-        tactics = [*node.path(), tactic]
-        verdict = accept_subgoal(final, tactics, self.guard)
-        if not verdict.ok:
-            self.proofs.rejected += 1
-            edge.error = f"not counted: {verdict.reason}"
-            return False
-        self.proofs.verified.append(Proof(edge.node_id, None, tactics, self.rounds, revision))
-        return True
-
-    async def search(self) -> SubgoalEnd:
-        await self._start()
-        reason = await self._loop()
-        first = self.proofs.verified[0] if self.proofs.verified else None
-        return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None, self.rounds,
-                          None if first else (reason or FailureReason.EXHAUSTED))
+    @classmethod
+    def of(cls, proofs: Proofs, edges: list[Edge], spent: int, reason: FailureReason | None) -> SubgoalEnd:
+        """A subgoal search's end from its proofs (the first counts) and rows."""
+        first = proofs.verified[0] if proofs.verified else None
+        return cls(first.tactics if first else None, edges, first.edge if first else None, spent,
+                   None if first else (reason or FailureReason.EXHAUSTED))
 
 
 # ---------------------------------------------------------------------------------------------- the theorem
@@ -538,10 +392,11 @@ class SketchSearch:
             if len(tried.leaves) < len(tried.record.subgoals) - 1:  # an earlier subgoal was not proved
                 attempt.detail = "not searched: an earlier subgoal of the sketch was not proved"
                 continue
-            site = Site(subgoal, siblings, generation, functools.partial(self._redraft, sketch, subgoal.goal_id),
-                        f"{self.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}", self._book)
+            root = Root(subgoal.goal, subgoal.state_id, generation, subgoal.goal_id, siblings,
+                        functools.partial(self._redraft, sketch, subgoal.goal_id),
+                        f"{self.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}")
             key = subgoal_key(subgoal.goal, self.theorem.header)
-            proved = await self._prove(tried, site, key, attempt)
+            proved = await self._prove(tried, root, key, attempt)
             if not proved:
                 failure = attempt.detail or "not proved"
                 tried.failures.append(_cap(f"the subgoal {subgoal.name} : {subgoal.statement} was not proved: "
@@ -559,17 +414,17 @@ class SketchSearch:
             raise LeanGone("the sketch did not elaborate again on a new worker")
         return again.state_id
 
-    async def _prove(self, tried: _Tried, site: Site, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
+    async def _prove(self, tried: _Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
         """Kept, cached, else searched: True when Lean closed the subgoal (its closing row in `tried.leaves`)."""
         known = self.kept.get(key.digest)
         if known is not None and known[0] == key.text:
-            end = await self._replay(site, known[1])
+            end = await self._replay(root, known[1])
             self._adopt(tried, end)
             if end.tactics is not None:
                 return await self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
         # A persisted cache reads and writes storage: off the event loop, as every other theorem's search runs on it.
         for tactics in await asyncio.to_thread(self.cache.lookup, key, self.settings.subgoal_cache_replays):
-            end = await self._replay(site, tactics)
+            end = await self._replay(root, tactics)
             self._adopt(tried, end)
             if end.tactics is not None:
                 self.cache.record_hit()
@@ -579,7 +434,7 @@ class SketchSearch:
         if units <= 0 or self.meter.elapsed() >= self.settings.timeout_s:
             attempt.detail = "not searched: the theorem's budget or time was spent"
             return False
-        end = await self._search(site, units)
+        end = await self._search(root, units)
         attempt.spent = end.spent
         said = next((edge.error for edge in end.edges if edge.parent_id == 0 and edge.outcome is EdgeOutcome.ERROR
                      and edge.error), None)
@@ -598,35 +453,37 @@ class SketchSearch:
         await asyncio.to_thread(self.cache.store, key, end.tactics, self.theorem.name)
         return True
 
-    async def _replay(self, site: Site, tactics: list[str]) -> SubgoalEnd:
+    async def _replay(self, root: Root, tactics: list[str]) -> SubgoalEnd:
         """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
-        search = SubgoalStepSearch(self.theorem, self.lean, self.policy, StepSettings(max_nodes=0), self.guard,
-                                   None, site, self.meter)
+        search = StepSearch(self.theorem, self.lean, self.policy, StepSettings(max_nodes=0), self.guard, None,
+                            dataclasses.replace(root, meter=_ShareMeter(self.meter)))
         started = time.perf_counter()
         try:
-            return await search.replay(tactics)
+            reason = await search.replay(tactics)
+            return SubgoalEnd.of(search.proofs, search.edges, search.expanded, reason)
         finally:
             self.waits.lean_s += time.perf_counter() - started
 
-    async def _search(self, site: Site, units: int) -> SubgoalEnd:
+    async def _search(self, root: Root, units: int) -> SubgoalEnd:
         """The subgoal's own search, `units` of budget, the theorem's time left."""
         base = self.spent
         left = max(self.settings.timeout_s - self.meter.elapsed(), 0.0)
-        site.book = lambda used: self._book(base + used)
+        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_ShareMeter(self.meter))
         subgoal = self.settings.subgoal
         if isinstance(subgoal, HybridSettings):
             hybrid = dataclasses.replace(subgoal, max_rounds=units, max_proofs=UNBOUNDED_PROOFS, timeout_s=left,
                                          stop_at_first=True, marks=(), journal=None, attempt=self.settings.attempt,
                                          repair=RepairSettings())
-            search: SubgoalStepSearch | SubgoalHybridSearch = SubgoalHybridSearch(
-                self.theorem, self.lean, self.policy, hybrid, self.guard, self.value, site, self.meter)
+            search: StepSearch | HybridSearch = HybridSearch(self.theorem, self.lean, self.policy, hybrid, self.guard,
+                                                             self.value, root)
         else:
             step = dataclasses.replace(subgoal, max_nodes=units, timeout_s=left, stop_at_first=True, marks=(),
                                        attempt=self.settings.attempt, feedback_tokens=None)
-            search = SubgoalStepSearch(self.theorem, self.lean, self.policy, step, self.guard, self.value, site,
-                                       self.meter)
+            search = StepSearch(self.theorem, self.lean, self.policy, step, self.guard, self.value, root)
         try:
-            return await search.search()
+            reason = await search.search()
+            spent = search.rounds if isinstance(search, HybridSearch) else search.expanded
+            return SubgoalEnd.of(search.proofs, search.edges, spent, reason)
         finally:
             self.waits.add(search.waits)
 

@@ -25,9 +25,10 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
-from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
+from burnqed.records import Edge, EdgeOutcome, FailureReason, Goal, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import tactic_feedback
+from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.scoring import node_score
 from burnqed.search.skeleton import (
     Proofs,
@@ -42,7 +43,7 @@ from burnqed.search.skeleton import (
     verify_closing,
 )
 from burnqed.search.tree import Node, SearchTree
-from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.usage import CountingLean, Waits
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import normalize_tactic
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
@@ -96,16 +97,18 @@ class StepSearch(SharedWorkerSearch[Node]):
         settings: StepSettings,
         guard: TacticGuard,
         value: ValueFn | None = None,
+        root: Root | None = None,
     ) -> None:
         self.theorem = theorem
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
-        self.seed_key = theorem.name  # what the sampling seeds are keyed on (a sketch's subgoal search: its own)
+        self.root = root if root is not None else Root()  # the theorem's start, or a sketch's subgoal
+        self.seed_key = self.root.seed_key or theorem.name  # what the sampling seeds are keyed on
         self.policy = policy
         self.settings = settings
         self.guard = guard
         self.value = value
-        self.meter = UsageMeter(settings.marks, self.lean)  # its clock is the search's
+        self.meter = self.root.meter_for(settings.marks, self.lean)  # its clock is the search's
         self.waits = Waits()
         self.edges: list[Edge] = []
         self.expanded = 0
@@ -123,12 +126,44 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     async def run(self) -> SearchOutcome:
         try:
-            return await self._run()
+            return await run_search(self._start, self._loop, self._finish)
         finally:
             self._drop_speculation()
 
-    async def _run(self) -> SearchOutcome:
-        return await run_search(self._start, self._loop, self._finish)
+    async def search(self) -> FailureReason | None:
+        """Start and search, no result built and Lean's failures not classified (a sketch's subgoal search: the
+        sketch search reads `proofs`, `edges`, `expanded`); why it ended."""
+        await self._start()
+        try:
+            return await self._loop()
+        finally:
+            self._drop_speculation()
+
+    async def replay(self, tactics: list[str]) -> FailureReason | None:
+        """Apply `tactics` in order from the root (a proof found elsewhere, nothing sampled): proved when the last one
+        closes every goal (and only the last), its rows in `edges`; why not."""
+        await self._start()
+        assert self.tree is not None
+        node = self.tree.root
+        for index, tactic in enumerate(tactics):
+            result = await self._apply_at(node, tactic)
+            if result is None:
+                break
+            edge = tactic_row(self.tree.new_id(), node.id, node.depth + 1, node.state, tactic, result)
+            self.edges.append(edge)
+            if result.kind is not TacticKind.SUCCESS or result.state_id is None:
+                break
+            if not result.goals:
+                edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
+                if index == len(tactics) - 1:
+                    await self._verify(node, tactic, result, edge)
+                else:
+                    edge.error = "not counted: the subgoal closed before the proof's last tactic"
+                break
+            edge.state_after = pretty_state(result.goals)
+            node = Node(edge.node_id, node, node.depth + 1, tactic, edge.state_after, result.goals, result.state_id,
+                        self.lean.generation)
+        return None if self.proofs.verified else FailureReason.EXHAUSTED
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
@@ -142,12 +177,21 @@ class StepSearch(SharedWorkerSearch[Node]):
             batch = self.tree.pop(min(settings.expand_batch, settings.max_nodes - self.expanded), settings.max_depth)
             if not batch:
                 return self.proofs.ending(FailureReason.EXHAUSTED)
-            if not await self._expand(batch):
+            answered = await self._expand(batch)
+            if self.root.book is not None:
+                self.root.book(self.expanded)
+            if not answered:
                 return self.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 
     async def _start(self) -> None:
+        if self.root.goal is not None:  # a goal already in the worker: nothing to start
+            goals: tuple[Goal, ...] = (self.root.goal,)
+            node = Node(0, None, 0, None, pretty_state(goals), goals, self.root.state_id, self.root.generation)
+            self.start_generation = node.generation
+            self.tree = SearchTree(node)
+            return
         started = time.perf_counter()
         try:
             state_id, goals = await start_theorem(self.lean, self.theorem)
@@ -306,8 +350,12 @@ class StepSearch(SharedWorkerSearch[Node]):
         self.ahead.clear()
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge) -> None:
-        """Count the path to `node` and on by `tactic`, which closed every goal, only on the soundness rules."""
+        """Count the path to `node` and on by `tactic`, which closed every goal, only on the soundness rules (a
+        subgoal's: as far as its own search can tell, `accept_subgoal`)."""
         tactics = [*node.path(), tactic]
+        if self.root.subgoal:
+            self.proofs.accept(edge, accept_subgoal(final, tactics, self.guard), tactics, self.expanded)
+            return
         verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
                                        charge=self._charge_lean, index_header=self.theorem.header)
