@@ -24,7 +24,7 @@ import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TypeGuard
+from typing import Any, TypeGuard, TypeVar
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
@@ -108,6 +108,19 @@ class SketchSettings:
     def share(self) -> int:
         """The units one subgoal's search may spend: `sketch_subgoal_share` of `max_nodes`, at least one."""
         return max(1, int(self.sketch_subgoal_share * self.max_nodes))
+
+
+S = TypeVar("S", StepSettings, HybridSettings)
+
+
+def subgoal_budget(subgoal: S, units: int) -> S:
+    """A sketch subgoal's engine settings at `units` of budget, the one place it is decided (the stage's settings at
+    the share, each subgoal's search at what is left of it): step's expansions, or hybrid's rounds (its proofs
+    sampled no budget of their own); and no repair or repair feedback, since a subgoal's failed attempts are no failed
+    proofs of the theorem (docs/search.md, "Sketch search")."""
+    if isinstance(subgoal, HybridSettings):
+        return dataclasses.replace(subgoal, max_rounds=units, max_proofs=UNBOUNDED_PROOFS, repair=RepairSettings())
+    return dataclasses.replace(subgoal, max_nodes=units, feedback_tokens=None)
 
 
 def elaborates_sketches(lean: LeanEnv) -> TypeGuard[SketchEnv]:
@@ -469,17 +482,15 @@ class SketchSearch:
         base = self.spent
         left = max(self.settings.timeout_s - self.meter.elapsed(), 0.0)
         root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_ShareMeter(self.meter))
-        subgoal = self.settings.subgoal
+        subgoal = subgoal_budget(self.settings.subgoal, units)
+        run: dict[str, Any] = {"timeout_s": left, "stop_at_first": True, "marks": (), "attempt": self.settings.attempt}
+        search: StepSearch | HybridSearch
         if isinstance(subgoal, HybridSettings):
-            hybrid = dataclasses.replace(subgoal, max_rounds=units, max_proofs=UNBOUNDED_PROOFS, timeout_s=left,
-                                         stop_at_first=True, marks=(), journal=None, attempt=self.settings.attempt,
-                                         repair=RepairSettings())
-            search: StepSearch | HybridSearch = HybridSearch(self.theorem, self.lean, self.policy, hybrid, self.guard,
-                                                             self.value, root)
+            hybrid = dataclasses.replace(subgoal, journal=None, **run)
+            search = HybridSearch(self.theorem, self.lean, self.policy, hybrid, self.guard, self.value, root)
         else:
-            step = dataclasses.replace(subgoal, max_nodes=units, timeout_s=left, stop_at_first=True, marks=(),
-                                       attempt=self.settings.attempt, feedback_tokens=None)
-            search = StepSearch(self.theorem, self.lean, self.policy, step, self.guard, self.value, root)
+            search = StepSearch(self.theorem, self.lean, self.policy, dataclasses.replace(subgoal, **run), self.guard,
+                                self.value, root)
         try:
             reason = await search.search()
             spent = search.rounds if isinstance(search, HybridSearch) else search.expanded
