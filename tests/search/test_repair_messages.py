@@ -48,7 +48,7 @@ from burnqed.search.repair import (
     unsolved_feedback,
 )
 from burnqed.search.skeleton import Proof, Proofs
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat, build_repair_prompt
 from leankit.corpus import load_corpus
@@ -283,7 +283,7 @@ class Searching:
     meter: UsageMeter = field(default_factory=lambda: UsageMeter((), CountingLean(InProcessReplay(ReplayServer(
         CORPUS)))))
     refusals: list[str] = field(default_factory=list)
-    policy_s: float = 0.0
+    waits: Waits = field(default_factory=Waits)
     repaired: int = 0
     revisions: int = 0
 
