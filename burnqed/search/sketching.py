@@ -24,7 +24,7 @@ import functools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard, TypeVar
+from typing import Any, TypeGuard
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
@@ -110,10 +110,7 @@ class SketchSettings:
         return max(1, int(self.sketch_subgoal_share * self.max_nodes))
 
 
-S = TypeVar("S", StepSettings, HybridSettings)
-
-
-def subgoal_budget(subgoal: S, units: int) -> S:
+def subgoal_budget(subgoal: StepSettings | HybridSettings, units: int) -> StepSettings | HybridSettings:
     """A sketch subgoal's engine settings at `units` of budget, the one place it is decided (the stage's settings at
     the share, each subgoal's search at what is left of it): step's expansions, or hybrid's rounds (its proofs
     sampled no budget of their own); and no repair or repair feedback, since a subgoal's failed attempts are no failed
