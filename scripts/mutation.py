@@ -77,6 +77,7 @@ VERIFY_TESTS = [
     "tests/search/test_step.py",
     "tests/search/test_hybrid.py",
     "tests/search/test_repair.py",  # the repair rounds: a revision is checked like any proof
+    "tests/search/test_sketch_search.py",  # step and hybrid from a sketch's subgoal (`search.root.Root`)
 ]
 REPAIR_TESTS = [
     "tests/search/test_repair_messages.py",  # each rule with exact values: most mutants die here
@@ -97,14 +98,12 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "leankit/commands.py": (None, COMMANDS_TESTS),
     "burnqed/search/skeleton.py": (
         ("run_search", "verify_closing", "Proofs.found", "Proofs.ending", "Proofs.limit", "Proofs.count",
-         "refused_ending", "final_result"),
+         "Proofs.accept", "refused_ending", "final_result"),
         ["tests/search/test_skeleton.py", *VERIFY_TESTS],
     ),
     "burnqed/search/repair.py": (None, REPAIR_TESTS),
-    "burnqed/search/sketching.py": (
-        ("accept_subgoal", "SketchSearch._count", "SubgoalStepSearch._verify", "SubgoalHybridSearch._verify"),
-        ["tests/search/test_sketch_search.py"],
-    ),
+    "burnqed/search/root.py": (("accept_subgoal", "own_goals"), ["tests/search/test_sketch_search.py"]),
+    "burnqed/search/sketching.py": (("SketchSearch._count",), ["tests/search/test_sketch_search.py"]),
 }
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.

@@ -28,11 +28,12 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
 from burnqed.records import (
     Edge,
     EdgeOutcome,
     FailureReason,
+    Goal,
     TacticKind,
     TacticResult,
     Theorem,
@@ -54,11 +55,13 @@ from burnqed.search.journal import (
 )
 from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
+from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
     SearchOutcome,
     Spent,
+    ask_within,
     final_result,
     refusal_row,
     refused_ending,
@@ -77,7 +80,7 @@ from burnqed.search.trie import (
     schedule,
     unchanged_run,
 )
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
 from burnqed.text.prompt import (
@@ -139,16 +142,17 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     lean: CountingLean  # counts the requests this theorem sends (its results' lean_calls)
 
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings,
-                 guard: TacticGuard, value: ValueFn | None = None) -> None:
+                 guard: TacticGuard, value: ValueFn | None = None, root: Root | None = None) -> None:
         self.theorem = theorem
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
-        self.seed_key = theorem.name  # what the sampling seeds are keyed on (a sketch's subgoal search: its own)
+        self.root = root if root is not None else Root()  # the theorem's start, or a sketch's subgoal
+        self.seed_key = self.root.seed_key or theorem.name  # what the sampling seeds are keyed on
         self.policy = policy
         self.settings = settings
         self.guard = guard
         self.value = value
-        self.meter = UsageMeter(settings.marks, self.lean)
+        self.meter = self.root.meter_for(settings.marks, self.lean)
         self.start_generation = lean.generation
         self.own_restarts = 0  # this theorem's requests that crashed or hung the (shared) worker
         self.trie: ProofTrie | None = None
@@ -159,7 +163,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.refusals: list[str] = []
         self.repaired = 0  # failed attempts revised (repair chains started)
         self.revisions = 0
-        self.policy_s = self.lean_s = self.value_s = 0.0
+        self.waits = Waits()
         self.resumed_from = 0
         self._curve_saved = 0  # the usage curve's entries already in the journal
         # What the current round changed, for its checkpoint.
@@ -177,6 +181,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
 
     async def run(self) -> SearchOutcome:
         return await run_search(self._resume_or_start, self._loop, self._finish)
+
+    async def search(self) -> FailureReason | None:
+        """Start and search, no result built, no journal resumed and Lean's failures not classified (a sketch's
+        subgoal search: the sketch search reads `proofs`, `edges`, `rounds`); why it ended."""
+        await self._start()
+        return await self._loop()
 
     async def _resume_or_start(self) -> None:
         if not self._restore():
@@ -199,6 +209,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             if node is None:
                 return self.proofs.ending(FailureReason.EXHAUSTED)
             finished = await self._round(node)
+            if self.root.book is not None:
+                self.root.book(self.rounds)
             await self._checkpoint()
             if not finished:
                 return self.proofs.ending(FailureReason.TIMEOUT)
@@ -206,6 +218,13 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     # ---------------------------------------------------------------------------------------- lean side
 
     async def _start(self) -> None:
+        if self.root.goal is not None:  # a goal already in the worker: nothing to start
+            goals: tuple[Goal, ...] = (self.root.goal,)
+            root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals),
+                            state_id=self.root.state_id, generation=self.root.generation)
+            self.start_generation = root.generation
+            self.trie = ProofTrie(root)
+            return
         if self.theorem.answer_open:  # the open root: asked with the answer prompt, never started (its slot is sorry)
             assert self.theorem.answer is not None
             self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.theorem.answer.name,)))
@@ -216,15 +235,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         try:
             state_id, goals = await start_theorem(self.lean, self.theorem)
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
         root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
                         generation=self.lean.generation)
         self.trie = ProofTrie(root)
         self._new_nodes.append(root)
         await self._checkpoint()
-
-    def _charge_lean(self, seconds: float) -> None:
-        self.lean_s += seconds
 
     def _mark_dead(self, node: TrieNode) -> None:
         node.dead = True  # and recorded in the round's checkpoint
@@ -273,18 +289,14 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             sampling = dataclasses.replace(sampling, stop=stop_strings(settings.whole_fmt))
         else:
             prompt = build_prompt(settings.fmt, node.state, self._context(node))
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                seeds = expansion_seeds(settings.seed, self.seed_key, [node.id], sampling.n,
-                                        first_sample=self.sampled if answering else 0, attempt=settings.attempt)
-                (completions,) = await ask(self.policy, [prompt], sampling, seeds)
-        except TimeoutError:
-            self.policy_s += time.perf_counter() - started
+        seeds = expansion_seeds(settings.seed, self.seed_key, [node.id], sampling.n,
+                                first_sample=self.sampled if answering else 0, attempt=settings.attempt)
+        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
+                                  lambda: ask(self.policy, [prompt], sampling, seeds))
+        if answer.completions is None:
             return False
-        gen_s = time.perf_counter() - started
-        self.policy_s += gen_s
-        refusal = prompt_error(completions)
+        (completions,), gen_s = answer.completions, answer.seconds
+        refusal = answer.refusal()
         if refusal is not None:
             self._refused(node, refusal, gen_s * 1000)
             return True
@@ -372,7 +384,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             self._entry(self.trie.root, key, entry)
             return entry
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
         node = TrieNode(self.trie.new_id(), self.trie.root, 0, None, pretty_state(goals),
                         tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
                         state_id=state_id, generation=self.lean.generation, answer=answer.strip())
@@ -506,9 +518,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
 
     async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
                       revision: int) -> bool:
-        """Count a closing path only on the soundness rules. True when it is a proof (verified, or unverified with
-        search.verify off)."""
+        """Count a closing path only on the soundness rules (a subgoal's: as far as its own search can tell,
+        `accept_subgoal`). True when it is a proof (verified, or unverified with search.verify off)."""
         tactics = [*node.path(), tactic]
+        if self.root.subgoal:
+            return self.proofs.accept(edge, accept_subgoal(final, tactics, self.guard), tactics, self.rounds,
+                                      revision) is not None
         verdict = await verify_closing(self.lean, self._theorem_at(node), self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
                                        charge=self._charge_lean, index_header=self.theorem.header)
@@ -529,7 +544,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             for group in starts.values():
                 started = time.perf_counter()
                 energies = await self.value.energies(group[0].start().state, [node.state for node in group])
-                self.value_s += time.perf_counter() - started
+                self.waits.value_s += time.perf_counter() - started
                 for node, energy in zip(group, energies, strict=True):
                     node.energy = energy
                     self._touched[node.id] = node
@@ -576,7 +591,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             fingerprint=self.fingerprint(),
             counters=Counters(
                 rounds=self.rounds, sampled=self.sampled, tokens=self.meter.tokens, lean_calls=self.meter.lean_calls,
-                elapsed_s=self.meter.elapsed(), policy_s=self.policy_s, lean_s=self.lean_s, value_s=self.value_s,
+                elapsed_s=self.meter.elapsed(), policy_s=self.waits.policy_s, lean_s=self.waits.lean_s,
+                value_s=self.waits.value_s,
                 rejected=self.proofs.rejected, refusals=list(self.refusals), next_id=self.trie.next_id,
                 repaired=self.repaired, revisions=self.revisions,
             ),
@@ -624,7 +640,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         self.rounds, self.sampled, self.proofs.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
             *last.refusals
         ]
-        self.policy_s, self.lean_s, self.value_s = last.policy_s, last.lean_s, last.value_s
+        self.waits = Waits(last.policy_s, last.lean_s, last.value_s)
         self.repaired, self.revisions = last.repaired, last.revisions
         self.meter = UsageMeter(self.settings.marks, self.lean, tokens_before=last.tokens, calls_before=last.lean_calls,
                                 seconds_before=last.elapsed_s)
@@ -664,7 +680,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         if self._unproved and not self.proofs.found() and detail is None:
             detail = "; ".join(self._unproved)
         ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
-        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
+        spent = Spent.of(self.meter.elapsed(), self.waits)
         result = final_result(self.theorem, self.declaration, SearchMode.HYBRID, self.proofs, self.edges, ending, spent,
                               self.meter, nodes_expanded=self.rounds, proofs_sampled=self.sampled,
                               rejected_prompts=len(self.refusals), repaired=self.repaired, revisions=self.revisions)

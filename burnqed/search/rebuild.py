@@ -1,7 +1,7 @@
 """One theorem's Lean side on a shared worker: starting the theorem, guarded tactics, restarts counted per cause,
 and rebuilding a node after the worker was replaced (docs/search.md, "Shared workers").
 
-Step and hybrid search inherit `SharedWorkerSearch` and supply only where Lean time is booked (`_charge_lean`) and,
+Step and hybrid search inherit `SharedWorkerSearch` and give it their `Waits` (where Lean time is booked) and,
 where a dead node must be recorded elsewhere too, `_mark_dead`; their nodes (`search.tree.Node`,
 `search.trie.TrieNode`) are `Rebuildable`. Whole search, which keeps no states beyond the root, uses
 `burnqed.lean.start.start_theorem`.
@@ -10,7 +10,6 @@ where a dead node must be recorded elsewhere too, `_mark_dead`; their nodes (`se
 from __future__ import annotations
 
 import time
-from abc import ABC, abstractmethod
 from typing import Generic, Protocol, Self, TypeVar
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
@@ -18,6 +17,8 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal
 from burnqed.records import TacticResult, Theorem, first_line, pretty_state
+from burnqed.search.root import Root, own_goals
+from burnqed.search.usage import Waits
 
 MAX_RESTARTS = 3  # worker crashes/hangs caused by this theorem's own requests before it ends as a Lean error
 
@@ -46,21 +47,24 @@ class LeanGone(Exception):
     """The worker kept failing: the theorem ends with a Lean error."""
 
 
-class SharedWorkerSearch(ABC, Generic[N]):
+class SharedWorkerSearch(Generic[N]):
     """The Lean requests of one theorem's search on a worker it shares with other theorems.
 
-    Subclasses set `theorem`, `lean`, `guard`, `start_generation` (the worker generation of the root) and
-    `own_restarts` (0) in their constructor."""
+    Subclasses set `theorem`, `lean`, `guard`, `root` (where the search starts: its goal and the goals dropped from
+    every reply, how a replaced worker gives the root again), `waits` (where Lean's time is booked),
+    `start_generation` (the worker generation of the root) and `own_restarts` (0) in their constructor."""
 
     theorem: Theorem
     lean: LeanEnv
     guard: TacticGuard
+    root: Root
+    waits: Waits
     start_generation: int
     own_restarts: int  # this theorem's requests that crashed or hung the worker (states_lost results)
 
-    @abstractmethod
     def _charge_lean(self, seconds: float) -> None:
         """Book `seconds` spent waiting for Lean."""
+        self.waits.lean_s += seconds
 
     def _mark_dead(self, node: N) -> None:
         """`node` could not be rebuilt: it is never expanded again."""
@@ -98,9 +102,11 @@ class SharedWorkerSearch(ABC, Generic[N]):
 
     async def _restart_root(self, theorem: Theorem) -> int:
         """The state id of `theorem`'s start in a new worker process (a worker that cannot be started stops the
-        run)."""
+        run); a search from a goal already in the worker (`Root.restart`) gets its state again its own way."""
         started = time.perf_counter()
         try:
+            if self.root.restart is not None:
+                return await self.root.restart()
             return await start_goal(self.lean, theorem)
         except LeanStartError:
             raise
@@ -112,11 +118,11 @@ class SharedWorkerSearch(ABC, Generic[N]):
     def _goal_at(self, node: N) -> int | None:
         """The goal of `node`'s state a tactic there works on (`goal.tactic`'s goalId); None: the first. A search
         that starts from one goal of a state holding several (a sketch's subgoal) names it at its root."""
-        return None
+        return self.root.goal_at(node.parent is None)
 
     async def _apply(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
         """`tactic` at `state_id` (on goal `goal_id`, else the first), unless the guard refuses it (then the refusal,
-        Lean never sees it)."""
+        Lean never sees it); the goals the root leaves out of every reply (`Root.siblings`) dropped."""
         refusal = self.guard.refusal(tactic)
         if refusal is not None:
             return refusal
@@ -130,7 +136,7 @@ class SharedWorkerSearch(ABC, Generic[N]):
             self._charge_lean(time.perf_counter() - started)
         if result.states_lost:
             self.own_restarts += 1  # this request crashed or hung the worker
-        return result
+        return own_goals(result, self.root.siblings)
 
     async def _apply_at(self, node: N, tactic: str) -> TacticResult | None:
         """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process

@@ -13,9 +13,8 @@ prompt shows of a failed proof, and the check that repair prompts fit the model'
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import time
+import functools
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -23,10 +22,10 @@ from typing import TYPE_CHECKING, Protocol
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
-from burnqed.policy.base import Completion, Policy, Sampling, ask, context_problem, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, context_problem
 from burnqed.records import CompileResult, Edge, TacticKind, Theorem, pretty_state
-from burnqed.search.skeleton import Proofs
-from burnqed.search.usage import UsageMeter
+from burnqed.search.skeleton import Proofs, ask_within
+from burnqed.search.usage import UsageMeter, Waits
 from burnqed.text.completion import join_tactics
 from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
 from burnqed.text.prompt import (
@@ -101,7 +100,8 @@ class Repairing(Protocol):
     def refusals(self) -> list[str]: ...  # every prompt the policy refused, its reason: `rejected_prompts`
 
     sampled: int  # proofs sampled (the budget): every revision is one
-    policy_s: float
+    @property
+    def waits(self) -> Waits: ...  # where the policy's time is booked
     repaired: int  # fresh attempts revised (repair chains started)
     revisions: int  # revisions sampled
 
@@ -131,19 +131,14 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
         prompts = [repair_prompt(repair.fmt, search.theorem, search.declaration, failure.feedback,
                                  failure.edge.revision, failure.answer) for failure in batch]
         seeds = None if seed is None else [[seed(failure, round_)] for failure in batch]
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(settings.timeout_s - search.meter.elapsed(), 0.0)):
-                answers = await ask(search.policy, prompts, asked, seeds)
-        except TimeoutError:
-            search.policy_s += time.perf_counter() - started
+        answer = await ask_within(search.waits, settings.timeout_s - search.meter.elapsed(),
+                                  functools.partial(ask, search.policy, prompts, asked, seeds))
+        if answer.completions is None:
             return
-        waited = time.perf_counter() - started
-        search.policy_s += waited
-        gen_ms = waited * 1000 / len(batch)
+        gen_ms = answer.seconds * 1000 / len(batch)
         failures = []
-        for failure, completions in zip(batch, answers, strict=True):
-            refusal = prompt_error(completions)
+        for index, (failure, completions) in enumerate(zip(batch, answer.completions, strict=True)):
+            refusal = answer.refusal(index)
             if refusal is not None:
                 search.refusals.append(refusal)
                 continue

@@ -2,6 +2,7 @@
 around its own algorithm, not a base class to inherit.
 
     return await run_search(start, loop, finish)     # start errors and a worker that keeps dying, classified
+    answer = await ask_within(waits, left_s, lambda: ask(policy, prompts, sampling, seeds))  # None: out of time
     verdict = await verify_closing(lean, theorem, guard, tactics, final, compile=..., reclose=..., charge=...,
                                     index_header=...)
     proof = proofs.count(edge, verdict, tactics, budget)   # None: the closing row then says why it does not count
@@ -13,6 +14,7 @@ shown) is the table of that docs section; only verified proofs count.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -21,6 +23,7 @@ from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanSta
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
+from burnqed.policy.base import Completion, prompt_error
 from burnqed.records import (
     Edge,
     EdgeOutcome,
@@ -32,7 +35,7 @@ from burnqed.records import (
     first_line,
 )
 from burnqed.search.rebuild import LeanGone
-from burnqed.search.usage import UsageMeter
+from burnqed.search.usage import UsageMeter, Waits
 from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.labels import label_edges
 
@@ -81,6 +84,38 @@ async def run_search(
         return finish(await loop(), None)
     except LeanGone as exc:
         return finish(FailureReason.LEAN_ERROR, str(exc))
+
+
+# ------------------------------------------------------------------------------------------------ the waits
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The policy's answer to one request asked within the time left: per prompt its completions (None: the time
+    ran out first), and the seconds waited (charged to the search's `Waits.policy_s` either way)."""
+
+    completions: list[list[Completion]] | None
+    seconds: float
+
+    def refusal(self, index: int = 0) -> str | None:
+        """Why the policy could not take prompt `index` (its prompt does not fit), or None."""
+        assert self.completions is not None
+        return prompt_error(self.completions[index])
+
+
+async def ask_within(waits: Waits, left_s: float,
+                     asking: Callable[[], Awaitable[list[list[Completion]]]]) -> Answer:
+    """The one way every engine asks the policy: `asking()` (a request, or several gathered) awaited within `left_s`
+    seconds (none left: it times out at once), the wait charged to `waits.policy_s`."""
+    started = time.perf_counter()
+    try:
+        async with asyncio.timeout(max(left_s, 0.0)):
+            completions = await asking()
+    except TimeoutError:
+        completions = None
+    seconds = time.perf_counter() - started
+    waits.policy_s += seconds
+    return Answer(completions, seconds)
 
 
 # ---------------------------------------------------------------------------------------------- closing paths
@@ -181,6 +216,18 @@ class Proofs:
             edge.error = UNVERIFIED_ROW
         return proof
 
+    def accept(self, edge: Edge, verdict: Verdict, tactics: list[str], budget: int,
+               revision: int = 0) -> Proof | None:
+        """Record a sketch subgoal's closing path ending at `edge` as `search.root.accept_subgoal` judged it: a proof
+        with no text (what counts is the assembled proof's compile), or None, the row then saying why not."""
+        if not verdict.ok:
+            self.rejected += 1
+            edge.error = f"not counted: {verdict.reason}"
+            return None
+        proof = Proof(edge.node_id, None, tactics, budget, revision)
+        self.verified.append(proof)
+        return proof
+
 
 # ------------------------------------------------------------------------------------------------- rows
 
@@ -227,6 +274,11 @@ class Spent:
     policy_s: float
     lean_s: float
     value_s: float = 0.0
+
+    @classmethod
+    def of(cls, elapsed_s: float, waits: Waits) -> Spent:
+        """The result's clocks: the search's wall time and its waits."""
+        return cls(elapsed_s, waits.policy_s, waits.lean_s, waits.value_s)
 
 
 def final_result(

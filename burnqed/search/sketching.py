@@ -22,51 +22,47 @@ import asyncio
 import dataclasses
 import functools
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import Verdict, check_final, check_path
+from burnqed.lean.soundness import check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
 from burnqed.records import (
     Edge,
     EdgeOutcome,
     FailureReason,
-    Goal,
     SketchAttempt,
     SketchOutcome,
     SketchResult,
-    Subgoal,
     SubgoalAttempt,
     SubgoalSource,
     TacticKind,
-    TacticResult,
     Theorem,
     first_line,
     pretty_state,
 )
 from burnqed.search.hybrid import HybridSearch, HybridSettings
-from burnqed.search.rebuild import MAX_RESTARTS, LeanGone, SharedWorkerSearch
+from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.repair import RepairSettings
+from burnqed.search.root import Root
 from burnqed.search.skeleton import (
     Proof,
     Proofs,
     SearchOutcome,
     Spent,
+    ask_within,
     final_result,
     refusal_row,
     run_search,
-    tactic_row,
 )
 from burnqed.search.step import StepSearch, StepSettings
 from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey, subgoal_key
-from burnqed.search.tree import Node, SearchTree
-from burnqed.search.trie import ProofTrie, TrieNode
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
@@ -114,6 +110,16 @@ class SketchSettings:
         return max(1, int(self.sketch_subgoal_share * self.max_nodes))
 
 
+def subgoal_budget(subgoal: StepSettings | HybridSettings, units: int) -> StepSettings | HybridSettings:
+    """A sketch subgoal's engine settings at `units` of budget, the one place it is decided (the stage's settings at
+    the share, each subgoal's search at what is left of it): step's expansions, or hybrid's rounds (its proofs
+    sampled no budget of their own); and no repair or repair feedback, since a subgoal's failed attempts are no failed
+    proofs of the theorem (docs/search.md, "Sketch search")."""
+    if isinstance(subgoal, HybridSettings):
+        return dataclasses.replace(subgoal, max_rounds=units, max_proofs=UNBOUNDED_PROOFS, repair=RepairSettings())
+    return dataclasses.replace(subgoal, max_nodes=units, feedback_tokens=None)
+
+
 def elaborates_sketches(lean: LeanEnv) -> TypeGuard[SketchEnv]:
     """Whether `lean` elaborates sketches (`SketchEnv`: a lease, a worker, the in-process replay)."""
     return callable(getattr(lean, "draft_sketch", None)) and callable(getattr(lean, "file_sketch", None))
@@ -134,73 +140,9 @@ class CountingSketchLean(CountingLean):
 # ------------------------------------------------------------------------------------- one subgoal's search
 
 
-@dataclass(slots=True)
-class Site:
-    """Where a subgoal search starts and how it reports: the subgoal (its state holds the sketch's other subgoals,
-    `siblings`, in the order Lean's automatic mode appends them), how to elaborate the sketch again on a replaced
-    worker (`restart`: the new state id), the key its sampling seeds are drawn on, and `book(units)`, told after each
-    expansion or round."""
-
-    subgoal: Subgoal
-    siblings: tuple[Goal, ...]
-    generation: int
-    restart: Callable[[], Awaitable[int]]
-    seed_key: str
-    book: Callable[[int], None]
-
-
-def _same_goal(a: Goal, b: Goal) -> bool:
-    """One goal of Lean's, in two replies: the same target and, where Lean names them, the same metavariable (its
-    context may print differently once an earlier hole's value is assigned)."""
-    return a.target == b.target and (a.mvar is None or b.mvar is None or a.mvar == b.mvar)
-
-
-def own_goals(result: TacticResult, siblings: Sequence[Goal]) -> TacticResult:
-    """`result` as the subgoal's search sees it: Lean's automatic mode (`lean.automatic_mode`) appends the sketch's
-    other subgoals to every state after a tactic on one of them; they are dropped when the reply ends with them, so
-    the subgoal is closed when only they are left. A reply that does not end with them (automatic mode off) is kept."""
-    count = len(siblings)
-    if result.kind is not TacticKind.SUCCESS or not count or len(result.goals) < count:
-        return result
-    tail = result.goals[len(result.goals) - count :]
-    if not all(_same_goal(got, sibling) for got, sibling in zip(tail, siblings, strict=True)):
-        return result
-    return dataclasses.replace(result, goals=result.goals[: len(result.goals) - count])
-
-
-def accept_subgoal(final: TacticResult, tactics: list[str], guard: TacticGuard) -> Verdict:
-    """Whether a closing path proves the subgoal as far as its own search can tell: Lean closed it with no sorry and
-    nothing unsafe, and no tactic on the path is denied. What counts is the assembled proof's compile."""
-    for verdict in (check_final(final), check_path(tactics, guard)):
-        if not verdict.ok:
-            return verdict
-    return Verdict(True)
-
-
-class _SubgoalSide(SharedWorkerSearch[Any]):
-    """The Lean side of a search that starts from a sketch's subgoal: its tactics at the root go to the subgoal's
-    goal, the other subgoals are left out of every reply (`own_goals`), and a replaced worker elaborates the sketch
-    again (`Site.restart`)."""
-
-    site: Site
-
-    def _goal_at(self, node: Any) -> int | None:
-        return self.site.subgoal.goal_id if node.parent is None else None
-
-    async def _apply(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
-        return own_goals(await super()._apply(state_id, tactic, goal_id), self.site.siblings)
-
-    async def _restart_root(self, theorem: Theorem) -> int:
-        started = time.perf_counter()
-        try:
-            return await self.site.restart()
-        finally:
-            self._charge_lean(time.perf_counter() - started)
-
-
 class _ShareMeter(UsageMeter):
     """What a subgoal search spends goes to the theorem's meter (tokens; Lean requests are counted by the theorem's
-    `CountingLean`, shared); its units are booked by the sketch search (`Site.book`); its clock is its own."""
+    `CountingLean`, shared); its units are booked by the sketch search (`Root.book`); its clock is its own."""
 
     def __init__(self, theorem_meter: UsageMeter) -> None:
         super().__init__((), theorem_meter.lean)
@@ -211,7 +153,7 @@ class _ShareMeter(UsageMeter):
         self.theorem_meter.add_tokens(count)
 
     def reach(self, spent: int) -> None:
-        """Units are the theorem's (`Site.book`), not this search's own."""
+        """Units are the theorem's (`Root.book`), not this search's own."""
 
 
 @dataclass(slots=True)
@@ -225,116 +167,12 @@ class SubgoalEnd:
     spent: int
     reason: FailureReason | None
 
-
-class SubgoalStepSearch(_SubgoalSide, StepSearch):
-    """Step search from a subgoal (`Site`); `search()` once, or `replay(tactics)` for a proof found elsewhere."""
-
-    def __init__(self, theorem: Theorem, lean: CountingLean, policy: Policy, settings: StepSettings,
-                 guard: TacticGuard, value: ValueFn | None, site: Site, meter: UsageMeter) -> None:
-        StepSearch.__init__(self, theorem, lean, policy, settings, guard, value)
-        self.site = site
-        self.seed_key = site.seed_key
-        self.meter = _ShareMeter(meter)
-
-    async def _start(self) -> None:
-        goals = (self.site.subgoal.goal,)
-        root = Node(0, None, 0, None, pretty_state(goals), goals, self.site.subgoal.state_id, self.site.generation)
-        self.start_generation = root.generation
-        self.tree = SearchTree(root)
-
-    async def _expand(self, batch: list[Node]) -> bool:
-        answered = await StepSearch._expand(self, batch)
-        self.site.book(self.expanded)
-        return answered
-
-    async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge) -> None:
-        tactics = [*node.path(), tactic]
-        verdict = accept_subgoal(final, tactics, self.guard)
-        if not verdict.ok:
-            self.proofs.rejected += 1
-            edge.error = f"not counted: {verdict.reason}"
-            return
-        self.proofs.verified.append(Proof(edge.node_id, None, tactics, self.expanded))
-
-    async def search(self) -> SubgoalEnd:
-        await self._start()
-        try:
-            reason = await self._loop()
-        finally:
-            self._drop_speculation()
-        return self._end(reason)
-
-    async def replay(self, tactics: list[str]) -> SubgoalEnd:
-        """Apply `tactics` in order from the subgoal: proved when the last one closes it (and only the last)."""
-        await self._start()
-        assert self.tree is not None
-        node = self.tree.root
-        for index, tactic in enumerate(tactics):
-            result = await self._apply_at(node, tactic)
-            if result is None:
-                break
-            edge = tactic_row(self.tree.new_id(), node.id, node.depth + 1, node.state, tactic, result)
-            self.edges.append(edge)
-            if result.kind is not TacticKind.SUCCESS or result.state_id is None:
-                break
-            if not result.goals:
-                edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
-                if index == len(tactics) - 1:
-                    await self._verify(node, tactic, result, edge)
-                else:
-                    edge.error = "not counted: the subgoal closed before the proof's last tactic"
-                break
-            edge.state_after = pretty_state(result.goals)
-            node = Node(edge.node_id, node, node.depth + 1, tactic, edge.state_after, result.goals, result.state_id,
-                        self.lean.generation)
-        return self._end(None if self.proofs.verified else FailureReason.EXHAUSTED)
-
-    def _end(self, reason: FailureReason | None) -> SubgoalEnd:
-        first = self.proofs.verified[0] if self.proofs.verified else None
-        return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None,
-                          self.expanded, None if first else (reason or FailureReason.EXHAUSTED))
-
-
-class SubgoalHybridSearch(_SubgoalSide, HybridSearch):
-    """Hybrid search from a subgoal (`Site`); `search()` once. No repair: a repair prompt shows a failed proof of the
-    theorem, and a subgoal's attempt is none."""
-
-    def __init__(self, theorem: Theorem, lean: CountingLean, policy: Policy, settings: HybridSettings,
-                 guard: TacticGuard, value: ValueFn | None, site: Site, meter: UsageMeter) -> None:
-        HybridSearch.__init__(self, theorem, lean, policy, settings, guard, value)
-        self.site = site
-        self.seed_key = site.seed_key
-        self.meter = _ShareMeter(meter)
-
-    async def _start(self) -> None:
-        goals = (self.site.subgoal.goal,)
-        root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals),
-                        state_id=self.site.subgoal.state_id, generation=self.site.generation)
-        self.start_generation = root.generation
-        self.trie = ProofTrie(root)
-
-    async def _round(self, node: TrieNode) -> bool:
-        answered = await HybridSearch._round(self, node)
-        self.site.book(self.rounds)
-        return answered
-
-    async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
-                      revision: int) -> bool:
-        tactics = [*node.path(), tactic]
-        verdict = accept_subgoal(final, tactics, self.guard)
-        if not verdict.ok:
-            self.proofs.rejected += 1
-            edge.error = f"not counted: {verdict.reason}"
-            return False
-        self.proofs.verified.append(Proof(edge.node_id, None, tactics, self.rounds, revision))
-        return True
-
-    async def search(self) -> SubgoalEnd:
-        await self._start()
-        reason = await self._loop()
-        first = self.proofs.verified[0] if self.proofs.verified else None
-        return SubgoalEnd(first.tactics if first else None, self.edges, first.edge if first else None, self.rounds,
-                          None if first else (reason or FailureReason.EXHAUSTED))
+    @classmethod
+    def of(cls, proofs: Proofs, edges: list[Edge], spent: int, reason: FailureReason | None) -> SubgoalEnd:
+        """A subgoal search's end from its proofs (the first counts) and rows."""
+        first = proofs.verified[0] if proofs.verified else None
+        return cls(first.tactics if first else None, edges, first.edge if first else None, spent,
+                   None if first else (reason or FailureReason.EXHAUSTED))
 
 
 # ---------------------------------------------------------------------------------------------- the theorem
@@ -374,7 +212,7 @@ class SketchSearch:
         self.proofs = Proofs()  # assembled proofs; rejected: those the soundness path refused
         self.kept: dict[str, tuple[str, list[str]]] = {}  # subgoal key digest → (key text, a proof Lean accepted)
         self.refusals: list[str] = []
-        self.policy_s = self.lean_s = self.value_s = 0.0
+        self.waits = Waits()  # its subgoal searches' waits included
         self.root_id = 0
         self.root_generation = lean.generation
         self.root_state = ""
@@ -396,7 +234,7 @@ class SketchSearch:
             self.root_generation = self.lean.generation
             self.root_state = pretty_state(goals)
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
 
     def _book(self, units: int) -> None:
         self.spent = units
@@ -439,21 +277,17 @@ class SketchSearch:
     async def _plan(self, prompt: str) -> list[Completion] | None:
         """One planner request (one unit); None when the time ran out waiting, [] when the prompt was refused."""
         settings = self.settings
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                seeds = expansion_seeds(settings.seed, self.theorem.name, [0], settings.sampling.n,
-                                        first_sample=self.sampled, attempt=settings.attempt)
-                (completions,) = await ask(self.planner, [prompt], settings.sampling, seeds)
-        except TimeoutError:
-            self.policy_s += time.perf_counter() - started
+        seeds = expansion_seeds(settings.seed, self.theorem.name, [0], settings.sampling.n,
+                                first_sample=self.sampled, attempt=settings.attempt)
+        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
+                                  lambda: ask(self.planner, [prompt], settings.sampling, seeds))
+        if answer.completions is None:
             return None
-        gen_s = time.perf_counter() - started
-        self.policy_s += gen_s
+        (completions,), gen_s = answer.completions, answer.seconds
         self.sampled += settings.sampling.n
         self.meter.add_tokens(sum(c.n_tokens for c in completions))
         self._book(self.spent + 1)
-        refusal = prompt_error(completions)
+        refusal = answer.refusal()
         if refusal is not None:
             self.refusals.append(refusal)
             self.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
@@ -539,7 +373,7 @@ class SketchSearch:
                     continue
             raise LeanGone(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while elaborating a sketch")
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
 
     async def _root(self) -> int:
         """The theorem's start in the worker's current process (started again after the worker was replaced)."""
@@ -568,10 +402,11 @@ class SketchSearch:
             if len(tried.leaves) < len(tried.record.subgoals) - 1:  # an earlier subgoal was not proved
                 attempt.detail = "not searched: an earlier subgoal of the sketch was not proved"
                 continue
-            site = Site(subgoal, siblings, generation, functools.partial(self._redraft, sketch, subgoal.goal_id),
-                        f"{self.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}", self._book)
+            root = Root(subgoal.goal, subgoal.state_id, generation, subgoal.goal_id, siblings,
+                        functools.partial(self._redraft, sketch, subgoal.goal_id),
+                        f"{self.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}")
             key = subgoal_key(subgoal.goal, self.theorem.header)
-            proved = await self._prove(tried, site, key, attempt)
+            proved = await self._prove(tried, root, key, attempt)
             if not proved:
                 failure = attempt.detail or "not proved"
                 tried.failures.append(_cap(f"the subgoal {subgoal.name} : {subgoal.statement} was not proved: "
@@ -589,17 +424,17 @@ class SketchSearch:
             raise LeanGone("the sketch did not elaborate again on a new worker")
         return again.state_id
 
-    async def _prove(self, tried: _Tried, site: Site, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
+    async def _prove(self, tried: _Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
         """Kept, cached, else searched: True when Lean closed the subgoal (its closing row in `tried.leaves`)."""
         known = self.kept.get(key.digest)
         if known is not None and known[0] == key.text:
-            end = await self._replay(site, known[1])
+            end = await self._replay(root, known[1])
             self._adopt(tried, end)
             if end.tactics is not None:
                 return await self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
         # A persisted cache reads and writes storage: off the event loop, as every other theorem's search runs on it.
         for tactics in await asyncio.to_thread(self.cache.lookup, key, self.settings.subgoal_cache_replays):
-            end = await self._replay(site, tactics)
+            end = await self._replay(root, tactics)
             self._adopt(tried, end)
             if end.tactics is not None:
                 self.cache.record_hit()
@@ -609,7 +444,7 @@ class SketchSearch:
         if units <= 0 or self.meter.elapsed() >= self.settings.timeout_s:
             attempt.detail = "not searched: the theorem's budget or time was spent"
             return False
-        end = await self._search(site, units)
+        end = await self._search(root, units)
         attempt.spent = end.spent
         said = next((edge.error for edge in end.edges if edge.parent_id == 0 and edge.outcome is EdgeOutcome.ERROR
                      and edge.error), None)
@@ -628,39 +463,37 @@ class SketchSearch:
         await asyncio.to_thread(self.cache.store, key, end.tactics, self.theorem.name)
         return True
 
-    async def _replay(self, site: Site, tactics: list[str]) -> SubgoalEnd:
+    async def _replay(self, root: Root, tactics: list[str]) -> SubgoalEnd:
         """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
-        search = SubgoalStepSearch(self.theorem, self.lean, self.policy, StepSettings(max_nodes=0), self.guard,
-                                   None, site, self.meter)
+        search = StepSearch(self.theorem, self.lean, self.policy, StepSettings(max_nodes=0), self.guard, None,
+                            dataclasses.replace(root, meter=_ShareMeter(self.meter)))
         started = time.perf_counter()
         try:
-            return await search.replay(tactics)
+            reason = await search.replay(tactics)
+            return SubgoalEnd.of(search.proofs, search.edges, search.expanded, reason)
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
 
-    async def _search(self, site: Site, units: int) -> SubgoalEnd:
+    async def _search(self, root: Root, units: int) -> SubgoalEnd:
         """The subgoal's own search, `units` of budget, the theorem's time left."""
         base = self.spent
         left = max(self.settings.timeout_s - self.meter.elapsed(), 0.0)
-        site.book = lambda used: self._book(base + used)
-        subgoal = self.settings.subgoal
+        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_ShareMeter(self.meter))
+        subgoal = subgoal_budget(self.settings.subgoal, units)
+        run: dict[str, Any] = {"timeout_s": left, "stop_at_first": True, "marks": (), "attempt": self.settings.attempt}
+        search: StepSearch | HybridSearch
         if isinstance(subgoal, HybridSettings):
-            hybrid = dataclasses.replace(subgoal, max_rounds=units, max_proofs=UNBOUNDED_PROOFS, timeout_s=left,
-                                         stop_at_first=True, marks=(), journal=None, attempt=self.settings.attempt,
-                                         repair=RepairSettings())
-            search: SubgoalStepSearch | SubgoalHybridSearch = SubgoalHybridSearch(
-                self.theorem, self.lean, self.policy, hybrid, self.guard, self.value, site, self.meter)
+            hybrid = dataclasses.replace(subgoal, journal=None, **run)
+            search = HybridSearch(self.theorem, self.lean, self.policy, hybrid, self.guard, self.value, root)
         else:
-            step = dataclasses.replace(subgoal, max_nodes=units, timeout_s=left, stop_at_first=True, marks=(),
-                                       attempt=self.settings.attempt, feedback_tokens=None)
-            search = SubgoalStepSearch(self.theorem, self.lean, self.policy, step, self.guard, self.value, site,
-                                       self.meter)
+            search = StepSearch(self.theorem, self.lean, self.policy, dataclasses.replace(subgoal, **run), self.guard,
+                                self.value, root)
         try:
-            return await search.search()
+            reason = await search.search()
+            spent = search.rounds if isinstance(search, HybridSearch) else search.expanded
+            return SubgoalEnd.of(search.proofs, search.edges, spent, reason)
         finally:
-            policy_s, lean_s, value_s = _waits(search)
-            self.policy_s, self.lean_s, self.value_s = (self.policy_s + policy_s, self.lean_s + lean_s,
-                                                        self.value_s + value_s)
+            self.waits.add(search.waits)
 
     def _adopt(self, tried: _Tried, end: SubgoalEnd) -> None:
         """Renumber a subgoal search's rows into the theorem's tree under the sketch's row (its root, local id 0);
@@ -686,7 +519,7 @@ class SketchSearch:
         attempt = WholeAttempt(body, tactics, self.theorem, None if allowed.ok else allowed.reason)
         started = time.perf_counter()
         verdict = await check_whole(self.lean, self.theorem, attempt)
-        self.lean_s += time.perf_counter() - started
+        self.waits.lean_s += time.perf_counter() - started
         if verdict.verified:
             tried.record.verified = True
             self.proofs.verified.append(Proof(tried.leaves[0], verdict.proof, tactics, self.spent))
@@ -703,7 +536,7 @@ class SketchSearch:
             detail = f"the planner refused the sketch prompt: {first_line(self.refusals[-1])}"
         elif reason is not None and detail is None and self.sketches:
             detail = _summary(self.sketches)
-        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s, self.value_s)
+        spent = Spent.of(self.meter.elapsed(), self.waits)
         result = final_result(self.theorem, self.declaration, SearchMode.SKETCH, self.proofs, self.edges,
                               (reason, detail), spent, self.meter, nodes_expanded=self.spent,
                               rejected_prompts=len(self.refusals))
@@ -711,13 +544,6 @@ class SketchSearch:
             label_edges(self.edges, self.leaves, True)
         result.sketches = [tried.record for tried in self.sketches]
         return SearchOutcome(result, self.edges)
-
-
-def _waits(search: SubgoalStepSearch | SubgoalHybridSearch) -> tuple[float, float, float]:
-    """A subgoal search's waits for the policy, Lean and the value model, in seconds."""
-    if isinstance(search, SubgoalStepSearch):
-        return search.clock.policy_s, search.clock.lean_s, search.clock.value_s
-    return search.policy_s, search.lean_s, search.value_s
 
 
 def _cap(text: str) -> str:

@@ -23,16 +23,18 @@ from typing import Literal
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
-from burnqed.records import Edge, EdgeOutcome, FailureReason, TacticKind, TacticResult, Theorem, pretty_state
+from burnqed.records import Edge, EdgeOutcome, FailureReason, Goal, TacticKind, TacticResult, Theorem, pretty_state
 from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import tactic_feedback
+from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.scoring import node_score
 from burnqed.search.skeleton import (
     Proofs,
     SearchOutcome,
     Spent,
+    ask_within,
     final_result,
     refusal_row,
     refused_ending,
@@ -41,7 +43,7 @@ from burnqed.search.skeleton import (
     verify_closing,
 )
 from burnqed.search.tree import Node, SearchTree
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, Waits
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import normalize_tactic
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
@@ -82,17 +84,6 @@ class StepSettings:
     feedback_tokens: int | None = None
 
 
-@dataclass(slots=True)
-class _Clock:
-    started: float = field(default_factory=time.perf_counter)
-    policy_s: float = 0.0
-    lean_s: float = 0.0
-    value_s: float = 0.0
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.started
-
-
 class StepSearch(SharedWorkerSearch[Node]):
     """One theorem's search; `run()` once. Split into methods only for readability."""
 
@@ -106,17 +97,19 @@ class StepSearch(SharedWorkerSearch[Node]):
         settings: StepSettings,
         guard: TacticGuard,
         value: ValueFn | None = None,
+        root: Root | None = None,
     ) -> None:
         self.theorem = theorem
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
-        self.seed_key = theorem.name  # what the sampling seeds are keyed on (a sketch's subgoal search: its own)
+        self.root = root if root is not None else Root()  # the theorem's start, or a sketch's subgoal
+        self.seed_key = self.root.seed_key or theorem.name  # what the sampling seeds are keyed on
         self.policy = policy
         self.settings = settings
         self.guard = guard
         self.value = value
-        self.clock = _Clock()
-        self.meter = UsageMeter(settings.marks, self.lean)
+        self.meter = self.root.meter_for(settings.marks, self.lean)  # its clock is the search's
+        self.waits = Waits()
         self.edges: list[Edge] = []
         self.expanded = 0
         self.start_generation = lean.generation  # the generation of the root node (set again once it exists)
@@ -133,42 +126,80 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     async def run(self) -> SearchOutcome:
         try:
-            return await self._run()
+            return await run_search(self._start, self._loop, self._finish)
         finally:
             self._drop_speculation()
 
-    async def _run(self) -> SearchOutcome:
-        return await run_search(self._start, self._loop, self._finish)
+    async def search(self) -> FailureReason | None:
+        """Start and search, no result built and Lean's failures not classified (a sketch's subgoal search: the
+        sketch search reads `proofs`, `edges`, `expanded`); why it ended."""
+        await self._start()
+        try:
+            return await self._loop()
+        finally:
+            self._drop_speculation()
+
+    async def replay(self, tactics: list[str]) -> FailureReason | None:
+        """Apply `tactics` in order from the root (a proof found elsewhere, nothing sampled): proved when the last one
+        closes every goal (and only the last), its rows in `edges`; why not."""
+        await self._start()
+        assert self.tree is not None
+        node = self.tree.root
+        for index, tactic in enumerate(tactics):
+            result = await self._apply_at(node, tactic)
+            if result is None:
+                break
+            edge = tactic_row(self.tree.new_id(), node.id, node.depth + 1, node.state, tactic, result)
+            self.edges.append(edge)
+            if result.kind is not TacticKind.SUCCESS or result.state_id is None:
+                break
+            if not result.goals:
+                edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
+                if index == len(tactics) - 1:
+                    await self._verify(node, tactic, result, edge)
+                else:
+                    edge.error = "not counted: the subgoal closed before the proof's last tactic"
+                break
+            edge.state_after = pretty_state(result.goals)
+            node = Node(edge.node_id, node, node.depth + 1, tactic, edge.state_after, result.goals, result.state_id,
+                        self.lean.generation)
+        return None if self.proofs.verified else FailureReason.EXHAUSTED
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         assert self.tree is not None
         while True:
             self.meter.reach(self.expanded)
-            stop = self.proofs.limit(settings.stop_at_first, self.clock.elapsed(), settings.timeout_s, self.expanded,
+            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.expanded,
                                      settings.max_nodes, FailureReason.MAX_NODES)
             if stop is not None:
                 return stop.reason
             batch = self.tree.pop(min(settings.expand_batch, settings.max_nodes - self.expanded), settings.max_depth)
             if not batch:
                 return self.proofs.ending(FailureReason.EXHAUSTED)
-            if not await self._expand(batch):
+            answered = await self._expand(batch)
+            if self.root.book is not None:
+                self.root.book(self.expanded)
+            if not answered:
                 return self.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 
     async def _start(self) -> None:
+        if self.root.goal is not None:  # a goal already in the worker: nothing to start
+            goals: tuple[Goal, ...] = (self.root.goal,)
+            node = Node(0, None, 0, None, pretty_state(goals), goals, self.root.state_id, self.root.generation)
+            self.start_generation = node.generation
+            self.tree = SearchTree(node)
+            return
         started = time.perf_counter()
         try:
             state_id, goals = await start_theorem(self.lean, self.theorem)
         finally:
-            self.clock.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
         root = Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
         self.start_generation = root.generation
         self.tree = SearchTree(root)
-
-    def _charge_lean(self, seconds: float) -> None:
-        self.clock.lean_s += seconds
 
     # ------------------------------------------------------------------------------------- expansion
 
@@ -189,27 +220,24 @@ class StepSearch(SharedWorkerSearch[Node]):
                 answers.update(zip((n.id for n in nodes), got, strict=True))
             return [answers[n.id] for n in fresh]
 
-        remaining = settings.timeout_s - self.clock.elapsed()
-        started = time.perf_counter()
-        try:
-            async with asyncio.timeout(max(remaining, 0.0)):
-                answers = await asyncio.gather(asked(), *ahead.values())
-        except TimeoutError:
-            self.clock.policy_s += time.perf_counter() - started
+        async def in_batch_order() -> list[list[Completion]]:
+            answers = await asyncio.gather(asked(), *ahead.values())
+            by_node = dict(zip((node.id for node in fresh), answers[0], strict=True))
+            by_node.update((node_id, answer[0]) for node_id, answer in zip(ahead, answers[1:], strict=True))
+            return [by_node[node.id] for node in batch]
+
+        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(), in_batch_order)
+        if answer.completions is None:
             return False
-        by_node = dict(zip((node.id for node in fresh), answers[0], strict=True))
-        by_node.update((node_id, answer[0]) for node_id, answer in zip(ahead, answers[1:], strict=True))
-        completions = [by_node[node.id] for node in batch]
-        gen_s = time.perf_counter() - started
-        self.clock.policy_s += gen_s
+        completions, gen_s = answer.completions, answer.seconds
         self.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
         self.expanded += len(batch)
         children: list[tuple[Node, Edge]] = []
         refused: set[int] = set()  # nodes whose prompt the policy cannot take: asking again cannot help
-        for node, node_completions in zip(batch, completions, strict=True):
+        for index, (node, node_completions) in enumerate(zip(batch, completions, strict=True)):
             node.expanded = True
             node.visits += 1
-            refusal = prompt_error(node_completions)
+            refusal = answer.refusal(index)
             if refusal is not None:
                 refused.add(node.id)
                 self._record_refusal(node, refusal, gen_s * 1000 / len(batch))
@@ -218,7 +246,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             ))
             gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
             for candidate in candidates:
-                if self.clock.elapsed() >= settings.timeout_s or (self.proofs.found() and settings.stop_at_first):
+                if self.meter.elapsed() >= settings.timeout_s or (self.proofs.found() and settings.stop_at_first):
                     break
                 child = await self._try(node, candidate, gen_ms)
                 if child is not None:
@@ -322,8 +350,12 @@ class StepSearch(SharedWorkerSearch[Node]):
         self.ahead.clear()
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge) -> None:
-        """Count the path to `node` and on by `tactic`, which closed every goal, only on the soundness rules."""
+        """Count the path to `node` and on by `tactic`, which closed every goal, only on the soundness rules (a
+        subgoal's: as far as its own search can tell, `accept_subgoal`)."""
         tactics = [*node.path(), tactic]
+        if self.root.subgoal:
+            self.proofs.accept(edge, accept_subgoal(final, tactics, self.guard), tactics, self.expanded)
+            return
         verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
                                        charge=self._charge_lean, index_header=self.theorem.header)
@@ -345,7 +377,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             ask_root = self.settings.value_reference == "root" and self.root_energy is None
             values = await self.value.energies(
                 root, [*([root] if ask_root else []), *(child.state for child, _ in first_by_state.values())])
-            self.clock.value_s += time.perf_counter() - started
+            self.waits.value_s += time.perf_counter() - started
             if ask_root:
                 self.root_energy, values = values[0], values[1:]
             energies = list(values)
@@ -367,8 +399,8 @@ class StepSearch(SharedWorkerSearch[Node]):
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         self._drop_speculation()  # before the totals: answered asks ahead count their tokens
         ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
-        spent = Spent(self.clock.elapsed(), self.clock.policy_s, self.clock.lean_s, self.clock.value_s)
-        result = final_result(self.theorem, self.declaration, SearchMode.STEP, self.proofs, self.edges, ending, spent,
+        result = final_result(self.theorem, self.declaration, SearchMode.STEP, self.proofs, self.edges, ending,
+                              Spent.of(self.meter.elapsed(), self.waits),
                               self.meter, nodes_expanded=self.expanded, rejected_prompts=len(self.refusals))
         return SearchOutcome(result, self.edges, self.speculated, self.speculation_used)
 

@@ -16,9 +16,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from burnqed.lean.env import LeanEnv
 from burnqed.records import BudgetUsage, CompileResult, Goal, RootInfo, TacticResult, UsageCurve
+
+
+@dataclass(slots=True)
+class Waits:
+    """What a search waited for, in seconds: the policy, Lean, the value model (every engine's one set of timers; a
+    sketch's subgoal searches add theirs to the theorem's)."""
+
+    policy_s: float = 0.0
+    lean_s: float = 0.0
+    value_s: float = 0.0
+
+    def add(self, other: Waits) -> None:
+        self.policy_s += other.policy_s
+        self.lean_s += other.lean_s
+        self.value_s += other.value_s
 
 
 class CountingLean:

@@ -18,8 +18,8 @@ becomes a counted whole proof: whole search calls them, and so does every other 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -27,7 +27,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, prompt_error, sample_seed
+from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
 from burnqed.search.answer import read_attempt
 from burnqed.search.repair import (
@@ -39,8 +39,17 @@ from burnqed.search.repair import (
     past_limits,
     revise,
 )
-from burnqed.search.skeleton import Proof, Proofs, SearchOutcome, Spent, final_result, refusal_row, run_search
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.skeleton import (
+    Proof,
+    Proofs,
+    SearchOutcome,
+    Spent,
+    ask_within,
+    final_result,
+    refusal_row,
+    run_search,
+)
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
 
@@ -80,8 +89,7 @@ class WholeSearch:
         self.refusals: list[str] = []  # the statement prompt's and the repair prompts' the policy refused
         self.repaired = 0  # fresh proofs revised (repair chains started)
         self.revisions = 0
-        self.policy_s = 0.0
-        self.lean_s = 0.0
+        self.waits = Waits()  # no value model: its value_s stays 0
         self.root_state = ""
         self.root_id = 0
 
@@ -99,7 +107,7 @@ class WholeSearch:
             self.root_id, goals = await start_theorem(self.lean, self.theorem)
             self.root_state = pretty_state(goals)
         finally:
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
@@ -113,19 +121,15 @@ class WholeSearch:
             if stop is not None:
                 return stop.reason
             n = min(settings.sampling.n, settings.max_proofs - self.sampled)
-            started = time.perf_counter()
-            try:
-                async with asyncio.timeout(max(settings.timeout_s - self.meter.elapsed(), 0.0)):
-                    seeds = expansion_seeds(settings.seed, self.theorem.name, [0], n, first_sample=self.sampled,
-                                            attempt=settings.attempt)
-                    (completions,) = await ask(self.policy, [prompt], dataclasses.replace(settings.sampling, n=n),
-                                               seeds)
-            except TimeoutError:
-                self.policy_s += time.perf_counter() - started
+            seeds = expansion_seeds(settings.seed, self.theorem.name, [0], n, first_sample=self.sampled,
+                                    attempt=settings.attempt)
+            sampling = dataclasses.replace(settings.sampling, n=n)
+            answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
+                                      functools.partial(ask, self.policy, [prompt], sampling, seeds))
+            if answer.completions is None:
                 return self.proofs.ending(FailureReason.TIMEOUT)
-            gen_s = time.perf_counter() - started
-            self.policy_s += gen_s
-            refusal = prompt_error(completions)
+            (completions,), gen_s = answer.completions, answer.seconds
+            refusal = answer.refusal()
             if refusal is not None:
                 self._refused(refusal, gen_s * 1000)
                 return self.proofs.ending(FailureReason.PROMPT_REJECTED)
@@ -179,7 +183,7 @@ class WholeSearch:
         proof = verdict.proof
         assert proof is not None  # the statement exists (checked in run)
         elapsed = time.perf_counter() - started
-        self.lean_s += elapsed
+        self.waits.lean_s += elapsed
         edge.lean_ms = elapsed * 1000
         if verdict.verified:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
@@ -196,7 +200,7 @@ class WholeSearch:
         if not self.theorem.answer_open:  # an open answer's attempts have no started goal to replay from
             started = time.perf_counter()
             goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
-            self.lean_s += time.perf_counter() - started
+            self.waits.lean_s += time.perf_counter() - started
         feedback = failed_proof_feedback(tactics, messages, self.settings.repair, goal)
         edge.feedback = feedback.to_json()
         return Failure(edge, feedback, self.sampled, answer)
@@ -209,7 +213,7 @@ class WholeSearch:
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         if not self.proofs.verified and reason is FailureReason.PROMPT_REJECTED and self.refusals:  # the statement's
             detail = f"the policy refused the statement prompt: {first_line(self.refusals[-1])}"
-        spent = Spent(self.meter.elapsed(), self.policy_s, self.lean_s)
+        spent = Spent.of(self.meter.elapsed(), self.waits)
         result = final_result(self.theorem, self.declaration, SearchMode.WHOLE, self.proofs, self.edges,
                               (reason, detail), spent, self.meter, proofs_sampled=self.sampled,
                               rejected_prompts=len(self.refusals),

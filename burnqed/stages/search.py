@@ -37,7 +37,7 @@ from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
 from burnqed.search.repair import RepairSettings
 from burnqed.search.runner import run_theorems, select_shard
-from burnqed.search.sketching import UNBOUNDED_PROOFS, SketchSettings
+from burnqed.search.sketching import SketchSettings, subgoal_budget
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import SubgoalCache, cache_environment, record_stats
 from burnqed.search.trie import Priority
@@ -108,20 +108,14 @@ def settings_from_config(
         planner = planner if planner is not None else PlannerConfig()
         fmt = planner.sent_format(policy.prompt_format)
         subgoal = _mode_settings(SearchMode(search.sketch_subgoal_mode), search, policy, None, (), verify)
-        # A subgoal's search may spend its share of the theorem's budget (less when less is left), and repairs
-        # nothing: its failed attempts are no failed proofs of the theorem (docs/search.md, "Sketch search").
-        max_nodes = budget if budget is not None else search.max_nodes
-        share = max(1, int(search.sketch_subgoal_share * max_nodes))
-        if isinstance(subgoal, StepSettings):
-            subgoal = dataclasses.replace(subgoal, max_nodes=share, feedback_tokens=None)
-        else:
-            assert isinstance(subgoal, HybridSettings)
-            subgoal = dataclasses.replace(subgoal, max_rounds=share, max_proofs=UNBOUNDED_PROOFS,
-                                          repair=RepairSettings())
+        assert isinstance(subgoal, StepSettings | HybridSettings)
         sampling = policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
                                    max_new_tokens=planner.max_new_tokens, stop=stop_strings(fmt))
-        return engine_settings(SketchSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
-                               subgoal=subgoal, max_nodes=max_nodes, marks=tuple(marks), seed=policy.seed)
+        sketch = engine_settings(SketchSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
+                                 subgoal=subgoal, max_nodes=budget if budget is not None else search.max_nodes,
+                                 marks=tuple(marks), seed=policy.seed)
+        # A subgoal's search may spend its share of the theorem's budget (less when less is left): `subgoal_budget`.
+        return dataclasses.replace(sketch, subgoal=subgoal_budget(subgoal, sketch.share))
     return _mode_settings(search.mode, search, policy, budget, marks, verify)
 
 

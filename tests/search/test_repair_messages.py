@@ -48,7 +48,7 @@ from burnqed.search.repair import (
     unsolved_feedback,
 )
 from burnqed.search.skeleton import Proof, Proofs
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat, build_repair_prompt
 from leankit.corpus import load_corpus
@@ -283,7 +283,7 @@ class Searching:
     meter: UsageMeter = field(default_factory=lambda: UsageMeter((), CountingLean(InProcessReplay(ReplayServer(
         CORPUS)))))
     refusals: list[str] = field(default_factory=list)
-    policy_s: float = 0.0
+    waits: Waits = field(default_factory=Waits)
     repaired: int = 0
     revisions: int = 0
 
@@ -369,7 +369,7 @@ def test_a_repair_round_revises_each_failure_once_in_order_then_those_that_faile
     # A round's wait shared by its revisions.
     gen = [gen_ms for _, _, gen_ms in checker.calls]
     assert gen[0] == gen[1] == gen[2] > 0 and gen[3] > 0
-    assert 3 * gen[0] + gen[3] == pytest.approx(search.policy_s * 1000)
+    assert 3 * gen[0] + gen[3] == pytest.approx(search.waits.policy_s * 1000)
 
 
 def test_repair_stops_after_repair_rounds_rounds() -> None:
@@ -459,4 +459,4 @@ def test_a_repair_round_that_runs_out_of_time_samples_nothing() -> None:
     rounds(search, [failed(1, 0, 1)], checker)
     assert checker.calls == [] and (search.sampled, search.revisions, search.meter.tokens) == (0, 0, 0)
     # the wait is cut at the time left (timeout_s less what the search spent before it), counted as policy time
-    assert 0.0 < search.policy_s <= search.meter.elapsed() < 1.0 and search.meter.elapsed() >= 0.05
+    assert 0.0 < search.waits.policy_s <= search.meter.elapsed() < 1.0 and search.meter.elapsed() >= 0.05
