@@ -171,6 +171,26 @@ LONGEST_FIRST = (
 )
 
 
+if os.environ.get("BURNQED_COUNT_PROCESSES"):  # the opt-in process count (tests/counting/__init__.py)
+    from tests import counting
+
+    os.environ["BURNQED_COUNT_PROCESSES"] = os.path.abspath(os.environ["BURNQED_COUNT_PROCESSES"])
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(counting.HERE), *filter(None, [os.environ.get("PYTHONPATH")])])
+    counting.install(lambda: os.environ.get("BURNQED_COUNT_TEST", "?"))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+        os.environ["BURNQED_COUNT_TEST"] = item.nodeid.split("::", 1)[0]
+        return (yield)
+
+    def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+        counts = counting.summary(Path(os.environ["BURNQED_COUNT_PROCESSES"]))
+        terminalreporter.section("processes started, per test file")
+        for line in counts:
+            terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {module: k for k, module in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
