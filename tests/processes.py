@@ -68,6 +68,7 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     root.handlers.clear()
+    _forget_filesystems()  # a process starts with none: each reads the environment it is given
     try:
         with warnings.catch_warnings():
             warnings.resetwarnings()
@@ -81,9 +82,17 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
             handler.close()
         root.handlers[:] = handlers
         root.setLevel(level)
+        _forget_filesystems()
     if done.exception is not None and not isinstance(done.exception, SystemExit):
         raise done.exception  # a bug keeps its traceback, as in the process
     return subprocess.CompletedProcess(["burnqed", *args], done.exit_code, done.stdout, done.stderr)
+
+
+def _forget_filesystems() -> None:
+    """Drop the S3 filesystems fsspec keeps per process (their endpoint and credentials come from the environment)."""
+    s3fs = sys.modules.get("s3fs")
+    if s3fs is not None:
+        s3fs.S3FileSystem.clear_instance_cache()
 
 
 @contextmanager
