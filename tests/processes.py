@@ -68,6 +68,13 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     root.handlers.clear()
+    # As in a fresh process, no logger has a level of its own (one a test or a library set here would let its
+    # records through to the command's stderr) and none is disabled.
+    loggers = [found for found in logging.root.manager.loggerDict.values() if isinstance(found, logging.Logger)]
+    levels = [(found, found.level, found.disabled) for found in loggers]
+    for found in loggers:
+        found.setLevel(logging.NOTSET)
+        found.disabled = False
     _forget_filesystems()  # a process starts with none: each reads the environment it is given
     try:
         with warnings.catch_warnings():
@@ -82,6 +89,9 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
             handler.close()
         root.handlers[:] = handlers
         root.setLevel(level)
+        for found, its_level, disabled in levels:
+            found.setLevel(its_level)
+            found.disabled = disabled
         _forget_filesystems()
     if done.exception is not None and not isinstance(done.exception, SystemExit):
         raise done.exception  # a bug keeps its traceback, as in the process
@@ -110,14 +120,19 @@ def _working_folder(cwd: str | os.PathLike[str] | None) -> Iterator[None]:
 
 @contextmanager
 def _test_state_kept() -> Iterator[None]:
-    """The signal handlers and torch's thread count as they were before, whatever a command set."""
+    """The environment, the signal handlers and torch's thread count as they were before, whatever a command set
+    (`-v` sets BURNQED_LOG_LEVEL for the stages a command starts)."""
     signals = [signum for signum in signal.valid_signals() if signum not in (signal.SIGKILL, signal.SIGSTOP)]
     handlers = {signum: signal.getsignal(signum) for signum in signals}
     torch = sys.modules.get("torch")
     threads = torch.get_num_threads() if torch is not None else None
+    environ = dict(os.environ)
     try:
         yield
     finally:
+        if dict(os.environ) != environ:
+            os.environ.clear()
+            os.environ.update(environ)
         for signum, handler in handlers.items():
             if handler is not None and signal.getsignal(signum) is not handler:
                 signal.signal(signum, handler)
