@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 # One torch thread per process, unless the caller says otherwise: the tests run tiny models, on which a second
@@ -180,7 +180,7 @@ if os.environ.get("BURNQED_COUNT_PROCESSES"):  # the opt-in process count (tests
     counting.install(lambda: os.environ.get("BURNQED_COUNT_TEST", "?"))
 
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
         os.environ["BURNQED_COUNT_TEST"] = item.nodeid.split("::", 1)[0]
         return (yield)
 
