@@ -34,7 +34,8 @@ def cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: str | os.P
     aside meanwhile) and so do the warnings a process shows (Python's default filters); the working folder, the
     environment, the signal handlers and torch's thread count are the test's again afterwards. A bug raises with
     its traceback. `process=True` runs `python -m burnqed.cli` instead (`timeout` seconds at most): for what the
-    process itself does (its entry point, signals, stdio at the file level, what it leaves behind)."""
+    process itself does (its entry point, signals, stdio at the file level, what it leaves behind) and for commands
+    whose children print (`iterate`'s stages write to the inherited stdout, which CliRunner does not capture)."""
     if process:
         merged = {**os.environ, **(env or {})}
         return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=timeout, check=False,
@@ -68,13 +69,8 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     root.handlers.clear()
-    # As in a fresh process, no logger has a level of its own (one a test or a library set here would let its
-    # records through to the command's stderr) and none is disabled.
-    loggers = [found for found in logging.root.manager.loggerDict.values() if isinstance(found, logging.Logger)]
-    levels = [(found, found.level, found.disabled) for found in loggers]
-    for found in loggers:
-        found.setLevel(logging.NOTSET)
-        found.disabled = False
+    argv = sys.argv[:]
+    sys.argv[:] = ["burnqed", *args]  # what a resume hint quotes
     _forget_filesystems()  # a process starts with none: each reads the environment it is given
     try:
         with warnings.catch_warnings():
@@ -89,9 +85,7 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
             handler.close()
         root.handlers[:] = handlers
         root.setLevel(level)
-        for found, its_level, disabled in levels:
-            found.setLevel(its_level)
-            found.disabled = disabled
+        sys.argv[:] = argv
         _forget_filesystems()
     if done.exception is not None and not isinstance(done.exception, SystemExit):
         raise done.exception  # a bug keeps its traceback, as in the process
