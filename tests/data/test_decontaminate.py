@@ -241,7 +241,8 @@ def test_iterate_with_pipeline_benchmark_drops_both_before_training(tmp_path: Pa
     root = tmp_path / "run"
     env = {"BURNQED_PIPELINE__BENCHMARK": str(bench), "BURNQED_DATA__SOURCES": json.dumps(SOURCES),
            "BURNQED_CONFIG": None}
-    done = cli("iterate", "--root", str(root), "--only", "prepare-data", "--jobs", "1", env=env)
+    done = cli("iterate", "--root", str(root), "--only", "prepare-data", "--jobs", "1", env=env,  # the stage prints
+               process=True)
     assert done.returncode == 0, done.stderr
     assert ("decontamination: 2 training theorems dropped as restating a benchmark theorem (pipeline.benchmark: 2)\n"
             "  compared with: MyBench (pipeline.benchmark, 3 theorems)\n"
