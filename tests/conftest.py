@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 
 # One torch thread per process, unless the caller says otherwise: the tests run tiny models, on which a second
@@ -169,6 +169,26 @@ LONGEST_FIRST = (
     "tests/test_ordering_ceiling.py",
     "tests/sft/test_data_parallel.py",
 )
+
+
+if os.environ.get("BURNQED_COUNT_PROCESSES"):  # the opt-in process count (tests/counting/__init__.py)
+    from tests import counting
+
+    os.environ["BURNQED_COUNT_PROCESSES"] = os.path.abspath(os.environ["BURNQED_COUNT_PROCESSES"])
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(counting.HERE), *filter(None, [os.environ.get("PYTHONPATH")])])
+    counting.install(lambda: os.environ.get("BURNQED_COUNT_TEST", "?"))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, object, object]:
+        os.environ["BURNQED_COUNT_TEST"] = item.nodeid.split("::", 1)[0]
+        return (yield)
+
+    def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+        counts = counting.summary(Path(os.environ["BURNQED_COUNT_PROCESSES"]))
+        terminalreporter.section("processes started, per test file")
+        for line in counts:
+            terminalreporter.write_line(line)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -1,6 +1,11 @@
-"""Running `burnqed` as a user does, in tests: to completion, or in the background to be signalled or killed; its
-command line app in this process where only what the command decides is checked (`burnqed_in_process`); and the Lean
-workers a command started, to check that none outlives it."""
+"""Running `burnqed` as a user does, in tests: `cli` runs a command to completion, in this process by default (what
+the command decides) or in a process of its own (`process=True`: what the process does); `background` starts one to
+be signalled or killed; and the Lean workers a command started, to check that none outlives it.
+
+    done = cli("eval", "--budgets", "0")                  # exit code, stdout, stderr, as a process gives them
+    done = cli("search", ..., process=True)               # python -m burnqed.cli, where the process is the subject
+    with background("search", ...) as proc: ...           # killed with its session at the end
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 import psutil
@@ -18,18 +23,38 @@ import psutil
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
 
 
+def cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: str | os.PathLike[str] | None = None,
+        process: bool = False, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """`burnqed ARGS` as a user runs it, with the exit code, stdout and stderr a process gives; `env` is laid over
+    os.environ (None: the variable unset), `cwd` the working folder.
+
+    By default the command line app runs in this process (typer's CliRunner): for what the commands decide (their
+    results, reuse, refusals, one-line errors), without a process start and its imports each time. As in a fresh
+    process, the command's logging goes to its own stderr (the root logger's handlers, pytest's among them, are set
+    aside meanwhile) and so do the warnings a process shows (Python's default filters); the working folder, the
+    environment, the signal handlers and torch's thread count are the test's again afterwards. A bug raises with
+    its traceback. `process=True` runs `python -m burnqed.cli` instead (`timeout` seconds at most): for what the
+    process itself does (its entry point, signals, stdio at the file level, what it leaves behind) and for commands
+    whose children print (`iterate`'s stages write to the inherited stdout, which CliRunner does not capture)."""
+    if process:
+        merged = {**os.environ, **(env or {})}
+        return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=timeout, check=False,
+                              cwd=cwd, env={key: value for key, value in merged.items() if value is not None})
+    with _test_state_kept(), _working_folder(cwd):
+        return _invoke(list(args), env)
+
+
 def burnqed(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, check=False)
+    """`burnqed ARGS` in a process of its own (`cli(..., process=True)`)."""
+    return cli(*args, env=env, process=True, timeout=timeout)
 
 
 def burnqed_in_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`burnqed ARGS` run by its command line app in this process (typer's CliRunner), with the exit code, stdout and
-    stderr a process would give: for what the commands decide (reuse, refusals, one-line errors), without a process
-    start and its imports each time. What the process itself does (signals, its entry point) needs `burnqed`.
+    """`burnqed ARGS` in this process (`cli`)."""
+    return cli(*args, env=env)
 
-    As in a fresh process, the command's logging goes to its own stderr (the root logger's handlers, pytest's among
-    them, are set aside meanwhile) and so do the warnings a process shows (Python's default filters)."""
+
+def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess.CompletedProcess[str]:
     import logging
     import warnings
 
@@ -44,6 +69,9 @@ def burnqed_in_process(*args: str, env: dict[str, str] | None = None) -> subproc
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     root.handlers.clear()
+    argv = sys.argv[:]
+    sys.argv[:] = ["burnqed", *args]  # what a resume hint quotes
+    _forget_filesystems()  # a process starts with none: each reads the environment it is given
     try:
         with warnings.catch_warnings():
             warnings.resetwarnings()
@@ -51,15 +79,60 @@ def burnqed_in_process(*args: str, env: dict[str, str] | None = None) -> subproc
                 warnings.simplefilter("ignore", category)
             warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
             warnings.showwarning = show
-            done = CliRunner().invoke(app, list(args), env=env, prog_name="burnqed")
+            done = CliRunner().invoke(app, args, env=dict(env or {}), prog_name="burnqed")
     finally:
         for handler in root.handlers:
             handler.close()
         root.handlers[:] = handlers
         root.setLevel(level)
+        sys.argv[:] = argv
+        _forget_filesystems()
     if done.exception is not None and not isinstance(done.exception, SystemExit):
         raise done.exception  # a bug keeps its traceback, as in the process
     return subprocess.CompletedProcess(["burnqed", *args], done.exit_code, done.stdout, done.stderr)
+
+
+def _forget_filesystems() -> None:
+    """Drop the S3 filesystems fsspec keeps per process (their endpoint and credentials come from the environment)."""
+    s3fs = sys.modules.get("s3fs")
+    if s3fs is not None:
+        s3fs.S3FileSystem.clear_instance_cache()
+
+
+@contextmanager
+def _working_folder(cwd: str | os.PathLike[str] | None) -> Iterator[None]:
+    if cwd is None:
+        yield
+        return
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+@contextmanager
+def _test_state_kept() -> Iterator[None]:
+    """The environment, the signal handlers and torch's thread count as they were before, whatever a command set
+    (`-v` sets BURNQED_LOG_LEVEL for the stages a command starts)."""
+    signals = [signum for signum in signal.valid_signals() if signum not in (signal.SIGKILL, signal.SIGSTOP)]
+    handlers = {signum: signal.getsignal(signum) for signum in signals}
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
+    environ = dict(os.environ)
+    try:
+        yield
+    finally:
+        if dict(os.environ) != environ:
+            os.environ.clear()
+            os.environ.update(environ)
+        for signum, handler in handlers.items():
+            if handler is not None and signal.getsignal(signum) is not handler:
+                signal.signal(signum, handler)
+        torch = sys.modules.get("torch")
+        if torch is not None and threads is not None and torch.get_num_threads() != threads:
+            torch.set_num_threads(threads)
 
 
 @contextmanager

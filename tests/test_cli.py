@@ -1,23 +1,19 @@
-"""The `burnqed` command as a user runs it: a real subprocess, exit codes, stdout/stderr, files written."""
+"""The `burnqed` command as a user runs it: exit codes, stdout/stderr, files written; in this process
+(tests/processes.py `cli`) but for the entry point itself (`--help`, `--version`), run as `python -m burnqed.cli`."""
 
 from __future__ import annotations
 
 import json
-import subprocess
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import double_argv
+from tests.processes import cli
 
 DOUBLE_COMMAND = json.dumps(double_argv())
-
-
-def burnqed(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "burnqed.cli", *args], check=False, capture_output=True, text=True, timeout=60, cwd=cwd
-    )
 
 
 def write_index(path: Path, theorems: list[dict[str, str]]) -> Path:
@@ -27,10 +23,10 @@ def write_index(path: Path, theorems: list[dict[str, str]]) -> Path:
 
 @pytest.mark.slow
 def test_help_and_version():
-    result = burnqed("--help")
+    result = cli("--help", process=True, timeout=60)
     assert result.returncode == 0
     assert "lean" in result.stdout and "config" in result.stdout
-    assert burnqed("--version").stdout.strip().startswith("burnqed ")
+    assert cli("--version", process=True, timeout=60).stdout.strip().startswith("burnqed ")
 
 
 @pytest.mark.slow
@@ -41,7 +37,7 @@ def test_lean_check_reports_start_failures(tmp_path: Path):
          {"name": "dies", "statement": "crash"}, {"name": "ok2", "statement": "∀ x : 𝔽, x = x"}],
     )
     report_path = tmp_path / "out" / "report.json"
-    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(report_path),
+    result = cli("lean", "check", "--theorems", str(index), "--output", str(report_path),
                      "--set", f"lean.command={DOUBLE_COMMAND}", "--set", "lean.workers=2")
     assert result.returncode == 0, result.stderr
     version, summary = result.stdout.splitlines()
@@ -65,7 +61,7 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
         {"name": "mathd_algebra_10", "statement": "abs ((120 : ℝ) / 100 * 30 - 130 / 100 * 20) = 10"},
         {"name": "amc12a_2019_p21", "statement": "bad statement"}]}, ensure_ascii=False), encoding="utf-8")
     report_path = tmp_path / "report.json"
-    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(report_path),
+    result = cli("lean", "check", "--theorems", str(index), "--output", str(report_path),
                      "--set", f"lean.command={DOUBLE_COMMAND}", "--set", "lean.workers=1",
                      "--set", "lean.pantograph_version=0.3.2")
     assert result.returncode == 0, result.stderr
@@ -73,7 +69,7 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
     report = json.loads(report_path.read_text(encoding="utf-8"))
     assert (report["index"], report["total"], report["started"]) == ("minif2f_test", 2, 1)
     # The embedded default: minilean says which version it emulates when asked.
-    default = burnqed("lean", "check", "--theorems", str(index), "--set", "lean.workers=1")
+    default = cli("lean", "check", "--theorems", str(index), "--set", "lean.workers=1")
     assert default.returncode == 0, default.stderr
     assert default.stdout.splitlines()[0] == (f"Pantograph 0.3.4 (from `{sys.executable} -m minilean "
                                               "--fallback-module minilean.replay --version`)")
@@ -89,7 +85,7 @@ def test_lean_check_runs_on_a_prototype_benchmark_index(tmp_path: Path):
 @pytest.mark.slow
 def test_a_credential_in_lean_env_is_one_line_exit_2(tmp_path: Path):
     index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
-    result = burnqed("lean", "check", "--theorems", str(index), "--set", 'lean.env={"AWS_SECRET_ACCESS_KEY": "x"}')
+    result = cli("lean", "check", "--theorems", str(index), "--set", 'lean.env={"AWS_SECRET_ACCESS_KEY": "x"}')
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "AWS_SECRET_ACCESS_KEY looks like a credential" in result.stderr
 
@@ -110,7 +106,7 @@ def test_malformed_index_is_one_line_exit_2_nothing_written(tmp_path: Path, inde
     index = tmp_path / "index.json"
     index.write_text(index_text, encoding="utf-8")
     out = tmp_path / "out"
-    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(out / "r.json"))
+    result = cli("lean", "check", "--theorems", str(index), "--output", str(out / "r.json"))
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -131,7 +127,7 @@ def test_malformed_index_is_one_line_exit_2_nothing_written(tmp_path: Path, inde
 def test_bad_configuration_is_one_line_exit_2(tmp_path: Path, args: list[str], message: str):
     index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
     out = tmp_path / "r.json"
-    result = burnqed("lean", "check", "--theorems", str(index), "--output", str(out), *args)
+    result = cli("lean", "check", "--theorems", str(index), "--output", str(out), *args)
     assert result.returncode == 2
     assert len(result.stderr.strip().splitlines()) == 1
     assert message in result.stderr
@@ -142,7 +138,7 @@ def test_bad_configuration_is_one_line_exit_2(tmp_path: Path, args: list[str], m
 def test_lean_that_cannot_start_is_exit_1_with_the_reason(tmp_path: Path):
     index = write_index(tmp_path / "index.json", [{"name": "a", "statement": "p"}])
     command = json.dumps(double_argv("--no-ready", "1"))
-    result = burnqed("lean", "check", "--theorems", str(index), "--set", f"lean.command={command}",
+    result = cli("lean", "check", "--theorems", str(index), "--set", f"lean.command={command}",
                      "--set", "lean.workers=1", "--output", str(tmp_path / "r.json"))
     assert result.returncode == 1
     assert "exited with code 1 before printing `ready.`" in result.stderr
@@ -151,11 +147,8 @@ def test_lean_that_cannot_start_is_exit_1_with_the_reason(tmp_path: Path):
 
 @pytest.mark.slow
 def test_env_overrides_reach_the_command():
-    result = subprocess.run(
-        [sys.executable, "-m", "burnqed.cli", "config", "show", "--set", "lean.recycle_requests=7"],
-        check=False, capture_output=True, text=True, timeout=60,
-        env={"BURNQED_LEAN__WORKERS": "3", "PATH": "/usr/bin:/bin"},
-    )
+    unset: dict[str, str | None] = {name: None for name in os.environ if name.startswith("BURNQED_")}
+    result = cli("config", "show", "--set", "lean.recycle_requests=7", env={**unset, "BURNQED_LEAN__WORKERS": "3"})
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
     assert shown["lean"]["workers"] == 3
@@ -170,7 +163,7 @@ def test_iterate_refuses_before_its_first_stage(tmp_path: Path, args: list[str],
     """A malformed run root or a Lean worker count the machine cannot hold: one line, exit 2, no stage started
     (before, `--root s3://` wrote the iteration into a local folder `s3:` and the worker count failed each stage)."""
     root = ["--root", str(tmp_path / "run")] if args[0] != "--root" else []
-    result = burnqed("iterate", "--iter", "0", *root, *args, cwd=tmp_path)
+    result = cli("iterate", "--iter", "0", *root, *args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.count("\n") == 1 and message in result.stderr and "Traceback" not in result.stderr
     assert "stages" not in result.stderr and list(tmp_path.iterdir()) == []

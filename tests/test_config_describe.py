@@ -3,8 +3,6 @@ docs/config.md is its `--markdown` output and must not be stale."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ import pytest
 from burnqed.config import Config
 from burnqed.config.describe import all_keys, describe, markdown
 from burnqed.errors import ConfigError
+from tests.processes import cli
 
 DOC = Path(__file__).parents[1] / "docs" / "config.md"
 
@@ -70,12 +69,10 @@ def test_a_name_that_is_no_key_is_refused_naming_the_closest(key: str, hint: str
 
 @pytest.mark.slow
 def test_the_command_prints_a_key_and_refuses_a_typo_in_one_line() -> None:
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "config", "describe", "policy.top_k"],
-                          capture_output=True, text=True, check=False)
+    done = cli("config", "describe", "policy.top_k")
     assert done.returncode == 0, done.stderr
     first, description = done.stdout.splitlines()
     assert first == "policy.top_k  integer  default -1  (BURNQED_POLICY__TOP_K)" and description.startswith("    ")
-    typo = subprocess.run([sys.executable, "-m", "burnqed.cli", "config", "describe", "polcy.top_k"],
-                          capture_output=True, text=True, check=False)
+    typo = cli("config", "describe", "polcy.top_k")
     assert typo.returncode == 2 and typo.stderr == ("error: no configuration key or section 'polcy.top_k'; did you "
                                                     "mean policy.top_k?\n")

@@ -1,22 +1,15 @@
-"""A new user's first mistakes, run as they run them (the real `burnqed` command): each is one line on stderr with the
-documented exit code and the way forward, no traceback, nothing written."""
+"""A new user's first mistakes, run as they run them (the command line app, tests/processes.py `cli`): each is one
+line on stderr with the documented exit code and the way forward, no traceback, nothing written."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-BURNQED = [sys.executable, "-m", "burnqed.cli"]
-
-
-def burnqed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=120, check=False, cwd=cwd,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+from tests.processes import cli
 
 
 def error_line(done: subprocess.CompletedProcess[str]) -> str:
@@ -30,7 +23,7 @@ def error_line(done: subprocess.CompletedProcess[str]) -> str:
 @pytest.mark.slow  # one command start (it starts the Lean pool before the model)
 def test_a_mistyped_model_path_is_bad_input_naming_the_folder_it_likely_meant(tmp_path: Path) -> None:
     (tmp_path / "models" / "tiny").mkdir(parents=True)
-    done = burnqed("eval", "--output", "r.json", "--set", "policy.model=models/tyni", cwd=tmp_path)
+    done = cli("eval", "--output", "r.json", "--set", "policy.model=models/tyni", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert error_line(done) == "error: model folder models/tyni does not exist; did you mean models/tiny?"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["models"]
@@ -40,7 +33,7 @@ def test_a_mistyped_model_path_is_bad_input_naming_the_folder_it_likely_meant(tm
 @pytest.mark.parametrize("text", ["", "  \n\n", "import Mathlib\n-- the theorems come later\n"])
 def test_a_lean_source_without_a_theorem_is_one_line_naming_it(tmp_path: Path, text: str) -> None:
     (tmp_path / "bench.lean").write_text(text, encoding="utf-8")
-    done = burnqed("data", "prepare", "--output", "data", "--source", "benchmark=bench.lean", cwd=tmp_path)
+    done = cli("data", "prepare", "--output", "data", "--source", "benchmark=bench.lean", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert error_line(done) == (
         "error: no theorems resulted from data.sources: source 0 benchmark: 0 rows, 0 rejected, 0 kept, 0 pairs; "
@@ -51,7 +44,7 @@ def test_a_lean_source_without_a_theorem_is_one_line_naming_it(tmp_path: Path, t
 @pytest.mark.slow  # two command starts
 def test_a_lean_file_with_no_theorem_given_as_the_benchmark_names_the_command_that_prepares_it(tmp_path: Path) -> None:
     (tmp_path / "bench.lean").write_text("import Mathlib\n-- the theorems come later\n", encoding="utf-8")
-    done = burnqed("eval", "--theorems", "bench.lean", "--output", "r.json", cwd=tmp_path)
+    done = cli("eval", "--theorems", "bench.lean", "--output", "r.json", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert error_line(done) == (
         "error: --theorems bench.lean: no theorem could be read from it (source 0 benchmark: 0 rows, 0 rejected, "
@@ -61,7 +54,7 @@ def test_a_lean_file_with_no_theorem_given_as_the_benchmark_names_the_command_th
         "--theorems DIR")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
     # The way it names says the same, and writes nothing either.
-    prepared = burnqed("data", "prepare", "--source", "benchmark=bench.lean", "--output", "DIR", cwd=tmp_path)
+    prepared = cli("data", "prepare", "--source", "benchmark=bench.lean", "--output", "DIR", cwd=tmp_path)
     assert prepared.returncode == 2, prepared.stderr
     assert error_line(prepared).startswith("error: no theorems resulted from data.sources: source 0 benchmark: 0 rows")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["bench.lean"]
@@ -69,7 +62,7 @@ def test_a_lean_file_with_no_theorem_given_as_the_benchmark_names_the_command_th
 
 @pytest.mark.slow  # one command start
 def test_an_empty_theorems_option_never_evaluates_the_embedded_benchmark_instead(tmp_path: Path) -> None:
-    done = burnqed("eval", "--theorems", "", "--output", "r.json", cwd=tmp_path)  # `--theorems "$BENCH"`, BENCH unset
+    done = cli("eval", "--theorems", "", "--output", "r.json", cwd=tmp_path)  # `--theorems "$BENCH"`, BENCH unset
     assert done.returncode == 2, done.stderr
     assert error_line(done) == ("error: --theorems is empty: give a theorem index file, or leave --theorems out to use "
                                 "the embedded benchmark")
@@ -96,8 +89,8 @@ def test_a_model_folder_is_evaluated_on_a_lean_file_in_one_command(tmp_path: Pat
     from burnqed.runner.plan import build_iteration
 
     bench = Path(__file__).resolve().parent / "fixtures" / "benchmark" / "MyBench.lean"
-    done = burnqed("eval", "--model", str(tiny_model_dir), "--theorems", str(bench), "--output", "mine/eval.json",
-                   "--show-theorems", cwd=tmp_path)
+    done = cli("eval", "--model", str(tiny_model_dir), "--theorems", str(bench), "--output", "mine/eval.json",
+               "--show-theorems", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     result = json.loads((tmp_path / "mine" / "eval.json").read_text(encoding="utf-8"))
     assert (result["benchmark"], result["model"], result["total"]) == ("MyBench", str(tiny_model_dir), 4)

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +22,7 @@ from burnqed.trajectory.reader import committed_parts, is_complete
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+from tests.processes import cli
 
 BUDGET_RANGE = "is out of range; a budget is 1 to 1,000,000,000 (expansions or proofs), e.g. 100,300,600"
 NOT_WHOLE = "is not a whole number; give comma-separated budgets, e.g. 100,300,600"
@@ -141,9 +139,7 @@ def test_an_index_lean_cannot_run_is_one_line_exit_2_before_any_work(tmp_path: P
                      encoding="utf-8")
     outputs = {"search": ["--output", str(tmp_path / "search")],
                "eval": ["--output", str(tmp_path / "eval.json"), "--trajectories-out", str(tmp_path / "t")]}
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", command, *outputs[command], "--theorems", str(index)],
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "BURNQED_HOME": str(tmp_path / "home")})
+    done = cli(command, *outputs[command], "--theorems", str(index), env={"BURNQED_HOME": str(tmp_path / "home")})
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.splitlines() == [f"error: theorem index {index}: {problem}"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["index.json"]

@@ -20,6 +20,7 @@ from burnqed.eval.result import load_eval_result
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges
 from leankit.normal_form import state_up_to_names
+from tests.processes import cli
 
 ROOT = Path(__file__).parents[1]
 GOAL = "x : ℕ\nh₀ : x = 2\n⊢ x + x = 4 ∧ x = 2"
@@ -90,9 +91,8 @@ def test_the_oracle_eval_orders_the_search_by_the_table(tiny_model_dir: Path, tm
     common = ["--budgets", "3", "--theorems", str(bundled_index_path("test")),
               "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=2"]
     env = {**os.environ, "BURNQED_HOME": str(tmp_path / "home")}
-    first = subprocess.run([sys.executable, "-m", "burnqed.cli", "eval", *common, "--trajectories-out",
-                            str(tmp_path / "a"), "--output", str(tmp_path / "a.json")],
-                           capture_output=True, text=True, env=env, timeout=300, check=False)
+    first = cli("eval", *common, "--trajectories-out", str(tmp_path / "a"), "--output", str(tmp_path / "a.json"),
+                env=env)
     assert first.returncode == 0, first.stderr
     rows = read_edges(str(tmp_path / "a"), ["theorem", "depth", "state_before", "state_after", "outcome"],
                       store=store).to_pylist()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +22,7 @@ import pytest
 from burnqed.errors import InputError, StorageError
 from burnqed.storage import MARKER_NAME, PUBLISHING_NAME, StageMarker, Store, markers
 from burnqed.storage import store as store_module
+from tests.processes import cli
 from tests.test_storage_faults import WOULD_WAIT, assert_one_line, invoke
 
 USER_FILE = "notes.txt"
@@ -106,7 +105,7 @@ def test_every_file_output_that_is_a_users_file_is_refused_before_work(command: 
     assert snapshot(tmp_path) == before
 
 
-@pytest.mark.slow  # a burnqed process
+@pytest.mark.slow  # one command
 def test_report_output_dot_in_a_project_folder_deletes_nothing(tmp_path: Path) -> None:
     """The case of the issue: `report --output .` in a project folder deleted the project's files, then failed."""
     project = tmp_path / "project"
@@ -114,8 +113,7 @@ def test_report_output_dot_in_a_project_folder_deletes_nothing(tmp_path: Path) -
     (project / "src" / "main.py").write_text("print('hi')\n")
     (project / "README.md").write_text("# mine\n")
     before = snapshot(project)
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "report", "--iter", "0", "--output", "."],
-                          cwd=project, capture_output=True, text=True, timeout=120, check=False)
+    done = cli("report", "--iter", "0", "--output", ".", cwd=project)
     assert done.returncode == 2, done.stderr
     assert done.stderr == ("error: --output . holds 2 files and no _SUCCESS.json (README.md, src/main.py): report "
                            "writes only to a new or empty folder or over its own output, and deletes nothing else "
@@ -464,8 +462,7 @@ def test_an_output_inside_a_symlink_loop_is_one_line_from_a_real_process(tmp_pat
     """The case of the issue: a traceback and exit 1 before; one line and exit 2 now, nothing written."""
     (tmp_path / "a").symlink_to(tmp_path / "b")
     (tmp_path / "b").symlink_to(tmp_path / "a")
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "report", "--iter", "0", "--output", "a/report"],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    done = cli("report", "--iter", "0", "--output", "a/report", cwd=tmp_path, process=True, timeout=120)
     assert (done.returncode, done.stderr) == (2, "error: --output a/report: a symbolic link in this path points "
                                               "back into it (a loop): fix or remove the link, or choose another path\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b"]

@@ -1,7 +1,7 @@
 """Bad or unlucky inputs fail before any work, as one line on stderr with the documented exit code.
 
-Each case runs a `burnqed` command (the table of bad outputs and arguments by its app in this process, the S3 cases
-as processes with their own environment) with a policy server that would make any work wait a minute
+Each case runs a `burnqed` command by its app in this process (tests/processes.py `cli`; the S3 cases with their own
+environment) with a policy server that would make any work wait a minute
 (`policy.ready_timeout_s=60` on a closed port, `policy.wait_for_start=true`: a server being started): a command
 that fails within seconds with its own message checked its inputs before it started Lean or the model. Nothing may
 be written.
@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-BURNQED = [sys.executable, "-m", "burnqed.cli"]
+from tests.processes import cli
+
 WOULD_WAIT = ["--set", "policy.backend=sglang", "--set", "policy.url=http://127.0.0.1:9",
               "--set", "policy.ready_timeout_s=60", "--set", "policy.wait_for_start=true"]
 FAST_S = 15.0  # far below the minute any work would wait for the policy server
@@ -28,10 +28,9 @@ UNWRITABLE = "/proc/burnqed-nonexistent"  # no process, root included, can creat
 
 def burnqed(*args: str, env: dict[str, str] | None = None, drop_aws: bool = False,
             ) -> tuple[subprocess.CompletedProcess[str], float]:
-    base = {k: v for k, v in os.environ.items() if not (drop_aws and k.startswith("AWS_"))}
+    dropped: dict[str, str | None] = {k: None for k in os.environ if drop_aws and k.startswith("AWS_")}
     started = time.monotonic()
-    done = subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=120,
-                          env={**base, **(env or {})}, check=False)
+    done = cli(*args, env={**dropped, **(env or {})})
     return done, time.monotonic() - started
 
 
@@ -76,15 +75,13 @@ def cases(tmp: Path) -> list[tuple[list[str], int, tuple[str, ...]]]:
     ]
 
 
-@pytest.mark.slow  # nineteen commands, by the app in this process (the S3 cases below start processes)
+@pytest.mark.slow  # nineteen commands, by the app in this process
 def test_bad_outputs_and_arguments_fail_before_work_in_one_line(tmp_path: Path) -> None:
-    from tests.processes import burnqed_in_process
-
     (tmp_path / "a-file").write_text("x")
     before = files_under(tmp_path)
     for args, code, needles in cases(tmp_path):
         started = time.monotonic()
-        done = burnqed_in_process(*args, *WOULD_WAIT)
+        done = cli(*args, *WOULD_WAIT)
         elapsed = time.monotonic() - started
         assert_fails_fast(done, elapsed, code, *needles)
         assert files_under(tmp_path) == before, args

@@ -7,7 +7,6 @@ import io
 import logging
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -17,6 +16,7 @@ from burnqed.base import progress
 from burnqed.commands.kit import LOG_LEVEL_ENV, verbose_callback
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.search.monitor import SolveTally
+from tests.processes import cli
 
 LINE = re.compile(r"^searching: (\d+)/3 \(\d+\.\d/s, (?:done|ETA \S+)\)(.*)$")
 
@@ -93,10 +93,9 @@ def test_dash_v_asks_for_info_lines_unless_the_environment_asks_for_more(
     assert os.environ[LOG_LEVEL_ENV] == "WARNING"
 
 
-@pytest.mark.slow  # one command start
+@pytest.mark.slow  # one command
 def test_a_log_level_that_is_none_is_one_line_exit_2() -> None:
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "config", "show"], capture_output=True, text=True,
-                          timeout=60, check=False, env={**os.environ, LOG_LEVEL_ENV: "loud"})
+    done = cli("config", "show", env={LOG_LEVEL_ENV: "loud"})
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == ("error: BURNQED_LOG_LEVEL='loud' is not a log level: use one of DEBUG, INFO, WARNING, "
                            "ERROR, CRITICAL (or -v for INFO)\n")

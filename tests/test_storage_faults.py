@@ -7,7 +7,7 @@ local port), a bucket that does not exist (moto's server), an endpoint that refu
 answering 403 to everything, as S3 does for a bad key), a folder no process can write (under /proc, which refuses
 root too), a folder made read-only with chmod (skipped only for root, which ignores it), a full disk (the write
 refused with ENOSPC), an output path through a symlink loop, a dangling link or a file, and a disk that fills or
-turns read-only halfway through a stage's writes (tests/doubles/filling_disk.py). A few cases run `burnqed` as a
+turns read-only halfway through a stage's writes (tests/doubles/filling_disk.py). Two cases run `burnqed` as a
 user would, in a subprocess, to show the line end to end.
 """
 
@@ -27,13 +27,13 @@ from pathlib import Path
 import moto  # noqa: F401  # a dev dependency: a missing one fails here instead of skipping the file
 import pytest
 import s3fs  # a runtime dependency
-from typer.testing import CliRunner
 
 from burnqed import storage
 from burnqed.base import uris
 from burnqed.errors import TRANSIENT_EXIT_CODE
 from burnqed.storage import faults, localfs, s3
 from burnqed.storage import store as store_module
+from tests.processes import cli
 
 NO_CREDENTIALS: dict[str, str | None] = {
     "AWS_ACCESS_KEY_ID": None, "AWS_SECRET_ACCESS_KEY": None, "AWS_SESSION_TOKEN": None, "AWS_PROFILE": None,
@@ -156,10 +156,8 @@ def fresh_clients() -> Iterator[None]:
 
 def invoke(args: list[str], env: dict[str, str | None]) -> tuple[int, list[str]]:
     """Run `burnqed ARGS` in this process; its exit code and stderr lines."""
-    from burnqed.cli import app
-
-    done = CliRunner().invoke(app, args, env={"BURNQED_HOME": None, **env})
-    return done.exit_code, done.stderr.strip().splitlines()
+    done = cli(*args, env={"BURNQED_HOME": None, **env})
+    return done.returncode, done.stderr.strip().splitlines()
 
 
 def assert_one_line(code: int, lines: list[str], expected: int, *needles: str, progress: bool = False) -> None:
@@ -428,14 +426,7 @@ def test_a_report_process_whose_disk_fills_mid_run_says_so_in_one_line(tmp_path:
 # ------------------------------------------------------------------------------ as a user runs it
 
 
-def burnqed(*args: str, env: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k not in env}
-    base.update({k: v for k, v in env.items() if v is not None})
-    return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True,
-                          timeout=120, env=base, check=False)
-
-
-@pytest.mark.slow  # a burnqed process each
+@pytest.mark.slow  # the first a burnqed process, the others the app in this process
 @pytest.mark.parametrize(("args", "env", "code", "needle"), [
     (["summary", "s3://burnqed-faults/run/traj"], "none", 2, "no S3 credentials"),
     (["plan", "--root", "s3://burnqed-faults/run"], "closed", TRANSIENT_EXIT_CODE, "cannot reach"),
@@ -452,7 +443,8 @@ def test_a_user_sees_one_line(args: list[str], env: str, code: int, needle: str,
     if env == "home-is-a-file":
         (tmp_path / "home").write_text("")
         environ["BURNQED_HOME"] = str(tmp_path / "home")
-    done = burnqed(*[str(tmp_path / "out") if a == "OUT" else a for a in args], env=environ)
+    done = cli(*[str(tmp_path / "out") if a == "OUT" else a for a in args], env=environ, timeout=120,
+               process=env == "none" and args[0] == "summary")
     lines = done.stderr.strip().splitlines()
     assert done.returncode == code, done.stderr
     assert len(lines) == 1 and lines[0].startswith("error: ") and needle in lines[0], done.stderr

@@ -4,8 +4,6 @@ and YAML syntax keep the documents' structure (burnqed/cluster/literal.py)."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from burnqed.cluster.render import render_templates, render_workflow, to_yaml
 from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig, Config
 from burnqed.errors import InputError
+from tests import processes
 from tests.cluster.conftest import WORKFLOWS, template
 
 
@@ -127,8 +126,7 @@ def test_render_refuses_in_one_line_with_exit_2_and_writes_nothing(tmp_path: Pat
     out = tmp_path / "out"
     for sets in (["cluster.namespace=Prod"], ["pipeline.benchmark=s3://b/{{workflow.uid}}.json"]):
         args = [arg for value in sets for arg in ("--set", value)]
-        proc = subprocess.run([sys.executable, "-m", "burnqed.cli", "render", "iteration", "-o", str(out), *args],
-                              check=False, capture_output=True, text=True, timeout=120)
+        proc = processes.cli("render", "iteration", "-o", str(out), *args)
         assert proc.returncode == 2, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("error: ")
         assert not out.exists() or not any(out.iterdir())

@@ -1,12 +1,10 @@
-"""`burnqed data prepare | report | trace` as a user runs them: the embedded defaults end to end in a real
-subprocess (replay Lean workers), the idempotent re-run and --force, an s3:// output, a hub dataset that
-cannot be reached, and tracing without LeanDojo or a Lean toolchain."""
+"""`burnqed data prepare | report | trace` as a user runs them: the embedded defaults end to end (the command line
+app in this process, tests/processes.py `cli`; replay Lean workers), the idempotent re-run and --force, an s3://
+output, a hub dataset that cannot be reached, and tracing without LeanDojo or a Lean toolchain."""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import types
 from collections import Counter
@@ -26,19 +24,13 @@ from burnqed.data.trace import require_tracing
 from burnqed.errors import InputError
 from burnqed.storage import StageMarker, Store
 from tests.data.samples import write_all_sources
-
-BURNQED = [sys.executable, "-m", "burnqed.cli"]
-
-
-def burnqed(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, **(env or {})})
+from tests.processes import cli
 
 
 @pytest.mark.slow
 def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Path, store: Store) -> None:
     out = tmp_path / "iter_0" / "data"
-    done = burnqed("data", "prepare", "--output", str(out))
+    done = cli("data", "prepare", "--output", str(out))
     assert done.returncode == 0, done.stderr
     # The bundled corpus' 36 train theorems, the checked world's 140 train theorems (2 traps) and 49 pool statements,
     # replayed on minilean (the default Lean; the replay server is its fallback for statements outside its fragment).
@@ -133,9 +125,9 @@ def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monke
 @pytest.mark.slow
 def test_a_hub_dataset_that_cannot_be_reached_is_one_clear_error(tmp_path: Path) -> None:
     out = tmp_path / "data"
-    done = burnqed("data", "prepare", "--output", str(out), "--set",
-                   'data.sources=[{"kind": "lean-workbook", "path": "internlm/Lean-Workbook"}]',
-                   env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+    done = cli("data", "prepare", "--output", str(out), "--set",
+               'data.sources=[{"kind": "lean-workbook", "path": "internlm/Lean-Workbook"}]',
+               env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(

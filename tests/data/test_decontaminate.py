@@ -6,11 +6,8 @@ without it. A benchmark that is missing or holds no theorem stops `data prepare`
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -33,6 +30,7 @@ from burnqed.runner.reuse import stamp
 from burnqed.storage import Store
 from leankit.corpus import load_corpus
 from leankit.world.checked import embedded_world
+from tests.processes import cli
 
 # The first train theorem of the bundled corpus and of the checked world of seed 0, restated with other names, a
 # named hypothesis for the arrow and another spacing; and one that restates nothing.
@@ -241,11 +239,10 @@ def test_iterate_with_pipeline_benchmark_drops_both_before_training(tmp_path: Pa
     """The README's route: `iterate --set pipeline.benchmark=MyBench.lean`; its prepare-data stage (run alone)."""
     bench = restating_file(tmp_path)
     root = tmp_path / "run"
-    env = {**os.environ, "BURNQED_PIPELINE__BENCHMARK": str(bench), "BURNQED_DATA__SOURCES": json.dumps(SOURCES)}
-    env.pop("BURNQED_CONFIG", None)
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "iterate", "--root", str(root), "--only",
-                           "prepare-data", "--jobs", "1"], env=env, capture_output=True, text=True, timeout=300,
-                          check=False)
+    env = {"BURNQED_PIPELINE__BENCHMARK": str(bench), "BURNQED_DATA__SOURCES": json.dumps(SOURCES),
+           "BURNQED_CONFIG": None}
+    done = cli("iterate", "--root", str(root), "--only", "prepare-data", "--jobs", "1", env=env,  # the stage prints
+               process=True)
     assert done.returncode == 0, done.stderr
     assert ("decontamination: 2 training theorems dropped as restating a benchmark theorem (pipeline.benchmark: 2)\n"
             "  compared with: MyBench (pipeline.benchmark, 3 theorems)\n"
@@ -263,9 +260,8 @@ def test_eval_of_a_model_trained_without_the_benchmark_names_both(tiny_model_dir
                                                                   store: Store) -> None:
     export = publish_chain(tmp_path, tiny_model_dir, store)
     out = tmp_path / "eval.json"
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "eval", "--model", export, "--theorems",
-                           str(restating_file(tmp_path)), "--budgets", "1", "--set", "lean.workers=1", "--output",
-                           str(out)], capture_output=True, text=True, timeout=300, check=False)
+    done = cli("eval", "--model", export, "--theorems", str(restating_file(tmp_path)), "--budgets", "1",
+               "--set", "lean.workers=1", "--output", str(out))
     assert done.returncode == 0, done.stderr
     data = f"file://{tmp_path / 'data'}"
     assert (f"warning: decontamination: 2 of the 4 training theorems of {data} (the model's training data) restate "

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,8 +25,7 @@ from burnqed.storage import Store
 from tests.data.test_theorems import FOUR
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.minilean.test_fallback import CAST_REASON, SQRT_REASON
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.processes import cli
 
 
 @pytest.mark.slow  # one eval of three theorems on the tiny model and the embedded Lean
@@ -37,11 +33,8 @@ def test_an_example_a_broken_statement_and_two_theorems_are_all_four_accounted_f
         tmp_path: Path, tiny_model_dir: Path, store: Store) -> None:
     (tmp_path / "x.lean").write_text(FOUR, encoding="utf-8")
     output = Layout(str(tmp_path / "runs")).eval_result(0)
-    done = subprocess.run(
-        [sys.executable, "-m", "burnqed.cli", "eval", "--model", str(tiny_model_dir), "--theorems", "x.lean",
-         "--output", output, "--budgets", "10", "--show-theorems"],
-        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    done = cli("eval", "--model", str(tiny_model_dir), "--theorems", "x.lean", "--output", output, "--budgets", "10",
+               "--show-theorems", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     result = json.loads(Path(output).read_text(encoding="utf-8"))
     # eval.json: the three it could evaluate (the example under `x.lean:8` as a Lean name), and the fourth

@@ -24,6 +24,7 @@ from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import Layout
 from burnqed.records import FailureReason, TheoremResult
 from burnqed.storage import Store
+from tests.processes import cli
 
 BENCH = [f"thm_{k}" for k in range(10)]
 OTHER = [f"other_{k}" for k in range(6)]
@@ -126,14 +127,13 @@ def test_the_ebm_gate_is_not_measured_across_unlike_arms(tmp_path: Path, store: 
     assert report.decided and report.go  # a warning gate: the gain gate decides
 
 
-@pytest.mark.slow  # a burnqed process
+@pytest.mark.slow  # one command
 def test_report_says_why_on_stdout_and_in_report_json(tmp_path: Path, store: Store) -> None:
     at = Layout(f"file://{tmp_path}/runs")
     publish(at.eval_result(0), eval_result(BENCH, 2), store)
     publish(at.eval_result(1), eval_result(OTHER, 5, iteration=1), store)
     out = tmp_path / "report"
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "report", "--root", str(tmp_path / "runs"), "--iter",
-                           "1", "--output", str(out)], capture_output=True, text=True, timeout=120, check=False)
+    done = cli("report", "--root", str(tmp_path / "runs"), "--iter", "1", "--output", str(out))
     assert done.returncode == 0, done.stderr
     reason = "different theorem sets (iteration 0: 10, iteration 1: 6 theorems; 0 in common)"
     assert f"not compared: iteration 1 vs iteration 0: {reason}" in done.stdout

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 
 import pytest
 
@@ -17,6 +15,7 @@ from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.records import TacticKind, TacticResult, Theorem
 from leankit.corpus import TheoremSpec, goal_pp, load_corpus
+from tests.processes import cli
 
 REPLAY = ["{python}", "-m", "minilean.replay"]  # the replay server itself, not the default (minilean before it)
 CONFIG = LeanConfig(workers=2, command=REPLAY)
@@ -77,11 +76,7 @@ def test_incomplete_wrong_and_sorry_paths_never_count():
 @pytest.mark.slow
 def test_lean_check_starts_the_whole_bundled_corpus(tmp_path):
     report = tmp_path / "report.json"
-    result = subprocess.run(
-        [sys.executable, "-m", "burnqed.cli", "lean", "check", "--output", str(report),
-         "--set", f"lean.command={json.dumps(REPLAY)}"],
-        check=False, capture_output=True, text=True, timeout=120,
-    )
+    result = cli("lean", "check", "--output", str(report), "--set", f"lean.command={json.dumps(REPLAY)}")
     assert result.returncode == 0, result.stderr
     version, summary = result.stdout.splitlines()
     assert version.startswith("Pantograph 0.3.4 (from `") and version.endswith("-m minilean.replay --version`)")

@@ -6,7 +6,6 @@ malformed sketch. In-process (`InProcessReplay` over the server objects): no sub
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 from collections.abc import Callable
 from typing import Any
@@ -20,8 +19,7 @@ from burnqed.lean.protocol import sketch_subgoals
 from burnqed.records import Goal, SketchResult, TacticKind, Variable
 from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Hole, Sketch, read_sketch
 from leankit.version import SUPPORTED, PantographVersion
-from minilean.server import Server
-from tests.doubles.lean_double import Double
+from tests.doubles.line_servers import DoubleServer, MiniLean
 from tests.lean.test_requests import Recorder, check_payload
 
 V = PantographVersion.parse
@@ -37,25 +35,6 @@ def sketch(text: str = TEXT) -> Sketch:
     read = GUARD.check_sketch(text)
     assert isinstance(read, Sketch), read
     return read
-
-
-class DoubleServer:
-    """The strict double (tests/doubles/lean_double.py) as a `LineServer` object."""
-
-    def __init__(self, version: str) -> None:
-        self.version = V(version)
-        self.double = Double(io.BytesIO(), self.version)
-
-    def handle(self, line: str) -> str:
-        return self.double.handle(line)
-
-    def restart(self) -> None:
-        self.double = Double(io.BytesIO(), self.version)
-
-
-class MiniLean(Server):
-    def restart(self) -> None:
-        self.states.clear()
 
 
 def contexts(result: SketchResult) -> list[tuple[str, int, list[tuple[str, str, str | None]], str]]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -31,6 +30,7 @@ from burnqed.text.prompt import PromptFormat, SearchMode, format_for
 from leankit.version import LATEST, PantographVersion
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy
+from tests.processes import cli
 
 GUARD = TacticGuard.from_config(LeanConfig())
 ROOT = Path(__file__).resolve().parents[2]
@@ -227,8 +227,7 @@ def test_a_48_theorem_index_with_comments_starts_whole_on_the_embedded_defaults(
     index = tmp_path / "commented.json"
     index.write_text(json.dumps({"name": "commented", "theorems": theorems}, ensure_ascii=False), encoding="utf-8")
     report = tmp_path / "check.json"
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "lean", "check", "--theorems", str(index), "--output",
-                           str(report)], check=False, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    done = cli("lean", "check", "--theorems", str(index), "--output", str(report), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     checked = json.loads(report.read_text(encoding="utf-8"))
     assert (checked["total"], checked["started"], checked["failures"]) == (48, 48, [])
@@ -251,8 +250,7 @@ def test_a_statement_lean_would_refuse_is_refused_in_one_line_before_work(
     index = tmp_path / "index.json"
     index.write_text(json.dumps({"name": "bad", "theorems": [entry]}, ensure_ascii=False), encoding="utf-8")
     out = tmp_path / "out"
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", "eval", "--theorems", str(index), "--output",
-                           str(out / "r.json")], check=False, capture_output=True, text=True, timeout=120)
+    done = cli("eval", "--theorems", str(index), "--output", str(out / "r.json"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [f"error: theorem index {index}: {line}"]
     assert not out.exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from burnqed.data.index import bundled_index_path
 from burnqed.eval.report_model import Gate, Report
 from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
+from tests.processes import cli
 
 
 def finished_iteration(root: str, go: bool, *, store: Store) -> None:
@@ -46,8 +46,7 @@ def finished_iteration(root: str, go: bool, *, store: Store) -> None:
 
 
 def run_all(root: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "burnqed.cli", "run-all", "--root", root, *args],
-                          capture_output=True, text=True, timeout=120, check=False)
+    return cli("run-all", "--root", root, *args)
 
 
 @pytest.mark.slow

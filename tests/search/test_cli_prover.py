@@ -1,5 +1,6 @@
-"""The prover's commands end to end, as a user runs them: real subprocesses (the `burnqed` CLI, replay
-Lean workers, the tiny model in-process or behind `burnqed serve`), signals included."""
+"""The prover's commands end to end, as a user runs them: the `burnqed` CLI in this process (tests/processes.py
+`cli`), as a process where a signal stops it or where it serves (`background`); replay Lean workers; the tiny model
+in-process or behind `burnqed serve`."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from burnqed.policy.sglang import SGLangClient
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from leankit.corpus import load_corpus
-from tests.processes import background, burnqed, wait_for
+from tests.processes import background, cli, wait_for
 from tests.search.helpers import REPLAY, as_forall_declaration, slowed
 
 SLOWED = slowed(20)  # while a signal must land mid-run
@@ -50,8 +51,8 @@ def _recheck(entries: Sequence[PerTheorem]) -> list[tuple[str, Verdict]]:
 def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Path, tmp_path: Path,
                                                              store: Store) -> None:
     out = tmp_path / "r.json"
-    done = burnqed("eval", "--output", str(out), "--budgets", "5,20", "--set", f"policy.model={tiny_model_dir}",
-                   "--set", "lean.workers=2")
+    done = cli("eval", "--output", str(out), "--budgets", "5,20", "--set", f"policy.model={tiny_model_dir}",
+               "--set", "lean.workers=2")
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
     # The embedded benchmark: the checked world's 56 test theorems (seed 0) and the 15 bundled ones, on minilean.
@@ -73,9 +74,9 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
 def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_dir: Path, tmp_path: Path,
                                                                      mode: str, store: Store) -> None:
     out = tmp_path / "r.json"
-    done = burnqed("eval", "--output", str(out), "--set", f"search.mode={mode}", "--set", "search.max_proofs=16",
-                   "--set", "pipeline.eval_budgets=[16, 4, 8]", "--model", str(tiny_model_dir),
-                   "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")))
+    done = cli("eval", "--output", str(out), "--set", f"search.mode={mode}", "--set", "search.max_proofs=16",
+               "--set", "pipeline.eval_budgets=[16, 4, 8]", "--model", str(tiny_model_dir),
+               "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")))
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
     assert (result.mode, result.budget_unit, result.total) == (mode, "proofs", 15)
@@ -92,9 +93,9 @@ def test_eval_in_the_whole_proof_modes_reports_tokens_and_lean_calls(tiny_model_
 def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path, store: Store) -> None:
     model = f"policy.model={tiny_model_dir}"
     for name, verbose in (("a", ()), ("b", ("-v",))):
-        done = burnqed("eval", "--output", str(tmp_path / f"{name}.json"), "--budgets", "3,6", "--set", model,
-                       "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")),
-                       "--trajectories-out", str(tmp_path / f"traj-{name}"), *verbose)
+        done = cli("eval", "--output", str(tmp_path / f"{name}.json"), "--budgets", "3,6", "--set", model,
+                   "--set", "lean.workers=2", "--theorems", str(bundled_index_path("test")),
+                   "--trajectories-out", str(tmp_path / f"traj-{name}"), *verbose)
         assert done.returncode == 0, done.stderr
         # The progress shows the science (theorems solved so far, the rate); the machinery only with -v.
         solved = load_eval_result(tmp_path / f"{name}.json", store=store).cumulative_solved
@@ -103,13 +104,13 @@ def test_compare_and_summary_commands(tiny_model_dir: Path, tmp_path: Path, stor
         assert re.fullmatch(rf"evaluating: 15/15 \(\d+\.\d/s, done\) · solved {solved}/15 "
                             rf"\({100 * solved / 15:.1f} %\){machinery}", last), last
         assert ("in flight" in done.stderr) == bool(verbose)
-    compared = burnqed("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
+    compared = cli("compare", str(tmp_path / "a.json"), str(tmp_path / "b.json"))
     assert compared.returncode == 0, compared.stderr
     assert "Δ" in compared.stdout
-    summary = burnqed("summary", str(tmp_path / "traj-a"), "--json")
+    summary = cli("summary", str(tmp_path / "traj-a"), "--json")
     assert summary.returncode == 0, summary.stderr
     assert json.loads(summary.stdout)["theorems"] == 15
-    missing = burnqed("summary", str(tmp_path / "nothing-here"))
+    missing = cli("summary", str(tmp_path / "nothing-here"))
     assert missing.returncode == 2 and "nothing-here" in missing.stderr
 
 
@@ -120,7 +121,7 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:
         (["search", "--output", str(tmp_path / "o"), "--shard", "4/4"], "shard"),
         (["compare", str(tmp_path / "only.json")], "at least two"),
     ):
-        done = burnqed(*args)
+        done = cli(*args)
         assert done.returncode == 2, done.stderr
         assert text in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
@@ -145,9 +146,9 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
         proc.wait(timeout=30)
     first = {r.name for r in read_results(str(out), store=store)}
     assert 0 < len(first) < len(ALL_NAMES) and not is_complete(str(out), store=store)
-    refused = burnqed(*args)
+    refused = cli(*args)
     assert refused.returncode == 2 and "--resume" in refused.stderr
-    resumed = burnqed(*args, "--resume", "-v")
+    resumed = cli(*args, "--resume", "-v")
     assert resumed.returncode == 0, resumed.stderr
     assert f"({len(first)} already done)" in resumed.stdout
     # The progress counts this run's theorems; with -v the machinery follows, and the throughput report at the end.
@@ -160,7 +161,7 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
     assert sorted(names) == ALL_NAMES and is_complete(str(out), store=store)
     per_theorem = read_edges(str(out), columns=["theorem"], store=store).column("theorem").to_pylist()
     assert set(per_theorem) <= set(ALL_NAMES)
-    again = burnqed(*args, "--resume")
+    again = cli(*args, "--resume")
     assert again.returncode == 0 and re.fullmatch(  # a finished search is reused, nothing searched again
         rf"reusing {re.escape(str(out))} \(finished [-0-9: ]+ UTC, same inputs\); --force redoes it\n", again.stdout)
     assert "throughput" not in again.stdout and "in flight" not in again.stderr  # no -v: no machinery
@@ -216,9 +217,9 @@ def test_the_sglang_client_drives_burnqed_serve_and_a_search(tiny_model_dir: Pat
         assert [len(g) for g in generated] == [3, 3]
         assert all(c.logprob < 0 and 0 < c.n_tokens <= 16 for g in generated for c in g)  # type: ignore[attr-defined]
         assert len(embedded) == 1 and len(embedded[0]) == 64
-        done = burnqed("search", "--output", str(tmp_path / "t"), "--theorems", str(bundled_index_path("test")),
-                       "--set", "policy.backend=sglang", "--set", f"policy.url={url}", "--set", "lean.workers=2",
-                       "--set", "search.max_nodes=4")
+        done = cli("search", "--output", str(tmp_path / "t"), "--theorems", str(bundled_index_path("test")),
+                   "--set", "policy.backend=sglang", "--set", f"policy.url={url}", "--set", "lean.workers=2",
+                   "--set", "search.max_nodes=4")
         assert done.returncode == 0, done.stderr
         assert len(read_results(str(tmp_path / "t"), store=store)) == 15
 
@@ -260,10 +261,10 @@ def test_one_oversized_goal_fails_alone_with_its_reason_and_the_run_succeeds(tin
     model.close()
     assert tokens > 2048
     with served(tiny_model_dir) as url:  # SGLang's API: the client caps the prompt before sending it
-        remote = burnqed("search", "--output", str(tmp_path / "remote"), *common, "--set", "policy.backend=sglang",
-                         "--set", f"policy.url={url}")
-    local = burnqed("search", "--output", str(tmp_path / "local"), *common,  # in-process: the model refuses it
-                    "--set", f"policy.model={tiny_model_dir}")
+        remote = cli("search", "--output", str(tmp_path / "remote"), *common, "--set", "policy.backend=sglang",
+                     "--set", f"policy.url={url}")
+    local = cli("search", "--output", str(tmp_path / "local"), *common,  # in-process: the model refuses it
+                "--set", f"policy.model={tiny_model_dir}")
     for run, done, reason in (
         ("remote", remote, f"prompt not sent: its {tokens} tokens plus max_new_tokens 128 reach the model's context "
                            "length of 2048 tokens"),
@@ -292,8 +293,8 @@ def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path, 
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     started = time.monotonic()  # policy.ready_timeout_s keeps its 600 s: nobody is starting that server
-    done = burnqed("search", "--output", str(tmp_path / "t"), "--set", "policy.backend=sglang",
-                   "--set", f"policy.url={url}")
+    done = cli("search", "--output", str(tmp_path / "t"), "--set", "policy.backend=sglang",
+               "--set", f"policy.url={url}")
     assert time.monotonic() - started < 20.0  # the command's own start and the Lean pool's, no waiting
     assert done.returncode == 1
     assert done.stderr.splitlines() == [
@@ -307,7 +308,7 @@ def test_search_gives_up_clearly_when_the_policy_server_is_gone(tmp_path: Path, 
 @pytest.mark.parametrize("flag", ["--help"])
 def test_help_explains_the_commands(flag: str) -> None:
     for command in ("search", "eval", "compare", "summary", "merge-trajectories"):
-        done = burnqed(command, flag)
+        done = cli(command, flag)
         assert done.returncode == 0 and "Usage" in done.stdout
 
 
@@ -334,12 +335,12 @@ def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_
     assert not out.exists()
     first = {r.name for r in read_results(str(traj), store=store)}
     assert 0 < len(first) < len(ALL_NAMES)
-    refused = burnqed(*args)  # the prefix holds an earlier run: refused before any search
+    refused = cli(*args)  # the prefix holds an earlier run: refused before any search
     assert refused.returncode == 2 and "--resume" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
-    other_budgets = burnqed(*[a if a != "4,8" else "4,9" for a in args], "--resume")
+    other_budgets = cli(*[a if a != "4,8" else "4,9" for a in args], "--resume")
     assert other_budgets.returncode == 2 and "same --budgets" in other_budgets.stderr
-    resumed = burnqed(*args, "--resume", "--show-theorems")
+    resumed = cli(*args, "--resume", "--show-theorems")
     assert resumed.returncode == 0, resumed.stderr
     result = load_eval_result(out, store=store)
     assert result.total == len(ALL_NAMES) and result.resumed == len(first)
@@ -350,7 +351,7 @@ def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_
     assert result.wall_s is not None and result.wall_s > 0
     # A finished eval is not redone (like every stage): its table again, the file untouched; --force redoes it.
     written = out.stat().st_mtime_ns
-    again = burnqed(*args, "--resume")
+    again = cli(*args, "--resume")
     assert again.returncode == 0 and again.stdout.startswith(f"reusing {out} (finished ")
     assert ", same inputs); --force redoes it\n" in again.stdout
     assert out.stat().st_mtime_ns == written

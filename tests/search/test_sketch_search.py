@@ -7,7 +7,6 @@ to another context; re-planning keeps proved subgoals and tells the planner what
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import re
 from collections.abc import Callable
@@ -42,8 +41,7 @@ from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, format_state_comment
 from burnqed.trajectory.reader import read_results
 from leankit.version import SUPPORTED, PantographVersion
-from minilean.server import Server
-from tests.doubles.lean_double import Double
+from tests.doubles.line_servers import DoubleServer, MiniLean
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.processes import burnqed
 from tests.search.helpers import small_index
@@ -59,26 +57,6 @@ ASSEMBLED = ("theorem t (x y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x * y + 
              "  nlinarith [hxy, hx]\n")
 PLANNER = ("Sketch a proof", "This Lean 4 proof sketch failed:")
 BINDERS = "x y : ℝ\nh₀ : 0 < x\nh₁ : 0 < y"
-
-
-class MiniLean(Server):
-    def restart(self) -> None:
-        self.states.clear()
-
-
-class DoubleServer:
-    """The strict double as a `LineServer`; `closes`: tactics that close any goal (the subgoals' proofs)."""
-
-    def __init__(self, version: str, closes: tuple[str, ...] = ()) -> None:
-        self.version = V(version)
-        self.closes = closes
-        self.double = Double(io.BytesIO(), self.version, closes=closes)
-
-    def handle(self, line: str) -> str:
-        return self.double.handle(line)
-
-    def restart(self) -> None:
-        self.double = Double(io.BytesIO(), self.version, closes=self.closes)
 
 
 LEANS: dict[str, Callable[[], InProcessReplay]] = {

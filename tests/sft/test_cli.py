@@ -1,10 +1,9 @@
-"""`burnqed sft` and `burnqed export` as a user runs them (real subprocesses) on the embedded defaults: the tiny
+"""`burnqed sft` and `burnqed export` as a user runs them (tests/processes.py `cli`) on the embedded defaults: the tiny
 model, full fine-tuning on CPU, a prepared-data folder; then the export generates through `LocalModel`."""
 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -16,12 +15,8 @@ from burnqed.policy.base import Sampling
 from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.tiny import default_model_dir
 from burnqed.text.prompt import PromptFormat, build_prompt
+from tests.processes import cli
 from tests.sft.helpers import write_data_folder
-
-
-def burnqed(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True,
-                          timeout=300, env={**os.environ, **env}, check=False)
 
 
 @pytest.mark.slow
@@ -32,8 +27,8 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
     data = write_data_folder(tmp_path / "run" / "iter_0" / "data")
     sft_out, export_out = tmp_path / "run" / "iter_0" / "sft", tmp_path / "run" / "iter_0" / "export"
 
-    trained = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out),
-                      "--set", "sft.max_steps=12", "--set", "sft.logging_steps=4", env=home)
+    trained = cli("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out),
+                  "--set", "sft.max_steps=12", "--set", "sft.logging_steps=4", env=home)
     assert trained.returncode == 0, trained.stderr
     assert trained.stdout.startswith(f"sft iteration 0 (full) -> {sft_out}: 12 steps on ")
     progress = [line for line in trained.stderr.splitlines() if line.startswith("sft: step")]
@@ -42,7 +37,7 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
     assert (record["method"], record["base_model"], record["steps"], record["prompt_format"]) == (
         "full", None, 12, "plain-tactic")
 
-    exported = burnqed("export", "--sft", str(sft_out), "--output", str(export_out), env=home)
+    exported = cli("export", "--sft", str(sft_out), "--output", str(export_out), env=home)
     assert exported.returncode == 0, exported.stderr
     lines = exported.stdout.splitlines()
     assert lines[0].startswith(f"exported {sft_out} (full) -> {export_out}: 153,600 params, float32, ")
@@ -55,11 +50,11 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
     model.close()
     assert completion.n_tokens > 0 and completion.finish_reason in {"stop", "length"}
 
-    again = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), "--set", "sft.max_steps=12",
-                    env=home)  # logging_steps is a cadence, not an input
+    again = cli("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), "--set", "sft.max_steps=12",
+                env=home)  # logging_steps is a cadence, not an input
     assert again.returncode == 0 and again.stdout.startswith(f"reusing {sft_out} (finished ")
     assert again.stdout.strip().endswith(", same inputs); --force redoes it") and len(again.stdout.splitlines()) == 1
-    other = burnqed("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), env=home)
+    other = cli("sft", "--iter", "0", "--data", str(data), "--output", str(sft_out), env=home)
     assert other.returncode == 2 and other.stderr == (
         f"error: {sft_out} is a finished sft output made with other inputs: sft.max_steps was 12, now 300; --force "
         "redoes it, or choose another --output\n")
@@ -67,10 +62,10 @@ def test_sft_then_export_on_the_embedded_defaults(tmp_path: Path, tiny_model_dir
 
 @pytest.mark.slow
 def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
-    missing = burnqed("sft", "--data", str(tmp_path / "nowhere"), "--output", str(tmp_path / "sft"), env={})
+    missing = cli("sft", "--data", str(tmp_path / "nowhere"), "--output", str(tmp_path / "sft"), env={})
     assert missing.returncode == 2
     assert missing.stderr.strip() == f"error: {tmp_path / 'nowhere'} does not exist"
-    flags = burnqed("sft", "--iter", "1", "--data", str(tmp_path), "--output", str(tmp_path / "sft"), env={})
+    flags = cli("sft", "--iter", "1", "--data", str(tmp_path), "--output", str(tmp_path / "sft"), env={})
     assert flags.returncode == 2 and flags.stderr.startswith("error: iteration 1 mixes in trajectory positives")
     assert not (tmp_path / "sft").exists()
 

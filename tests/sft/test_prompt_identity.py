@@ -27,8 +27,8 @@ from burnqed.storage import Store
 from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
+from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
-from tests.search.test_sketch_search import DoubleServer
 from tests.trajectory.factories import write_trajectory
 
 CORPUS = load_corpus()

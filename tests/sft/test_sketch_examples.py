@@ -53,7 +53,7 @@ from burnqed.text.prompt import (
 )
 from burnqed.text.sketch import Sketch, read_sketch, subgoal_declaration
 from leankit.version import PantographVersion
-from minilean.server import Server
+from tests.doubles.line_servers import MiniLean
 from tests.sft.helpers import write_data_folder
 from tests.trajectory.factories import result, write_trajectory
 
@@ -183,11 +183,6 @@ def test_a_subgoal_s_prompts_are_its_searchs_and_its_whole_prompt_states_it_as_a
         "Complete the following Lean 4 code with the next tactic:\n```lean4\n"
         f"{DECLARATION} := by\n  /- tactic state:\n    x y : ℝ\n    h₀ : 0 < x\n    h₁ : 0 < y\n"
         "    ⊢ 0 < x * y\n  -/\n")
-
-
-class MiniLean(Server):
-    def restart(self) -> None:
-        self.states.clear()
 
 
 @pytest.mark.slow  # minilean in process: about 0.4 s

@@ -7,9 +7,6 @@ checksums verified and their text checked to be UTF-8."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,9 +28,9 @@ from burnqed.storage import Store
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.reader import DAMAGED_ADVICE, read_edges
 from tests.damage import damage, flip_in_footer, flip_in_page, truncate
+from tests.processes import cli
 from tests.trajectory.factories import edge, result, write_trajectory
 
-ROOT = Path(__file__).parents[2]
 NAMES = ["a", "b", "c", "d"]
 
 
@@ -186,21 +183,16 @@ def test_text_that_is_not_utf8_in_a_part_without_digest_or_checksums_is_refused(
         read_edges(str(prefix), store=store)
 
 
-def _burnqed(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False)
-
-
 @pytest.mark.slow
 def test_summary_and_train_ebm_refuse_a_damaged_part_in_one_line(tmp_path: Path, store: Store) -> None:
     prefix = tmp_path / "traj"
     write_prefix(str(prefix), store)
     damage(prefix / "part-000001.parquet", flip_states)
     expected = f"error: {sha_refusal(str(prefix), 1)}"
-    summary = _burnqed("summary", str(prefix), cwd=tmp_path)
+    summary = cli("summary", str(prefix), cwd=tmp_path)
     assert (summary.returncode, summary.stderr.strip(), summary.stdout) == (2, expected, "")
     out = tmp_path / "ebm"
-    trained = _burnqed("train-ebm", "--trajectories", str(prefix), "--output", str(out), "--model",
-                       str(tmp_path / "no-model-needed-before-the-data"), cwd=tmp_path)
+    trained = cli("train-ebm", "--trajectories", str(prefix), "--output", str(out), "--model",
+                  str(tmp_path / "no-model-needed-before-the-data"), cwd=tmp_path)
     assert (trained.returncode, trained.stderr.strip()) == (2, expected)
     assert not out.exists() and not (tmp_path / "ebm-cache").exists()

@@ -24,6 +24,7 @@ from leankit.version import PantographVersion
 from leankit.world.checked import World, WorldTheorem, embedded_world, world_stats
 from leankit.world.sketches import SKETCH_TEMPLATES, STATEMENTS_PER_SITUATION
 from minilean.server import Server
+from tests.doubles.line_servers import MiniLean
 from tests.world.test_checked import _compiles
 
 # sha256 of the seed-0 embedded world with the sketch family (the default world's digest is pinned in
@@ -35,11 +36,6 @@ WITH_SKETCHES = embedded_world(0, sketches=True)
 FAMILY = WITH_SKETCHES.theorems[len(DEFAULT.theorems):]
 HAVE = re.compile(r"have (\S+) : (.+) := by (.+)")
 GUARD = TacticGuard(DEFAULT_DENY)
-
-
-class MiniLean(Server):
-    def restart(self) -> None:
-        self.states.clear()
 
 
 def _digest(world: World) -> str:
