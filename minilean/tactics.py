@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 from leankit.text import matching_close
 from minilean.arith import (
@@ -88,6 +89,23 @@ class Run:
     @property
     def sorried(self) -> bool:
         return bool(self.sorried_goals)
+
+
+class TacticEngine(Protocol):
+    """What a tactic uses of the engine running it (`Engine`): its scripts, term checks, new goals and names."""
+
+    uniq: Callable[[], str]
+    timeout_ms: int
+    run_info: Run
+
+    def run(self, goals: tuple[Goal, ...], text: str) -> tuple[Goal, ...]: ...
+
+    def check_term(self, goal: Goal, term: Expr, expected: Expr, holes: bool = False) -> list[Goal]: ...
+
+    def infer_term(self, goal: Goal, term: Expr) -> Expr: ...
+
+    def new_goal(self, goal: Goal, target: Expr, tag: str | None = None,
+                 hyps: tuple[Hyp, ...] | None = None) -> Goal: ...
 
 
 class Engine:
@@ -266,7 +284,7 @@ class Engine:
 class _ByAwareChecker(TermChecker):
     """A TermChecker whose `by …` blocks run on the engine."""
 
-    def __init__(self, goal: Goal, engine: Engine, holes: bool) -> None:
+    def __init__(self, goal: Goal, engine: TacticEngine, holes: bool) -> None:
         super().__init__(goal, lambda g: None, engine.uniq, holes)
         self.engine = engine
 
@@ -370,7 +388,7 @@ def _names(rest: str) -> list[str]:
     return rest.split()
 
 
-def _intro_one(engine: Engine, goal: Goal, name: str | None) -> Goal:
+def _intro_one(engine: TacticEngine, goal: Goal, name: str | None) -> Goal:
     target = goal.target
     for _ in range(8):
         if isinstance(target, Binder) and target.kind == "∀":
@@ -401,11 +419,11 @@ def _hidden(goal: Goal, base: str) -> str:
     return inaccessible_name(base, {h.name for h in goal.hyps})
 
 
-def _fresh_mvar(engine: Engine, goal: Goal) -> Goal:
+def _fresh_mvar(engine: TacticEngine, goal: Goal) -> Goal:
     return Goal(goal.hyps, goal.target, goal.case, engine.uniq())
 
 
-def tac_intro(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_intro(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     if any(c in rest for c in "⟨(|"):
         return tac_rintro(engine, goal, rest)
     names: list[str | None] = list(_names(rest)) or [None]
@@ -414,7 +432,7 @@ def tac_intro(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (_fresh_mvar(engine, goal),)
 
 
-def tac_intros(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_intros(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     names = _names(rest)
     if names:
         for name in names:
@@ -476,7 +494,7 @@ def _take_hyp(goal: Goal, name: str) -> tuple[Goal, Hyp]:
     return Goal(tuple(h for h in goal.hyps if h.uniq != hyp.uniq), goal.target, goal.case, goal.mvar), hyp
 
 
-def rcases(engine: Engine, goal: Goal, hyp_name: str, pattern: Pattern, tag_style: str = "rcases") -> list[Goal]:
+def rcases(engine: TacticEngine, goal: Goal, hyp_name: str, pattern: Pattern, tag_style: str = "rcases") -> list[Goal]:
     """Destructure the local `hyp_name` of `goal` by `pattern`; the goals that remain."""
     kind = pattern[0]
     hyp = goal.lookup(hyp_name)
@@ -572,7 +590,7 @@ def whnf_connective(ty: Expr, goal: Goal, ops: tuple[str, ...]) -> Expr | None:
     return None
 
 
-def tac_rintro(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_rintro(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     patterns = _split_patterns(rest)
     if not patterns:
         raise TacticError("rintro: expected a pattern")
@@ -592,7 +610,7 @@ def tac_rintro(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return tuple(_fresh_mvar(engine, g) for g in goals)
 
 
-def _hyp_of_term(engine: Engine, goal: Goal, text: str) -> tuple[Goal, str]:
+def _hyp_of_term(engine: TacticEngine, goal: Goal, text: str) -> tuple[Goal, str]:
     """A local holding the term `text`'s proof: the local itself, or a new inaccessible one."""
     text = text.strip()
     if re.fullmatch(r"[^\s().⟨⟩]+", text) and goal.lookup(text) is not None:
@@ -602,7 +620,7 @@ def _hyp_of_term(engine: Engine, goal: Goal, text: str) -> tuple[Goal, str]:
     return add_local(goal, name, prop, engine.uniq()), name
 
 
-def tac_rcases(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_rcases(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     term, sep, pattern = rest.partition(" with ")
     goal, name = _hyp_of_term(engine, goal, term)
     if not sep:
@@ -610,7 +628,7 @@ def tac_rcases(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return tuple(_fresh_mvar(engine, g) for g in rcases(engine, goal, name, parse_pattern(pattern)))
 
 
-def tac_obtain(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_obtain(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     match_ = re.match(r"(.*?)\s*(?::(?!=)\s*(.*?))?\s*:=\s*(.*)$", rest, re.DOTALL)
     if match_ is None:
         pattern_text, _, ty_text = rest.partition(":")
@@ -634,7 +652,7 @@ def tac_obtain(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return tuple(_fresh_mvar(engine, g) for g in rcases(engine, goal, name, parse_pattern(pattern_text)))
 
 
-def tac_cases(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_cases(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     """Lean 4 `cases h`: constructors' fields become inaccessible locals (`h✝`), tags `inl`/`inr`/`intro`.
     `cases h with | inl hp => tac | inr hq => tac`: each alternative names its fields and must close its goal."""
     match_ = re.match(r"(.*?)\s+with\b(.*)$", rest, re.DOTALL)
@@ -671,7 +689,7 @@ def tac_cases(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (Goal(g.hyps, g.target, child_tag(goal.case, "intro"), engine.uniq()),)
 
 
-def _cases_with(engine: Engine, goal: Goal, term: str, alternatives_text: str) -> tuple[Goal, ...]:
+def _cases_with(engine: TacticEngine, goal: Goal, term: str, alternatives_text: str) -> tuple[Goal, ...]:
     goals = list(tac_cases(engine, goal, term))
     alternatives = [alt.strip() for alt in split_top(alternatives_text.strip(), "|") if alt.strip()]
     done: set[int] = set()
@@ -697,7 +715,7 @@ def _cases_with(engine: Engine, goal: Goal, term: str, alternatives_text: str) -
     return ()
 
 
-def tac_cases_prime(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_cases_prime(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     """Mathlib `cases' h with a b`."""
     term, _, names_text = rest.partition(" with ")
     names = names_text.split()
@@ -718,7 +736,7 @@ def tac_cases_prime(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return tuple(_fresh_mvar(engine, g) for g in rcases(engine, goal, name, pattern))
 
 
-def tac_constructor(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_constructor(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     """Lean's `constructor`: the first constructor of the target's inductive type that applies (`And.intro`,
     `Iff.intro`, `Or.inl`, `Eq.refl`, `True.intro`); a target that is no inductive type, or none that applies,
     fails with Lean's two messages."""
@@ -745,7 +763,7 @@ def tac_constructor(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     raise TacticError(f"tactic 'constructor' failed, target is not an inductive datatype\n{pp_goal(goal)}")
 
 
-def _left_right(engine: Engine, goal: Goal, side: int) -> tuple[Goal, ...]:
+def _left_right(engine: TacticEngine, goal: Goal, side: int) -> tuple[Goal, ...]:
     head = whnf_connective(goal.target, goal, ("∨",))
     if not isinstance(head, Op):
         name = "left" if side == 0 else "right"
@@ -753,31 +771,31 @@ def _left_right(engine: Engine, goal: Goal, side: int) -> tuple[Goal, ...]:
     return (engine.new_goal(goal, head.args[side], "h"),)
 
 
-def tac_left(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_left(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return _left_right(engine, goal, 0)
 
 
-def tac_right(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_right(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return _left_right(engine, goal, 1)
 
 
-def tac_exfalso(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_exfalso(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (engine.new_goal(goal, FALSE),)
 
 
-def tac_exact(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_exact(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     if not rest:
         raise TacticError("unexpected end of input; expected term")
     engine.check_term(goal, parse(rest), goal.target)
     return ()
 
 
-def tac_refine(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_refine(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     new_goals = engine.check_term(goal, parse(rest), goal.target, holes=True)
     return tuple(Goal(g.hyps, g.target, goal.case, g.mvar) for g in new_goals)
 
 
-def tac_apply(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_apply(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     term = parse(rest)
     checker = _ByAwareChecker(goal, engine, False)
     try:
@@ -789,7 +807,7 @@ def tac_apply(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return tuple(engine.new_goal(goal, prop, label or None) for label, prop in premises)
 
 
-def tac_use(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_use(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     witnesses = split_top(rest, ",")
     target = goal.target
     for witness in witnesses:
@@ -815,7 +833,7 @@ def _discharge(goal: Goal) -> bool:
     return any(defeq(h.ty, target, goal.ctx) for h in goal.hyps if not is_type(h.ty))
 
 
-def tac_exists(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_exists(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     goals = tac_use(engine, goal, rest)
     result: list[Goal] = []
     for g in goals:
@@ -826,14 +844,14 @@ def tac_exists(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return tuple(result)
 
 
-def tac_assumption(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_assumption(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     for hyp in reversed(goal.hyps):
         if not is_type(hyp.ty) and defeq(hyp.ty, goal.target, goal.ctx):
             return ()
     raise TacticError(f"tactic 'assumption' failed\n{pp_goal(goal)}")
 
 
-def tac_contradiction(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_contradiction(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     props = [h.ty for h in goal.hyps if not is_type(h.ty)]
     for prop in props:
         if prop == FALSE:
@@ -853,7 +871,7 @@ def tac_contradiction(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]
     raise TacticError(f"tactic 'contradiction' failed\n{pp_goal(goal)}")
 
 
-def tac_trivial(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_trivial(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     if _discharge(goal):
         return ()
     try:
@@ -869,7 +887,7 @@ def tac_trivial(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     raise TacticError(f"The rfl tactic failed. Possible reasons:\n{pp_goal(goal)}")
 
 
-def tac_rfl(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_rfl(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     target = whnf(goal.target, goal.ctx)
     if isinstance(target, Op) and target.op in ("=", "↔", "≤", "⊆", "∣") and defeq(target.args[0], target.args[1],
                                                                                   goal.ctx):
@@ -877,7 +895,7 @@ def tac_rfl(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     raise TacticError(_RFL_FAILED + pp_goal(goal))
 
 
-def tac_decide(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_decide(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     locals_used = free_vars(goal.target) & {hyp.name for hyp in goal.hyps}
     if locals_used:
         raise TacticError(_FREE_VARS.format(pp(goal.target)))
@@ -911,7 +929,7 @@ def _mentions_field(expr: Expr, goal: Goal) -> bool:
     return False
 
 
-def tac_unfold(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_unfold(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     """`unfold f g (at h)`: each constant replaced by its value where it occurs (applications beta-reduced), one
     name after another, as Lean's `unfold` delta-expands a non-recursive definition."""
     names_text, locations = _split_at(rest)
@@ -938,7 +956,7 @@ def tac_unfold(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (_fresh_mvar(engine, goal),)
 
 
-def tac_have(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_have(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     match_ = re.match(r"(?:([^\s:]+)\s*)?(?::(?!=)\s*(.*?))?\s*(?::=\s*(.*))?$", rest, re.DOTALL)
     if match_ is None or (match_.group(2) is None and match_.group(3) is None):
         raise TacticError("unexpected syntax in `have`")
@@ -961,7 +979,7 @@ def tac_have(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (*(Goal(g.hyps, g.target, goal.case, g.mvar) for g in extra), _fresh_mvar(engine, main))
 
 
-def tac_show(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_show(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     prop = Elaborator(goal.ctx).prop(parse(rest))
     if not defeq(prop, goal.target, goal.ctx):
         raise TacticError(type_mismatch(Var("this"), prop, goal.target).replace("type mismatch\n  this",
@@ -969,7 +987,7 @@ def tac_show(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (Goal(goal.hyps, prop, goal.case, engine.uniq()),)
 
 
-def tac_specialize(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_specialize(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     term = parse(rest)
     head = term
     from minilean.syntax import App
@@ -985,7 +1003,7 @@ def tac_specialize(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (Goal(moved, goal.target, goal.case, engine.uniq()),)
 
 
-def _subst(engine: Engine, goal: Goal, name: str) -> tuple[Goal, ...]:
+def _subst(engine: TacticEngine, goal: Goal, name: str) -> tuple[Goal, ...]:
     hyp = goal.lookup(name)
     if hyp is None:
         raise TacticError(f"unknown identifier '{name}'")
@@ -1011,7 +1029,7 @@ def _subst(engine: Engine, goal: Goal, name: str) -> tuple[Goal, ...]:
                       f"  {pp(ty)}\n{pp_goal(goal)}")
 
 
-def tac_subst(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_subst(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     goals: tuple[Goal, ...] = (goal,)
     for name in rest.split():
         goals = tuple(g for goal_ in goals for g in _subst(engine, goal_, name))
@@ -1048,7 +1066,7 @@ def _rule_list(text: str) -> list[tuple[bool, str]]:
     return items
 
 
-def _make_rule(engine: Engine, goal: Goal, text: str, reverse: bool, props: bool = False) -> Rule:
+def _make_rule(engine: TacticEngine, goal: Goal, text: str, reverse: bool, props: bool = False) -> Rule:
     """The rewrite rule a term gives: an equation or iff (with metavariables for a lemma's variables); with
     `props` (simp) a proof of another proposition `p` gives `p = True`; `rw` refuses it. A constant with a value
     gives its equation (`f.eq_1 : ∀ n, f n = n + 1`)."""
@@ -1100,7 +1118,7 @@ def _eq_sides(prop: Expr, goal: Goal) -> tuple[Expr, Expr] | None:
     return None
 
 
-def tac_rw(engine: Engine, goal: Goal, rest: str, close_with_assumption: bool = False) -> tuple[Goal, ...]:
+def tac_rw(engine: TacticEngine, goal: Goal, rest: str, close_with_assumption: bool = False) -> tuple[Goal, ...]:
     rules_text, locations = _split_at(rest)
     rules = _rule_list(rules_text)
     if not rules:
@@ -1137,11 +1155,11 @@ def tac_rw(engine: Engine, goal: Goal, rest: str, close_with_assumption: bool = 
     return (goal,)
 
 
-def tac_rwa(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_rwa(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return tac_rw(engine, goal, rest, close_with_assumption=True)
 
 
-def _simp_rules(engine: Engine, goal: Goal, rules_text: str) -> list[Rule]:
+def _simp_rules(engine: TacticEngine, goal: Goal, rules_text: str) -> list[Rule]:
     rules: list[Rule] = []
     for reverse, text in _rule_list(rules_text):
         if text == "*":
@@ -1163,7 +1181,7 @@ def _hyp_rule(prop: Expr) -> Rule:
     return Rule(prop, TRUE)
 
 
-def _simp_like(engine: Engine, goal: Goal, rest: str, *, default_set: bool, numerals: str,
+def _simp_like(engine: TacticEngine, goal: Goal, rest: str, *, default_set: bool, numerals: str,
                name: str) -> tuple[Goal, ...]:
     rest = re.sub(r"^(?:\(config\s*:=[^)]*\)|only)\s*", "", rest) if name == "simp" else rest
     rules_text, locations = _split_at(rest)
@@ -1209,20 +1227,20 @@ def _closes_through_abbrevs(goal: Goal, rules: list[Rule], default_set: bool, nu
                                                  numerals=numerals) == TRUE
 
 
-def tac_simp(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_simp(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     only = re.match(r"only\b", rest.strip()) is not None
     return _simp_like(engine, goal, rest.strip(), default_set=not only, numerals="int", name="simp")
 
 
-def tac_norm_num(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_norm_num(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return _simp_like(engine, goal, rest.strip(), default_set=True, numerals="all", name="norm_num")
 
 
-def tac_simp_arith(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_simp_arith(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return _simp_like(engine, goal, rest.strip(), default_set=True, numerals="all", name="simp")
 
 
-def _extra_facts(engine: Engine, goal: Goal, rest: str) -> list[Expr]:
+def _extra_facts(engine: TacticEngine, goal: Goal, rest: str) -> list[Expr]:
     rest = rest.strip()
     rest = re.sub(r"^\(config\s*:=[^)]*\)\s*", "", rest)
     if not rest:
@@ -1249,7 +1267,7 @@ def _negated_goal_hyp(target: Expr, ctx: dict[str, Expr]) -> Expr | None:
     return None
 
 
-def _linarith(engine: Engine, goal: Goal, rest: str, products: bool) -> tuple[Goal, ...]:
+def _linarith(engine: TacticEngine, goal: Goal, rest: str, products: bool) -> tuple[Goal, ...]:
     extra = _extra_facts(engine, goal, rest)
     ctx = dict(goal.ctx)
     facts = [h.ty for h in goal.hyps if not is_type(h.ty)] + extra
@@ -1269,15 +1287,15 @@ def _linarith(engine: Engine, goal: Goal, rest: str, products: bool) -> tuple[Go
     raise TacticError(f"linarith failed to find a contradiction\n{pp_goal(shown)}\nfailed")
 
 
-def tac_linarith(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_linarith(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return _linarith(engine, goal, rest, products=False)
 
 
-def tac_nlinarith(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_nlinarith(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return _linarith(engine, goal, rest, products=True)
 
 
-def tac_omega(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_omega(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     ctx = dict(goal.ctx)
     facts = [h.ty for h in goal.hyps if not is_type(h.ty) and omega_relevant(h.ty, ctx)]
     target = goal.target if omega_relevant(goal.target, ctx) else FALSE
@@ -1290,7 +1308,7 @@ def tac_omega(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
                       f"{listing}")
 
 
-def tac_tauto(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_tauto(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     # tauto introduces first (`intros`), then decides the propositional structure
     while (isinstance(goal.target, Binder) and goal.target.kind == "∀") or (
             isinstance(goal.target, Op) and goal.target.op in ("→", "¬")):
@@ -1301,7 +1319,7 @@ def tac_tauto(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     raise TacticError("tauto failed to solve some goals.")
 
 
-def tac_ring(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_ring(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     from minilean.arith import Atoms, to_poly
 
     target = goal.target
@@ -1316,7 +1334,7 @@ def tac_ring(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     raise TacticError(f"ring failed, ring_nf subsidiary goal\n{pp_goal(goal)}")
 
 
-def tac_positivity(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_positivity(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     target = goal.target
     want: str | None = None
     term: Expr | None = None
@@ -1401,7 +1419,7 @@ def _positivity(expr: Expr, goal: Goal) -> str | None:
     return None
 
 
-def tac_ext(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_ext(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     target = goal.target
     if not (isinstance(target, Op) and target.op == "="):
         raise TacticError(f"ext: no applicable extensionality theorem found for\n  {pp(target)}")
@@ -1418,7 +1436,7 @@ def tac_ext(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return (Goal(new.hyps, new.target, child_tag(goal.case, "h"), engine.uniq()),)
 
 
-def tac_by_contra(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_by_contra(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     name = rest.split(maxsplit=1)[0] if rest.split() else _hidden(goal, "h")
     room = make_room(goal, name)
     return (add_local(Goal(room.hyps, FALSE, goal.case, engine.uniq()), name, Op("¬", (room.target,)),
@@ -1458,7 +1476,7 @@ def _push_neg(expr: Expr, ctx: dict[str, Expr]) -> Expr:
     return expr
 
 
-def tac_push_neg(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_push_neg(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     _, locations = _split_at(rest)
     changed = False
     if locations is None or "⊢" in locations:
@@ -1484,7 +1502,7 @@ _TRANS = {("=", "="): "=", ("=", "<"): "<", ("<", "="): "<", ("=", "≤"): "≤"
           ("≥", ">"): ">", (">", "≥"): ">", (">", ">"): ">", ("=", "↔"): "↔", ("↔", "↔"): "↔"}
 
 
-def tac_calc(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_calc(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     """`calc a = b := proof` then `_ ≤ c := proof` lines: each step is checked, the relations compose by
     Lean's `Trans` instances, and the composite must be the goal."""
     steps = [line.strip() for line in rest.split("\n") if line.strip()]
@@ -1531,29 +1549,29 @@ def tac_calc(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     return ()
 
 
-def tac_exact_search(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_exact_search(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     """`exact?` searches Mathlib; minilean has no library search, so it answers as Lean does when none is found."""
     raise TacticError("`exact?` could not close the goal. Try `apply?` to see partial suggestions.")
 
 
-def tac_sorry(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_sorry(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     engine.run_info.sorried_goals.append(goal)
     return ()
 
 
-def tac_sleep(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_sleep(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     engine.run_info.sleep_ms += min(int(rest or "0"), 600_000) if rest.strip().isdigit() else 0
     return (goal,)
 
 
-def tac_ring_nf(engine: Engine, goal: Goal, rest: str) -> tuple[Goal, ...]:
+def tac_ring_nf(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
     try:
         return tac_ring(engine, goal, rest)
     except TacticError:
         raise TacticError("ring_nf failed") from None
 
 
-_TACTICS: dict[str, Callable[[Engine, Goal, str], tuple[Goal, ...]]] = {
+_TACTICS: dict[str, Callable[[TacticEngine, Goal, str], tuple[Goal, ...]]] = {
     "intro": tac_intro,
     "intros": tac_intros,
     "rintro": tac_rintro,
