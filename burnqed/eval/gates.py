@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.compare import unlike
-from burnqed.eval.report_model import ArmRow, Gate, PairedChange
+from burnqed.eval.report_rows import ArmRow, Gate, PairedChange
 from burnqed.eval.result import EvalResult
 
 

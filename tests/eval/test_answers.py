@@ -18,8 +18,8 @@ from burnqed.eval.compare import compare_results, render_comparison
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result
 from burnqed.eval.per_theorem import render_theorem_table
 from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.report_markdown import _proofs_markdown
-from burnqed.eval.report_model import ProofRow
+from burnqed.eval.report_core import _proofs_markdown
+from burnqed.eval.report_rows import ProofRow
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, check_answers, eval_job, theorem_digest
 from burnqed.lean.guard import TacticGuard

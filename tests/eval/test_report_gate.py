@@ -15,7 +15,7 @@ from burnqed.config import PipelineConfig
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.report import build_report, headline
 from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_model import PairedChange
+from burnqed.eval.report_rows import PairedChange
 from burnqed.eval.result import EvalResult, paired_interval, write_eval_result
 from burnqed.layout import Layout
 from burnqed.provenance import InputStamp, StageInputs
