@@ -11,8 +11,8 @@ import pytest
 from burnqed import storage
 from burnqed.config import Config, load_config
 from burnqed.data.index import bundled_index_path
-from burnqed.eval.report_model import Report
-from burnqed.eval.report_rows import Gate
+from burnqed.report.document import Report
+from burnqed.report.tables import Gate
 from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
 

@@ -4,11 +4,11 @@ ceiling, proofs, training curves, where search spends, cost, the modes at equal 
 provenance, and the gates.
 
     report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, rl=cfg.rl.enabled, store=store)
-    write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
+    write_report(report, folder)      # report.md, report.json and the plots (report.plots)
     print("\n".join(headline(report)))   # what `iterate` and `report` print: rates, changes, cost, gates
 
 Reads only published artifacts under the run root; a missing eval of an earlier iteration is listed as missing,
-never invented. `report.json` (`eval.report_model.Report`) is what `burnqed run-all` reads to decide whether to go on.
+never invented. `report.json` (`report.document.Report`) is what `burnqed run-all` reads to decide whether to go on.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from pathlib import Path
 from burnqed import __version__, storage
 from burnqed.config import PipelineConfig
 from burnqed.errors import InputError
-from burnqed.eval.report_collect import EvalFiles, _mode_evals
-from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_model import SECTIONS, Report
-from burnqed.eval.report_rl import rl_headline
-from burnqed.eval.report_section import ReadEval, ReportInputs
-from burnqed.eval.report_sketch import sketch_headline
 from burnqed.eval.result import git_commit
 from burnqed.layout import Layout
+from burnqed.report.document import SECTIONS, Report
+from burnqed.report.markdown import render_markdown
+from burnqed.report.reading import EvalFiles, _mode_evals
+from burnqed.report.rl_steps import rl_headline
+from burnqed.report.section import ReadEval, ReportInputs
+from burnqed.report.sketches import sketch_headline
 
 
 def _read_evals(at: Layout, iteration: int, load: EvalFiles) -> list[ReadEval]:
@@ -49,7 +49,7 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: boo
                  rl_switched: Sequence[str] = (), store: storage.Store) -> Report:
     """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published); `rl`
     (`rl.enabled`): the iteration's plan has an rl stage, whose section the report shows, with `rl_switched`, the SFT
-    settings rl.enabled turned on (`report_rl.switched_by_rl`). Every section of `SECTIONS` fills its fields from
+    settings rl.enabled turned on (`report.rl_steps.switched_by_rl`). Every section of `SECTIONS` fills its fields from
     what was read. `InputError` (before anything is written) when `root` holds no `iter_{iteration}` folder or no
     eval result at all: a report of nothing would read as a complete no-go."""
     at = Layout(root)

@@ -1,6 +1,7 @@
-"""The iteration report's plots (matplotlib, Agg backend; `eval.report.write_report` calls them). Each is drawn
-from the rows of a `report_model.Report`, labels its axes with their units, and gives n and the 95 % Wilson interval of
-every solve rate it shows; a plot with nothing to show is not written (report.md links only those that exist).
+"""The iteration report's plots (matplotlib, Agg backend; `report.build.write_report` calls them). Each is drawn
+from the rows of a `report.document.Report`, labels its axes with their units, and gives n and the 95 % Wilson
+interval of every solve rate it shows; a plot with nothing to show is not written (report.md links only those that
+exist).
 
     plot_solve_rate(report.curves, report.rows, report.costs, folder / "solve_rate.png")  # every arm
     plot_outcomes_by_depth(report.depth_outcomes, report.iterations, report.learning, report.iteration,
@@ -18,7 +19,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from burnqed.eval.report_rows import (
+from burnqed.records import EdgeOutcome
+from burnqed.report.tables import (
     ArmRow,
     CostRow,
     CurvePoint,
@@ -29,7 +31,6 @@ from burnqed.eval.report_rows import (
     RateRow,
     TrainingPoint,
 )
-from burnqed.records import EdgeOutcome
 
 ARM_STYLES = {"base": ":", "llm": "-", "llm+ebm": "--"}
 OUTCOME_COLOURS = {EdgeOutcome.OK.value: "tab:blue", EdgeOutcome.CLOSED.value: "tab:green",

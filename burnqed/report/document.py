@@ -1,8 +1,8 @@
 """What an iteration report holds (`report.json`, docs/pipeline.md): `Report`, one field per section's rows (their
-models in `eval.report_rows` and in the self-contained sections' modules), and `SECTIONS`, every section in
-report.md's order, which `eval.report` builds, `eval.report_markdown` writes as report.md and `eval.report` draws.
+models in `report.tables` and in the self-contained sections' modules), and `SECTIONS`, every section in
+report.md's order, which `report.build` builds, `report.markdown` writes as report.md and `report.build` draws.
 
-    report = Report.model_validate_json(path.read_text())      # or eval.report.load_report(uri, store=store)
+    report = Report.model_validate_json(path.read_text())      # or report.build.load_report(uri, store=store)
     for row in report.rows: print(row.iteration, row.arm, row.budget, row.solved, row.total, row.interval)
 """
 
@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field, computed_field, field_validator
 
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
-from burnqed.eval.report_core import (
+from burnqed.records import SkippedDeclaration
+from burnqed.report.core import (
     CHANGES_SECTION,
     COSTS_SECTION,
     DECONTAMINATION_SECTION,
@@ -32,9 +33,11 @@ from burnqed.eval.report_core import (
     TRAINING_SECTION,
     UNSOLVED_SECTION,
 )
-from burnqed.eval.report_repair import REPAIR_SECTION, RepairRow
-from burnqed.eval.report_rl import RL_SECTION, RlSection
-from burnqed.eval.report_rows import (
+from burnqed.report.repairs import REPAIR_SECTION, RepairRow
+from burnqed.report.rl_steps import RL_SECTION, RlSection
+from burnqed.report.section import ReportSection
+from burnqed.report.sketches import SKETCH_SECTION, SketchRow
+from burnqed.report.tables import (
     ArmRow,
     BaseArm,
     CeilingRow,
@@ -56,9 +59,6 @@ from burnqed.eval.report_rows import (
     UnsolvedRow,
     decision,
 )
-from burnqed.eval.report_section import ReportSection
-from burnqed.eval.report_sketch import SKETCH_SECTION, SketchRow
-from burnqed.records import SkippedDeclaration
 
 
 class Report(BaseModel):
@@ -102,13 +102,13 @@ class Report(BaseModel):
     made_by: str = Field(default="", description="The burnqed (version, commit) that wrote this report (when: its "
                          "_SUCCESS.json; the report holds no time of its own, so a re-run writes the same bytes).")
     repairs: list[RepairRow] = Field(
-        default_factory=list, description="What repair revised and proved, per source (burnqed.eval.report_repair).")
+        default_factory=list, description="What repair revised and proved, per source (burnqed.report.repairs).")
     sketches: list[SketchRow] = Field(
         default_factory=list, description="What sketch search's sketches, subgoals and subgoal cache did, per source "
-        "(burnqed.eval.report_sketch).")
+        "(burnqed.report.sketches).")
     rl: RlSection | None = Field(
         default=None, description="What the iteration's rl stage did, per step and in all, or why its output could "
-        "not be read; None when its plan has no rl stage (burnqed.eval.report_rl).")
+        "not be read; None when its plan has no rl stage (burnqed.report.rl_steps).")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
     not_compared: list[str] = Field(
@@ -150,8 +150,8 @@ class Report(BaseModel):
         return decision(self.gates)
 
 
-# Every section of report.md, in its order under the report's head (`eval.report_markdown`): each fills the `Report`
-# field(s) it names (`eval.report_section`).
+# Every section of report.md, in its order under the report's head (`report.markdown`): each fills the `Report`
+# field(s) it names (`report.section`).
 SECTIONS: tuple[ReportSection[Any, Any], ...] = (
     NOT_COMPARED_SECTION, RATES_SECTION, LEARNING_SECTION, CHANGES_SECTION, UNSOLVED_SECTION, NOT_EVALUATED_SECTION,
     PROOFS_SECTION, TRAINING_SECTION, SEARCH_SECTION, COSTS_SECTION, STAGES_SECTION, MODELS_SECTION, MODES_SECTION,

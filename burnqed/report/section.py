@@ -1,7 +1,7 @@
 """A section of the iteration report: the `Report` field(s) it fills, how they are built from what the report read,
-how report.md shows them and what it draws. Every section of report.md is one; `eval.report_model.SECTIONS` lists
-them in report.md's order, `eval.report.build_report` builds each one, `eval.report_markdown` writes each one under
-the report's head and `eval.report.write_report` draws each one's plots.
+how report.md shows them and what it draws. Every section of report.md is one; `report.document.SECTIONS` lists
+them in report.md's order, `report.build.build_report` builds each one, `report.markdown` writes each one under
+the report's head and `report.build.write_report` draws each one's plots.
 
     SECTION = ReportSection(field="repairs", build=lambda got: repair_rows(got.at, got.iteration, got.evals,
                             store=got.store), markdown=repair_markdown)
@@ -52,7 +52,7 @@ class ReportInputs:
     evals: Sequence[tuple[str, EvalResult]]  # this iteration's evals by label: its main eval, its ablation, eval_modes
     steps: Sequence[tuple[str, str, EvalResult]]  # each step's main eval: (step 'base' or 'iteration i', arm, result)
     rl: bool = False  # the iteration's plan has an rl stage (rl.enabled)
-    rl_switched: tuple[str, ...] = ()  # the SFT settings rl.enabled turned on (report_rl.switched_by_rl)
+    rl_switched: tuple[str, ...] = ()  # the SFT settings rl.enabled turned on (report.rl_steps.switched_by_rl)
     eval_uris: Mapping[str, str] = field(default_factory=dict)  # `evals`' result URIs by label (trajectories beside)
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)  # the gates' thresholds, the eval modes
     read: Sequence[ReadEval] = ()  # the base eval, then each iteration's main eval and ablation, as published

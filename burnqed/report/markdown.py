@@ -1,5 +1,5 @@
-"""report.md: the iteration report as a researcher reads it (`eval.report` builds the `Report`): its head, then every
-section of `eval.report_model.SECTIONS` in that order, each written by its own `markdown`.
+"""report.md: the iteration report as a researcher reads it (`report.build` builds the `Report`): its head, then every
+section of `report.document.SECTIONS` in that order, each written by its own `markdown`.
 
     text = render_markdown(report)
 
@@ -8,8 +8,8 @@ Every solve rate is written `solved/n (rate, 95% Wilson interval)` (`result.rate
 
 from __future__ import annotations
 
-from burnqed.eval.report_core import _base_arm_text
-from burnqed.eval.report_model import SECTIONS, Report
+from burnqed.report.core import _base_arm_text
+from burnqed.report.document import SECTIONS, Report
 
 
 def render_markdown(report: Report) -> str:

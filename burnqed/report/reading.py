@@ -1,4 +1,4 @@
-"""What the iteration report's sections are built from (`eval.report_core` builds them with these): the eval results
+"""What the iteration report's sections are built from (`report.core` builds them with these): the eval results
 read once each (`EvalFiles`), and from them and the run's published files the rows of each section — solve rates and
 curves, learning, new and lost theorems, proofs, unsolved theorems and the reachable ceiling, training curves, stage
 times, search depth, provenance, the modes, decontamination and what is not compared.
@@ -23,7 +23,9 @@ from burnqed.data.pairs import REPORT_FILE
 from burnqed.ebm.formats import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
-from burnqed.eval.report_rows import (
+from burnqed.eval.result import UNKNOWN_REASON, EvalResult
+from burnqed.layout import Layout, StageTimes
+from burnqed.report.tables import (
     ArmRow,
     BaseArm,
     CeilingRow,
@@ -44,8 +46,6 @@ from burnqed.eval.report_rows import (
     TrainingSummary,
     UnsolvedRow,
 )
-from burnqed.eval.result import UNKNOWN_REASON, EvalResult
-from burnqed.layout import Layout, StageTimes
 
 EBM_METRICS_FILE = "metrics.json"
 Step = tuple[str, str, EvalResult]  # (step: 'base' or 'iteration i', arm, its main eval)

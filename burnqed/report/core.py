@@ -1,6 +1,6 @@
-"""The iteration report's sections over the evals, training, search and gates (`eval.report_model.SECTIONS` lists
-them with the self-contained ones, `eval.report_repair` and the like, in report.md's order): each one's build from
-what the report read (`eval.report_collect`), its report.md lines and its plots (`eval.report_plots`).
+"""The iteration report's sections over the evals, training, search and gates (`report.document.SECTIONS` lists
+them with the self-contained ones, `report.repairs` and the like, in report.md's order): each one's build from
+what the report read (`report.reading`), its report.md lines and its plots (`report.plots`).
 
     values = LEARNING_SECTION.values(inputs)             # {"learning": [...]}
     lines = LEARNING_SECTION.markdown(LEARNING_SECTION.shown(report))
@@ -11,8 +11,11 @@ Every solve rate is written `solved/n (rate, 95% Wilson interval)` (`result.rate
 from __future__ import annotations
 
 from burnqed.eval.compare import LEGEND, Comparison, CostEntry, cost_text, delta_text, entry_text
-from burnqed.eval.gates import go_no_go
-from burnqed.eval.report_collect import (
+from burnqed.eval.result import BudgetRow, EvalResult, rate_text
+from burnqed.records import EdgeOutcome, SkippedDeclaration
+from burnqed.report.gates import go_no_go
+from burnqed.report.plots import plot_mode_tokens, plot_outcomes_by_depth, plot_solve_rate, plot_training
+from burnqed.report.reading import (
     _arm_rows,
     _base_arm,
     _ceiling,
@@ -36,8 +39,8 @@ from burnqed.eval.report_collect import (
     known_false,
     solve_curve,
 )
-from burnqed.eval.report_plots import plot_mode_tokens, plot_outcomes_by_depth, plot_solve_rate, plot_training
-from burnqed.eval.report_rows import (
+from burnqed.report.section import ReportInputs, ReportSection
+from burnqed.report.tables import (
     ArmRow,
     BaseArm,
     CeilingRow,
@@ -59,9 +62,6 @@ from burnqed.eval.report_rows import (
     UnsolvedRow,
     decision,
 )
-from burnqed.eval.report_section import ReportInputs, ReportSection
-from burnqed.eval.result import BudgetRow, EvalResult, rate_text
-from burnqed.records import EdgeOutcome, SkippedDeclaration
 
 SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",
                   "linear_probe_accuracy", "loss")
@@ -679,7 +679,7 @@ def _build_modes(inputs: ReportInputs) -> tuple[list[ModeRow], Comparison | None
             _mode_comparison(list(inputs.evals)))
 
 
-# -- the sections, in report.md's order (`report_model.SECTIONS` places the self-contained ones among them) ------------
+# -- the sections, in report.md's order (`report.document.SECTIONS` places the self-contained ones among them) -----
 
 NOT_COMPARED_SECTION: ReportSection[list[str]] = ReportSection(
     field="not_compared", build=_build_not_compared, markdown=_not_compared_markdown)
