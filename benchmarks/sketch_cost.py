@@ -9,7 +9,7 @@ per-theorem records (at its largest budget): theorems, solved, Lean calls per th
 (mean and median; with pass@N the attempts' time as eval counts it), Lean seconds per theorem, generated tokens per
 theorem and the eval's own wall time; then sketch ÷ step for each, and from the sketch eval's TheoremResults the
 subgoal cache's hits of its lookups and hit rate ("not measured" without a lookup, never 0 %; the sketch table's
-definitions, `burnqed.eval.report_sketch`). A figure an eval did not record is "–". Evals of different theorem sets,
+definitions, `burnqed.report.sketches`). A figure an eval did not record is "–". Evals of different theorem sets,
 pass_n or Lean backends are refused (exit 2): they do not measure the same thing.
 """
 
@@ -28,14 +28,14 @@ sys.path.insert(0, str(ROOT))
 
 from burnqed.errors import InputError  # noqa: E402
 from burnqed.eval.compare import unlike  # noqa: E402
-from burnqed.eval.report_sketch import (  # noqa: E402
+from burnqed.eval.result import EvalResult, load_eval_result  # noqa: E402
+from burnqed.report.sketches import (  # noqa: E402
     eval_prefixes,
     hit_rate_text,
     inconsistencies,
     read_sketch_results,
     sketch_counts,
 )
-from burnqed.eval.result import EvalResult, load_eval_result  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
 from burnqed.text.prompt import SearchMode  # noqa: E402
 

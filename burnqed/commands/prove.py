@@ -13,7 +13,6 @@ With no configuration these run on the embedded defaults: the replay Lean server
 
 from __future__ import annotations
 
-import contextlib
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -42,6 +41,8 @@ from burnqed.storage.place_lease import hold_lease
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from burnqed.eval.run import EvalRequest
+    from burnqed.provenance import StageInputs
     from burnqed.trajectory.reader import TheoremSearch
 
 MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
@@ -222,24 +223,10 @@ def evaluate(
     that restate a theorem evaluated are named before the search and listed in OUTPUT (decontamination, docs/data.md).
     """
     from burnqed.commands.edges import open_search_edges
-    from burnqed.data.decontaminate import check_lines, check_training_data
     from burnqed.data.theorems import load_index
-    from burnqed.eval.result import EvalResult
-    from burnqed.eval.run import (
-        EvalIdentity,
-        EvalJobSettings,
-        EvalRequest,
-        check_eval_request,
-        check_resumable,
-        eval_arms,
-        eval_budgets,
-        finished_eval,
-        publish_eval,
-        render_finished,
-        untrained_planner,
-    )
-    from burnqed.runner.reuse import check_reusable, eval_inputs, reuse_line
-    from burnqed.runner.reuse import finished_eval as finished
+    from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
+    from burnqed.eval.stage import run_eval
+    from burnqed.runner.reuse import eval_inputs
 
     cfg, store = setup(config, model_set(model, set_))
     budget_list = eval_budgets(budgets, cfg.pipeline)
@@ -253,51 +240,42 @@ def evaluate(
                        world_sketches=cfg.data.world_sketches)
     made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
                              store) for arm in request.arms()]
-    if not force and (results := finished_eval(request, store=store)) is not None:
-        found = [finished(uri, result) for uri, result in zip(request.outputs, results, strict=True)]
-        for arm, now in zip(found, made_from, strict=True):
-            check_reusable(arm, now, "eval result")  # never another eval's table as this one's
-        for arm in found:
-            typer.echo(reuse_line(arm))
-        for text in render_finished(results, show_theorems=show_theorems):
-            typer.echo(text)
-        for line in check_lines(results[0].training_check):
-            typer.echo(line, err=True)
+    if not force and _reused_eval(request, made_from, show_theorems=show_theorems, store=store):
         return
-    restart = force and not resume  # the trajectories are this eval's own output: --force redoes them too
-    check_resumable(request, index, settings, store=store, restart=restart)
-    # Decontamination (route `eval`): the model's training data against these theorems, said before the search.
-    training_check = check_training_data(cfg.policy.model, index, store=store)
-    for line in check_lines(training_check):
-        typer.echo(line, err=True)
-    untrained = untrained_planner(cfg, store=store)  # a sketch eval of a planner never trained on sketches
-    if untrained is not None:
-        typer.echo(untrained, err=True)
-
-    async def run() -> list[EvalResult]:
-        async with open_search_edges(cfg, ebm, store=store) as edges:
-            return await eval_arms(request, index, settings, pool=edges.pool, pool_size=edges.pool_size,
-                                   policy=edges.policy, value=edges.value,
-                                   pantograph_version=edges.pantograph_version, planner=edges.planner, store=store)
-
-    # One writer per trajectory prefix (storage.place_lease); SIGTERM/Ctrl-C commit the finished and stop the Lean pool.
+    run_eval(request, index, settings, config=cfg, made_from=made_from,
+             restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
+             open_edges=lambda: open_search_edges(cfg, ebm, store=store),
+             start_over=lambda prefix: restart_trajectory_prefix(store, prefix, passes=pass_n > 1),
+             show_theorems=show_theorems, store=store, echo=typer.echo, warn=lambda line: typer.echo(line, err=True))
     prefixes = request.prefixes
-    kept = (f"finished theorems were committed under {' and '.join(prefixes)}" if prefixes else
-            "nothing was saved (eval writes its result at the end; without --no-trajectories-out it is resumable)")
-    continue_with = same_command(("--resume",) if prefixes else ())
-    with stop_on_signals(f"burnqed eval to {output}", kept=kept, continue_with=continue_with), \
-            contextlib.ExitStack() as leases:
-        for prefix in prefixes:
-            leases.enter_context(hold_lease(store, prefix, what="eval trajectories", command=same_command()))
-            if restart and restart_trajectory_prefix(store, prefix, passes=pass_n > 1):
-                typer.echo(f"--force: the trajectories under {prefix} start over", err=True)
-        results = run_async(run())
-    results = [result.model_copy(update={"training_check": training_check}) for result in results]
-    publish_eval(request, results, made_from=made_from, store=store, show_theorems=show_theorems, echo=typer.echo)
     show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]],
                       carried(config=config, sets=show_sets(set_))) if prefixes else ""
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
+
+
+def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, show_theorems: bool,
+                 store: Store) -> bool:
+    """`already_done` for an eval's arms: True when every result file exists made from `made_from` (one per arm),
+    after printing "reusing OUTPUT …", the tables and the decontamination lines; `InputError` (exit 2) when one
+    was made from other inputs; False when one is missing."""
+    from burnqed.data.decontaminate import check_lines
+    from burnqed.eval.run import finished_eval, render_finished
+    from burnqed.runner.reuse import check_reusable, reuse_line
+    from burnqed.runner.reuse import finished_eval as finished
+
+    if (results := finished_eval(request, store=store)) is None:
+        return False
+    found = [finished(uri, result) for uri, result in zip(request.outputs, results, strict=True)]
+    for arm, now in zip(found, made_from, strict=True):
+        check_reusable(arm, now, "eval result")  # never another eval's table as this one's
+    for arm in found:
+        typer.echo(reuse_line(arm))
+    for text in render_finished(results, show_theorems=show_theorems):
+        typer.echo(text)
+    for line in check_lines(results[0].training_check):
+        typer.echo(line, err=True)
+    return True
 
 
 @reports_errors

@@ -116,7 +116,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
             raise typer.Exit(GATE_STOPPED)
     last = iters[-1]
     if store.is_done(Layout(run_root).report(last)):
-        from burnqed.eval.report import load_report
+        from burnqed.report.build import load_report
         from burnqed.runner.local import next_line
 
         again = suggestion(["iterate", "--iter", str(last + 1)], carry)
@@ -227,8 +227,8 @@ def report(
     from burnqed import storage
     from burnqed.base import uris
     from burnqed.commands.vocabulary import last_iteration
-    from burnqed.eval.report import build_report, headline, load_report, write_report
     from burnqed.layout import Layout
+    from burnqed.report.build import build_report, headline, load_report, write_report
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
@@ -255,7 +255,7 @@ def report(
         for line in headline(load_report(output, store=store)):
             typer.echo(line)
         return
-    from burnqed.eval.report_rl import switched_by_rl
+    from burnqed.report.rl_steps import switched_by_rl
 
     result = build_report(at.root, iteration, cfg.pipeline, rl=cfg.rl.enabled, rl_switched=switched_by_rl(cfg),
                           store=store)

@@ -109,8 +109,8 @@ def other_document(document: object) -> str | None:
     if not isinstance(document, dict) or isinstance(document.get("theorems"), list):
         return None
     from burnqed.data.data_report import DataReport
-    from burnqed.eval.report_model import Report
     from burnqed.eval.result import EvalResult
+    from burnqed.report.document import Report
 
     written = ((EvalResult, "an eval result (the file `burnqed eval --output` writes)"),
                (Report, "an iteration report (the report.json `burnqed report` writes)"),

@@ -1,6 +1,6 @@
 """Evaluation: the result document (`result`), pass@N over budgets (`pass_at`), its tables (`rendering`,
-`per_theorem`), comparisons between evals (`compare`), the eval stage (`run`) and the iteration report (`report`,
-`report_model`, `report_markdown`, `report_plots`, `report_repair`, `gates`, `joint_study`).
+`per_theorem`), comparisons between evals (`compare`), the eval stage (`run`, and `stage`: `burnqed eval` as one
+call) and the joint-training study (`joint_study`). The iteration report is `burnqed.report`.
 
 Scoring and rendering are pure: the search runner hands in per-attempt `TheoremResult`s.
 """

@@ -26,9 +26,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed import storage
 from burnqed.ebm.formats import DEPTH_BUCKETS, EmbeddingHealth, depth_bucket
 from burnqed.errors import InputError
-from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import EvalResult, SolveRate, rate_text
 from burnqed.layout import Layout
+from burnqed.report.section import ReportSection
 
 if TYPE_CHECKING:
     from burnqed.config import Config

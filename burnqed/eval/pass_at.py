@@ -243,6 +243,94 @@ def _by_theorem(
     return table
 
 
+def _budget_rows(table: Mapping[str, Sequence[TheoremResult]], rungs: Sequence[int]) -> list[BudgetRow]:
+    """One row per budget: solved, mean and median cost, tokens and Lean calls of every attempt."""
+    total = len(table)
+    rows: list[BudgetRow] = []
+    for budget in rungs:
+        scored = [_nodes_and_time(tries, budget) for tries in table.values()]
+        solved = sum(1 for winner, _, _ in scored if winner is not None)
+        nodes = [float(n) for _, n, _ in scored]
+        times = [t for _, _, t in scored]
+        costs = [_attempt_cost(attempt, budget) for tries in table.values() for attempt in tries]
+        tokens = sum(t for t, _ in costs)
+        rows.append(
+            BudgetRow(
+                budget=budget,
+                solved=solved,
+                total=total,
+                rate=solved / total if total else 0.0,
+                avg_nodes=statistics.fmean(nodes) if nodes else 0.0,
+                avg_time_s=statistics.fmean(times) if times else 0.0,
+                median_time_s=statistics.median(times) if times else 0.0,
+                tokens=tokens,
+                lean_calls=sum(c for _, c in costs),
+                avg_tokens=tokens / total if total else 0.0,
+            )
+        )
+    return rows
+
+
+def _theorem_rows(
+    table: Mapping[str, Sequence[TheoremResult]],
+    largest: int,
+    theorem_sources: Mapping[str, str | None] | None,
+    theorem_tasks: Mapping[str, str] | None,
+    answer_checks: AnswerChecks | None,
+) -> tuple[list[PerTheorem], Counter[str]]:
+    """Each theorem's row at the largest budget, and the unsolved ones counted by failure reason."""
+    per_theorem: list[PerTheorem] = []
+    reasons: Counter[str] = Counter()
+    for name, tries in table.items():
+        winner, nodes_used, time_s = _nodes_and_time(tries, largest)
+        reason = None if winner is not None else _failure_reason(tries, largest)
+        if winner is None:
+            reasons[reason.value if reason is not None else UNKNOWN_REASON] += 1
+        per_theorem.append(
+            PerTheorem(
+                name=name,
+                proved=winner is not None,
+                budget_at_proof=winner.budget_at_proof if winner is not None else None,
+                nodes_used=nodes_used,
+                time_s=time_s,
+                failure_reason=reason,
+                proof=winner.proof if winner is not None else None,
+                attempts=len(tries),
+                attempts_proved=sum(1 for a in tries if _proves_within(a, largest)),
+                tokens=sum(_attempt_cost(a, largest)[0] for a in tries),
+                lean_calls=sum(_attempt_cost(a, largest)[1] for a in tries),
+                detail=None if reason is None else _detail(tries, reason),
+                edges=sum(a.edges for a in tries),
+                policy_s=sum(a.policy_s for a in tries),
+                lean_s=sum(a.lean_s for a in tries),
+                value_s=sum(a.value_s for a in tries),
+                source=None if theorem_sources is None else theorem_sources.get(name) or "none",
+                repaired=sum(a.repaired for a in tries),
+                revisions=sum(a.revisions for a in tries),
+                revision_at_proof=winner.revision_at_proof if winner is not None else None,
+                curve=_theorem_curve(tries, largest),
+                task=None if theorem_tasks is None else theorem_tasks.get(name, NO_ANSWER),
+                answer=winner.answer if winner is not None else None,
+                **_checked(name, winner, tries, largest, theorem_tasks, answer_checks),
+            )
+        )
+    return per_theorem, reasons
+
+
+def _task_rows(table: Mapping[str, Sequence[TheoremResult]], rungs: Sequence[int],
+               theorem_tasks: Mapping[str, str] | None, answer_checks: AnswerChecks | None) -> list[GroupRow]:
+    """The per-task rows when some theorem has an answer slot, with the `WITH_REFERENCE` rows after `answer
+    produced` when answers were checked; none otherwise."""
+    tasks: list[GroupRow] = []
+    if theorem_tasks is not None and any(task != NO_ANSWER for task in theorem_tasks.values()):
+        tasks = _group_rows(table, rungs, {name: theorem_tasks.get(name, NO_ANSWER) for name in table})
+        produced = [name for name in table if theorem_tasks.get(name) == PRODUCED]
+        if answer_checks is not None and produced:
+            at = next(k for k, row in enumerate(tasks) if row.group == PRODUCED) + len(rungs)
+            tasks[at:at] = _reference_rows(table, rungs, produced, answer_checks)
+    return tasks
+
+
 def build_eval_result(
     attempts: Sequence[Sequence[TheoremResult]],
     budgets: Sequence[int],
@@ -280,74 +368,12 @@ def build_eval_result(
     rungs = validate_budgets(budgets)
     table = _by_theorem(attempts, theorem_names)
     total = len(table)
-    rows: list[BudgetRow] = []
-    for budget in rungs:
-        scored = [_nodes_and_time(tries, budget) for tries in table.values()]
-        solved = sum(1 for winner, _, _ in scored if winner is not None)
-        nodes = [float(n) for _, n, _ in scored]
-        times = [t for _, _, t in scored]
-        costs = [_attempt_cost(attempt, budget) for tries in table.values() for attempt in tries]
-        tokens = sum(t for t, _ in costs)
-        rows.append(
-            BudgetRow(
-                budget=budget,
-                solved=solved,
-                total=total,
-                rate=solved / total if total else 0.0,
-                avg_nodes=statistics.fmean(nodes) if nodes else 0.0,
-                avg_time_s=statistics.fmean(times) if times else 0.0,
-                median_time_s=statistics.median(times) if times else 0.0,
-                tokens=tokens,
-                lean_calls=sum(c for _, c in costs),
-                avg_tokens=tokens / total if total else 0.0,
-            )
-        )
-    largest = rungs[-1]
-    per_theorem: list[PerTheorem] = []
-    reasons: Counter[str] = Counter()
-    for name, tries in table.items():
-        winner, nodes_used, time_s = _nodes_and_time(tries, largest)
-        reason = None if winner is not None else _failure_reason(tries, largest)
-        if winner is None:
-            reasons[reason.value if reason is not None else UNKNOWN_REASON] += 1
-        per_theorem.append(
-            PerTheorem(
-                name=name,
-                proved=winner is not None,
-                budget_at_proof=winner.budget_at_proof if winner is not None else None,
-                nodes_used=nodes_used,
-                time_s=time_s,
-                failure_reason=reason,
-                proof=winner.proof if winner is not None else None,
-                attempts=len(tries),
-                attempts_proved=sum(1 for a in tries if _proves_within(a, largest)),
-                tokens=sum(_attempt_cost(a, largest)[0] for a in tries),
-                lean_calls=sum(_attempt_cost(a, largest)[1] for a in tries),
-                detail=None if reason is None else _detail(tries, reason),
-                edges=sum(a.edges for a in tries),
-                policy_s=sum(a.policy_s for a in tries),
-                lean_s=sum(a.lean_s for a in tries),
-                value_s=sum(a.value_s for a in tries),
-                source=None if theorem_sources is None else theorem_sources.get(name) or "none",
-                repaired=sum(a.repaired for a in tries),
-                revisions=sum(a.revisions for a in tries),
-                revision_at_proof=winner.revision_at_proof if winner is not None else None,
-                curve=_theorem_curve(tries, largest),
-                task=None if theorem_tasks is None else theorem_tasks.get(name, NO_ANSWER),
-                answer=winner.answer if winner is not None else None,
-                **_checked(name, winner, tries, largest, theorem_tasks, answer_checks),
-            )
-        )
+    rows = _budget_rows(table, rungs)
+    per_theorem, reasons = _theorem_rows(table, rungs[-1], theorem_sources, theorem_tasks, answer_checks)
     solved_names = sorted(t.name for t in per_theorem if t.proved)
     groups = [] if theorem_sources is None else _group_rows(
         table, rungs, {name: theorem_sources.get(name) or "none" for name in table})
-    tasks: list[GroupRow] = []
-    if theorem_tasks is not None and any(task != NO_ANSWER for task in theorem_tasks.values()):
-        tasks = _group_rows(table, rungs, {name: theorem_tasks.get(name, NO_ANSWER) for name in table})
-        produced = [name for name in table if theorem_tasks.get(name) == PRODUCED]
-        if answer_checks is not None and produced:
-            at = next(k for k, row in enumerate(tasks) if row.group == PRODUCED) + len(rungs)
-            tasks[at:at] = _reference_rows(table, rungs, produced, answer_checks)
+    tasks = _task_rows(table, rungs, theorem_tasks, answer_checks)
     return EvalResult(
         iteration=iteration,
         timestamp=timestamp if timestamp is not None else datetime.now(UTC),

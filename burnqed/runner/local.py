@@ -37,7 +37,7 @@ from burnqed.runner.reuse import CommandGrammar, Verdict, interrupted_difference
 
 if TYPE_CHECKING:
     from burnqed.config import Config
-    from burnqed.eval.report_model import Report
+    from burnqed.report.document import Report
 
 STOPPED_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # a stage's exit after it saved its work on a signal
 
@@ -542,12 +542,12 @@ def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGramma
 def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
                    store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = ()) -> bool:
     """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
-    `echo` what each did and where its report is, with the report's headline (`eval.report.headline`: solve rates
+    `echo` what each did and where its report is, with the report's headline (`report.build.headline`: solve rates
     with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
     Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
     `carry`: the options a command it names repeats (`require_earlier`).
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
-    from burnqed.eval.report import headline, load_report
+    from burnqed.report.build import headline, load_report
     from burnqed.runner.plan import iteration_of
 
     def finished(j: int) -> bool:

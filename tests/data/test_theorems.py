@@ -144,7 +144,7 @@ def test_a_document_burnqed_writes_given_as_theorems_is_named_with_what_theorems
     from datetime import UTC, datetime
 
     from burnqed.data.data_report import DataReport
-    from burnqed.eval.report_model import Report
+    from burnqed.report.document import Report
     from tests.eval.test_report import publish
 
     publish(f"file://{tmp_path}/eval.json", {"world_0"}, store=store)  # what `burnqed eval --output` writes

@@ -21,10 +21,10 @@ from burnqed.ebm.formats import (
 )
 from burnqed.ebm.metrics import calibration, energy_by_depth, sibling_rank
 from burnqed.ebm.sampling import Decision, build_dataset
-from burnqed.eval.report import build_report
-from burnqed.eval.report_markdown import render_markdown
 from burnqed.layout import Layout
 from burnqed.records import Edge
+from burnqed.report.build import build_report
+from burnqed.report.markdown import render_markdown
 from burnqed.stages.ebm_fit import fit_head, goal_energies, state_energies, value_evidence
 from burnqed.storage import Store
 from burnqed.trajectory.schema import theorems_to_table

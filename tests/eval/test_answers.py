@@ -18,13 +18,13 @@ from burnqed.eval.compare import compare_results, render_comparison
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result
 from burnqed.eval.per_theorem import render_theorem_table
 from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.report_markdown import _proofs_markdown
-from burnqed.eval.report_model import ProofRow
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, check_answers, eval_job, theorem_digest
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.records import Answer, AnswerTask, Theorem, TheoremIndex, TheoremResult
+from burnqed.report.core import _proofs_markdown
+from burnqed.report.tables import ProofRow
 from burnqed.search.answer_check import AnswerCheck
 from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode

@@ -15,12 +15,12 @@ import pytest
 from burnqed.commands.edges import open_pool
 from burnqed.config import PipelineConfig, load_config
 from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.report import build_report
-from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.layout import Layout
 from burnqed.records import Theorem, TheoremIndex
+from burnqed.report.build import build_report
+from burnqed.report.markdown import render_markdown
 from burnqed.storage import Store
 from tests.data.test_theorems import FOUR
 from tests.doubles.policy_double import ScriptedPolicy

@@ -10,11 +10,11 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.report import build_report
-from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
 from burnqed.records import FailureReason, TheoremResult
+from burnqed.report.build import build_report
+from burnqed.report.markdown import render_markdown
 from burnqed.storage import Store
 
 NAMES = [f"world_{k}" for k in range(8)] + ["hand_0", "hand_1"]
@@ -131,7 +131,7 @@ def test_solve_rate_against_budget_costs_and_proofs_found(tmp_path: Path, store:
     assert "## Proofs found by iteration 1" in markdown
     assert "| `hand_0` **new** | 50 | `exact h` |" in markdown and "| `world_0` | 2 | `exact h` |" in markdown
     folder = tmp_path / "report"
-    from burnqed.eval.report import write_report
+    from burnqed.report.build import write_report
 
     write_report(report, folder)
     assert {p.name for p in folder.iterdir()} == {"report.md", "report.json", "solve_rate.png"}  # nothing else to draw

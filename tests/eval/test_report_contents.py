@@ -13,12 +13,13 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.report import build_report, headline, write_report
-from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_model import Change, IterationCost, Report, StageCost
 from burnqed.eval.result import rate_text, wilson_interval, write_eval_result
 from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.records import EdgeOutcome, FailureReason, TheoremResult
+from burnqed.report.build import build_report, headline, write_report
+from burnqed.report.document import Report
+from burnqed.report.markdown import render_markdown
+from burnqed.report.tables import Change, IterationCost, StageCost
 from burnqed.storage import Store
 from tests.trajectory.factories import edge, result, write_trajectory
 

@@ -13,13 +13,13 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.report import build_report, headline
-from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_model import PairedChange
 from burnqed.eval.result import EvalResult, paired_interval, write_eval_result
 from burnqed.layout import Layout
 from burnqed.provenance import InputStamp, StageInputs
 from burnqed.records import FailureReason, TheoremResult
+from burnqed.report.build import build_report, headline
+from burnqed.report.markdown import render_markdown
+from burnqed.report.tables import PairedChange
 from burnqed.storage import Store
 from leankit.world.checked import trap_names
 

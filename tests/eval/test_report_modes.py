@@ -9,10 +9,10 @@ import pytest
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.compare import compare_results
-from burnqed.eval.report import build_report, write_report
-from burnqed.eval.report_markdown import render_markdown
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
+from burnqed.report.build import build_report, write_report
+from burnqed.report.markdown import render_markdown
 from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, CAND, costed
@@ -48,7 +48,7 @@ def test_the_report_puts_the_modes_side_by_side_at_equal_tokens(tmp_path: Path, 
 
 
 def test_a_report_json_with_rung_only_levels_loads_without_its_comparison() -> None:
-    from burnqed.eval.report_model import Report
+    from burnqed.report.document import Report
 
     entry = {"label": "step", "budget": None, "solved": 0, "total": 4, "rate": 0.0, "avg_tokens": None}
     rung_only = {"labels": ["step", "whole"], "budgets": [], "common_budget": None, "newly_solved": [], "lost": [],

@@ -1,4 +1,4 @@
-"""The report's RL section (`eval.report_rl`): for an iteration whose plan has an rl stage, the reward per step, the
+"""The report's RL section (`report.rl_steps`): for an iteration whose plan has an rl stage, the reward per step, the
 share of prompts a rollout solved, KL only when rl.beta > 0 ("not measured" otherwise, never 0), tokens and Lean
 seconds, the totals and a reward plot; no section without an rl stage; an rl output that is missing or unreadable is
 named, never shown as zeros."""
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig, RlConfig
-from burnqed.eval.report import build_report, write_report
-from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_rl import rl_markdown, rl_section
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
+from burnqed.report.build import build_report, write_report
+from burnqed.report.markdown import render_markdown
+from burnqed.report.rl_steps import rl_markdown, rl_section
 from burnqed.stages.rl import RL_RECORD, STEP_LOG, RlRecord, StepLog
 from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode
@@ -108,8 +108,8 @@ def test_the_iteration_report_has_the_rl_section_and_its_plot(tmp_path: Path, st
 
 def test_the_headline_names_rl_and_the_sft_settings_it_turned_on(tmp_path: Path, store: Store) -> None:
     from burnqed.config import Config, SearchConfig, SftConfig
-    from burnqed.eval.report import headline
-    from burnqed.eval.report_rl import switched_by_rl
+    from burnqed.report.build import headline
+    from burnqed.report.rl_steps import switched_by_rl
 
     # rl.enabled turns sft.proof_examples on only when it is unset and the search alone would not.
     assert switched_by_rl(Config(rl=RlConfig(enabled=True))) == ["sft.proof_examples"]

@@ -1,5 +1,6 @@
-"""The report's sections that stand on their own (`eval.report_section`, `eval.report_model.SECTIONS`): each names a
-field of `Report`, and one entry in SECTIONS is all a section needs to reach report.json, report.md and the plots."""
+"""The report's sections (`report.section`, `report.document.SECTIONS`): each names the fields of `Report` it
+fills, every field is filled by one, and one entry in SECTIONS is all a section needs to reach report.json, report.md
+and the plots."""
 
 from __future__ import annotations
 
@@ -8,22 +9,29 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import PipelineConfig
-from burnqed.eval import report, report_markdown
-from burnqed.eval.report import build_report, write_report
-from burnqed.eval.report_model import SECTIONS, Report
-from burnqed.eval.report_repair import RepairRow
-from burnqed.eval.report_section import ReportInputs, ReportSection
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
+from burnqed.report import build as report_build
+from burnqed.report import markdown as report_markdown
+from burnqed.report.build import build_report, write_report
+from burnqed.report.document import SECTIONS, Report
+from burnqed.report.repairs import RepairRow
+from burnqed.report.section import ReportInputs, ReportSection
 from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, costed
 
 
-def test_each_section_fills_its_own_field_of_the_report() -> None:
-    fields = [section.field for section in SECTIONS]
-    assert fields == ["repairs", "sketches", "rl", "joint_study"]  # report.md's order after the search modes
-    assert set(fields) <= set(Report.model_fields) and len(set(fields)) == len(fields)
+def test_each_section_fills_its_own_fields_and_every_field_is_filled_by_one() -> None:
+    fields = [name for section in SECTIONS for name in section.fills]
+    assert fields == [  # report.md's order
+        "not_compared", "rows", "curves", "learning", "changes", "unsolved", "ceiling", "not_evaluated", "proofs",
+        "training", "training_summaries", "base_arm", "depth_outcomes", "costs", "stage_costs", "iteration_costs",
+        "iterations", "modes", "mode_comparison", "repairs", "sketches", "rl", "joint_study", "overlaps",
+        "decontamination", "provenance", "gates"]
+    own = {"root", "iteration", "made_by", "inputs"}  # the report's own: where, which iteration, by what, read what
+    assert sorted(fields) == sorted(set(Report.model_fields) - own)
+    assert all(set(section.reads) <= set(Report.model_fields) for section in SECTIONS)
 
 
 @pytest.mark.slow
@@ -42,8 +50,9 @@ def test_a_registered_section_reaches_the_json_the_markdown_and_the_plots(
 
     section = ReportSection(field="repairs", build=build, markdown=lambda rows: ["## A section", "", rows[0].source],
                             plots=draw)
-    for module in (report, report_markdown):
-        monkeypatch.setattr(module, "SECTIONS", (section,))
+    sections = tuple(section if other.field == "repairs" else other for other in SECTIONS)
+    for module in (report_build, report_markdown):
+        monkeypatch.setattr(module, "SECTIONS", sections)
     root = f"file://{tmp_path}/run"
     write_eval_result(costed(BASE, [10, 30], SearchMode.STEP, 100), Layout(root).eval_result(0), store=store)
     built = build_report(root, 0, PipelineConfig(), store=store)
@@ -64,8 +73,8 @@ def test_a_registered_section_reaches_the_json_the_markdown_and_the_plots(
 def test_the_error_bars_of_a_rate_of_0_or_1_are_never_negative(solved: int, total: int) -> None:
     # The Wilson interval's end is the rate up to rounding here (about -1e-17 apart); matplotlib 3.10 refuses a
     # negative yerr and the report's plot would fail.
-    from burnqed.eval.report_model import RateRow
-    from burnqed.eval.report_plots import _error_bars
+    from burnqed.report.plots import _error_bars
+    from burnqed.report.tables import RateRow
 
     row = RateRow(budget=1, solved=solved, total=total, rate=solved / total)
     below, above = _error_bars([row])

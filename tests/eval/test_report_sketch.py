@@ -16,16 +16,6 @@ import pytest
 from burnqed.config import PipelineConfig
 from burnqed.eval.compare import compare_results, cost_ladder, read_at_level
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.report import build_report
-from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_sketch import (
-    SketchCounts,
-    inconsistencies,
-    looked_up,
-    sketch_counts,
-    sketch_markdown,
-    sketch_rows,
-)
 from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import Layout
 from burnqed.records import (
@@ -36,6 +26,16 @@ from burnqed.records import (
     SubgoalSource,
     TheoremResult,
     UsageCurve,
+)
+from burnqed.report.build import build_report
+from burnqed.report.markdown import render_markdown
+from burnqed.report.sketches import (
+    SketchCounts,
+    inconsistencies,
+    looked_up,
+    sketch_counts,
+    sketch_markdown,
+    sketch_rows,
 )
 from burnqed.storage import Store
 from burnqed.text.prompt import SearchMode

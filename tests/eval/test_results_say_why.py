@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.eval.report_sketch import SketchCounts, SketchRow, sketch_headline
 from burnqed.eval.run import needs_real_lean
 from burnqed.records import FailureReason
+from burnqed.report.sketches import SketchCounts, SketchRow, sketch_headline
 from tests.processes import burnqed_in_process
 from tests.putnambench import putnam_text
 from tests.rl.helpers import write_index

@@ -11,7 +11,8 @@ from burnqed import storage
 from burnqed.cli import command_grammar
 from burnqed.config import Config, load_config
 from burnqed.data.index import bundled_index_path
-from burnqed.eval.report_model import Gate, Report
+from burnqed.report.document import Report
+from burnqed.report.tables import Gate
 from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
 from tests.processes import cli

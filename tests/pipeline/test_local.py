@@ -204,7 +204,7 @@ def test_the_stages_without_a_model_do_not_import_torch() -> None:
         "import sys\n"
         "import burnqed.cli, burnqed.runner.local, burnqed.runner.plan\n"
         "import burnqed.data.prepare, burnqed.data.data_report, burnqed.lean.guard, burnqed.commands.edges\n"
-        "import burnqed.stages.merge, burnqed.eval.report\n"
+        "import burnqed.stages.merge, burnqed.report.build\n"
         "heavy = sorted(m for m in ('torch', 'transformers', 'trl', 'peft', 'z3') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )

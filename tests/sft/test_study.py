@@ -22,9 +22,9 @@ from burnqed.eval.joint_study import (
     study_configurations,
     study_evals,
 )
-from burnqed.eval.report import build_report, write_report
-from burnqed.eval.report_markdown import render_markdown
 from burnqed.layout import Layout
+from burnqed.report.build import build_report, write_report
+from burnqed.report.markdown import render_markdown
 from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
 from burnqed.trajectory.schema import theorems_to_table

@@ -1,8 +1,8 @@
-"""What an iteration report holds (`report.json`, docs/pipeline.md): the pydantic models that `eval.report` builds,
-`eval.report_markdown` writes as report.md and `eval.report_plots` draws, so that neither of those imports the other.
+"""The rows of the iteration report's sections (`report.document.Report` holds them; `report.core` builds and
+shows them, `report.plots` draws them), apart from `Report` so that the sections can import them.
 
-    report = Report.model_validate_json(path.read_text())      # or eval.report.load_report(uri, store=store)
-    for row in report.rows: print(row.iteration, row.arm, row.budget, row.solved, row.total, row.interval)
+    row = ArmRow(iteration=0, arm="llm", budget=10, solved=5, total=10, rate=0.5)
+    print(row.text)                                             # 5/10 (50.0%, 23.7–76.3%)
 
 Every solve rate is a `RateRow`: the per-budget fields of `eval.result.SolveRate`, declared once there, with the 95 %
 Wilson score interval beside them. Two evals of the same theorems are compared theorem by theorem as a
@@ -11,20 +11,14 @@ Wilson score interval beside them. Two evals of the same theorems are compared t
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, Field, computed_field, field_validator
+from pydantic import AwareDatetime, BaseModel, Field, computed_field
 
 from burnqed.data.data_report import BenchmarkOverlap
 from burnqed.ebm.formats import ValueEvidence
-from burnqed.eval.compare import Comparison
-from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
-from burnqed.eval.report_repair import REPAIR_SECTION, RepairRow
-from burnqed.eval.report_rl import RL_SECTION, RlSection
-from burnqed.eval.report_section import ReportSection
-from burnqed.eval.report_sketch import SKETCH_SECTION, SketchRow
 from burnqed.eval.result import SolveRate, paired_interval, rate_text
-from burnqed.records import SkippedDeclaration
 
 
 class RateRow(SolveRate):
@@ -368,108 +362,20 @@ class Gate(BaseModel):
                                         "before's (the base eval for iteration 0), theorem by theorem.")
 
 
-class Report(BaseModel):
-    """Everything report.md shows, machine-readable."""
-
-    root: str
-    iteration: int
-    rows: list[ArmRow]
-    iterations: list[IterationFacts]
-    gates: list[Gate]
-    learning: list[LearningRow] = Field(default_factory=list, description="base → iteration 0 → … per group.")
-    changes: list[Change] = Field(default_factory=list, description="New and lost theorems of each step of "
-                                  "`learning` against the step before.")
-    unsolved: list[UnsolvedRow] = Field(default_factory=list, description="The theorems this iteration's main eval "
-                                        "did not prove, by group and reason.")
-    not_evaluated: list[SkippedDeclaration] = Field(
-        default_factory=list, description="The benchmark's declarations this iteration's main eval did not evaluate, "
-        "each with its file, line and reason (`eval.result.EvalResult.not_evaluated`).")
-    ceiling: list[CeilingRow] = Field(default_factory=list, description="This iteration's main eval: per group "
-                                      "('all', then each source) the theorems, the known-false ones and the reachable "
-                                      "ceiling (the rest).")
-    base_arm: BaseArm | None = Field(default=None, description="What the base arm is (when the base eval is "
-                                     "published): its model, and the one iteration 0's SFT started from.")
-    modes: list[ModeRow] = Field(default_factory=list, description="Every eval at every budget with its cost.")
-    mode_comparison: Comparison | None = Field(
-        default=None, description="This iteration's evals compared at equal tokens and Lean calls (when two or more "
-        "record tokens). A report.json whose levels have no `level` (the rung-only format, which read an eval at a "
-        "rung below the level) loads with None here; `burnqed report --force` writes it anew."
-    )
-    curves: list[CurvePoint] = Field(default_factory=list, description="Solve rate against budget per arm.")
-    costs: list[CostRow] = Field(default_factory=list, description="What each eval arm cost.")
-    proofs: list[ProofRow] = Field(default_factory=list, description="Proofs found by each iteration's main eval.")
-    training: list[TrainingPoint] = Field(default_factory=list, description="SFT and value-model loss curves.")
-    training_summaries: list[TrainingSummary] = Field(default_factory=list, description="How each iteration's "
-                                                      "models were trained.")
-    stage_costs: list[StageCost] = Field(default_factory=list, description="Per-stage wall and CPU time.")
-    iteration_costs: list[IterationCost] = Field(default_factory=list, description="Per-iteration totals.")
-    depth_outcomes: list[DepthOutcomes] = Field(default_factory=list, description="This iteration's edges by depth "
-                                                "and outcome, in its search and its main eval.")
-    provenance: list[Provenance] = Field(default_factory=list, description="Every main eval's inputs and software.")
-    made_by: str = Field(default="", description="The burnqed (version, commit) that wrote this report (when: its "
-                         "_SUCCESS.json; the report holds no time of its own, so a re-run writes the same bytes).")
-    repairs: list[RepairRow] = Field(
-        default_factory=list, description="What repair revised and proved, per source (burnqed.eval.report_repair).")
-    sketches: list[SketchRow] = Field(
-        default_factory=list, description="What sketch search's sketches, subgoals and subgoal cache did, per source "
-        "(burnqed.eval.report_sketch).")
-    rl: RlSection | None = Field(
-        default=None, description="What the iteration's rl stage did, per step and in all, or why its output could "
-        "not be read; None when its plan has no rl stage (burnqed.eval.report_rl).")
-    joint_study: JointStudy | None = Field(
-        default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
-    not_compared: list[str] = Field(
-        default_factory=list, description="Pairs of evals the report shows side by side but does not compare (no "
-        "gain, no gate, no 'new' proofs), each with why.")
-    overlaps: list[OverlapRow] = Field(
-        default_factory=list, description="Training theorems that restate a benchmark theorem: those the run's data "
-        "preparation dropped and those an eval found in its model's training data (benchmark theorem ↔ training "
-        "theorem, with the route the benchmark came by).")
-    decontamination: list[str] = Field(
-        default_factory=list, description="What was compared, one line each: the prepared data's benchmarks by route "
-        "and each eval's check of its model's training data (nothing listed: nothing was compared).")
-    inputs: dict[str, str] = Field(
-        default_factory=dict, description="Every eval result the report read (URI → sha256 of the bytes read): each "
-        "file is read once, so every figure of one eval comes from one version of it.")
-
-    @field_validator("mode_comparison", mode="before")
-    @classmethod
-    def _without_rung_readings(cls, value: object) -> object:
-        levels = value.get("token_levels") if isinstance(value, dict) else None
-        if isinstance(levels, list) and levels and isinstance(levels[0], dict) and "level" not in levels[0]:
-            return None
-        return value
-
-    @property
-    def go(self) -> bool:
-        return all(gate.passed or not gate.blocking for gate in self.gates)
-
-    @property
-    def decided(self) -> bool:
-        """Every blocking gate could be measured: the report states go or no-go (else no decision at all)."""
-        return all(gate.measured or not gate.blocking for gate in self.gates)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def decision(self) -> str:
-        """go, no-go or none, and the gate that decided it: `no-go by the gain gate: iteration 0 vs base: 1 theorem
-        lost and no gain (6/7 → 5/7; …)`; a go names every blocking gate it passed."""
-        blocking = [gate for gate in self.gates if gate.blocking]
-        unmeasured = [gate for gate in blocking if not gate.measured]
-        if unmeasured:
-            return f"none: the {', '.join(gate.name for gate in unmeasured)} gate could not be measured (`run-all` " \
-                "stops here)"
-        failed = [gate for gate in blocking if not gate.passed]
-        if failed:
-            also = f" (also failed: {', '.join(gate.name for gate in failed[1:])})" if failed[1:] else ""
-            return f"no-go by the {failed[0].name} gate: {failed[0].detail}{also}"
-        names = [gate.name for gate in blocking]
-        if not names:
-            return "go: no blocking gate"
-        passed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-        return f"go: the {passed} gate{'s' if len(names) > 1 else ''} passed"
-
-
-# The sections that stand on their own (`eval.report_section`), in report.md's order after the search modes: each fills
-# the `Report` field it names.
-SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, SKETCH_SECTION, RL_SECTION, STUDY_SECTION)
+def decision(gates: Sequence[Gate]) -> str:
+    """go, no-go or none, and the gate that decided it (`Report.decision`): a blocking gate that could not be measured
+    leaves none, a failed one is a no-go, and a go names every blocking gate it passed."""
+    blocking = [gate for gate in gates if gate.blocking]
+    unmeasured = [gate for gate in blocking if not gate.measured]
+    if unmeasured:
+        return f"none: the {', '.join(gate.name for gate in unmeasured)} gate could not be measured (`run-all` " \
+            "stops here)"
+    failed = [gate for gate in blocking if not gate.passed]
+    if failed:
+        also = f" (also failed: {', '.join(gate.name for gate in failed[1:])})" if failed[1:] else ""
+        return f"no-go by the {failed[0].name} gate: {failed[0].detail}{also}"
+    names = [gate.name for gate in blocking]
+    if not names:
+        return "go: no blocking gate"
+    passed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+    return f"go: the {passed} gate{'s' if len(names) > 1 else ''} passed"

@@ -20,8 +20,8 @@ from pydantic import BaseModel, Field
 
 from burnqed import storage
 from burnqed.errors import InputError
-from burnqed.eval.report_section import ReportSection
 from burnqed.layout import Layout
+from burnqed.report.section import ReportSection
 
 if TYPE_CHECKING:
     from burnqed.config import Config

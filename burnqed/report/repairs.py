@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from burnqed import storage
-from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout
+from burnqed.report.section import ReportSection
 
 
 class RepairRow(BaseModel):

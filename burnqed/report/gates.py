@@ -5,15 +5,15 @@ paired 95 % interval), and whether the value model helps (a warning).
     gates = go_no_go(rows, iteration, cfg.pipeline, results, base)   # rows: every eval arm's budget rows
     decision = Report(..., gates=gates).decision                      # go, no-go by the gate that decided, or none
 
-Pure: it reads the eval results the report collected (`eval.report`), nothing else.
+Pure: it reads the eval results the report collected (`report.build`), nothing else.
 """
 
 from __future__ import annotations
 
 from burnqed.config import PipelineConfig
 from burnqed.eval.compare import unlike
-from burnqed.eval.report_model import ArmRow, Gate, PairedChange
 from burnqed.eval.result import EvalResult
+from burnqed.report.tables import ArmRow, Gate, PairedChange
 
 
 def _best(rows: list[ArmRow], iteration: int, arm: str) -> ArmRow | None:

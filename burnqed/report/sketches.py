@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, Field
 
 from burnqed import storage
-from burnqed.eval.report_section import ReportSection
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout, trajectories_beside
 from burnqed.records import FailureReason, SketchAttempt, SketchOutcome, SubgoalSource, TheoremResult
+from burnqed.report.section import ReportSection
 from burnqed.text.prompt import SearchMode
 
 MAX_NAMED = 5  # theorems named per inconsistency before "… and N more"

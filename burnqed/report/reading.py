@@ -1,38 +1,31 @@
-"""The iteration report (docs/pipeline.md, "Report and go/no-go gates"): what a researcher reads after an iteration —
-solve rates with their intervals, learning per source, gained and lost theorems, unsolved ones and the reachable
-ceiling, proofs, training curves, where search spends, cost, the modes at equal tokens, the rl stage's steps,
-provenance, and the gates.
+"""What the iteration report's sections are built from (`report.core` builds them with these): the eval results
+read once each (`EvalFiles`), and from them and the run's published files the rows of each section — solve rates and
+curves, learning, new and lost theorems, proofs, unsolved theorems and the reachable ceiling, training curves, stage
+times, search depth, provenance, the modes, decontamination and what is not compared.
 
-    report = build_report(root="file://./runs", iteration=1, pipeline=cfg.pipeline, rl=cfg.rl.enabled, store=store)
-    write_report(report, folder)      # report.md, report.json and the plots (eval.report_plots)
-    print("\n".join(headline(report)))   # what `iterate` and `report` print: rates, changes, cost, gates
-
-Reads only published artifacts under the run root; a missing eval of an earlier iteration is listed as missing,
-never invented. `report.json` (`eval.report_model.Report`) is what `burnqed run-all` reads to decide whether to go on.
+    load = EvalFiles(store)
+    rows = arm_rows(load(uri), iteration=0, arm="llm")
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from itertools import pairwise
-from pathlib import Path
 
 from pydantic import ValidationError
 
-from burnqed import __version__, storage
+from burnqed import storage
 from burnqed.config import PipelineConfig
 from burnqed.data.data_report import decontamination_lines, read_report
 from burnqed.data.pairs import REPORT_FILE
 from burnqed.ebm.formats import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
-from burnqed.eval.gates import go_no_go
-from burnqed.eval.report_markdown import render_markdown
-from burnqed.eval.report_model import (
-    SECTIONS,
+from burnqed.eval.result import UNKNOWN_REASON, EvalResult
+from burnqed.layout import Layout, StageTimes
+from burnqed.report.tables import (
     ArmRow,
     BaseArm,
     CeilingRow,
@@ -48,20 +41,15 @@ from burnqed.eval.report_model import (
     OverlapRow,
     ProofRow,
     Provenance,
-    Report,
     StageCost,
     TrainingPoint,
     TrainingSummary,
     UnsolvedRow,
 )
-from burnqed.eval.report_rl import rl_headline
-from burnqed.eval.report_section import ReportInputs
-from burnqed.eval.report_sketch import sketch_headline
-from burnqed.eval.result import UNKNOWN_REASON, EvalResult, git_commit
-from burnqed.layout import Layout, StageTimes
 
 EBM_METRICS_FILE = "metrics.json"
 Step = tuple[str, str, EvalResult]  # (step: 'base' or 'iteration i', arm, its main eval)
+Load = Callable[[str], EvalResult | None]  # the report's reader of eval results (`EvalFiles`)
 
 
 class EvalFiles:
@@ -402,122 +390,12 @@ def _not_compared(learning: list[LearningRow], gates: list[Gate], modes: list[tu
     return notes
 
 
-@dataclass
-class _Collected:
-    """What `build_report` gathers, iteration by iteration."""
-
-    rows: list[ArmRow] = field(default_factory=list)
-    facts: list[IterationFacts] = field(default_factory=list)
-    steps: list[Step] = field(default_factory=list)
-    curves: list[CurvePoint] = field(default_factory=list)
-    costs: list[CostRow] = field(default_factory=list)
-    provenance: list[Provenance] = field(default_factory=list)
-    training: list[TrainingPoint] = field(default_factory=list)
-    summaries: list[TrainingSummary] = field(default_factory=list)
-    stage_costs: list[StageCost] = field(default_factory=list)
-    iteration_costs: list[IterationCost] = field(default_factory=list)
-    results: dict[tuple[int, str], EvalResult] = field(default_factory=dict)
-
-    def add_eval(self, uri: str, result: EvalResult, iteration: int, arm: str, step: str | None) -> None:
-        """One published eval: its rows, curve, cost and provenance; `step` names it in the learning table (its
-        main evals only)."""
-        self.rows += _arm_rows(result, iteration, arm)
-        self.curves += solve_curve(result, iteration, arm)
-        self.costs.append(_cost(result, iteration, arm))
-        self.provenance.append(_provenance(uri, result, iteration, arm))
-        if step is not None:
-            self.steps.append((step, arm, result))
-        if arm != "base":
-            self.results[(iteration, arm)] = result
-
-
-def _collect_iteration(at: Layout, j: int, load: EvalFiles, got: _Collected, store: storage.Store) -> str | None:
-    """Add iteration `j`'s evals, trajectories, exports, value model, training and stage times to `got`; returns the
-    arm of its main eval, None when that is not published."""
-    main_uri, ablation_uri = at.eval_result(j), at.eval_result(j, with_ebm=False)
-    main = load(main_uri)
-    ablation = load(ablation_uri) if j >= 1 else None
-    main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
-    if main is not None:
-        got.add_eval(main_uri, main, j, main_arm, f"iteration {j}")
-    if ablation is not None:
-        got.add_eval(ablation_uri, ablation, j, "llm", None)
-    fact = IterationFacts(
-        iteration=j,
-        eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
-        eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
-        eval_base=at.eval_base() if j == 0 and load(at.eval_base()) is not None else None,
-    )
-    _trajectory_facts(fact, at.trajectories(j), store)
-    fact.export = _export_facts(at.export(j), store)
-    if j >= 1:
-        fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
-        fact.ebm_evidence = _ebm_evidence(at.ebm(j), store)
-    got.facts.append(fact)
-    points, summary = _training(at, j, store)
-    got.training += points
-    got.summaries.append(summary)
-    stages, total = _stage_costs(at, j, store)
-    got.stage_costs += stages
-    got.iteration_costs.append(total)
-    return main_arm if main is not None else None
-
-
-def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: bool = False,
-                 rl_switched: Sequence[str] = (), store: storage.Store) -> Report:
-    """Collect iterations 0..`iteration` under `root` (and the base policy's eval, when published); `rl`
-    (`rl.enabled`): the iteration's plan has an rl stage, whose section the report shows, with `rl_switched`, the SFT
-    settings rl.enabled turned on (`report_rl.switched_by_rl`). `InputError`
-    (before anything is written) when `root` holds no `iter_{iteration}` folder or no eval result at all: a
-    report of nothing would read as a complete no-go."""
-    at = Layout(root)
-    if not store.exists(at.iter_dir(iteration)):
-        held = [j for j in range(iteration) if store.exists(at.iter_dir(j))]
-        found = f"it holds iterations {held}" if held else "it holds no iteration"
-        raise InputError(f"report --iter {iteration}: {at.iter_dir(iteration)} does not exist ({found}): check "
-                         "--root / storage.root and --iter, or run `burnqed iterate` first")
-    got = _Collected()
-    load = EvalFiles(store)
-    base = load(at.eval_base())
-    if base is not None:
-        got.add_eval(at.eval_base(), base, 0, "base", "base")
-    if base is None and not any(store.exists(at.eval_result(j)) for j in range(iteration + 1)):
-        raise InputError(f"report --iter {iteration}: no eval result under {root} (neither {at.eval_base()} nor "
-                         f"iter_N/eval/eval.json): run the eval stages first")
-    main_arm: str | None = None
-    for j in range(iteration + 1):
-        main_arm = _collect_iteration(at, j, load, got, store)
-    gates = go_no_go(got.rows, iteration, pipeline, got.results, base)
-    learning = _learning(got.steps)
-    changes = _changes(got.steps)
-    published = _mode_evals(at, iteration, pipeline, load)
-    modes = [(label, result) for label, _, result in published]
-    current = got.results.get((iteration, main_arm)) if main_arm is not None else None
-    overlaps, compared = _decontamination(at, load, store)
-    false = known_false(current) if current is not None else set()
-    commit = git_commit()
-    inputs = ReportInputs(root=root, iteration=iteration, store=store, evals=modes, steps=got.steps, rl=rl,
-                          rl_switched=tuple(rl_switched),
-                          eval_uris={label: uri for label, uri, _ in published})
-    return Report(root=root, iteration=iteration, rows=got.rows, iterations=got.facts, gates=gates,
-                  learning=learning, changes=changes, unsolved=_unsolved(current, false) if current is not None else [],
-                  ceiling=_ceiling(current, false) if current is not None else [],
-                  base_arm=_base_arm(base, got.summaries),
-                  not_evaluated=current.not_evaluated if current is not None else [],
-                  modes=_mode_rows(at, iteration, pipeline, load), mode_comparison=_mode_comparison(modes),
-                  curves=got.curves, costs=got.costs, proofs=_proofs(got.steps, changes), training=got.training,
-                  training_summaries=got.summaries, stage_costs=got.stage_costs, iteration_costs=got.iteration_costs,
-                  depth_outcomes=_depth_outcomes(at, iteration, main_arm, store), provenance=got.provenance,
-                  made_by=f"burnqed {__version__}" + (f" (commit {commit[:12]})" if commit else ""),
-                  **{section.field: section.build(inputs) for section in SECTIONS},
-                  not_compared=_not_compared(learning, gates, modes, iteration),
-                  overlaps=overlaps, decontamination=compared, inputs=dict(sorted(load.digests.items())))
-
-
-def _decontamination(at: Layout, load: EvalFiles, store: storage.Store) -> tuple[list[OverlapRow], list[str]]:
+def _decontamination(at: Layout, load: Load, read: Sequence[str],
+                     store: storage.Store) -> tuple[list[OverlapRow], list[str]]:
     """`Report.overlaps` and `Report.decontamination`: the training theorems the run's prepared data dropped as
-    restating a benchmark theorem (its report.json, every route), and those each eval read found in the training data
-    of the model it evaluated (`EvalResult.training_check`, route `eval`), each named once (the first that lists it)."""
+    restating a benchmark theorem (its report.json, every route), and those each eval of `read` (URIs, in the order the
+    report read them) found in the training data of the model it evaluated (`EvalResult.training_check`, route
+    `eval`), each named once (the first that lists it)."""
     overlaps: dict[tuple[str, str, bool], OverlapRow] = {}
     lines: list[str] = []
     data_report = storage.join(at.data(), REPORT_FILE)
@@ -528,7 +406,7 @@ def _decontamination(at: Layout, load: EvalFiles, store: storage.Store) -> tuple
         for overlap in report.overlaps:
             overlaps.setdefault((overlap.benchmark, overlap.training, True), OverlapRow(
                 **overlap.model_dump(), dropped=True, listed_in=data_report))
-    for uri in list(load.digests):  # every eval the report read, in the order read
+    for uri in read:  # every eval the report read, in the order read
         result = load(uri)
         if result is None or result.training_check is None:
             continue
@@ -542,7 +420,7 @@ def _decontamination(at: Layout, load: EvalFiles, store: storage.Store) -> tuple
 
 
 def _mode_evals(
-    at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles
+    at: Layout, iteration: int, pipeline: PipelineConfig, load: Load
 ) -> list[tuple[str, str, EvalResult]]:
     """(label, URI, result) of every published eval of `iteration`: the main eval, its ablation and the eval_modes."""
     found: list[tuple[str, str, EvalResult]] = []
@@ -558,13 +436,13 @@ def _mode_evals(
 
 
 def _mode_results(
-    at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles
+    at: Layout, iteration: int, pipeline: PipelineConfig, load: Load
 ) -> list[tuple[str, EvalResult]]:
     """(label, result) of every published eval of `iteration` (`_mode_evals`)."""
     return [(label, result) for label, _, result in _mode_evals(at, iteration, pipeline, load)]
 
 
-def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig, load: EvalFiles) -> list[ModeRow]:
+def _mode_rows(at: Layout, iteration: int, pipeline: PipelineConfig, load: Load) -> list[ModeRow]:
     rows: list[ModeRow] = []
     for j in range(iteration + 1):
         for label, result in _mode_results(at, j, pipeline, load):
@@ -582,75 +460,3 @@ def _mode_comparison(results: list[tuple[str, EvalResult]]) -> Comparison | None
         return None
     comparison = compare_results(results)
     return comparison if comparison.token_levels else None
-
-
-def headline(report: Report) -> list[str]:
-    """The lines `burnqed iterate` and `burnqed report` print (report.md has the rest): where the report is, the
-    solve rate of each step per theorem source with its interval, what the last step gained and lost, what the
-    iteration cost, the reachable ceiling when the benchmark holds known-false theorems, a base arm that is not the
-    model SFT started from, the gates and the decision with the gate that decided it."""
-    lines = []
-    if report.learning:
-        budget = report.learning[-1].budget
-        lines.append(f"  solved at budget {budget} (n/N, rate, 95% Wilson interval), step by step:")
-        for group in dict.fromkeys(row.group for row in report.learning):
-            steps = [row for row in report.learning if row.group == group]
-            lines.append(f"  {group}: " + " → ".join(
-                f"{row.step} {row.text}" + ("" if row.gain is None else f" ({100 * row.gain:+.1f})") for row in steps))
-    change = next((c for c in report.changes if c.after == f"iteration {report.iteration}"), None)
-    if change is not None:
-        lines.append(f"  {change.after} vs {change.before}: " + (
-            f"not compared ({change.unlike})" if change.unlike is not None else
-            f"{len(change.new)} new, {len(change.lost)} lost" + (f" (lost: {', '.join(change.lost[:5])}"
-                                                                  f"{', …' if len(change.lost) > 5 else ''})"
-                                                                  if change.lost else "")))
-    cost = next((c for c in report.iteration_costs if c.iteration == report.iteration and c.recorded), None)
-    if cost is not None:
-        cpu = "" if cost.cpu_s is None else f", {cost.cpu_s / 60:.1f} CPU-min"
-        lines.append(f"  iteration {report.iteration} took {(cost.span_s or 0.0) / 60:.1f} min from its first stage's "
-                     f"start to its last one's end: {cost.wall_s / 60:.1f} min of stage time over {cost.stage_runs} "
-                     f"runs{cpu}")
-    whole = next((row for row in report.ceiling if row.group == "all"), None)
-    if whole is not None and whole.known_false:
-        lines.append(f"  reachable ceiling: {whole.reachable} of {whole.total} theorems ({len(whole.known_false)} "
-                     f"known false: the world's traps); {whole.solved} of them solved")
-    arm = report.base_arm
-    if arm is not None and arm.differs:
-        lines.append(f"  warning: the base arm is {arm.model}, evaluated untrained, but iteration 0's SFT started from "
-                     f"{arm.sft_base_model} (sft.base_model): base → iteration 0 is not what training added to it")
-    lines += rl_headline(report.rl)
-    lines += sketch_headline(report.sketches)
-    for gate in report.gates:
-        mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
-        lines.append(f"  {mark} {gate.name}: {gate.detail}")
-    return [*lines, f"  decision: {report.decision}"]
-
-
-def _plots(report: Report, folder: Path) -> None:
-    try:
-        import matplotlib
-    except ImportError:  # plots are optional; the markdown says where they would be
-        return
-    matplotlib.use("Agg")
-    from burnqed.eval.report_plots import plot_mode_tokens, plot_outcomes_by_depth, plot_solve_rate, plot_training
-
-    plot_solve_rate(report, folder / "solve_rate.png")
-    plot_outcomes_by_depth(report, folder / "outcomes_by_depth.png")
-    plot_training(report, folder / "training.png")
-    plot_mode_tokens(report, folder / "modes_tokens.png")
-    for section in SECTIONS:
-        if section.plots is not None:
-            section.plots(getattr(report, section.field), folder)
-
-
-def write_report(report: Report, folder: Path) -> None:
-    """report.md, report.json and the PNG plots into `folder` (a plot with nothing to draw is not written)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / "report.md").write_text(render_markdown(report), encoding="utf-8")
-    (folder / "report.json").write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    _plots(report, folder)
-
-
-def load_report(uri: str, *, store: storage.Store) -> Report:
-    """A published report folder's report.json."""
-    return store.read_model(storage.join(uri, "report.json"), Report, "report")

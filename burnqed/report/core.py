@@ -1,29 +1,67 @@
-"""report.md: the iteration report as a researcher reads it (`eval.report` builds the `Report`, `eval.report_plots`
-draws its figures). One function per section, in the order they appear.
+"""The iteration report's sections over the evals, training, search and gates (`report.document.SECTIONS` lists
+them with the self-contained ones, `report.repairs` and the like, in report.md's order): each one's build from
+what the report read (`report.reading`), its report.md lines and its plots (`report.plots`).
 
-    text = render_markdown(report)
+    values = LEARNING_SECTION.values(inputs)             # {"learning": [...]}
+    lines = LEARNING_SECTION.markdown(LEARNING_SECTION.shown(report))
 
-Every solve rate is written `solved/n (rate, 95% Wilson interval)` (`report_model.rate_text`).
+Every solve rate is written `solved/n (rate, 95% Wilson interval)` (`result.rate_text`).
 """
 
 from __future__ import annotations
 
-from burnqed.eval.compare import LEGEND, CostEntry, cost_text, delta_text, entry_text
-from burnqed.eval.report_model import (
-    SECTIONS,
+from burnqed.eval.compare import LEGEND, Comparison, CostEntry, cost_text, delta_text, entry_text
+from burnqed.eval.result import BudgetRow, EvalResult, rate_text
+from burnqed.records import EdgeOutcome, SkippedDeclaration
+from burnqed.report.gates import go_no_go
+from burnqed.report.plots import plot_mode_tokens, plot_outcomes_by_depth, plot_solve_rate, plot_training
+from burnqed.report.reading import (
+    _arm_rows,
+    _base_arm,
+    _ceiling,
+    _changes,
+    _cost,
+    _decontamination,
+    _depth_outcomes,
+    _ebm_evidence,
+    _ebm_metrics,
+    _export_facts,
+    _learning,
+    _mode_comparison,
+    _mode_rows,
+    _not_compared,
+    _proofs,
+    _provenance,
+    _stage_costs,
+    _training,
+    _trajectory_facts,
+    _unsolved,
+    known_false,
+    solve_curve,
+)
+from burnqed.report.section import ReportInputs, ReportSection
+from burnqed.report.tables import (
+    ArmRow,
     BaseArm,
+    CeilingRow,
     Change,
     CostRow,
+    CurvePoint,
     DepthOutcomes,
+    Gate,
+    IterationCost,
     IterationFacts,
     LearningRow,
+    ModeRow,
+    OverlapRow,
     ProofRow,
-    Report,
+    Provenance,
+    StageCost,
     TrainingPoint,
     TrainingSummary,
+    UnsolvedRow,
+    decision,
 )
-from burnqed.eval.result import BudgetRow, rate_text
-from burnqed.records import EdgeOutcome
 
 SCALAR_METRICS = ("rank1", "rank1_accuracy", "energy_gap", "temperature", "centroid_l2", "probe_accuracy",
                   "linear_probe_accuracy", "loss")
@@ -46,51 +84,11 @@ def _escaped(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def render_markdown(report: Report) -> str:
-    """report.md."""
-    lines = [f"# burnqed report: iteration {report.iteration}", "",
-             f"Run root: `{report.root}`" + (f"; written by {report.made_by}" if report.made_by else "") + ".", "",
-             "Every solve rate is shown as solved/n (rate, 95% Wilson score interval). On a few dozen theorems the "
-             "interval spans ±10 points or more: a difference inside it may be chance.", ""]
-    arm = report.base_arm
-    if arm is not None and arm.differs:
-        lines += [f"**The base arm is not the model SFT started from**: {_base_arm_text(arm)}.", ""]
-    if report.not_compared:
-        lines += ["## Not compared", "", "These evals are shown side by side but are not the same measurement, so no "
-                  "gain, gate or new proof is read between them:", ""]
-        lines += [f"- {note}" for note in report.not_compared] + [""]
-    lines += _rates_markdown(report)
-    lines += _figures_markdown(report)
-    if report.learning:
-        lines += _learning_markdown(report.learning)
-        lines += _base_arm_markdown(report)
-    lines += _changes_markdown(report.changes)
-    lines += _unsolved_markdown(report)
-    lines += _not_evaluated_markdown(report)
-    lines += _proofs_markdown(report.proofs, report.iteration, report.learning)
-    lines += _training_markdown(report.training, report.training_summaries)
-    lines += _search_markdown(report.iterations, report.depth_outcomes, report.iteration)
-    lines += _cost_markdown(report.costs)
-    lines += _stage_markdown(report)
-    exports = [fact for fact in report.iterations if fact.export]
-    if exports:
-        lines += ["## Policy exports", ""] + [f"- iteration {fact.iteration}: {fact.export}" for fact in exports] + [""]
-    lines += _value_markdown(report.iterations)
-    lines += _evidence_markdown(report.iterations)
-    lines += _mode_section(report)
-    for section in SECTIONS:
-        lines += section.markdown(getattr(report, section.field))
-    lines += _decontamination_markdown(report)
-    lines += _provenance_markdown(report)
-    lines += _gates_markdown(report)
-    return "\n".join(lines)
-
-
-def _figures_markdown(report: Report) -> list[str]:
+def _figures_markdown(report_rows: list[ArmRow]) -> list[str]:
     """Every eval arm's per-budget figures (`BudgetRow.figures`, declared once in eval.result): what each budget
     used and cost."""
     figures = BudgetRow.figures()
-    rows = [row for row in report.rows if row.figures]
+    rows = [row for row in report_rows if row.figures]
     if not rows:
         return []
     lines = ["## Per-budget figures", "", "What each eval arm used and cost at each budget (means and medians over "
@@ -103,18 +101,18 @@ def _figures_markdown(report: Report) -> list[str]:
     return [*lines, ""]
 
 
-def _rates_markdown(report: Report) -> list[str]:
+def _rates_markdown(rows: list[ArmRow]) -> list[str]:
     """Every arm of every iteration at every budget."""
     lines = ["## Solve rate per budget", ""]
-    if not report.rows:
+    if not rows:
         return [*lines, "No eval results are published yet.", ""]
-    budgets = sorted({row.budget for row in report.rows})
+    budgets = sorted({row.budget for row in rows})
     lines.append("| iteration | arm | " + " | ".join(f"budget {b}" for b in budgets) + " |")
     lines.append("|---|---|" + "---|" * len(budgets))
-    for key in sorted({(row.iteration, row.arm) for row in report.rows}):
+    for key in sorted({(row.iteration, row.arm) for row in rows}):
         cells = []
         for budget in budgets:
-            row = next((r for r in report.rows if (r.iteration, r.arm) == key and r.budget == budget), None)
+            row = next((r for r in rows if (r.iteration, r.arm) == key and r.budget == budget), None)
             cells.append("–" if row is None else row.text)
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
     return [*lines, "", "![solve rate against budget](solve_rate.png)", ""]
@@ -152,11 +150,11 @@ def _base_arm_text(arm: BaseArm) -> str:
     return f"{text}; iteration 0's SFT started from {started}"
 
 
-def _base_arm_markdown(report: Report) -> list[str]:
+def _base_arm_markdown(arm: BaseArm | None) -> list[str]:
     """One line under the learning table: which model the base arm is."""
-    if report.base_arm is None:
+    if arm is None:
         return []
-    text = _base_arm_text(report.base_arm)
+    text = _base_arm_text(arm)
     return [text[0].upper() + text[1:] + ".", ""]
 
 
@@ -182,19 +180,18 @@ def _changes_markdown(changes: list[Change]) -> list[str]:
     return [*lines, ""]
 
 
-def _unsolved_markdown(report: Report) -> list[str]:
+def _unsolved_markdown(rows: list[UnsolvedRow], ceiling_rows: list[CeilingRow], iteration: int) -> list[str]:
     """The theorems the iteration's main eval did not prove: how many per source and reason, with the known-false
     ones and the reachable ceiling, what the budget-used figure is, then each one."""
-    rows = report.unsolved
-    step = f"iteration {report.iteration}"
+    step = f"iteration {iteration}"
     if not rows:
-        return _ceiling_markdown(report)
-    ceiling = {row.group: row for row in report.ceiling}
+        return _ceiling_markdown(ceiling_rows, rows)
+    ceiling = {row.group: row for row in ceiling_rows}
     lines = [f"## Unsolved theorems of {step}", "",
              f"{len(rows)} theorems the main eval did not prove at its largest budget, by source and failure reason "
              "(docs/search.md: `exhausted` = nothing left to try, `max_nodes`/`max_proofs` = the budget was spent, "
              "`timeout` = the time limit, `start_error` = Lean refused the statement).", "",
-             *_ceiling_markdown(report),
+             *_ceiling_markdown(ceiling_rows, rows),
              "| source | unsolved | known false | solved of the reachable | by reason |", "|---|---|---|---|---|"]
     groups = list(dict.fromkeys(row.group for row in rows))
     for group in groups:
@@ -207,7 +204,7 @@ def _unsolved_markdown(report: Report) -> list[str]:
         reach = f"{cap.solved} of {cap.reachable}" if cap is not None else "–"
         by = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items(), key=lambda item: (-item[1], item[0])))
         lines.append(f"| {group} | {len(mine)}{of} | {sum(row.known_false for row in mine)} | {reach} | {by} |")
-    lines += ["", *_budget_used_note(report), ""]
+    lines += ["", *_budget_used_note(rows), ""]
     for group in groups:
         unit = rows[0].unit
         largest = f", of {rows[0].budget}" if rows[0].budget is not None else ""
@@ -224,25 +221,25 @@ def _unsolved_markdown(report: Report) -> list[str]:
     return lines
 
 
-def _not_evaluated_markdown(report: Report) -> list[str]:
+def _not_evaluated_markdown(not_evaluated: list[SkippedDeclaration], iteration: int) -> list[str]:
     """The benchmark's declarations the iteration's main eval did not evaluate: where, which and why."""
-    if not report.not_evaluated:
+    if not not_evaluated:
         return []
-    lines = [f"## Declarations not evaluated in iteration {report.iteration}", "",
-             f"{len(report.not_evaluated)} declarations of the benchmark are none of its theorems, so no rate above "
+    lines = [f"## Declarations not evaluated in iteration {iteration}", "",
+             f"{len(not_evaluated)} declarations of the benchmark are none of its theorems, so no rate above "
              "counts them:", "", "| where | declaration | reason | detail |", "|---|---|---|---|"]
     lines += [f"| `{_escaped(skipped.where)}` | {_escaped(skipped.name or '–')} | {skipped.reason} | "
-              f"{_escaped(skipped.detail)} |" for skipped in report.not_evaluated]
+              f"{_escaped(skipped.detail)} |" for skipped in not_evaluated]
     return [*lines, ""]
 
 
-def _ceiling_markdown(report: Report) -> list[str]:
+def _ceiling_markdown(ceiling: list[CeilingRow], unsolved: list[UnsolvedRow]) -> list[str]:
     """The reachable ceiling when the benchmark holds known-false theorems (the world's traps), and an alarm for any
     the main eval proved."""
-    whole = next((row for row in report.ceiling if row.group == "all"), None)
+    whole = next((row for row in ceiling if row.group == "all"), None)
     if whole is None or not whole.known_false:
         return []
-    proved = sorted(set(whole.known_false) - {row.theorem for row in report.unsolved})
+    proved = sorted(set(whole.known_false) - {row.theorem for row in unsolved})
     lines = [f"{len(whole.known_false)} of the {whole.total} theorems are known to be false (the generated world's "
              "traps, false by construction with a recorded counterexample: `burnqed world stats`), marked **known "
              f"false** below: no sound prover solves them, so the reachable ceiling is {whole.reachable} of "
@@ -253,11 +250,10 @@ def _ceiling_markdown(report: Report) -> list[str]:
     return lines
 
 
-def _budget_used_note(report: Report) -> list[str]:
+def _budget_used_note(rows: list[UnsolvedRow]) -> list[str]:
     """What the unsolved theorems' budget-used figure is, and why a search stops short of the budget."""
     from burnqed.config.search import SearchConfig
 
-    rows = report.unsolved
     largest = rows[0].budget
     lines = [f"Budget used: what a theorem's search spent of the largest budget ({largest} {rows[0].unit}; with "
              "pass@N, the attempt that spent most). A search that stopped short of it ended for its reason, not the "
@@ -392,11 +388,11 @@ def _cost_markdown(costs: list[CostRow]) -> list[str]:
     return [*lines, ""]
 
 
-def _stage_markdown(report: Report) -> list[str]:
+def _stage_markdown(stage_costs: list[StageCost], iteration_costs: list[IterationCost], iteration: int) -> list[str]:
     """Per-stage wall and CPU time of this iteration and the totals of every iteration, from `stages.json`."""
     lines = ["## Stage times", ""]
-    stages = [cost for cost in report.stage_costs if cost.iteration == report.iteration]
-    recorded = [cost for cost in report.iteration_costs if cost.recorded]
+    stages = [cost for cost in stage_costs if cost.iteration == iteration]
+    recorded = [cost for cost in iteration_costs if cost.recorded]
     if not recorded:
         return [*lines, "Not recorded: the local runner (`burnqed iterate`) writes each stage run's wall and CPU time "
                 "to `iter_i/stages.json`; on a cluster Argo records each step's start and end (`argo get WORKFLOW`, "
@@ -410,7 +406,7 @@ def _stage_markdown(report: Report) -> list[str]:
             failed = f" ({cost.failed} stopped or failed)" if cost.failed else ""
             lines.append(f"| {cost.stage} | {cost.runs}{failed} | {_seconds(cost.wall_s)} | {_seconds(cost.cpu_s)} |")
         lines.append("")
-    for total in report.iteration_costs:
+    for total in iteration_costs:
         if total.recorded:
             lines.append(f"- iteration {total.iteration}: {_seconds(total.wall_s)} of stage time over "
                          f"{total.stage_runs} stage runs, {_seconds(total.cpu_s)} CPU; span {_seconds(total.span_s)} "
@@ -469,10 +465,10 @@ def _evidence_markdown(facts: list[IterationFacts]) -> list[str]:
     return lines
 
 
-def _mode_section(report: Report) -> list[str]:
+def _mode_section(modes: list[ModeRow], comparison: Comparison | None, iteration: int) -> list[str]:
     """report.md's modes section: every eval of the iteration at each budget with its cost, then the evals at equal
     generated tokens and at equal Lean calls per theorem (`eval.compare`'s reading)."""
-    rows = [row for row in report.modes if row.iteration == report.iteration]
+    rows = [row for row in modes if row.iteration == iteration]
     if not rows:
         return []
     lines = ["## Search modes at equal tokens", "",
@@ -481,7 +477,6 @@ def _mode_section(report: Report) -> list[str]:
         tokens = "–" if row.avg_tokens is None else f"{row.avg_tokens:.0f}"
         lines.append(f"| {row.label} | {row.budget} {row.unit} | {row.text} | {tokens} | {_cell(row.lean_calls)} |")
     lines.append("")
-    comparison = report.mode_comparison
     if comparison is not None:
         labels = comparison.labels
         for levels, what in ((comparison.token_levels, "tokens"), (comparison.call_levels, "Lean calls")):
@@ -507,22 +502,22 @@ def _cost_cell(entry: CostEntry) -> str:
     return entry_text(entry)
 
 
-def _provenance_markdown(report: Report) -> list[str]:
+def _provenance_markdown(provenance: list[Provenance], summaries: list[TrainingSummary]) -> list[str]:
     """Where every eval's figures come from: its model, data, settings digest and software."""
-    if not report.provenance:
+    if not provenance:
         return []
     lines = ["## Provenance", "", "Each eval result records what produced it (its eval.json; the inputs' digests are "
              "in report.json, `inputs`).", "",
              "| eval | model | value model | benchmark | pass@N, mode | seed | config digest | commit | burnqed | Lean "
              "| written |", "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for p in report.provenance:
+    for p in provenance:
         lean = p.lean_backend + (f" (Pantograph {p.pantograph_version})" if p.pantograph_version else "")
         lines.append(f"| iteration {p.iteration} {p.arm} | `{p.model}` | {_cell(p.ebm and f'`{p.ebm}`')} | "
                      f"{p.benchmark} ({p.total}) | {p.pass_n}, {p.mode} | {_cell(p.seed)} | `{p.config_digest}` | "
                      f"{_cell(p.git_commit and p.git_commit[:12])} | {_cell(p.burnqed_version)} | {lean} | "
                      f"{p.timestamp:%Y-%m-%d %H:%M} UTC |")
     lines.append("")
-    trained = [s for s in report.training_summaries if s.sft_method is not None]
+    trained = [s for s in summaries if s.sft_method is not None]
     if trained:
         lines += ["Policies trained (sft.json): " + "; ".join(
             f"iteration {s.iteration}: {s.sft_method} from "
@@ -531,22 +526,22 @@ def _provenance_markdown(report: Report) -> list[str]:
     return lines
 
 
-def _decontamination_markdown(report: Report) -> list[str]:
+def _decontamination_markdown(overlaps: list[OverlapRow], compared: list[str]) -> list[str]:
     """What the training statements were compared with, and each training theorem that restates a benchmark theorem
     (dropped by the data preparation, or trained on: found by an eval)."""
-    if not report.decontamination and not report.overlaps:
+    if not compared and not overlaps:
         return []
     lines = ["## Decontamination", "", "Training statements compared with the benchmarks in normal form (docs/data.md, "
-             "Decontamination):", ""] + [f"- {line}" for line in report.decontamination] + [""]
-    if report.overlaps:
+             "Decontamination):", ""] + [f"- {line}" for line in compared] + [""]
+    if overlaps:
         lines += ["| benchmark theorem | training theorem | route | trained on | listed in |", "|---|---|---|---|---|"]
         lines += [f"| {o.benchmark} ({o.benchmark_source}) | {o.training} ({o.training_source}) | {o.route} | "
-                  f"{'no: dropped' if o.dropped else '**yes**'} | `{o.listed_in}` |" for o in report.overlaps]
+                  f"{'no: dropped' if o.dropped else '**yes**'} | `{o.listed_in}` |" for o in overlaps]
         lines.append("")
     return lines
 
 
-def _gates_markdown(report: Report) -> list[str]:
+def _gates_markdown(gates: list[Gate]) -> list[str]:
     """The gates and the decision (go, no-go, or none when a blocking gate could not be measured) with the gate that
     decided it."""
     lines = ["## Go / no-go", "",
@@ -556,11 +551,191 @@ def _gates_markdown(report: Report) -> list[str]:
              "its 95% interval), and at most `pipeline.gate_max_lost` lost when that is set. The interval is "
              "Newcombe's paired hybrid score interval: the two rates' Wilson intervals combined with their "
              "correlation over the same theorems.", ""]
-    for gate in report.gates:
+    for gate in gates:
         mark = "PASS" if gate.passed else ("NOT MEASURED" if not gate.measured else "STOP" if gate.blocking else "WARN")
         lines.append(f"- **{mark}** {gate.name}: {gate.detail}")
-    outcome, _, rest = report.decision.partition(" ")  # "go:", "no-go" (by the … gate:) or "none:"
+    outcome, _, rest = decision(gates).partition(" ")  # "go:", "no-go" (by the … gate:) or "none:"
     colon = ":" if outcome.endswith(":") else ""
     return [*lines, "", f"Decision: **{outcome.removesuffix(':')}**{colon} {rest}", ""]
 
 
+def _exports_markdown(facts: list[IterationFacts]) -> list[str]:
+    """Each iteration's policy export, as its record describes it."""
+    exports = [fact for fact in facts if fact.export]
+    if not exports:
+        return []
+    return ["## Policy exports", ""] + [f"- iteration {fact.iteration}: {fact.export}" for fact in exports] + [""]
+
+
+def _not_compared_markdown(notes: list[str]) -> list[str]:
+    """The pairs of evals shown side by side but not compared, each with why."""
+    if not notes:
+        return []
+    lines = ["## Not compared", "", "These evals are shown side by side but are not the same measurement, so no "
+             "gain, gate or new proof is read between them:", ""]
+    return lines + [f"- {note}" for note in notes] + [""]
+
+
+# -- builds: each section's fields from what the report read (`ReportInputs`) ----------------------------------------
+
+
+def _base(inputs: ReportInputs) -> EvalResult | None:
+    """The base policy's eval, when published."""
+    return next((read.result for read in inputs.read if read.arm == "base"), None)
+
+
+def _results(inputs: ReportInputs) -> dict[tuple[int, str], EvalResult]:
+    """Every iteration's evals by (iteration, arm), the later of two with one key winning."""
+    return {(read.iteration, read.arm): read.result for read in inputs.read if read.arm != "base"}
+
+
+def _main_arm(inputs: ReportInputs) -> str | None:
+    """The arm of the reported iteration's main eval, None when it is not published."""
+    return next((read.arm for read in inputs.read if read.step == f"iteration {inputs.iteration}"), None)
+
+
+def _current(inputs: ReportInputs) -> EvalResult | None:
+    """The reported iteration's main eval."""
+    main_arm = _main_arm(inputs)
+    return _results(inputs).get((inputs.iteration, main_arm)) if main_arm is not None else None
+
+
+def _rows(inputs: ReportInputs) -> list[ArmRow]:
+    return [row for read in inputs.read for row in _arm_rows(read.result, read.iteration, read.arm)]
+
+
+def _gates(inputs: ReportInputs) -> list[Gate]:
+    return go_no_go(_rows(inputs), inputs.iteration, inputs.pipeline, _results(inputs), _base(inputs))
+
+
+def _build_rates(inputs: ReportInputs) -> tuple[list[ArmRow], list[CurvePoint]]:
+    curves = [point for read in inputs.read for point in solve_curve(read.result, read.iteration, read.arm)]
+    return _rows(inputs), curves
+
+
+def _build_not_compared(inputs: ReportInputs) -> list[str]:
+    return _not_compared(_learning(list(inputs.steps)), _gates(inputs), list(inputs.evals), inputs.iteration)
+
+
+def _build_unsolved(inputs: ReportInputs) -> tuple[list[UnsolvedRow], list[CeilingRow]]:
+    current = _current(inputs)
+    if current is None:
+        return [], []
+    false = known_false(current)
+    return _unsolved(current, false), _ceiling(current, false)
+
+
+def _build_not_evaluated(inputs: ReportInputs) -> list[SkippedDeclaration]:
+    current = _current(inputs)
+    return current.not_evaluated if current is not None else []
+
+
+def _build_training(inputs: ReportInputs) -> tuple[list[TrainingPoint], list[TrainingSummary], BaseArm | None]:
+    points: list[TrainingPoint] = []
+    summaries: list[TrainingSummary] = []
+    for j in range(inputs.iteration + 1):
+        mine, summary = _training(inputs.at, j, inputs.store)
+        points += mine
+        summaries.append(summary)
+    return points, summaries, _base_arm(_base(inputs), summaries)
+
+
+def _build_stages(inputs: ReportInputs) -> tuple[list[StageCost], list[IterationCost]]:
+    stages: list[StageCost] = []
+    totals: list[IterationCost] = []
+    for j in range(inputs.iteration + 1):
+        mine, total = _stage_costs(inputs.at, j, inputs.store)
+        stages += mine
+        totals.append(total)
+    return stages, totals
+
+
+def _build_facts(inputs: ReportInputs) -> list[IterationFacts]:
+    """What each iteration produced: its evals, training searches, export and value model, as far as published."""
+    at, load, store = inputs.at, inputs.load, inputs.store
+    facts: list[IterationFacts] = []
+    for j in range(inputs.iteration + 1):
+        main_uri, ablation_uri = at.eval_result(j), at.eval_result(j, with_ebm=False)
+        main = load(main_uri)
+        ablation = load(ablation_uri) if j >= 1 else None
+        main_arm = "llm+ebm" if main is not None and main.ebm else "llm"
+        fact = IterationFacts(
+            iteration=j,
+            eval_llm=ablation_uri if ablation is not None else (main_uri if main_arm == "llm" and main else None),
+            eval_ebm=main_uri if main is not None and main_arm == "llm+ebm" else None,
+            eval_base=at.eval_base() if j == 0 and load(at.eval_base()) is not None else None,
+        )
+        _trajectory_facts(fact, at.trajectories(j), store)
+        fact.export = _export_facts(at.export(j), store)
+        if j >= 1:
+            fact.ebm_metrics = _ebm_metrics(at.ebm(j), store)
+            fact.ebm_evidence = _ebm_evidence(at.ebm(j), store)
+        facts.append(fact)
+    return facts
+
+
+def _build_modes(inputs: ReportInputs) -> tuple[list[ModeRow], Comparison | None]:
+    return (_mode_rows(inputs.at, inputs.iteration, inputs.pipeline, inputs.load),
+            _mode_comparison(list(inputs.evals)))
+
+
+# -- the sections, in report.md's order (`report.document.SECTIONS` places the self-contained ones among them) -----
+
+NOT_COMPARED_SECTION: ReportSection[list[str]] = ReportSection(
+    field="not_compared", build=_build_not_compared, markdown=_not_compared_markdown)
+RATES_SECTION: ReportSection[tuple[list[ArmRow], list[CurvePoint]],
+                             tuple[list[ArmRow], list[CurvePoint], list[CostRow]]] = ReportSection(
+    field=("rows", "curves"), build=_build_rates, reads=("costs",),
+    markdown=lambda shown: _rates_markdown(shown[0]) + _figures_markdown(shown[0]),
+    plots=lambda shown, folder: plot_solve_rate(shown[1], shown[0], shown[2], folder / "solve_rate.png"))
+LEARNING_SECTION: ReportSection[list[LearningRow], tuple[list[LearningRow], BaseArm | None]] = ReportSection(
+    field="learning", build=lambda inputs: _learning(list(inputs.steps)), reads=("base_arm",),
+    markdown=lambda shown: _learning_markdown(shown[0]) + _base_arm_markdown(shown[1]) if shown[0] else [])
+CHANGES_SECTION: ReportSection[list[Change]] = ReportSection(
+    field="changes", build=lambda inputs: _changes(inputs.steps), markdown=_changes_markdown)
+UNSOLVED_SECTION: ReportSection[tuple[list[UnsolvedRow], list[CeilingRow]],
+                                tuple[list[UnsolvedRow], list[CeilingRow], int]] = ReportSection(
+    field=("unsolved", "ceiling"), build=_build_unsolved, reads=("iteration",),
+    markdown=lambda shown: _unsolved_markdown(*shown))
+NOT_EVALUATED_SECTION: ReportSection[list[SkippedDeclaration], tuple[list[SkippedDeclaration], int]] = ReportSection(
+    field="not_evaluated", build=_build_not_evaluated, reads=("iteration",),
+    markdown=lambda shown: _not_evaluated_markdown(*shown))
+PROOFS_SECTION: ReportSection[list[ProofRow], tuple[list[ProofRow], int, list[LearningRow]]] = ReportSection(
+    field="proofs", build=lambda inputs: _proofs(inputs.steps, _changes(inputs.steps)),
+    reads=("iteration", "learning"), markdown=lambda shown: _proofs_markdown(*shown))
+TRAINING_SECTION: ReportSection[tuple[list[TrainingPoint], list[TrainingSummary], BaseArm | None]] = ReportSection(
+    field=("training", "training_summaries", "base_arm"), build=_build_training,
+    markdown=lambda shown: _training_markdown(shown[0], shown[1]),
+    plots=lambda shown, folder: plot_training(shown[0], folder / "training.png"))
+SEARCH_SECTION: ReportSection[list[DepthOutcomes],
+                              tuple[list[DepthOutcomes], list[IterationFacts], int, list[LearningRow]]] = ReportSection(
+    field="depth_outcomes", build=lambda inputs: _depth_outcomes(inputs.at, inputs.iteration, _main_arm(inputs),
+                                                                 inputs.store),
+    reads=("iterations", "iteration", "learning"),
+    markdown=lambda shown: _search_markdown(shown[1], shown[0], shown[2]),
+    plots=lambda shown, folder: plot_outcomes_by_depth(shown[0], shown[1], shown[3], shown[2],
+                                                       folder / "outcomes_by_depth.png"))
+COSTS_SECTION: ReportSection[list[CostRow]] = ReportSection(
+    field="costs", build=lambda inputs: [_cost(read.result, read.iteration, read.arm) for read in inputs.read],
+    markdown=_cost_markdown)
+STAGES_SECTION: ReportSection[tuple[list[StageCost], list[IterationCost]],
+                              tuple[list[StageCost], list[IterationCost], int]] = ReportSection(
+    field=("stage_costs", "iteration_costs"), build=_build_stages, reads=("iteration",),
+    markdown=lambda shown: _stage_markdown(*shown))
+MODELS_SECTION: ReportSection[list[IterationFacts]] = ReportSection(
+    field="iterations", build=_build_facts,
+    markdown=lambda facts: _exports_markdown(facts) + _value_markdown(facts) + _evidence_markdown(facts))
+MODES_SECTION: ReportSection[tuple[list[ModeRow], Comparison | None],
+                             tuple[list[ModeRow], Comparison | None, int]] = ReportSection(
+    field=("modes", "mode_comparison"), build=_build_modes, reads=("iteration",),
+    markdown=lambda shown: _mode_section(*shown),
+    plots=lambda shown, folder: plot_mode_tokens(shown[0], shown[2], folder / "modes_tokens.png"))
+DECONTAMINATION_SECTION: ReportSection[tuple[list[OverlapRow], list[str]]] = ReportSection(
+    field=("overlaps", "decontamination"),
+    build=lambda inputs: _decontamination(inputs.at, inputs.load, inputs.read_first, inputs.store),
+    markdown=lambda shown: _decontamination_markdown(*shown))
+PROVENANCE_SECTION: ReportSection[list[Provenance], tuple[list[Provenance], list[TrainingSummary]]] = ReportSection(
+    field="provenance", build=lambda inputs: [_provenance(read.uri, read.result, read.iteration, read.arm)
+                                              for read in inputs.read],
+    reads=("training_summaries",), markdown=lambda shown: _provenance_markdown(*shown))
+GATES_SECTION: ReportSection[list[Gate]] = ReportSection(field="gates", build=_gates, markdown=_gates_markdown)
