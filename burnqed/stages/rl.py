@@ -583,7 +583,8 @@ def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward
         **engine_args(rl),
     )
     model.config.use_cache = True  # generation reads its KV cache; training passes no cache
-    trainer = GRPOTrainer(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
+    funcs: list[Any] = [reward]  # async: TRL awaits it (its annotation names the synchronous form alone)
+    trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
                           processing_class=tokenizer, callbacks=list(callbacks))
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
