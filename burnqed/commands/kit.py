@@ -26,8 +26,6 @@ from pathlib import Path
 from typing import Annotated, Any, NamedTuple, ParamSpec, TextIO, TypeVar, cast
 
 import typer
-from typer._click.core import Context
-from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError  # typer vendors click (0.29+)
 
 from burnqed.base.signals import Terminated, command_text, signal_name, supervised
 from burnqed.commands.vocabulary import CONFIGURATION, LISTING, Group, deprecation_line
@@ -92,12 +90,24 @@ VerboseOption = Annotated[
 ]
 
 
+CLI_ERRORS = ("NoArgsIsHelpError", "UsageError", "ClickException")  # the most specific first
+
+
+def cli_error_kind(exc: BaseException) -> str | None:
+    """Which of typer's command-line errors `exc` is (`CLI_ERRORS`: the first its class is or derives from), or None.
+    typer (0.26+) vendors click and names none of them publicly (fastapi/typer#1867; `typer.BadParameter` is a
+    UsageError), so they are known by their classes' names in typer's package, as typer's own `rich_utils` knows
+    NoArgsIsHelpError."""
+    names = {cls.__name__ for cls in type(exc).__mro__ if cls.__module__.split(".", 1)[0] == "typer"}
+    return next((name for name in CLI_ERRORS if name in names), None)
+
+
 class OneLineErrors(Group):
     """The root command group: a usage error (unknown option, a value out of range such as `--pass-n 0`, a
     missing argument) is one line on stderr and exit code 2, like every other bad input, instead of click's
     usage box. Help (`-h`, or a group called without a command) prints as usual."""
 
-    def list_commands(self, ctx: Context) -> list[str]:
+    def list_commands(self, ctx: Any) -> list[str]:  # typer names no public type for its (vendored click's) context
         # typer adds a group's commands before its sub-groups; `burnqed --help` lists them as LISTING orders them
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: list(LISTING).index(name) if name in LISTING else len(LISTING))
@@ -109,21 +119,23 @@ class OneLineErrors(Group):
             return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
         try:
             code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
-        except NoArgsIsHelpError as exc:  # a group without a command: its help, as usual
-            exc.show()
-            sys.exit(exc.exit_code)
-        except UsageError as exc:
-            command = f"{exc.ctx.command_path}: " if exc.ctx is not None else ""
-            help_hint = f" (see {exc.ctx.command_path} -h)" if exc.ctx is not None else ""
-            typer.echo(f"error: {command}{' '.join(exc.format_message().split())}{help_hint}", err=True)
-            sys.exit(exc.exit_code)
-        except ClickException as exc:
-            typer.echo(f"error: {' '.join(exc.format_message().split())}", err=True)
-            sys.exit(exc.exit_code)
         except typer.Abort as exc:  # click's form of a KeyboardInterrupt (burnqed.base.signals: SIGTERM raises one too)
             signum = exc.__cause__.signum if isinstance(exc.__cause__, Terminated) else signal.SIGINT
             typer.echo(f"error: stopped by {signal_name(signum)}", err=True)
             sys.exit(128 + signum)
+        except Exception as exc:
+            kind = cli_error_kind(exc)
+            if kind is None:
+                raise
+            error: Any = exc  # typer's (vendored click's) ClickException: exit_code, format_message, show, ctx
+            if kind == "NoArgsIsHelpError":  # a group without a command: its help, as usual
+                error.show()
+                sys.exit(error.exit_code)
+            context = error.ctx if kind == "UsageError" else None
+            command = f"{context.command_path}: " if context is not None else ""
+            help_hint = f" (see {context.command_path} -h)" if context is not None else ""
+            typer.echo(f"error: {command}{' '.join(error.format_message().split())}{help_hint}", err=True)
+            sys.exit(error.exit_code)
         sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args
 
 import typer
-from typer import _click  # typer vendors click (0.29+)
+
+# typer names no public type for its (vendored click's) context and parameters (fastapi/typer#1867): `Any` here
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 if TYPE_CHECKING:
@@ -78,11 +79,11 @@ def _value_metavar(param: TyperOption) -> str:
 class _NamedArgument(TyperArgument):
     """An argument whose help shows its name (`THEOREM`) and no type (`<str>`)."""
 
-    def display_type_rich(self, ctx: _click.Context) -> str | None:
+    def display_type_rich(self, ctx: Any) -> str | None:
         return None
 
 
-def _plain(params: list[_click.Parameter]) -> list[_click.Parameter]:
+def _plain(params: list[Any]) -> list[Any]:
     """`params` with typer's type noise taken out of their help: flags show nothing after their names, value
     options their metavar, arguments their name in capitals. Idempotent (a command's help is rendered often)."""
     for param in params:
@@ -122,10 +123,10 @@ class Command(TyperCommand):
         """A `Command` class that reads each old spelling in `renames` (`--old` → `--new`) as the new one."""
         return type("RenamingCommand", (cls,), {"renames": dict(renames)})
 
-    def get_params(self, ctx: _click.Context) -> list[_click.Parameter]:
+    def get_params(self, ctx: Any) -> list[Any]:
         return _plain(super().get_params(ctx))
 
-    def parse_args(self, ctx: _click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if not self.renames:
             return super().parse_args(ctx, args)
         renames = {old.lstrip("-"): new.lstrip("-") for old, new in self.renames.items()}
@@ -152,7 +153,7 @@ class Group(TyperGroup):
         kwargs["help"] = _one_paragraph_summary(kwargs.get("help"))
         super().__init__(**kwargs)
 
-    def get_params(self, ctx: _click.Context) -> list[_click.Parameter]:
+    def get_params(self, ctx: Any) -> list[Any]:
         return _plain(super().get_params(ctx))
 
 

@@ -5,6 +5,7 @@
     with reward:
         rows = reward.rows()                       # the dataset: {"prompt": the whole prompt, "theorem": its name}
         rewards = reward(prompts=prompts, completions=completions, theorem=names)   # TRL's calling convention
+        rewards = await reward.judge(prompts, completions, names)   # the same on the caller's event loop
         reward.last                                # that call's RewardStats (verified, Lean seconds, cache hits)
     GRPOTrainer(..., reward_funcs=reward, train_dataset=Dataset.from_list(rows))
     LeanReward(theorems, open_pool, guard, RewardSettings(fmt, form, repair=repair_fmt), failed=failed)  # + repairs
@@ -22,8 +23,9 @@ error, `sorry`, a timeout, a crashed worker or an empty completion earns 0.0 and
 that cannot start (`LeanStartError`) or bad input (`InputError`: an unknown theorem, a prompt that is neither the
 theorem's whole prompt nor the repair prompt of one of its failed proofs) raises. The compiles go through the Lean
 pool the caller's factory opens (its verifier workers, in parallel); verdicts are cached by (theorem name, file
-compiled), so identical completions compile once. The synchronous call runs the pool on an event loop thread of its
-own, as TRL calls reward functions synchronously.
+compiled), so identical completions compile once. The pool lives on the event loop of the first call: `judge`'s
+caller's (TRL's own loop, which awaits an async reward function: `stages.rl.RecordingReward`), or, for a
+synchronous call, an event loop thread of the reward's own; a later synchronous call and `close()` run there.
 """
 
 from __future__ import annotations
@@ -88,6 +90,13 @@ class RewardStats:
                 "lean/cache_hits": float(self.cache_hits), "lean/seconds": self.lean_s}
 
 
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class _Judged:
     verdict: Verdict
@@ -99,7 +108,7 @@ class _Judged:
 class LeanReward:
     """TRL's reward function over a fixed set of theorems (and the `failed` proofs of theorems among them whose
     repair prompts it serves); see the module docstring. `open_pool` makes the Lean pool (an async context manager),
-    entered on the reward's own event loop at the first call and left by `close()`."""
+    entered on the event loop of the first call and left by `close()` on that loop."""
 
     def __init__(self, theorems: Sequence[Theorem], open_pool: Callable[[], AbstractAsyncContextManager[WorkerPool]],
                  guard: TacticGuard, settings: RewardSettings | None = None,
@@ -130,8 +139,9 @@ class LeanReward:
         # the header, answer and statement; names are unique among the theorems)
         self._cache: dict[tuple[str, str], Verdict] = {}
         self._pending: dict[tuple[str, str], asyncio.Task[_Judged]] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None  # the synchronous call's own loop (thread)
         self._thread: threading.Thread | None = None
+        self._pool_loop: asyncio.AbstractEventLoop | None = None  # the loop the pool was entered on
 
     def _repair_prompts(self, failed: Sequence[FailedProof]) -> dict[str, dict[str, FailedProof]]:
         """Theorem → the repair prompt of each of its failed proofs → that failed proof."""
@@ -162,10 +172,15 @@ class LeanReward:
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str], theorem: Sequence[str] | None = None,
                  **kwargs: Any) -> list[float]:
+        """`judge` for a caller without an event loop (`run`)."""
+        return self.run(self.judge(prompts, completions, theorem, **kwargs))
+
+    async def judge(self, prompts: Sequence[str], completions: Sequence[str], theorem: Sequence[str] | None = None,
+                    **kwargs: Any) -> list[float]:
         """TRL's `reward_func(prompts=…, completions=…, completion_ids=…, **columns, trainer_state=…, log_extra=…,
         log_metric=…)`: one reward per completion, in order; the call's statistics go to `log_metric`, each
         completion's reason to `log_extra` (column `lean_verdict`), when given."""
-        stats = self.run(self.score(prompts, completions, theorem))
+        stats = await self.score(prompts, completions, theorem)
         log_extra = kwargs.get("log_extra")
         if callable(log_extra):
             log_extra("lean_verdict", list(stats.reasons))
@@ -176,22 +191,32 @@ class LeanReward:
         return list(stats.rewards)
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run `coroutine` on the reward's event loop thread (started at the first call) and wait for it."""
-        if self._loop is None:
-            self._loop = asyncio.new_event_loop()
-            self._thread = threading.Thread(target=self._loop.run_forever, name="burnqed-reward", daemon=True)
-            self._thread.start()
-        if threading.current_thread() is self._thread:
+        """Run `coroutine` on the loop the pool lives on (an async caller's, such as TRL's, which must still run),
+        else on the reward's own event loop thread (started at the first call), and wait for it."""
+        loop = self._pool_loop
+        if loop is None:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, name="burnqed-reward", daemon=True)
+                self._thread.start()
+            loop = self._loop
+        if _running_loop() is loop:
             raise RuntimeError("LeanReward was called from its own event loop: await score() there instead")
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        if loop is not self._loop and not loop.is_running():  # nothing would ever run the coroutine
+            raise RuntimeError("LeanReward's pool lives on an event loop that no longer runs: close the reward first")
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
 
     def close(self) -> None:
-        """Leave the pool (its workers stop) and stop the event loop thread. Idempotent."""
-        if self._loop is None:
-            return
+        """Leave the pool (its workers stop) on the loop it was entered on, and stop the reward's own event loop
+        thread. Idempotent."""
         if self._stack is not None:
             stack, self._stack, self._pool = self._stack, None, None
-            self.run(stack.aclose())
+            try:
+                self.run(stack.aclose())
+            finally:
+                self._pool_loop = None
+        if self._loop is None:
+            return
         loop, thread = self._loop, self._thread
         self._loop = self._thread = None
         loop.call_soon_threadsafe(loop.stop)
@@ -212,13 +237,16 @@ class LeanReward:
                     theorem: Sequence[str] | None) -> RewardStats:
         """The rewards of `completions` (of `prompts`, prompt i being theorem `theorem[i]`'s whole prompt or a repair
         prompt of one of its failed proofs), judged concurrently on the reward's pool; sets `last`. Runs on the loop
-        the pool lives on (`run`)."""
+        the pool lives on (the first call's)."""
         started = time.perf_counter()
         read = self._check_batch(prompts, completions, theorem)
+        if self._pool_loop is not None and asyncio.get_running_loop() is not self._pool_loop:
+            raise RuntimeError("LeanReward was awaited on another event loop than its pool's: await it on one loop, "
+                               "or call it (it runs there)")
         if self._pool is None:
             stack = contextlib.AsyncExitStack()
             self._pool = await stack.enter_async_context(self._open_pool())
-            self._stack = stack
+            self._stack, self._pool_loop = stack, asyncio.get_running_loop()
         judged = await asyncio.gather(*(self._judge(name, fmt, text)
                                         for (name, fmt), text in zip(read, completions, strict=True)))
         rewards = tuple(1.0 if j.verdict.verified else 0.0 for j in judged)

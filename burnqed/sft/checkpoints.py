@@ -8,14 +8,20 @@
     store.push(store.local / "checkpoint-40")    # after each save (a TrainerCallback): upload, prune older ones
     store.clear()                                # once the output is published
 
-A checkpoint is complete once its `trainer_state.json` exists (written and uploaded last); resuming under another
-value of a `TRAINING_KEYS` key is refused naming it (docs/training.md, "Checkpoints and resume").
+A checkpoint is complete once its mark exists (written and uploaded last): SFT's is transformers' last file,
+`trainer_state.json`; a stage that adds files after the trainer's (RL's journal, in its `TrainerCallback.on_save`)
+names its own mark (`mark=`), written by `seal` once they are there; resuming under another value of a
+`TRAINING_KEYS` key is refused naming it (docs/training.md, "Checkpoints and resume").
+
+    store = CheckpointStore.for_output(output, store=store, mark="complete.json")
+    store.seal(store.local / "checkpoint-40")    # in on_save, after the stage's own files: the mark, older ones gone
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import posixpath
 import re
 import shutil
@@ -86,15 +92,16 @@ class CheckpointStore:
     local: Path
     remote: str | None
     store: Store  # reaches `remote`
+    mark: str = STATE_FILE  # a checkpoint's last file: it is complete once this exists
 
     @classmethod
-    def for_output(cls, output: str, *, store: Store) -> CheckpointStore:
+    def for_output(cls, output: str, *, store: Store, mark: str = STATE_FILE) -> CheckpointStore:
         """The checkpoint folder of `output`; a remote one is worked on in the store's cache folder."""
         uri = checkpoints_uri(output)
         if not is_remote(uri):
-            return cls(local_path(uri), None, store)
+            return cls(local_path(uri), None, store, mark)
         key = hashlib.sha256(uri.encode()).hexdigest()[:16]
-        return cls(store.cache() / "sft-checkpoints" / key, uri, store)
+        return cls(store.cache() / "sft-checkpoints" / key, uri, store, mark)
 
     # -------------------------------------------------------------------------------------- local
 
@@ -107,14 +114,14 @@ class CheckpointStore:
         if not self.local.is_dir():
             return []
         steps = [(step, path) for path in self.local.iterdir()
-                 if (step := _step(path.name)) is not None and (path / STATE_FILE).is_file()]
+                 if (step := _step(path.name)) is not None and (path / self.mark).is_file()]
         return [path for _, path in sorted(steps)]
 
     def _drop_incomplete_local(self) -> None:
         if not self.local.is_dir():
             return
         for path in self.local.iterdir():
-            if _step(path.name) is not None and not (path / STATE_FILE).is_file():
+            if _step(path.name) is not None and not (path / self.mark).is_file():
                 shutil.rmtree(path, ignore_errors=True)
 
     # ------------------------------------------------------------------------------------ lifecycle
@@ -153,15 +160,26 @@ class CheckpointStore:
                    for key in sorted(set(recorded) | set(settings)) if recorded.get(key) != settings.get(key)]
         return f"checkpoints in {where} were written under other settings: {'; '.join(changed)}; {advice}"
 
+    def seal(self, checkpoint: Path) -> None:
+        """Mark a just-saved checkpoint complete (its mark written under a temporary name and renamed: never half
+        there), then delete the older local ones: there is always a complete checkpoint to resume from. For a store
+        whose mark is not the trainer's own last file (`mark=`), called once the stage's files are written."""
+        partial = checkpoint / f".{self.mark}.partial"
+        partial.write_text(json.dumps({"step": _step(checkpoint.name)}) + "\n", encoding="utf-8")
+        os.replace(partial, checkpoint / self.mark)
+        for path in self.local.iterdir():
+            if (step := _step(path.name)) is not None and step < (_step(checkpoint.name) or 0):
+                shutil.rmtree(path, ignore_errors=True)
+
     def push(self, checkpoint: Path) -> None:
-        """Upload a just-saved checkpoint (its trainer state last) and delete older remote checkpoints."""
-        if self.remote is None or not (checkpoint / STATE_FILE).is_file():
+        """Upload a just-saved checkpoint (its mark last) and delete older remote checkpoints."""
+        if self.remote is None or not (checkpoint / self.mark).is_file():
             return
 
         def upload(fs: Any, root: str) -> None:
             target = posixpath.join(root, checkpoint.name)
             files = sorted(p for p in checkpoint.rglob("*") if p.is_file())
-            for path in [p for p in files if p.name != STATE_FILE] + [checkpoint / STATE_FILE]:
+            for path in [p for p in files if p.name != self.mark] + [checkpoint / self.mark]:
                 fs.put_file(str(path), posixpath.join(target, path.relative_to(checkpoint).as_posix()))
             for name in self._remote_names(fs, root):
                 if _step(name) is not None and name != checkpoint.name:
@@ -204,11 +222,11 @@ class CheckpointStore:
     def _pull_latest(self) -> None:
         def newest(fs: Any, root: str) -> str | None:
             complete = [(step, name) for name in self._remote_names(fs, root)
-                        if (step := _step(name)) is not None and fs.exists(posixpath.join(root, name, STATE_FILE))]
+                        if (step := _step(name)) is not None and fs.exists(posixpath.join(root, name, self.mark))]
             return max(complete)[1] if complete else None
 
         name = self._remote_call("list", newest)
-        if name is None or (self.local / name / STATE_FILE).is_file():
+        if name is None or (self.local / name / self.mark).is_file():
             return
         staging = self.local / f".{name}.partial"
         shutil.rmtree(staging, ignore_errors=True)

@@ -413,7 +413,8 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
     from `PackedRowsCollator`, or with a variable-length attention kernel from TRL's padding-free collator.
     With `joint` the trainer also trains the value model's head: its loss term, its parameter group, its
     gradients' reduction and its checkpoint files come from the objective, and the rows come in its order
-    (`JointObjective.row_order`, read sequentially); its monitoring callback is the caller's to list.
+    (`JointObjective.row_order`, read sequentially); its monitoring callback is the caller's to list. A resumed
+    run's peak rates and a joint run's clipping are `StepRules`' (a callback: transformers' public hooks).
     """
     from transformers import PrinterCallback, ProgressCallback
     from trl.trainer.sft_config import SFTConfig
@@ -433,7 +434,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
         lr_scheduler_type=cfg.scheduler,
         warmup_steps=cfg.warmup_steps,
         weight_decay=cfg.weight_decay,
-        max_grad_norm=cfg.max_grad_norm,
+        max_grad_norm=cfg.max_grad_norm if joint is None else 0.0,  # joint: StepRules clips the head too
         logging_steps=cfg.logging_steps,
         eval_strategy="steps" if eval_ds is not None else "no",
         eval_steps=cfg.eval_steps,
@@ -461,6 +462,7 @@ def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: 
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     trainer.joint = joint
+    trainer.add_callback(_rules_class()(lambda: trainer.peaks, joint, cfg.max_grad_norm))
     if plan.method == "qlora" and not plan.bf16:
         import torch
 
@@ -490,12 +492,12 @@ def _trainer_class() -> Any:
         """TRL's SFTTrainer; `tokens_seen` counts training tokens (padding excluded) for throughput logs. With
         `joint` (a `JointObjective`), each optimizer step's first micro-batch also carries the head's loss term, the
         optimizer holds the head's parameter group, gradient clipping covers the head (after its gradients are
-        summed over the processes) and each checkpoint holds its files. A resumed run keeps the optimizer's
-        moments and schedule position but trains at the configured peak learning rates."""
+        summed over the processes: `StepRules`) and each checkpoint holds its files. `peaks`: the optimizer's
+        groups' configured rates, which a resumed run trains at (`StepRules`)."""
 
         tokens_seen: int = 0
         joint: JointObjective | None = None
-        _peaks: list[float] | None = None
+        peaks: list[float] | None = None
 
         def training_step(self, model: Any, inputs: dict[str, Any], num_items_in_batch: Any = None) -> Any:
             self.tokens_seen += _real_tokens(inputs, getattr(self.processing_class, "pad_token_id", None))
@@ -518,22 +520,8 @@ def _trainer_class() -> Any:
             optimizer = parent.create_optimizer(model)
             if self.joint is not None:
                 self.joint.join(optimizer)
-            self._peaks = [float(group["lr"]) for group in optimizer.param_groups]
+            self.peaks = [float(group["lr"]) for group in optimizer.param_groups]
             return optimizer
-
-        def _clip_grad_norm(self, model: Any) -> Any:
-            # transformers' hook point (5.x) for clipping; the head is not part of `model`.
-            parent: Any = super()
-            if self.joint is None:
-                return parent._clip_grad_norm(model)
-            self.joint.reduce_gradients()
-            params = [*model.parameters(), *self.joint.parameters()]
-            return self.accelerator.clip_grad_norm_(params, self.args.max_grad_norm)
-
-        def _load_optimizer_and_scheduler(self, checkpoint: str | None) -> None:
-            parent: Any = super()
-            parent._load_optimizer_and_scheduler(checkpoint)
-            _restore_peaks(self.optimizer, self.lr_scheduler, self._peaks if checkpoint is not None else None)
 
         def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
             parent: Any = super()
@@ -574,14 +562,50 @@ def _real_tokens(inputs: dict[str, Any], pad_id: int | None) -> int:
 
 def _restore_peaks(optimizer: Any, scheduler: Any, peaks: Sequence[float] | None) -> None:
     """A resumed optimizer and schedule at the configured peak rates `peaks` (nothing to do without): the
-    checkpoint's moments and step count stay, its peak rates (what a re-run after an abort may change) do not."""
+    checkpoint's moments and step count stay, its peak rates (what a re-run after an abort may change) do not. The
+    schedule steps back one and forward one: each group's rate at its position recomputed from the peaks, and
+    `get_last_lr()` (what the trainer logs for the step) with them."""
     if peaks is None:
         return
     scheduler.base_lrs = list(peaks)
-    for group, peak, factor in zip(optimizer.param_groups, peaks, scheduler.lr_lambdas, strict=True):
+    for group, peak, _ in zip(optimizer.param_groups, peaks, scheduler.lr_lambdas, strict=True):
         group["initial_lr"] = peak
-        group["lr"] = peak * factor(scheduler.last_epoch)
-    scheduler._last_lr = [group["lr"] for group in optimizer.param_groups]  # what the trainer logs for the step
+    scheduler.last_epoch -= 1
+    scheduler.step()
+
+
+@cache
+def _rules_class() -> Any:
+    from transformers import TrainerCallback
+
+    class StepRules(TrainerCallback):
+        """What the trainer's optimizer needs beyond its arguments, through transformers' public hooks: a resumed
+        run trains at the configured peak rates (`peaks()`, the groups' rates when the optimizer was made: on train
+        begin, after the checkpoint's optimizer and schedule were loaded); a joint run's head gradients are summed
+        over the processes and clipped with the model's to `max_grad_norm` (before the optimizer step; the trainer
+        clips nothing then: its max_grad_norm is 0, its logged grad_norm the model's alone)."""
+
+        def __init__(self, peaks: Callable[[], list[float] | None], joint: JointObjective | None,
+                     max_grad_norm: float) -> None:
+            self.peaks = peaks
+            self.joint = joint
+            self.max_grad_norm = max_grad_norm
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if int(state.global_step) > 0:  # resumed from a checkpoint
+                _restore_peaks(kwargs["optimizer"], kwargs["lr_scheduler"], self.peaks())
+
+        def on_pre_optimizer_step(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if self.joint is None:
+                return
+            import torch
+
+            self.joint.reduce_gradients()
+            if self.max_grad_norm > 0:
+                params = [*kwargs["model"].parameters(), *self.joint.parameters()]
+                torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
+
+    return StepRules
 
 
 # ---------------------------------------------------------------------------------------- callbacks

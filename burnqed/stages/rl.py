@@ -15,18 +15,17 @@
 The policy is the SFT output's (its weights, or its adapter on its base: trainable again, as a warm start of SFT
 loads it), the dataset `LeanReward.rows()` (whole search's prompts, byte for byte; with search.repair_rounds > 0 also
 one repair prompt per theorem with a failed proof in the trajectories, `with_failed_proofs`), the reward `LeanReward`
-on the pool `open_pool` makes. Checkpoints every `rl.save_steps` into `{output}-checkpoints` (each one's trainer
-state written last and atomically; the rollouts and the step log so far inside it), resumed from the newest complete
-one. The output: the weights or adapter, the tokenizer, the SFT record it started from (`sft.json`: how the folder
-loads, what export reads), `rl.json`, the step log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the
-same rollouts as a whole-mode trajectory `trajectories/` (`rl.rollouts`: what the next iteration's SFT reads)
-(docs/training.md, "GRPO stage").
+on the pool `open_pool` makes (an async reward function: TRL awaits it on its own event loop). Checkpoints every
+`rl.save_steps` into `{output}-checkpoints` (after the trainer's files, `on_save` adds the rollouts and the step log so
+far, then the mark `complete.json`), resumed from the newest complete one. The output: the weights or adapter, the
+tokenizer, the SFT record it started from (`sft.json`: how the folder loads, what export reads), `rl.json`, the step
+log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the same rollouts as a whole-mode trajectory `trajectories/`
+(`rl.rollouts`: what the next iteration's SFT reads) (docs/training.md, "GRPO stage").
 """
 
 from __future__ import annotations
 
 import math
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -71,6 +70,7 @@ from burnqed.storage import Store, join
 from burnqed.text.prompt import SearchMode, format_for, repair_format, stop_strings
 
 RL_RECORD = "rl.json"
+CHECKPOINT_MARK = "complete.json"  # a checkpoint's last file (`CheckpointStore.seal`): after the journal
 STEP_LOG = "rl-log.jsonl"
 ROLLOUTS = "rollouts.jsonl"
 TRAJECTORIES = "trajectories"  # the rollouts as a whole-mode trajectory prefix inside the output
@@ -335,6 +335,22 @@ class RlRecord(BaseModel):
 # ------------------------------------------------------------------------------------------------ journal
 
 
+@dataclass(frozen=True, slots=True)
+class StepTally:
+    """What the reward saw of the step being computed, for its step-log entry: its rewards (in the completions'
+    order), its distinct prompts and those with a verified completion, the completion tokens, the compiles' seconds,
+    the cut completions, and when the reward was called (`time.monotonic`)."""
+
+    step: int
+    rewards: list[float]
+    prompts: int
+    solved: int
+    tokens: int
+    lean_s: float
+    truncated: int
+    sampled_at: float
+
+
 @dataclass
 class Journal:
     """The rollouts and the step log of a run; saved inside each checkpoint and read back on resume, so a resumed
@@ -342,7 +358,7 @@ class Journal:
 
     rollouts: list[Rollout] = field(default_factory=list)
     steps: list[StepLog] = field(default_factory=list)
-    pending: dict[str, Any] = field(default_factory=dict)  # the step being computed: its reward's tallies
+    pending: StepTally | None = None  # the step being computed: its reward's tallies
 
     def save(self, folder: Path) -> None:
         _write_jsonl(folder / ROLLOUTS, self.rollouts)
@@ -388,8 +404,11 @@ class RecordingReward:
         return (self.cut_at is not None and len(ids) >= self.cut_at and (not ids or ids[-1] not in self.end_ids)
                 and not any(stop in text for stop in self.stops))
 
-    def __call__(self, prompts: Sequence[str], completions: Sequence[str], completion_ids: Sequence[Sequence[int]],
-                 theorem: Sequence[str] | None = None, trainer_state: Any = None, **kwargs: Any) -> list[float]:
+    async def __call__(self, prompts: Sequence[str], completions: Sequence[str],
+                       completion_ids: Sequence[Sequence[int]], theorem: Sequence[str] | None = None,
+                       trainer_state: Any = None, **kwargs: Any) -> list[float]:
+        """TRL's async reward function (`async def`: TRL awaits it on its own event loop, where the Lean pool then
+        lives)."""
         sampled_at = time.monotonic()
         if theorem is None:
             raise InputError("the reward needs the theorem column: each prompt's theorem")
@@ -401,8 +420,8 @@ class RecordingReward:
             log_extra = kwargs.get("log_extra")
             if callable(log_extra):  # the reward's per-completion column, the cut ones' reason in their rows
                 kwargs["log_extra"] = lambda column, values: log_extra(column, _spread(values, kept, len(cut)))
-            rewards = self.reward(prompts=[prompts[i] for i in kept], completions=[completions[i] for i in kept],
-                                  theorem=[theorem[i] for i in kept], **kwargs)
+            rewards = await self.reward.judge([prompts[i] for i in kept], [completions[i] for i in kept],
+                                              [theorem[i] for i in kept], **kwargs)
             stats = self.reward.last
             assert stats is not None  # the reward checked the batch
             judged = {i: (value, reason, verdict) for i, value, reason, verdict in zip(
@@ -429,9 +448,9 @@ class RecordingReward:
         rewards = [r.reward for r in rollouts]
         # by prompt: a theorem's whole prompt and its repair prompt are two prompts of the step
         solved = {prompt for prompt, value in zip(prompts, rewards, strict=True) if value == 1.0}
-        self.journal.pending = {"step": step, "rewards": rewards, "prompts": len(set(prompts)),
-                                "solved": len(solved), "tokens": sum(len(ids) for ids in completion_ids),
-                                "lean_s": lean_s, "truncated": sum(cut), "sampled_at": sampled_at}
+        self.journal.pending = StepTally(step=step, rewards=rewards, prompts=len(set(prompts)), solved=len(solved),
+                                         tokens=sum(len(ids) for ids in completion_ids), lean_s=lean_s,
+                                         truncated=sum(cut), sampled_at=sampled_at)
         return rewards
 
 
@@ -484,7 +503,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         policy = load_for_training(sft_record.method, base_dir, source, sft, device, bf16)
         served = None if rl.rollout_engine != "served" else engines.enter_context(served_engine(
             rl, lora=sft_record.method != "full", base=base_dir, sft=source, device=device))
-        checkpoints = CheckpointStore.for_output(request.output, store=store)
+        checkpoints = CheckpointStore.for_output(request.output, store=store, mark=CHECKPOINT_MARK)
         checkpoints.prepare(checkpoint_settings(request, settings, sft_record, selection), fresh=request.force)
         resume = checkpoints.latest()
         resumed_step = int(resume.name.rsplit("-", 1)[1]) if resume is not None else None
@@ -494,18 +513,21 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
             echo(f"rl: {long} prompt(s) left out: longer than rl.max_prompt_tokens = "
                  f"{rl.max_prompt_tokens}")
         rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
-        formats = [settings.reward.fmt, *([settings.reward.repair] if settings.reward.repair is not None else [])]
-        recorder = RecordingReward(reward, journal, settings.repair, cut_at=rl.max_completion_tokens,
-                                   stops=sorted({stop for fmt in formats for stop in stop_strings(fmt)}))
+        recorder = _recorder(reward, journal, settings)
         progress = _callback_class()(journal, checkpoints, echo)
         trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
                                 output_dir=checkpoints.local, callbacks=[progress, *callbacks], rollout_func=served)
         recorder.end_ids = frozenset(trainer.eos_token_ids)  # TRL's: the tokenizer's and the generation config's
-        trainer.journal = journal
         if resume is not None:
             echo(f"rl: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
         started = time.monotonic()
-        trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+        from trl.trainer.utils import shutdown_event_loop_in_daemon
+
+        try:
+            trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+        finally:
+            reward.close()  # the pool, on TRL's event loop that entered it; then that loop's thread ends
+            shutdown_event_loop_in_daemon(trainer.async_loop_thread, trainer.async_loop)
         seconds = time.monotonic() - started
     rewards = [r.reward for r in journal.rollouts]
     if any(s.loss is not None and s.loss != s.loss for s in journal.steps):
@@ -536,6 +558,14 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         share_files(folder, folder / RL_RECORD)
     checkpoints.clear()
     return RlOutcome(request.output, record, skipped=False)
+
+
+def _recorder(reward: LeanReward, journal: Journal, settings: RlSettings) -> RecordingReward:
+    """The reward TRL calls: `reward` recorded into `journal`, a completion cut at rl.max_completion_tokens before
+    any stop string of the prompt formats scored as unfinished."""
+    formats = [settings.reward.fmt, *([settings.reward.repair] if settings.reward.repair is not None else [])]
+    return RecordingReward(reward, journal, settings.repair, cut_at=settings.rl.max_completion_tokens,
+                           stops=sorted({stop for fmt in formats for stop in stop_strings(fmt)}))
 
 
 def _served_summary(rollouts: Sequence[Rollout]) -> dict[str, Any]:
@@ -572,26 +602,18 @@ def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward
     from datasets import Dataset
     from transformers import PrinterCallback, ProgressCallback
     from trl.trainer.grpo_config import GRPOConfig
+    from trl.trainer.grpo_trainer import GRPOTrainer
 
     args = GRPOConfig(
         output_dir=str(output_dir),
-        max_steps=rl.max_steps,
+        **grpo_fields(rl),
         per_device_train_batch_size=rl.prompts_per_step * rl.num_generations,
         gradient_accumulation_steps=1,
-        num_generations=rl.num_generations,
-        loss_type=rl.loss_type,
-        beta=rl.beta,
-        temperature=rl.temperature,
-        max_completion_length=rl.max_completion_tokens,
-        learning_rate=rl.learning_rate,
         lr_scheduler_type="constant",
         warmup_steps=0,
         logging_steps=1,
         save_strategy="steps",
-        save_steps=rl.save_steps,
-        save_total_limit=1,
-        seed=rl.seed,
-        data_seed=rl.seed,
+        save_total_limit=None,  # the older checkpoint goes once the newer is sealed (RlCallback.on_save)
         shuffle_dataset=False,
         use_cpu=device == "cpu",
         bf16=bf16,
@@ -601,11 +623,41 @@ def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward
         **engine_args(rl),
     )
     model.config.use_cache = True  # generation reads its KV cache; training passes no cache
-    trainer = _trainer_class()(model=model, reward_funcs=[reward], args=args, train_dataset=Dataset.from_list(rows),
-                               processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
+    funcs: list[Any] = [reward]  # async: TRL awaits it (its annotation names the synchronous form alone)
+    trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=Dataset.from_list(rows),
+                          processing_class=tokenizer, callbacks=list(callbacks), rollout_func=rollout_func)
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
     return trainer
+
+
+# RlConfig's fields GRPOConfig takes as they are, each under the GRPOConfig names it becomes: the one place of the
+# renames (tests/rl/test_stage.py checks every name is a GRPOConfig field, and that every RlConfig field is here or in
+# DERIVED_FIELDS).
+GRPO_FIELDS: dict[str, tuple[str, ...]] = {
+    "num_generations": ("num_generations",),
+    "loss_type": ("loss_type",),
+    "beta": ("beta",),
+    "temperature": ("temperature",),
+    "max_completion_tokens": ("max_completion_length",),
+    "learning_rate": ("learning_rate",),
+    "max_steps": ("max_steps",),
+    "save_steps": ("save_steps",),
+    "seed": ("seed", "data_seed"),
+}
+# RlConfig's other fields: what each becomes instead of a GRPOConfig field of its own.
+DERIVED_FIELDS: dict[str, str] = {
+    "enabled": "whether iterate runs the stage",
+    "theorems": "the theorems the rows prompt (select_theorems)",
+    "prompts_per_step": "per_device_train_batch_size: prompts_per_step × num_generations",
+    "max_prompt_tokens": "the rows left out (fit_prompts), the continuous engine's cache (engine_args)",
+    "rollout_engine": "engine_args",
+}
+
+
+def grpo_fields(rl: RlConfig) -> dict[str, Any]:
+    """GRPOConfig's keyword arguments that `rl` gives as they are (`GRPO_FIELDS`)."""
+    return {name: getattr(rl, key) for key, names in GRPO_FIELDS.items() for name in names}
 
 
 def engine_args(rl: RlConfig) -> dict[str, Any]:
@@ -621,45 +673,6 @@ def engine_args(rl: RlConfig) -> dict[str, Any]:
     pages = -(-(rl.max_prompt_tokens + rl.max_completion_tokens) // CONTINUOUS_PAGE_TOKENS)
     return {"use_transformers_continuous_batching": True,
             "transformers_continuous_batching_config": {"num_blocks": sequences * pages, "max_memory_percent": 0.9}}
-
-
-def _atomic_json(write: Callable[[str], None], path: str) -> None:
-    partial = f"{path}.partial"
-    write(partial)
-    os.replace(partial, path)
-
-
-@cache
-def _trainer_class() -> Any:
-    from trl.trainer.grpo_trainer import GRPOTrainer
-
-    class BurnqedGRPOTrainer(GRPOTrainer):
-        """TRL's GRPOTrainer whose checkpoints hold the run's journal (written before the trainer state) and whose
-        trainer state is written under a temporary name and renamed: a checkpoint is complete (`CheckpointStore`)
-        only once all of it is there, never half-written."""
-
-        journal: Journal | None = None
-
-        def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
-            parent: Any = super()
-            parent.save_model(output_dir, _internal_call)
-            if self.journal is not None and _internal_call and output_dir is not None and self.args.should_save:
-                self.journal.save(Path(output_dir))
-
-        def create_model_card(self, *args: Any, **kwargs: Any) -> None:
-            """No Hub model card (TRL writes one into the checkpoint folder, which holds checkpoints alone)."""
-
-        def _save_checkpoint(self, model: Any, trial: Any) -> None:
-            state: Any = self.state  # transformers' TrainerState, untyped here
-            write = state.save_to_json
-            state.save_to_json = lambda path: _atomic_json(write, path)
-            try:
-                parent: Any = super()
-                parent._save_checkpoint(model, trial)
-            finally:
-                del state.save_to_json
-
-    return BurnqedGRPOTrainer
 
 
 @cache
@@ -688,32 +701,39 @@ def _callback_class() -> Any:
             logs = logs or {}
             pending = self.journal.pending
             step = int(state.global_step)
-            if "loss" not in logs or pending.get("step") != step:
+            if "loss" not in logs or pending is None or pending.step != step:
                 return
             now = time.monotonic()
-            rewards = pending["rewards"]
+            rewards = pending.rewards
             entry = StepLog(
                 step=step, mean_reward=sum(rewards) / len(rewards),
-                solved_share=pending["solved"] / max(pending["prompts"], 1),
+                solved_share=pending.solved / max(pending.prompts, 1),
                 verified=sum(1 for r in rewards if r == 1.0), completions=len(rewards),
-                kl=_number(logs.get("kl")), loss=_number(logs.get("loss")), tokens_generated=pending["tokens"],
-                lean_seconds=pending["lean_s"], wall_seconds=now - self._began,
-                generation_seconds=max(pending["sampled_at"] - self._began, 0.0), truncated=pending["truncated"],
+                kl=_number(logs.get("kl")), loss=_number(logs.get("loss")), tokens_generated=pending.tokens,
+                lean_seconds=pending.lean_s, wall_seconds=now - self._began,
+                generation_seconds=max(pending.sampled_at - self._began, 0.0), truncated=pending.truncated,
             )
             self.journal.steps.append(entry)
-            self.journal.pending = {}
+            self.journal.pending = None
             done, total = step - self._first, int(state.max_steps)
             eta = f"ETA {(total - step) * (now - self._started) / done:.0f}s" if done > 0 else "ETA ?"
             kl = f" kl {entry.kl:.4f}" if entry.kl is not None else ""
             loss = f"{entry.loss:.4f}" if entry.loss is not None else "n/a"
             cut = f" ({entry.truncated} cut)" if entry.truncated else ""
-            self.echo(f"rl: step {step}/{total} reward {entry.mean_reward:.3f} solved {pending['solved']}/"
-                      f"{pending['prompts']} loss {loss}{kl} {entry.tokens_generated} tokens{cut}, sampled in "
+            self.echo(f"rl: step {step}/{total} reward {entry.mean_reward:.3f} solved {pending.solved}/"
+                      f"{pending.prompts} loss {loss}{kl} {entry.tokens_generated} tokens{cut}, sampled in "
                       f"{entry.generation_seconds:.1f}s, Lean {entry.lean_seconds:.1f}s, {entry.wall_seconds:.1f}s "
                       f"{eta}")
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.store.push(Path(args.output_dir) / f"checkpoint-{state.global_step}")
+            """After the trainer has written checkpoint-N (weights, optimizer, RNG, trainer state): the journal so
+            far, then the checkpoint's mark (`CheckpointStore.seal`), then its upload."""
+            if not args.should_save:
+                return
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            self.journal.save(checkpoint)
+            self.store.seal(checkpoint)
+            self.store.push(checkpoint)
 
     return RlCallback
 
@@ -730,5 +750,6 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-__all__ = ["TRAJECTORIES", "TRUNCATED", "RlOutcome", "RlRequest", "RlSettings", "build_trainer", "engine_args",
-           "proved_theorems", "run_rl", "select_theorems", "with_failed_proofs"]
+__all__ = ["CHECKPOINT_MARK", "DERIVED_FIELDS", "GRPO_FIELDS", "TRAJECTORIES", "TRUNCATED", "RlOutcome", "RlRequest",
+           "RlSettings", "StepTally", "build_trainer", "engine_args", "grpo_fields", "proved_theorems", "run_rl",
+           "select_theorems", "with_failed_proofs"]

@@ -318,6 +318,8 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
     # proofs 1.0, and a proof cut at rl.max_completion_tokens before its closing fence 0.0 (unfinished, never compiled)
     # where the same text ended by the model is judged. Served: the rollout_func's columns (weights version, the two
     # log-probs) reach the reward as TRL passes them and are kept with each rollout, the rewards unchanged.
+    from trl.trainer.utils import is_async_callable
+
     from burnqed.config import RlConfig, SftConfig
     from burnqed.rl.served import ServedRollouts
     from burnqed.sft.model import load_for_training
@@ -336,6 +338,7 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
     recorder.end_ids = frozenset(trainer.eos_token_ids)
     assert trainer.args.use_transformers_continuous_batching is (engine == "continuous")
     assert trainer.rollout_func is engine_func
+    assert is_async_callable(recorder)  # awaited on TRL's own event loop, where the reward's pool then lives
     exploits = [(FALSE, body(marked(t))) for t in [*ONLY_BY.values(), *KERNEL_OFF, *RESOURCE_OPTIONS]]
     exploits += [(OPEN, c) for c in (*ANSWER_REFUSED, *(completion(a) for a in SMUGGLED.values()))]
     unfenced = HONEST_PROOF.removesuffix("```")

@@ -9,6 +9,8 @@ cut at rl.max_completion_tokens earns 0.0 unsent to the reward and is counted.""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import json
 import math
 import os
@@ -25,6 +27,9 @@ from burnqed.records import Theorem
 from burnqed.runner.plan import build_iteration
 from burnqed.sft.export import ExportRequest, run_export
 from burnqed.stages.rl import (
+    CHECKPOINT_MARK,
+    DERIVED_FIELDS,
+    GRPO_FIELDS,
     RL_RECORD,
     ROLLOUTS,
     STEP_LOG,
@@ -34,6 +39,7 @@ from burnqed.stages.rl import (
     RlSettings,
     check_model_folder,
     engine_args,
+    grpo_fields,
     run_rl,
     select_theorems,
 )
@@ -156,7 +162,7 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
     assert burnqed("rl", *args, "--output", str(whole)).returncode == 0
     with background("rl", *args, "--output", str(killed)) as proc:
         checkpoints = Path(f"{killed}-checkpoints")
-        wait_for(lambda: any((c / "trainer_state.json").is_file() for c in checkpoints.glob("checkpoint-*"))
+        wait_for(lambda: any((c / CHECKPOINT_MARK).is_file() for c in checkpoints.glob("checkpoint-*"))
                  or proc.poll() is not None)
         assert proc.poll() is None, "the run finished before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
@@ -182,6 +188,22 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
     assert kept(killed) == kept(whole) and kept(whole)[0]
     assert json.loads((killed / RL_RECORD).read_text(encoding="utf-8"))["resumed_from_step"] in (2, 4, 6)
     assert json.loads((whole / RL_RECORD).read_text(encoding="utf-8"))["repair_prompts"] == len(THEOREMS)
+
+
+def test_each_rl_setting_becomes_grpo_config_fields_by_one_table_of_existing_names() -> None:
+    """GRPO_FIELDS names only fields GRPOConfig has (a rename to a name TRL lacks fails here), and every RlConfig
+    field is in it or in DERIVED_FIELDS (a new setting is in one place or the other)."""
+    pytest.importorskip("trl")
+    from trl.trainer.grpo_config import GRPOConfig
+
+    grpo = {field.name for field in dataclasses.fields(GRPOConfig)}
+    assert sorted(name for names in GRPO_FIELDS.values() for name in names if name not in grpo) == []
+    assert set(GRPO_FIELDS) | set(DERIVED_FIELDS) == set(RlConfig.model_fields)
+    assert not set(GRPO_FIELDS) & set(DERIVED_FIELDS)
+    rl = RlConfig(max_completion_tokens=33, seed=5, loss_type="grpo", save_steps=3)
+    assert grpo_fields(rl) == {"num_generations": 4, "loss_type": "grpo", "beta": 0.0, "temperature": 1.0,
+                               "max_completion_length": 33, "learning_rate": 1e-5, "max_steps": 20, "save_steps": 3,
+                               "seed": 5, "data_seed": 5}
 
 
 def test_the_settings_are_in_config_describe() -> None:
@@ -243,16 +265,16 @@ def test_a_steps_prompts_and_solved_prompts_are_counted_by_prompt_not_by_theorem
             verdicts = (Verdict(ok=True), Verdict(ok=False), Verdict(ok=False), Verdict(ok=False))
             self.last = RewardStats(rewards, ("", "x", "x", "x"), 1, 0, 4, 0, 0, 0.5, 0.6, verdicts)
 
-        def __call__(self, **_: object) -> list[float]:
+        async def judge(self, *_: object, **__: object) -> list[float]:
             return list(rewards)
 
     journal = Journal()
     recorder = RecordingReward(Judged(), journal)  # type: ignore[arg-type]
-    assert recorder(prompts=["whole t", "repair t", "whole u", "whole u"], completions=["a", "b", "c", "d"],
-                    completion_ids=[[1], [1, 2], [3], []], theorem=["t", "t", "u", "u"],
-                    trainer_state=SimpleNamespace(global_step=0)) == list(rewards)
-    assert {key: journal.pending[key] for key in ("prompts", "solved", "tokens")} == {"prompts": 3, "solved": 1,
-                                                                                        "tokens": 4}
+    assert asyncio.run(recorder(prompts=["whole t", "repair t", "whole u", "whole u"], completions=["a", "b", "c", "d"],
+                                completion_ids=[[1], [1, 2], [3], []], theorem=["t", "t", "u", "u"],
+                                trainer_state=SimpleNamespace(global_step=0))) == list(rewards)
+    tally = journal.pending
+    assert tally is not None and (tally.step, tally.prompts, tally.solved, tally.tokens) == (1, 3, 1, 4)
 
 
 # ------------------------------------------------------------------------------------------------ rollout engines
@@ -336,7 +358,8 @@ def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() 
             self.theorems = {"t": Theorem(name="t")}
             self.last: RewardStats | None = None
 
-        def __call__(self, *, completions: list[str], log_extra: object = None, **_: object) -> list[float]:
+        async def judge(self, prompts: list[str], completions: list[str], theorem: list[str], log_extra: object = None,
+                        **_: object) -> list[float]:
             seen.append(completions)
             rewards = tuple(1.0 if c.startswith("proof") else 0.0 for c in completions)
             self.last = RewardStats(rewards, tuple("" if r else "x" for r in rewards), sum(map(int, rewards)), 0,
@@ -350,11 +373,10 @@ def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() 
     extra: list[tuple[str, list[str]]] = []
     metrics: dict[str, float] = {}
     state = SimpleNamespace(global_step=0)
-    rewards = recorder(prompts=["p"] * 6, completions=["proof a", "proof b", "proof c", "junk", "proof e",
-                                                       "proof f\n```\nmore"],
-                       completion_ids=[[1, 2, 9], [1, 2, 3], [1, 9], [1, 2, 3, 4], [1, 2], [1, 2, 3]],
-                       theorem=["t"] * 6, trainer_state=state, log_extra=lambda c, v: extra.append((c, v)),
-                       log_metric=metrics.__setitem__)
+    rewards = asyncio.run(recorder(
+        prompts=["p"] * 6, completions=["proof a", "proof b", "proof c", "junk", "proof e", "proof f\n```\nmore"],
+        completion_ids=[[1, 2, 9], [1, 2, 3], [1, 9], [1, 2, 3, 4], [1, 2], [1, 2, 3]], theorem=["t"] * 6,
+        trainer_state=state, log_extra=lambda c, v: extra.append((c, v)), log_metric=metrics.__setitem__))
     # ended by 9 at the bound: finished; 3 ids without 9 nor the fence: cut (a proof's text or not); shorter:
     # finished; the fence and past it at the bound: finished where search stops (TRL sampled on)
     assert rewards == [1.0, 0.0, 1.0, 0.0, 1.0, 1.0]
@@ -364,8 +386,8 @@ def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() 
     assert [(r.truncated, r.reason, r.feedback) for r in journal.rollouts] == [
         (False, "", None), (True, TRUNCATED, None), (False, "", None), (True, TRUNCATED, None), (False, "", None),
         (False, "", None)]
-    assert {k: journal.pending[k] for k in ("truncated", "lean_s", "tokens")} == {"truncated": 2, "lean_s": 0.25,
-                                                                                  "tokens": 17}
-    assert recorder(prompts=["p"], completions=["proof"], completion_ids=[[1, 2, 3]], theorem=["t"],
-                    trainer_state=state) == [0.0]
-    assert len(seen) == 1 and journal.pending["lean_s"] == 0.0  # all cut: no reward call
+    assert journal.pending is not None
+    assert (journal.pending.truncated, journal.pending.lean_s, journal.pending.tokens) == (2, 0.25, 17)
+    assert asyncio.run(recorder(prompts=["p"], completions=["proof"], completion_ids=[[1, 2, 3]], theorem=["t"],
+                                trainer_state=state)) == [0.0]
+    assert len(seen) == 1 and journal.pending.lean_s == 0.0  # all cut: no reward call

@@ -134,3 +134,24 @@ def test_a_run_file_without_settings_is_refused_as_an_older_run(tmp_path: Path) 
         store.prepare(training_settings(SftConfig(), None), fresh=False)
     assert str(caught.value) == (f"checkpoints in {store.local} were written by a run with other settings or inputs "
                                  f"(an older burnqed recorded no list of them); {ADVICE}")
+
+
+def test_a_checkpoint_under_a_mark_of_its_own_counts_once_sealed_and_sealing_drops_the_older_ones(
+        tmp_path: Path) -> None:
+    """A stage whose checkpoint holds files of its own after the trainer's (RL's journal) names its mark: the trainer's
+    last file is not enough, `seal` writes the mark (renamed into place) and deletes the older checkpoints, never the
+    sealed one nor a newer one."""
+    store = CheckpointStore.for_output(str(tmp_path / "rl"), store=Store(cache_dir=tmp_path / "cache"),
+                                       mark="complete.json")
+    store.prepare({"a": 1}, fresh=False)
+    for step in (2, 4, 6):
+        (store.local / f"checkpoint-{step}").mkdir()
+        (store.local / f"checkpoint-{step}" / STATE_FILE).write_text("{}", encoding="utf-8")
+    assert store.latest() is None  # the trainer's files alone
+    store.seal(store.local / "checkpoint-4")
+    assert store.latest() == store.local / "checkpoint-4"
+    assert sorted(p.name for p in store.local.iterdir()) == ["checkpoint-4", "checkpoint-6", RUN_FILE]
+    assert sorted(p.name for p in (store.local / "checkpoint-4").iterdir()) == ["complete.json", STATE_FILE]
+    assert json.loads((store.local / "checkpoint-4" / "complete.json").read_text(encoding="utf-8")) == {"step": 4}
+    store.prepare({"a": 1}, fresh=False)  # a re-run: the unsealed checkpoint-6 is dropped
+    assert sorted(p.name for p in store.local.iterdir()) == ["checkpoint-4", RUN_FILE]

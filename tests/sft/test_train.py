@@ -146,6 +146,40 @@ def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_mod
                                   "(deletes them)")
 
 
+def test_a_resumed_schedule_runs_at_the_configured_peaks_from_its_position_and_reports_them() -> None:
+    """What StepRules does on train begin of a resumed run, after the trainer loaded the checkpoint's optimizer and
+    schedule over ones made at the new peaks: each group's rate is the new peak × the schedule's factor at the
+    checkpoint's position (exactly the rate an uninterrupted run at those peaks has there), `get_last_lr()` (what the
+    trainer logs) says so, and the next step goes on from there."""
+    import torch
+    from transformers import get_scheduler
+
+    from burnqed.sft.train import _restore_peaks
+
+    def made(peaks: list[float]) -> tuple[Any, Any]:
+        groups = [{"params": [torch.nn.Parameter(torch.ones(1))], "lr": peak} for peak in peaks]
+        optimizer = torch.optim.AdamW(groups)
+        return optimizer, get_scheduler("cosine", optimizer, num_warmup_steps=2, num_training_steps=10)
+
+    optimizer, schedule = made([1e-3, 5e-2])
+    for _ in range(4):
+        optimizer.step()
+        schedule.step()
+    resumed, resumed_schedule = made([2.5e-4, 5e-2])
+    resumed.load_state_dict(optimizer.state_dict())
+    resumed_schedule.load_state_dict(schedule.state_dict())
+    assert resumed_schedule.get_last_lr()[0] == 1e-3 * schedule.lr_lambdas[0](4)  # the checkpoint's peak
+    _restore_peaks(resumed, resumed_schedule, [2.5e-4, 5e-2])
+    factor = schedule.lr_lambdas[0]
+    assert resumed_schedule.last_epoch == 4
+    assert [group["lr"] for group in resumed.param_groups] == [2.5e-4 * factor(4), 5e-2 * factor(4)]
+    assert resumed_schedule.get_last_lr() == [2.5e-4 * factor(4), 5e-2 * factor(4)]
+    assert [group["initial_lr"] for group in resumed.param_groups] == [2.5e-4, 5e-2]
+    resumed.step()
+    resumed_schedule.step()
+    assert resumed_schedule.get_last_lr() == [2.5e-4 * factor(5), 5e-2 * factor(5)]
+
+
 @pytest.mark.slow
 def test_a_remote_run_syncs_checkpoints_and_resumes_on_a_fresh_machine(tmp_path: Path, tiny_model_dir: Path) -> None:
     import fsspec
