@@ -651,7 +651,8 @@ DERIVED_FIELDS: dict[str, str] = {
     "theorems": "the theorems the rows prompt (select_theorems)",
     "prompts_per_step": "per_device_train_batch_size: prompts_per_step × num_generations",
     "max_prompt_tokens": "the rows left out (fit_prompts), the continuous engine's cache (engine_args)",
-    "rollout_engine": "engine_args",
+    "rollout_engine": "engine_args; 'served': the rollout_func (rl.served.served_engine)",
+    "server_url": "the served engine's server (rl.served.served_engine); none: `burnqed serve` in process",
 }
 
 
