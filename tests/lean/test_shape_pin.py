@@ -90,9 +90,9 @@ def test_a_header_that_is_not_the_index_s_has_no_shape_and_is_refused_before_lea
     other = f"open Real\n{filled('2')}"  # a command before the slot: not the index's header filled
     text = compile_text(f"{other}\n\n{THEOREM}", "putnam_mock_a", INDEX, other)
     assert text.problem == "the header compiled is not the index's header, nor it with an answer slot filled"
-    assert check_shape(units(0, 1, 2), text).reason == (
+    assert check_shape(units(0, 1, 2), text) == Verdict(False, (
         "the compiled file's shape cannot be pinned: the header compiled is not the index's header, nor it with an "
-        "answer slot filled")
+        "answer slot filled"))
     env = ScriptedEnv(ROOT_OK, units(0, 1, 2))
     verdict = asyncio.run(check_proof_text(env, "putnam_mock_a", f"{other}\n\n{THEOREM}", index_header=INDEX,
                                            header=other))
