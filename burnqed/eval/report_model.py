@@ -19,6 +19,7 @@ from burnqed.data.data_report import BenchmarkOverlap
 from burnqed.ebm.formats import ValueEvidence
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
+from burnqed.eval.report_iterations import ITERATIONS_SECTION, IterationsSection
 from burnqed.eval.report_repair import REPAIR_SECTION, RepairRow
 from burnqed.eval.report_rl import RL_SECTION, RlSection
 from burnqed.eval.report_section import ReportSection
@@ -416,6 +417,9 @@ class Report(BaseModel):
     rl: RlSection | None = Field(
         default=None, description="What the iteration's rl stage did, per step and in all, or why its output could "
         "not be read; None when its plan has no rl stage (burnqed.eval.report_rl).")
+    learning_curve: IterationsSection | None = Field(
+        default=None, description="Both arms' solve rates across iterations 0..i and what iteration i+1 starts from; "
+        "None at iteration 0 (burnqed.eval.report_iterations).")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
     not_compared: list[str] = Field(
@@ -472,4 +476,5 @@ class Report(BaseModel):
 
 # The sections that stand on their own (`eval.report_section`), in report.md's order after the search modes: each fills
 # the `Report` field it names.
-SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, SKETCH_SECTION, RL_SECTION, STUDY_SECTION)
+SECTIONS: tuple[ReportSection[Any], ...] = (REPAIR_SECTION, SKETCH_SECTION, RL_SECTION, STUDY_SECTION,
+                                             ITERATIONS_SECTION)
