@@ -72,6 +72,11 @@ def _policy_gate(iteration: int, results: dict[tuple[int, str], EvalResult]) -> 
         missing = f"iteration {iteration}" if now.llm is None else "every earlier iteration"
         return Gate(name="policy", passed=False, blocking=False, measured=False,
                     detail=f"not measured: {missing} has no LLM-only eval")
+    differences = _unlike_arms(results, (best.iteration, "llm"), (iteration, "llm"))
+    if differences:
+        return Gate(name="policy", passed=False, blocking=False, measured=False,
+                    detail=f"not measured: the LLM-only evals of iterations {best.iteration} and {iteration} are not "
+                    f"the same measurement ({'; '.join(differences)})")
     passed = now.llm >= best.llm
     return Gate(name="policy", passed=passed, blocking=False,
                 detail=f"LLM only {now.llm}/{now.total} vs the best so far, iteration {best.iteration}'s "
