@@ -22,7 +22,8 @@ from tests.eval.test_compare import BASE, costed
 
 def test_each_section_fills_its_own_field_of_the_report() -> None:
     fields = [section.field for section in SECTIONS]
-    assert fields == ["repairs", "sketches", "rl", "joint_study", "learning_curve"]  # report.md's order after the search modes
+    # report.md's order after the search modes
+    assert fields == ["repairs", "sketches", "rl", "joint_study", "learning_curve"]
     assert set(fields) <= set(Report.model_fields) and len(set(fields)) == len(fields)
 
 
