@@ -245,7 +245,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     for mode in dict.fromkeys(cfg.eval_modes):
         stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after, max_proofs))
     if ebm is not None and joint:
-        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common)
+        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common,
+                                (init, init_inputs, ("start",) if best else ()))
     stages.append(Stage(
         name="report",
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
@@ -313,20 +314,23 @@ def _sft_init(cfg: PipelineConfig, at: Layout, i: int, previous: str, *, rl: boo
 
 
 def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str], sft_earlier: list[str],
-                  eval_common: tuple[str, ...]) -> list[Stage]:
+                  eval_common: tuple[str, ...],
+                  start: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())) -> list[Stage]:
     """The joint study's stages (`burnqed.eval.joint_study`): A's SFT-only policy and value model, B's value model
     retrained on the joint policy's frozen embeddings, the evals of A and B (C's is the iteration's eval; the same
     arguments, so the same budgets), and the measurement of all three. A's SFT reads what the iteration's SFT reads
-    (`sft_earlier`: the rollouts too, with the rl stage); the value models the search trajectories (`earlier`)."""
+    (`sft_earlier`: the rollouts too, with the rl stage) and starts as it starts (`start`: its start arguments, their
+    inputs and the stage it waits for, `_sft_init`); the value models the search trajectories (`earlier`)."""
     a_sft, a_export, a_ebm, b_ebm = (at.study(i, p) for p in ("a/sft", "a/export", "a/ebm", "b/ebm"))
-    export, sft_inputs = at.export(i), (at.data(), *sft_earlier, at.sft(i - 1))
+    init, init_inputs, init_after = start
+    export, sft_inputs = at.export(i), (at.data(), *sft_earlier, *init_inputs)
     evals = {"a": (a_export, a_ebm, ("study-ebm-a",)), "b": (export, b_ebm, ("study-ebm-b",))}
     stages = [
         Stage(name="study-sft-a",
               summary="Joint study A: the same SFT without the value model's head (sft.joint = false).",
-              argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_earlier), "--init", at.sft(i - 1),
+              argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_earlier), *init,
                     "--set", "sft.joint=false", "--output", a_sft),
-              outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU),
+              outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU, after=init_after),
         Stage(name="study-export-a", summary="Joint study A: export the SFT-only policy.",
               argv=("export", "--sft", a_sft, "--output", a_export),
               outputs=(a_export,), inputs=(a_sft,), resource=Resource.GPU, after=("study-sft-a",)),
