@@ -1,13 +1,16 @@
-"""Does expert iteration learn on the embedded world? Two iterations from an empty folder, for three world seeds.
+"""Does expert iteration learn on the embedded world? Iterations 0..N-1 from an empty folder, for three world seeds.
 
-    .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--workdir DIR] [--jobs N] [--concurrency-check 0]
-    .venv/bin/python benchmarks/learning.py --analyse-only --workdir DIR [--seeds 0,1,2]
+    .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--iterations 2] [--set KEY=VALUE ...] [--workdir DIR]
+                                            [--jobs N] [--concurrency-check 0]
+    .venv/bin/python benchmarks/learning.py --analyse-only --workdir DIR [--seeds 0,1,2] [--iterations 5]
 
-For each seed S: `burnqed iterate --iter 0` then `--iter 1` on the embedded defaults in `DIR/seed-S/runs`, every seed
-setting S, then the retrieval baseline and a concurrency-1 eval. Finished steps are not redone. The analysis prints,
-per seed and as mean ± sd, six checks against their targets (iteration 0's budget ratio, the gains over the base
-policy, retrieval, the value model's gap, concurrency, wall time): docs/benchmarks.md, "learning.py". Exit code 1
-when a run fails.
+For each seed S: `burnqed iterate --iter 0`, `--iter 1`, … (--iterations, default 2) on the embedded defaults (plus
+each --set: a variant, e.g. pipeline.start=base) in `DIR/seed-S/runs`, every seed setting S, then the retrieval
+baseline and a concurrency-1 eval. Finished steps are not redone. The analysis prints, per seed and as mean ± sd, six
+checks against their targets (iteration 0's budget ratio, the gains over the base policy, retrieval, the value
+model's gap, concurrency, wall time): docs/benchmarks.md, "learning.py"; then the curve across the iterations (both
+arms at budgets 50 and 100, the positives SFT trained on, its held-out loss, what each iteration started from), also
+written to DIR/curve.json with the targets of issue 69. Exit code 1 when a run fails.
 """
 
 from __future__ import annotations
@@ -72,26 +75,29 @@ def work_env(workdir: Path) -> dict[str, str]:
     return {**env, "BURNQED_HOME": str(workdir / "home")}
 
 
-def seed_sets(seed: int) -> list[str]:
-    """The `--set` arguments of seed `seed`'s runs."""
+def seed_sets(seed: int, extra: tuple[str, ...] = ()) -> list[str]:
+    """The `--set` arguments of seed `seed`'s runs, then each of `extra` (KEY=VALUE: a variant's settings)."""
     sets = [arg for key in ("policy.seed", "sft.seed", "ebm.seed", "data.world_seed")
             for arg in ("--set", f"{key}={seed}")]
-    return [*sets, "--set", f"pipeline.eval_budgets={json.dumps(list(EVAL_BUDGETS))}"]
+    return [*sets, "--set", f"pipeline.eval_budgets={json.dumps(list(EVAL_BUDGETS))}",
+            *(arg for item in extra for arg in ("--set", item))]
 
 
-def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int | None, concurrency_check: bool) -> None:
-    """Run (or resume) seed `seed`'s iterations, its retrieval baseline and, if asked, the concurrency-1 eval."""
+def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int | None, concurrency_check: bool,
+             iterations: int = 2, extra: tuple[str, ...] = ()) -> None:
+    """Run (or resume) seed `seed`'s iterations 0..`iterations`-1 (with the settings `extra`), its retrieval baseline
+    and, if asked, the concurrency-1 eval."""
     root = workdir / f"seed-{seed}" / "runs"
     log = workdir / f"seed-{seed}" / "log.txt"
     root.parent.mkdir(parents=True, exist_ok=True)
     times_path = root.parent / "times.json"
     times: dict[str, Any] = json.loads(times_path.read_text(encoding="utf-8")) if times_path.is_file() else {}
-    for iteration in (0, 1):
+    for iteration in range(iterations):
         if str(iteration) in times:
             continue
         load = os.getloadavg()[0]
         wall, cpu = _run(["-m", "burnqed.cli", "iterate", "--iter", str(iteration), "--root", str(root),
-                          *(("--jobs", str(jobs)) if jobs else ()), *seed_sets(seed)], env, log)
+                          *(("--jobs", str(jobs)) if jobs else ()), *seed_sets(seed, extra)], env, log)
         times[str(iteration)] = {"wall_s": wall, "cpu_s": cpu, "load_before": load, "load_after": os.getloadavg()[0]}
         times_path.write_text(json.dumps(times, indent=1), encoding="utf-8")
         print(f"  seed {seed}: iteration {iteration} in {wall:.0f} s wall, {cpu:.0f} s CPU", flush=True)
@@ -102,7 +108,7 @@ def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int | None, co
     if concurrency_check and not (root / EVALS["iter 0 concurrency 1"]).is_file():
         budgets = ",".join(str(b) for b in EVAL_BUDGETS)
         wall, _ = _run(["-m", "burnqed.cli", "eval", "--iter", "0", "--budgets", budgets, "--pass-n", "1",
-                        "--set", f"policy.model={root / 'iter_0' / 'export'}", *seed_sets(seed),
+                        "--set", f"policy.model={root / 'iter_0' / 'export'}", *seed_sets(seed, extra),
                         "--set", "search.concurrency=1", "--output", str(root / EVALS["iter 0 concurrency 1"])],
                        env, log)
         print(f"  seed {seed}: iteration 0's eval at concurrency 1 in {wall:.0f} s", flush=True)
@@ -410,6 +416,111 @@ def _templates(runs: list[SeedRun]) -> list[str]:
     return lines
 
 
+# ------------------------------------------------------------------------------------------ the curve (issue 69)
+
+CURVE_BUDGETS = (50, 100)
+
+
+def _solved_or_none(path: Path, budget: int) -> int | None:
+    if not path.is_file():
+        return None
+    result = json.loads(path.read_text(encoding="utf-8"))
+    rows = [row for row in result["budgets"] if row["budget"] == budget]
+    return int(rows[0]["solved"]) if rows else None
+
+
+def iteration_point(root: Path, j: int) -> dict[str, Any]:
+    """Iteration `j` of a run root: both arms' solved counts at CURVE_BUDGETS (None: not measured; iteration 0 has
+    no value model), the benchmark's size, the positives its SFT trained on (× upsample), its last train and held-out
+    losses, and what it started from (its start.json, when there is one)."""
+    it = root / f"iter_{j}"
+    llm = it / "eval" / ("eval.json" if j == 0 else "eval-noebm.json")
+    point: dict[str, Any] = {"iteration": j,
+                             "llm": {b: _solved_or_none(llm, b) for b in CURVE_BUDGETS},
+                             "llm_ebm": {b: None if j == 0 else _solved_or_none(it / "eval" / "eval.json", b)
+                                         for b in CURVE_BUDGETS},
+                             "total": json.loads(llm.read_text(encoding="utf-8"))["total"] if llm.is_file() else None}
+    record = it / "sft" / "sft.json"
+    if record.is_file():
+        sft = json.loads(record.read_text(encoding="utf-8"))
+        counts, history = sft.get("data_counts", {}), sft.get("history", [])
+        losses = [h["loss"] for h in history if h.get("loss") is not None]
+        held = [h["eval_loss"] for h in history if h.get("eval_loss") is not None]
+        point.update(positives=counts.get("positives"), upsample=counts.get("positive_upsample"),
+                     train_loss=losses[-1] if losses else None, held_out_loss=held[-1] if held else None,
+                     sft_init=sft.get("init"))
+    start = it / "start.json"
+    if start.is_file():
+        began = json.loads(start.read_text(encoding="utf-8"))
+        point["start"] = {"policy_from": began["policy_from"], "value_model_from": began["value_model_from"],
+                          "search_value_model": began["search_value_model"]}
+    return point
+
+
+def seed_curve(workdir: Path, seed: int, iterations: int) -> list[dict[str, Any]]:
+    root = workdir / f"seed-{seed}" / "runs"
+    return [iteration_point(root, j) for j in range(iterations) if (root / f"iter_{j}").is_dir()]
+
+
+def curve_summary(curves: dict[int, list[dict[str, Any]]], budget: int = 50) -> dict[str, Any]:
+    """Mean over the seeds that measured it, per iteration and arm, at `budget` (percent of the benchmark), and the
+    targets of issue 69 on the policy alone and with the value model: iterations 2, 3 and 4 each at least the best
+    earlier one, iteration 4 at least 5 points above iteration 1 (None: not measured)."""
+    per: dict[str, dict[int, float]] = {"llm": {}, "llm_ebm": {}}
+    for arm, found in per.items():
+        for j in sorted({p["iteration"] for points in curves.values() for p in points}):
+            rates = [100 * p[arm][budget] / p["total"] for points in curves.values() for p in points
+                     if p["iteration"] == j and p[arm][budget] is not None and p["total"]]
+            if rates:
+                found[j] = statistics.fmean(rates)
+    targets: dict[str, Any] = {}
+    for arm, means in per.items():
+        # iteration 0 has no value model: with it, iteration 0's policy is the arm's start
+        line = {**({0: per["llm"][0]} if arm == "llm_ebm" and 0 in per["llm"] else {}), **means}
+        never_below = {j: (line[j] >= max(line[k] for k in line if k < j)) if j in line else None
+                       for j in (2, 3, 4)}
+        gain = line[4] - line[1] if 4 in line and 1 in line else None
+        targets[arm] = {"never_below_best_earlier": never_below, "iter4_minus_iter1_pts": gain,
+                        "iter4_at_least_5_above_iter1": None if gain is None else gain >= 5}
+    return {"budget": budget, "seeds": sorted(curves), "mean_pct": per, "targets": targets}
+
+
+def curve_lines(curves: dict[int, list[dict[str, Any]]], summary: dict[str, Any]) -> list[str]:
+    """The curve per seed and its mean, as the analysis prints it."""
+    if not any(curves.values()):
+        return []
+    lines = ["curve across iterations (solved at budget 50 / 100; positives ×upsample; SFT held-out loss; start)"]
+    for seed, points in curves.items():
+        for p in points:
+            def pair(arm: str, p: dict[str, Any] = p) -> str:
+                return " / ".join("–" if p[arm][b] is None else str(p[arm][b]) for b in CURVE_BUDGETS)
+            start = p.get("start")
+            began = "" if start is None else (f"; started from policy {start['policy_from']}, value model "
+                                              f"{start['value_model_from']}, search "
+                                              f"{'with' if start['search_value_model'] else 'without'} it")
+            held = p.get("held_out_loss")
+            lines.append(f"   seed {seed} iter {p['iteration']}: LLM only {pair('llm')}, LLM+EBM {pair('llm_ebm')} "
+                         f"of {p['total']}; positives {p.get('positives')} ×{p.get('upsample')}; held-out "
+                         f"{'–' if held is None else f'{held:.4f}'}{began}")
+    for arm, means in summary["mean_pct"].items():
+        lines.append(f"   mean {arm} at {summary['budget']}: "
+                     + ", ".join(f"iter {j} {v:.1f} %" for j, v in means.items()))
+    for arm, target in summary["targets"].items():
+        lines.append(f"   target ({arm}): never below the best earlier {target['never_below_best_earlier']}; "
+                     f"iter 4 − iter 1 = {target['iter4_minus_iter1_pts']} pts (≥ 5: "
+                     f"{target['iter4_at_least_5_above_iter1']})")
+    return lines
+
+
+def write_curve(workdir: Path, seeds: list[int], iterations: int) -> list[str]:
+    """DIR/curve.json (every seed's points, their mean at budget 50 and the targets) and its lines."""
+    curves = {seed: seed_curve(workdir, seed, iterations) for seed in seeds}
+    summary = curve_summary(curves)
+    (workdir / "curve.json").write_text(json.dumps({"seeds": {str(k): v for k, v in curves.items()},
+                                                     "summary": summary}, indent=1) + "\n", encoding="utf-8")
+    return curve_lines(curves, summary)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
@@ -418,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="stage processes run at once (burnqed iterate --jobs; default: iterate's own)")
     parser.add_argument("--concurrency-check", default="0",
                         help="seeds whose iteration 0 eval is re-run at search.concurrency=1 (default 0; '' = none)")
+    parser.add_argument("--iterations", type=int, default=2, help="iterations 0..N-1 per seed (default 2)")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting of every iterate (a variant, e.g. pipeline.start=base); repeatable")
     parser.add_argument("--analyse-only", action="store_true", help="run nothing; analyse the work folder")
     args = parser.parse_args(argv)
     try:
@@ -426,6 +540,10 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         print(f"--seeds/--concurrency-check: expected comma-separated integers, got {args.seeds!r}, "
               f"{args.concurrency_check!r}", file=sys.stderr)
+        return 2
+    if args.iterations < 1 or any("=" not in item for item in args.sets):
+        print(f"--iterations must be ≥ 1 and each --set KEY=VALUE (got {args.iterations}, {args.sets})",
+              file=sys.stderr)
         return 2
     if args.analyse_only and (args.workdir is None or not args.workdir.is_dir()):
         print(f"--analyse-only needs --workdir of an existing work folder (got {args.workdir})", file=sys.stderr)
@@ -441,11 +559,12 @@ def main(argv: list[str] | None = None) -> int:
                               workdir / "init-tiny.log")
             print(f"tiny base model built in {build_s:.0f} s", flush=True)
         for seed in seeds:
-            run_seed(seed, workdir, env, args.jobs, seed in check)
+            run_seed(seed, workdir, env, args.jobs, seed in check, args.iterations, tuple(args.sets))
     runs = [load_seed(workdir, seed) for seed in seeds]
     print(f"\nwork folder {workdir}; seeds {seeds}; load average now {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")
     print("\n".join(analyse(runs)))
+    print("\n".join(write_curve(workdir, seeds, args.iterations)))
     return 0
 
 

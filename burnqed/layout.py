@@ -92,6 +92,11 @@ class Layout:
         """The local runner's record of the wall and CPU time of iteration i's stage runs (`local.StageTimes`)."""
         return f"{self.iter_dir(i)}/stages.json"
 
+    def start(self, i: int) -> str:
+        """What iteration i ≥ 1 starts from (`burnqed start`, `eval.best_so_far.StartRecord`): the best policy and value
+        model so far and whether search uses the value model."""
+        return f"{self.iter_dir(i)}/start.json"
+
     def study(self, i: int, part: str) -> str:
         """An artifact of the joint study of iteration i (`burnqed.eval.joint_study`), e.g. 'a/export'."""
         return f"{self.iter_dir(i)}/study/{part}"

@@ -107,6 +107,41 @@ def test_analysis_figures_from_a_run_folder(run_folder: Path) -> None:
     assert "same set: False" in text and "250 s (MET)" in text
 
 
+def test_the_curve_across_five_iterations_and_the_targets_of_issue_69(tmp_path: Path) -> None:
+    world, bundled = _test_names()
+    names = world + bundled
+    root = tmp_path / f"seed-{SEED}" / "runs"
+    # LLM only 2, 4, 3, 5, 6 of 10; with the value model at iterations 1..4: 5, 3, 5, 8 (budget 50, proved at 9)
+    for j, (alone, with_it) in enumerate([(2, None), (4, 5), (3, 3), (5, 5), (6, 8)]):
+        it = root / f"iter_{j}" / "eval"
+        _write_eval(it / ("eval.json" if j == 0 else "eval-noebm.json"), dict.fromkeys(names[:alone], 9), names, {})
+        if with_it is not None:
+            _write_eval(it / "eval.json", dict.fromkeys(names[:with_it], 9), names, {})
+    (root / "iter_3" / "sft").mkdir(parents=True)
+    (root / "iter_3" / "sft" / "sft.json").write_text(json.dumps({
+        "init": "file:///r/iter_1/sft", "data_counts": {"positives": 863, "positive_upsample": 5},
+        "history": [{"step": 20, "loss": 0.3, "eval_loss": 0.6}, {"step": 40, "loss": 0.26, "eval_loss": 0.55}]}),
+        encoding="utf-8")
+    (root / "iter_3" / "start.json").write_text(json.dumps({"policy_from": 1, "value_model_from": 1,
+                                                           "search_value_model": False}), encoding="utf-8")
+    lines = learning.write_curve(tmp_path, [SEED], 5)
+    written = json.loads((tmp_path / "curve.json").read_text(encoding="utf-8"))
+    point = written["seeds"]["0"][3]
+    assert point == {"iteration": 3, "llm": {"50": 5, "100": 5}, "llm_ebm": {"50": 5, "100": 5}, "total": 10,
+                     "positives": 863, "upsample": 5, "train_loss": 0.26, "held_out_loss": 0.55,
+                     "sft_init": "file:///r/iter_1/sft",
+                     "start": {"policy_from": 1, "value_model_from": 1, "search_value_model": False}}
+    summary = written["summary"]
+    assert summary["mean_pct"] == {"llm": {"0": 20.0, "1": 40.0, "2": 30.0, "3": 50.0, "4": 60.0},
+                                   "llm_ebm": {"1": 50.0, "2": 30.0, "3": 50.0, "4": 80.0}}
+    # iteration 2 fell below iteration 1 in both arms; iteration 4 is 20 and 30 points above iteration 1
+    assert summary["targets"]["llm"] == {"never_below_best_earlier": {"2": False, "3": True, "4": True},
+                                         "iter4_minus_iter1_pts": 20.0, "iter4_at_least_5_above_iter1": True}
+    assert summary["targets"]["llm_ebm"]["never_below_best_earlier"] == {"2": False, "3": True, "4": True}
+    assert lines[4] == ("   seed 0 iter 3: LLM only 5 / 5, LLM+EBM 5 / 5 of 10; positives 863 ×5; held-out 0.5500; "
+                        "started from policy 1, value model 1, search without it")
+
+
 def test_analysis_of_an_empty_folder_reports_nothing(tmp_path: Path) -> None:
     figures = learning.seed_figures(learning.load_seed(tmp_path, 3))
     assert set(figures) == {"seed", "gates"}

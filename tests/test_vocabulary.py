@@ -44,7 +44,7 @@ def options(name: str) -> list[tuple[tuple[str, ...], TyperOption]]:
 
 def test_every_command_and_group_is_built_with_the_vocabulary_classes() -> None:
     built = {path: command for path, command in commands()}
-    assert len(built) == 39  # the root, 19 commands, 7 groups and their 12 commands
+    assert len(built) == 40  # the root, 20 commands, 7 groups and their 12 commands
     for path, command in built.items():
         expected = Group if isinstance(command, typer.core.TyperGroup) else Command
         assert isinstance(command, expected), path
@@ -139,8 +139,8 @@ def test_trajectories_is_a_prefix_to_read_wherever_a_command_takes_it() -> None:
 def test_iter_is_optional_everywhere_with_its_default_said() -> None:
     found = {path: param for path, param in options("--iter")}
     assert sorted(found) == [("eval",), ("iterate",), ("joint-study",), ("plan",), ("report",), ("rl",), ("search",),
-                             ("sft",), ("show",), ("submit",), ("train-ebm",)]
-    reads_a_run = {("joint-study",), ("report",), ("show",)}
+                             ("sft",), ("show",), ("start",), ("submit",), ("train-ebm",)]
+    reads_a_run = {("joint-study",), ("report",), ("show",), ("start",)}
     for path, param in found.items():
         assert not param.required and param.metavar == "I", path
         if path in reads_a_run:

@@ -22,7 +22,7 @@ import typer
 
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
-from burnqed.commands.vocabulary import Command, Group, ModelOption, model_set
+from burnqed.commands.vocabulary import Command, Group, ModelOption, StartOption, model_set
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -158,6 +158,7 @@ def train_ebm(
         typer.Option("--init", help="Previous iteration's EBM: resumed when it was trained on the same embedding "
                      "model, else training starts fresh (the reason is printed).", show_default=False),
     ] = None,
+    start: StartOption = None,
     cache: CacheOption = None,
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I",
                                            help="The expert iteration the metrics record.")] = 0,
@@ -182,6 +183,10 @@ def train_ebm(
 
     started = time.perf_counter()
     cfg, store = setup(config, model_set(model, set_), output=output, folder=True, stage="train-ebm")
+    if start is not None:  # --start names the best value model so far (none: train afresh): it replaces --init
+        from burnqed.eval.best_so_far import read_start
+
+        init = read_start(start, store).value_model
     made_from = train_ebm_inputs(cfg, store, trajectories=trajectories, model=cfg.policy.model, init=init,
                                  joint=joint, iteration=iteration)
     if already_done(store, output, "train-ebm output", made_from=made_from, force=force):

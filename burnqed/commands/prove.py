@@ -31,7 +31,7 @@ from burnqed.commands.kit import (
     suggestion,
 )
 from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
-from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, last_iteration, model_set
+from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, StartOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
@@ -96,6 +96,7 @@ def search(
                      "merge as one run). Default: a new id (a resumed run keeps its own).", show_default=False),
     ] = None,
     ebm: EbmOption = None,
+    start: StartOption = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -111,6 +112,12 @@ def search(
     from burnqed.stages.search import JobSettings, SearchReport, search_job
 
     cfg, store = setup(config, model_set(model, set_))
+    if start is not None and ebm is not None:
+        from burnqed.eval.best_so_far import read_start
+
+        if not (begun := read_start(start, store)).search_value_model:
+            typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
+            ebm = None
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean, planner=cfg.planner)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None

@@ -22,6 +22,7 @@ import typer
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
+from burnqed.commands.vocabulary import StartOption
 
 
 @reports_errors
@@ -41,6 +42,7 @@ def sft(
         typer.Option("--init", help="Previous iteration's SFT output to warm-start from (iterations ≥ 1).",
                      show_default=False),
     ] = None,
+    start: StartOption = None,
     force: Annotated[
         bool, typer.Option("--force", help="Redo OUTPUT even if it is finished (without it a finished one is reused "
                            "when made with the same inputs, refused when made with others); start over (drop "
@@ -70,6 +72,10 @@ def sft(
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
     check_checkpoint_folder(store, output)
+    if start is not None:  # --start names the best policy so far: it replaces --init
+        from burnqed.eval.best_so_far import read_start
+
+        init = read_start(start, store).policy
     made_from = sft_inputs(cfg, store, data=data, trajectories=trajectories or (), init=init, iteration=iteration)
     if already_done(store, output, "sft output", made_from=made_from, force=force):
         return

@@ -41,7 +41,7 @@ LISTING: dict[str, str] = {
     "iterate": GETTING_STARTED, "run-all": GETTING_STARTED, "eval": GETTING_STARTED, "show": GETTING_STARTED,
     "config": GETTING_STARTED,
     "data": STAGES, "sft": STAGES, "rl": STAGES, "export": STAGES, "train-ebm": STAGES, "search": STAGES,
-    "merge-trajectories": STAGES, "ebm": STAGES,
+    "merge-trajectories": STAGES, "ebm": STAGES, "start": STAGES,
     "report": ANALYSIS, "compare": ANALYSIS, "summary": ANALYSIS, "plan": ANALYSIS,
     "render": CLUSTER, "submit": CLUSTER, "cluster": CLUSTER, "fetch": CLUSTER,
     "serve": INTERNALS, "lean": INTERNALS, "model": INTERNALS, "world": INTERNALS, "joint-study": INTERNALS,
@@ -174,6 +174,12 @@ ModelOption = Annotated[
     str | None,
     typer.Option("--model", metavar="DIR|URI", show_default=False,
                  help=f"{MODEL_HELP} Default: policy.model, else the tiny embedded model."),
+]
+StartOption = Annotated[
+    str | None,
+    typer.Option("--start", metavar="PATH|URI", show_default=False,
+                 help="The iteration's start record (`burnqed start`, iter_I/start.json): what it starts from; search "
+                 "drops --ebm when it says the value model did not help at the last eval."),
 ]
 # iterate, run-all and plan: the policy an iteration starts from is also the base its SFT fine-tunes, so that the
 # iteration trains the model its base eval evaluates (`model_set(..., base=True)`).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 
@@ -80,6 +80,17 @@ class PipelineConfig(Section):
     )
     eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).",
                              json_schema_extra=recorded("eval's --pass-n"))
+    start: Literal["best", "previous", "base"] = Field(
+        default="best",
+        description="What iteration i ≥ 1 starts from (docs/pipeline.md, 'Start of an iteration'). 'best': a start "
+        "stage reads the evals of iterations 0..i-1 and writes iter_i/start.json; SFT warm-starts from the policy "
+        "whose LLM-only eval is the best so far (ties: the later), train-ebm from the best value model among those "
+        "that helped, and search uses the value model only when it helped at the last eval — a no-go iteration is "
+        "never the next one's start. 'previous': SFT warm-starts from iteration i-1 whatever its eval said. 'base': "
+        "SFT trains the base model afresh (sft.max_steps) on the data and every verified proof so far.",
+        json_schema_extra=recorded("sft's --start/--init, train-ebm's --start/--init and search's --start, which "
+                                   "the plan builds from it"),
+    )
     gate_min_rate: float = Field(
         default=0.05, ge=0, le=1,
         description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "

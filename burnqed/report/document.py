@@ -33,6 +33,7 @@ from burnqed.report.core import (
     TRAINING_SECTION,
     UNSOLVED_SECTION,
 )
+from burnqed.report.iterations import ITERATIONS_SECTION, IterationsSection
 from burnqed.report.repairs import REPAIR_SECTION, RepairRow
 from burnqed.report.rl_steps import RL_SECTION, RlSection
 from burnqed.report.section import ReportSection
@@ -109,6 +110,9 @@ class Report(BaseModel):
     rl: RlSection | None = Field(
         default=None, description="What the iteration's rl stage did, per step and in all, or why its output could "
         "not be read; None when its plan has no rl stage (burnqed.report.rl_steps).")
+    learning_curve: IterationsSection | None = Field(
+        default=None, description="Both arms' solve rates across iterations 0..i and what iteration i+1 starts from; "
+        "None at iteration 0 (burnqed.report.iterations).")
     joint_study: JointStudy | None = Field(
         default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
     not_compared: list[str] = Field(
@@ -155,6 +159,6 @@ class Report(BaseModel):
 SECTIONS: tuple[ReportSection[Any, Any], ...] = (
     NOT_COMPARED_SECTION, RATES_SECTION, LEARNING_SECTION, CHANGES_SECTION, UNSOLVED_SECTION, NOT_EVALUATED_SECTION,
     PROOFS_SECTION, TRAINING_SECTION, SEARCH_SECTION, COSTS_SECTION, STAGES_SECTION, MODELS_SECTION, MODES_SECTION,
-    REPAIR_SECTION, SKETCH_SECTION, RL_SECTION, STUDY_SECTION, DECONTAMINATION_SECTION, PROVENANCE_SECTION,
-    GATES_SECTION,
+    REPAIR_SECTION, SKETCH_SECTION, RL_SECTION, STUDY_SECTION, ITERATIONS_SECTION, DECONTAMINATION_SECTION,
+    PROVENANCE_SECTION, GATES_SECTION,
 )

@@ -11,6 +11,7 @@ Pure: it reads the eval results the report collected (`report.build`), nothing e
 from __future__ import annotations
 
 from burnqed.config import PipelineConfig
+from burnqed.eval.best_so_far import score
 from burnqed.eval.compare import unlike
 from burnqed.eval.result import EvalResult
 from burnqed.report.tables import ArmRow, Gate, PairedChange
@@ -41,6 +42,8 @@ def go_no_go(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
     gain = _gain_gate(iteration, cfg, rows, results, base)
     if gain is not None:
         gates.append(gain)
+    if iteration >= 1 and cfg.start == "best":
+        gates.append(_policy_gate(iteration, results))
     if iteration >= 1:
         with_ebm = _best(rows, iteration, "llm+ebm")
         without = _best(rows, iteration, "llm")
@@ -56,6 +59,29 @@ def go_no_go(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
                 + ("" if with_ebm.rate > without.rate else ": the value model does not help; keep log-prob ordering"),
             ))
     return gates
+
+
+def _policy_gate(iteration: int, results: dict[tuple[int, str], EvalResult]) -> Gate:
+    """The policy judged alone (pipeline.start = "best"): iteration `iteration`'s LLM-only eval against the best
+    earlier one at the largest budget. Not blocking: a no-go iteration is not the next one's start
+    (`eval.best_so_far.choose_start` keeps the best policy so far)."""
+    scores = [score(j, results) for j in range(iteration + 1)]
+    now, earlier = scores[-1], [s for s in scores[:-1] if s.llm is not None]
+    best = max(earlier, key=lambda s: (s.llm, s.iteration)) if earlier else None
+    if now.llm is None or best is None or best.llm is None:
+        missing = f"iteration {iteration}" if now.llm is None else "every earlier iteration"
+        return Gate(name="policy", passed=False, blocking=False, measured=False,
+                    detail=f"not measured: {missing} has no LLM-only eval")
+    differences = _unlike_arms(results, (best.iteration, "llm"), (iteration, "llm"))
+    if differences:
+        return Gate(name="policy", passed=False, blocking=False, measured=False,
+                    detail=f"not measured: the LLM-only evals of iterations {best.iteration} and {iteration} are not "
+                    f"the same measurement ({'; '.join(differences)})")
+    passed = now.llm >= best.llm
+    return Gate(name="policy", passed=passed, blocking=False,
+                detail=f"LLM only {now.llm}/{now.total} vs the best so far, iteration {best.iteration}'s "
+                f"{best.llm}/{best.total}, at budget {now.budget}: the next iteration starts from "
+                + (f"iteration {iteration}'s policy" if passed else f"iteration {best.iteration}'s policy (no-go)"))
 
 
 def _gain_gate(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],

@@ -145,6 +145,9 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         ))
     trajectory_flags = _flags(earlier)
     previous = at.rl(i - 1) if rl else at.sft(i - 1)  # the policy iteration i-1 exported
+    # pipeline.start = "best": a start stage picks the best policy and value model so far
+    stages += [_start_stage(at, i)] if (best := i >= 1 and cfg.start == "best") else []
+    init, init_inputs = _sft_init(cfg, at, i, previous, rl=rl)
     # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
     if cfg.search_theorems:
         theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
@@ -154,11 +157,11 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         name="sft",
         summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
         + (" with the value model's head (joint training)." if i and joint else "."),
-        argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_reads(at, i, rl=rl)),
-              *_optional("--init", previous if i else None), "--output", sft),
-        outputs=(sft,), inputs=(at.data(), *sft_reads(at, i, rl=rl), *((previous,) if i else ())),
+        argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_reads(at, i, rl=rl)), *init,
+              "--output", sft),
+        outputs=(sft,), inputs=(at.data(), *sft_reads(at, i, rl=rl), *init_inputs),
         resource=Resource.GPU,
-        after=("prepare-data",) if i == 0 else (),
+        after=("prepare-data",) if i == 0 else ("start",) if best else (),
     ))
     if rl:
         stages.append(Stage(
@@ -173,23 +176,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         argv=("export", "--sft", trained, "--output", export),
         outputs=(export,), inputs=(trained,), resource=Resource.GPU, after=("rl" if rl else "sft",),
     ))
-    if ebm is not None and joint:
-        stages.append(Stage(
-            name="train-ebm",
-            summary="Publish the value-model head trained jointly with this iteration's policy (checked against "
-            "the export) with its metrics on every earlier trajectory.",
-            argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export, "--joint", sft,
-                  "--output", ebm),
-            outputs=(ebm,), inputs=(*earlier, sft, export), resource=Resource.GPU, after=("export",),
-        ))
-    elif ebm is not None:
-        stages.append(Stage(
-            name="train-ebm",
-            summary="Train the value model on every earlier trajectory, embedded with this iteration's policy.",
-            argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export,
-                  *_optional("--init", at.ebm(i - 1) if i >= 2 else None), "--output", ebm),
-            outputs=(ebm,), inputs=(*earlier, export), resource=Resource.GPU, after=("export",),
-        ))
+    if ebm is not None:
+        stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, best=best))
     ebm_flag = _optional("--ebm", ebm)
     search_after = ("export", "train-ebm") if ebm else ("export",)
     shard_out = at.search_shard(i, SHARD)
@@ -197,8 +185,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         name="search",
         summary=f"Search the training theorems in {n} shard(s) and record trajectories.",
         argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
-              *ebm_flag, *model, *_cache_set(at, sketch), "--output", shard_out),
-        outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
+              *ebm_flag, *(("--start", at.start(i)) if best and ebm else ()), *model, *_cache_set(at, sketch),
+              "--output", shard_out),
+        outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ()),
+                                      *((at.start(i),) if best and ebm else ())), resource=Resource.GPU_LEAN,
         after=search_after, shards=n, policy_model=export, ebm=ebm,
     ))
     merged_inputs = [at.search_shard(i, k) for k in range(n)]
@@ -255,7 +245,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     for mode in dict.fromkeys(cfg.eval_modes):
         stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after, max_proofs))
     if ebm is not None and joint:
-        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common)
+        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common,
+                                (init, init_inputs, ("start",) if best else ()))
     stages.append(Stage(
         name="report",
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
@@ -270,21 +261,76 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     return Iteration(index=i, root=root, stages=tuple(stages))
 
 
+def _start_stage(at: Layout, i: int) -> Stage:
+    """pipeline.start = "best": the stage that writes what iteration `i` ≥ 1 starts from (`burnqed start`) from the
+    evals of iterations 0..i-1."""
+    return Stage(
+        name="start",
+        summary="Pick what this iteration starts from: the best policy (LLM-only eval) and value model so far.",
+        argv=("start", "--root", at.root, "--iter", str(i), "--output", at.start(i)),
+        outputs=(at.start(i),),
+        inputs=tuple(uri for j in range(i) for uri in (at.eval_result(j), *((at.eval_result(j, with_ebm=False),)
+                                                                            if j else ()))),
+        resource=Resource.CPU,
+    )
+
+
+def _train_ebm_stage(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str], *, joint: bool,
+                     best: bool) -> Stage:
+    """Iteration `i` ≥ 1's value model: the head trained jointly with the policy (`joint`), published; else one
+    trained on every earlier trajectory, warm-started from the start record's value model (`best`) or iteration
+    i-1's."""
+    ebm, export = at.ebm(i), at.export(i)
+    if joint:
+        return Stage(
+            name="train-ebm",
+            summary="Publish the value-model head trained jointly with this iteration's policy (checked against "
+            "the export) with its metrics on every earlier trajectory.",
+            argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export, "--joint", at.sft(i),
+                  "--output", ebm),
+            outputs=(ebm,), inputs=(*earlier, at.sft(i), export), resource=Resource.GPU, after=("export",),
+        )
+    return Stage(
+        name="train-ebm",
+        summary="Train the value model on every earlier trajectory, embedded with this iteration's policy.",
+        argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export,
+              *(("--start", at.start(i)) if best else _optional("--init", at.ebm(i - 1) if i >= 2 else None)),
+              "--output", ebm),
+        outputs=(ebm,), inputs=(*earlier, export, *((at.start(i),) if best else ())), resource=Resource.GPU,
+        after=("export",),
+    )
+
+
+def _sft_init(cfg: PipelineConfig, at: Layout, i: int, previous: str, *, rl: bool
+              ) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What iteration `i`'s SFT starts from (pipeline.start), as its arguments and inputs: the start record at
+    "best" (it names one of the earlier policies), iteration i-1's policy at "previous", the base model at "base" and
+    at iteration 0."""
+    if i == 0 or cfg.start == "base":
+        return (), ()
+    if cfg.start == "previous":
+        return ("--init", previous), (previous,)
+    return ("--start", at.start(i)), (at.start(i), *(at.rl(j) if rl else at.sft(j) for j in range(i)))
+
+
 def _study_stages(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str], sft_earlier: list[str],
-                  eval_common: tuple[str, ...]) -> list[Stage]:
+                  eval_common: tuple[str, ...],
+                  start: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())) -> list[Stage]:
     """The joint study's stages (`burnqed.eval.joint_study`): A's SFT-only policy and value model, B's value model
     retrained on the joint policy's frozen embeddings, the evals of A and B (C's is the iteration's eval; the same
     arguments, so the same budgets), and the measurement of all three. A's SFT reads what the iteration's SFT reads
-    (`sft_earlier`: the rollouts too, with the rl stage); the value models the search trajectories (`earlier`)."""
+    (`sft_earlier`: the rollouts too, with the rl stage) and starts as it starts (`start`: its start arguments, their
+    inputs and the stage it waits for, `_sft_init`); the value models the search trajectories (`earlier`)."""
     a_sft, a_export, a_ebm, b_ebm = (at.study(i, p) for p in ("a/sft", "a/export", "a/ebm", "b/ebm"))
-    export, sft_inputs = at.export(i), (at.data(), *sft_earlier, at.sft(i - 1))
+    init, init_inputs, init_after = start
+    export, sft_inputs = at.export(i), (at.data(), *sft_earlier, *init_inputs)
     evals = {"a": (a_export, a_ebm, ("study-ebm-a",)), "b": (export, b_ebm, ("study-ebm-b",))}
     stages = [
         Stage(name="study-sft-a",
               summary="Joint study A: the same SFT without the value model's head (sft.joint = false).",
-              argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_earlier), "--init", at.sft(i - 1),
+              argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_earlier), *init,
                     "--set", "sft.joint=false", "--output", a_sft),
-              outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU),
+              outputs=(a_sft,), inputs=sft_inputs, resource=Resource.GPU, after=init_after),
         Stage(name="study-export-a", summary="Joint study A: export the SFT-only policy.",
               argv=("export", "--sft", a_sft, "--output", a_export),
               outputs=(a_export,), inputs=(a_sft,), resource=Resource.GPU, after=("study-sft-a",)),

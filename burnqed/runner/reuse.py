@@ -488,7 +488,22 @@ def _search(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, Sta
     index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     return [(line.output, search_inputs(cfg, store, index, shard=line.one("--shard"), iteration=line.iteration,
-                                        ebm=line.one("--ebm")))]
+                                        ebm=_started(line, store, "ebm")))]
+
+
+def _started(line: CommandLine, store: Store, what: str) -> str | None:
+    """What a command line's `--start` record names (`what`: 'policy', sft's --init; 'value_model', train-ebm's;
+    'ebm', search's --ebm unless the record drops it), else its own --init (--ebm); as the command resolves it."""
+    start = line.one("--start")
+    own = line.one("--ebm" if what == "ebm" else "--init")
+    if start is None or not store.exists(start):
+        return own
+    from burnqed.eval.best_so_far import read_start
+
+    record = read_start(start, store)
+    if what == "ebm":
+        return own if record.search_value_model else None
+    return record.policy if what == "policy" else record.value_model
 
 
 # The commands the pipeline runs, each turning its command line into (output, what it would be made from) pairs:
@@ -497,13 +512,13 @@ Builder = Callable[[CommandLine, "Config", Store], list[tuple[str, StageInputs]]
 BUILDERS: dict[str, Builder] = {
     "data prepare": lambda line, cfg, store: [(line.output, prepare_inputs(cfg, store))],
     "sft": lambda line, cfg, store: [(line.output, sft_inputs(
-        cfg, store, data=line.one("--data") or "", trajectories=line.all("--trajectories"), init=line.one("--init"),
-        iteration=line.iteration))],
+        cfg, store, data=line.one("--data") or "", trajectories=line.all("--trajectories"),
+        init=_started(line, store, "policy"), iteration=line.iteration))],
     "rl": _rl,
     "export": lambda line, cfg, store: [(line.output, export_inputs(cfg, store, sft=line.one("--sft") or ""))],
     "train-ebm": lambda line, cfg, store: [(line.output, train_ebm_inputs(
-        cfg, store, trajectories=line.all("--trajectories"), model=line.one("--model"), init=line.one("--init"),
-        joint=line.one("--joint"), iteration=line.iteration))],
+        cfg, store, trajectories=line.all("--trajectories"), model=line.one("--model"),
+        init=_started(line, store, "value_model"), joint=line.one("--joint"), iteration=line.iteration))],
     "search": _search,
     "merge-trajectories": lambda line, cfg, store: [(line.output, merge_inputs(store, inputs=line.arguments))],
     "eval": _eval_arms,

@@ -56,8 +56,9 @@ def test_the_dag_is_the_local_plans_with_rl_between_sft_and_export(docs: list[An
         export = template(doc, "export")["container"]["args"]
         assert export[export.index("--sft") + 1] == f"{PARAM_ROOT}/iter_{i}/rl"
         sft = template(doc, "sft")["container"]["args"]
-        if i:  # the next iteration warm-starts from the policy the previous one exported: its rl output
-            assert sft[sft.index("--init") + 1] == f"{PARAM_ROOT}/iter_{i - 1}/rl"
+        if i:  # the next iteration warm-starts from the best policy so far, among the rl outputs of those before
+            assert sft[sft.index("--start") + 1] == f"{PARAM_ROOT}/iter_{i}/start.json"
+            assert f"{PARAM_ROOT}/iter_{i - 1}/rl" in next(s for s in stages if s.name == "sft").inputs
             assert rl[rl.index("--trajectories") + 1] == f"{PARAM_ROOT}/iter_0/trajectories"
 
 

@@ -139,6 +139,8 @@ def test_every_rate_carries_its_n_and_interval(root: str, store: Store) -> None:
         "the base policy solves 1/8 (12.5%, 2.2–47.1%) at its largest budget (gate: ≥ 10.0%)",
         "iteration 1 vs 0: 2 gained and 1 lost (4/8 → 5/8; difference +12.5 pts, 95% interval -30.3 to +49.6) "
         "(gate: the difference ≥ +0.0 pts)",
+        "LLM only 2/8 vs the best so far, iteration 0's 4/8, at budget 50: the next iteration starts from iteration "
+        "0's policy (no-go)",
         "LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget"]
 
 
@@ -243,6 +245,8 @@ def test_the_headline_iterate_prints(root: str, store: Store) -> None:
         "  PASS baseline: the base policy solves 1/8 (12.5%, 2.2–47.1%) at its largest budget (gate: ≥ 10.0%)",
         "  PASS gain: iteration 1 vs 0: 2 gained and 1 lost (4/8 → 5/8; difference +12.5 pts, 95% interval -30.3 to "
         "+49.6) (gate: the difference ≥ +0.0 pts)",
+        "  WARN policy: LLM only 2/8 vs the best so far, iteration 0's 4/8, at budget 50: the next iteration starts "
+        "from iteration 0's policy (no-go)",
         "  PASS ebm-helps: LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget",
         "  decision: go: the baseline and gain gates passed",
     ]

@@ -27,7 +27,8 @@ def test_each_section_fills_its_own_fields_and_every_field_is_filled_by_one() ->
     assert fields == [  # report.md's order
         "not_compared", "rows", "curves", "learning", "changes", "unsolved", "ceiling", "not_evaluated", "proofs",
         "training", "training_summaries", "base_arm", "depth_outcomes", "costs", "stage_costs", "iteration_costs",
-        "iterations", "modes", "mode_comparison", "repairs", "sketches", "rl", "joint_study", "overlaps",
+        "iterations", "modes", "mode_comparison", "repairs", "sketches", "rl", "joint_study", "learning_curve",
+        "overlaps",
         "decontamination", "provenance", "gates"]
     own = {"root", "iteration", "made_by", "inputs"}  # the report's own: where, which iteration, by what, read what
     assert sorted(fields) == sorted(set(Report.model_fields) - own)

@@ -52,7 +52,8 @@ def test_eval_base_evaluates_the_base_model_like_every_eval() -> None:
 
 
 def test_iteration_2_trains_an_ebm_on_all_earlier_trajectories_and_runs_the_ablation() -> None:
-    it = build_iteration(PipelineConfig(noise_temperature=None), ROOT, 2)
+    # pipeline.start = "previous": iteration i-1's models (the default's start stage: tests/eval/test_start.py)
+    it = build_iteration(PipelineConfig(noise_temperature=None, start="previous"), ROOT, 2)
     assert it.names == ["sft", "export", "train-ebm", "search", "merge-trajectories", "eval", "eval-noebm", "report"]
     sft = it.stage("sft").argv
     assert [sft[i + 1] for i, a in enumerate(sft) if a == "--trajectories"] == [
@@ -66,7 +67,7 @@ def test_iteration_2_trains_an_ebm_on_all_earlier_trajectories_and_runs_the_abla
     assert "--ebm" not in it.stage("eval-noebm").argv
     assert it.stage("eval-noebm").outputs == (f"{ROOT}/iter_2/eval/eval-noebm.json",)
     # iteration 1 has no previous head to start from
-    assert "--init" not in build_iteration(PipelineConfig(), ROOT, 1).stage("train-ebm").argv
+    assert "--init" not in build_iteration(PipelineConfig(start="previous"), ROOT, 1).stage("train-ebm").argv
 
 
 @pytest.mark.parametrize("iteration", [0, 1, 3])

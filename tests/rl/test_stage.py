@@ -218,11 +218,12 @@ def test_the_settings_are_in_config_describe() -> None:
 
 
 def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> None:
-    off = build_iteration(PipelineConfig(), "runs", 1)
+    previous = PipelineConfig(start="previous")  # warm starts from iteration i-1 (the default picks the best)
+    off = build_iteration(previous, "runs", 1)
     assert "rl" not in off.names and off.stage("export").argv == ("export", "--sft", "runs/iter_1/sft", "--output",
                                                                   "runs/iter_1/export")
     assert off.stage("sft").argv[-3:-2] == ("runs/iter_0/sft",)
-    on = build_iteration(PipelineConfig(), "runs", 1, rl=True)
+    on = build_iteration(previous, "runs", 1, rl=True)
     assert on.names[on.names.index("sft") + 1:on.names.index("export") + 1] == ["rl", "export"]
     assert on.stage("rl").argv == (
         "rl", "--iter", "1", "--sft", "runs/iter_1/sft", "--theorems", "runs/iter_0/data/theorems.json", "--split",
@@ -236,14 +237,17 @@ def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> N
     assert on.stage("sft").inputs == ("runs/iter_0/data", "runs/iter_0/trajectories", "runs/iter_0/rl/trajectories",
                                       "runs/iter_0/rl")
     assert on.stage("train-ebm").argv == off.stage("train-ebm").argv
-    assert build_iteration(PipelineConfig(), "runs", 2, rl=True).stage("sft").argv[5:13] == (
+    assert build_iteration(previous, "runs", 2, rl=True).stage("sft").argv[5:13] == (
         "--trajectories", "runs/iter_0/trajectories", "--trajectories", "runs/iter_0/rl/trajectories",
         "--trajectories", "runs/iter_1/trajectories", "--trajectories", "runs/iter_1/rl/trajectories")
-    joint = build_iteration(PipelineConfig(), "runs", 1, joint=True, rl=True)
+    joint = build_iteration(previous, "runs", 1, joint=True, rl=True)
     assert joint.stage("study-sft-a").argv[5:9] == on.stage("sft").argv[5:9]  # the study's A trains on the same data
     assert "runs/iter_1/rl" in on.stage("report").inputs and "runs/iter_1/rl" not in off.stage("report").inputs
     assert [s for s in on.stages if s.name not in ("rl", "report")][3:] == [s for s in off.stages
                                                                          if s.name != "report"][3:]
+    # the default (pipeline.start = "best") names the rl outputs among what its start record may pick
+    best = build_iteration(PipelineConfig(), "runs", 2, rl=True).stage("sft")
+    assert best.inputs[-3:] == ("runs/iter_2/start.json", "runs/iter_0/rl", "runs/iter_1/rl")
 
 
 

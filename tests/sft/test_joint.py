@@ -176,7 +176,7 @@ def test_the_pipeline_publishes_the_joint_head_instead_of_training_one() -> None
     from burnqed.config import Config
     from burnqed.runner.plan import build_iteration
 
-    cfg = Config()
+    cfg = Config.model_validate({"pipeline": {"start": "previous"}})  # --init: iteration 1's head
     plain = build_iteration(cfg.pipeline, "file:///run", 2).stage("train-ebm")
     joint = build_iteration(cfg.pipeline, "file:///run", 2, joint=True).stage("train-ebm")
     assert "--init" in plain.argv and "--joint" not in plain.argv

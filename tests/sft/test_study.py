@@ -89,7 +89,8 @@ def test_the_joint_pipeline_runs_the_three_configurations_at_the_same_budgets() 
         assert set(it.stage(name).after) <= set(it.names[:it.names.index(name)])
     at = Layout("runs")
     sft_a = it.stage("study-sft-a").argv
-    assert sft_a[sft_a.index("--set") + 1] == "sft.joint=false" and "--init" in sft_a
+    assert sft_a[sft_a.index("--set") + 1] == "sft.joint=false" and "--start" in sft_a  # as the iteration's SFT
+    assert it.stage("study-sft-a").after == ("start",)
     assert it.stage("study-sft-a").argv[:8] == it.stage("sft").argv[:8]  # the same data and trajectories
     assert "--joint" not in it.stage("study-ebm-b").argv and at.export(1) in it.stage("study-ebm-b").argv
     main = it.stage("eval").argv

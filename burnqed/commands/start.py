@@ -1,0 +1,62 @@
+"""`burnqed start`: what iteration I ≥ 1 starts from, never below the best so far (docs/pipeline.md, "Start of an
+iteration"): the best policy by its LLM-only eval, the best value model where it helped, and whether search uses the
+value model, written as a start record that `sft --start`, `train-ebm --start` and `search --start` read.
+
+    burnqed start --root runs --iter 3 --output runs/iter_3/start.json
+
+The iteration's start stage runs it when pipeline.start is "best" (the default); it reads the published evals of
+iterations 0..I-1 (`burnqed.eval.best_so_far`) and prints one line per decision.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from burnqed.commands.kit import ConfigOption, SetOption, reports_errors, setup
+from burnqed.commands.runs import RootOption
+
+
+@reports_errors
+def start(
+    iteration: Annotated[int | None, typer.Option(
+        "--iter", min=1, metavar="I", show_default=False,
+        help="The iteration to start (≥ 1). Default: the last under the run root with a finished eval, plus one.")
+    ] = None,
+    output: Annotated[str | None, typer.Option(
+        "--output", "-o", metavar="URI", show_default=False,
+        help="The start record (a .json path or URI) to write. Default: the run layout's, ROOT/iter_I/start.json.")
+    ] = None,
+    root: RootOption = None,
+    config: ConfigOption = None,
+    set_: SetOption = None,
+) -> None:
+    """Decide what iteration I starts from (the best policy and value model so far) from the evals of iterations
+    0..I-1 and write it as a start record."""
+    from burnqed import storage
+    from burnqed.base import uris
+    from burnqed.commands.vocabulary import last_iteration
+    from burnqed.errors import InputError
+    from burnqed.eval.best_so_far import choose_start, load_results
+    from burnqed.layout import Layout
+
+    if output is not None and not output.endswith(".json"):
+        raise InputError(f"--output {output}: a start record is a .json file")
+    cfg, store = setup(config, set_, output=output)
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    at = Layout(storage.normalize(root or cfg.storage.root))
+    if iteration is None:
+        last = last_iteration(at, store=store, finished=at.eval_result)
+        if last is None:
+            raise InputError(f"{at.root} holds no iteration with a finished eval ({at.eval_result(0)}, …): run "
+                             "`burnqed iterate --iter 0` first, or give --root and --iter")
+        iteration = last + 1
+    if output is None:
+        output = at.start(iteration)
+        store.check_writable(output)
+    record = choose_start(load_results(at, iteration, store), iteration, at, rl=cfg.rl.enabled)
+    store.write_bytes(output, (record.model_dump_json(indent=1) + "\n").encode())
+    for reason in record.reasons:
+        typer.echo(f"start of iteration {iteration}: {reason}")
+    typer.echo(f"wrote {output}")

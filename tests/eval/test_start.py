@@ -1,0 +1,187 @@
+"""Never below the best so far (issue 69, point 3): iteration i starts from the best policy by its LLM-only eval and
+the best value model where it helped, and searches with its value model only when the last measured one helped; a
+no-go iteration followed by the next one starts from the best iteration's models, read back from the start record
+the stages read and from what the sft, train-ebm and search stages are made from."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from burnqed.cli import command_grammar
+from burnqed.config import Config, PipelineConfig
+from burnqed.errors import InputError
+from burnqed.eval.best_so_far import choose_start, load_results
+from burnqed.eval.pass_at import build_eval_result
+from burnqed.eval.result import EvalResult, write_eval_result
+from burnqed.layout import Layout
+from burnqed.records import FailureReason, TheoremResult
+from burnqed.report.build import build_report, write_report
+from burnqed.report.gates import go_no_go
+from burnqed.runner import reuse
+from burnqed.runner.plan import iteration_of
+from burnqed.storage import Store
+from tests.processes import burnqed_in_process
+
+SEVEN = [f"t{k}" for k in range(7)]
+
+
+def result(solved: int, *, ebm: str | None = None, iteration: int = 0) -> EvalResult:
+    """An eval of SEVEN at budgets 10 and 50 proving the first `solved`, with the value model `ebm` (None: LLM
+    only)."""
+    attempts = [[TheoremResult(name=name, proved=True, budget_at_proof=3, nodes_expanded=3, time_s=1.0, proof="p")
+                 if k < solved else
+                 TheoremResult(name=name, proved=False, failure_reason=FailureReason.EXHAUSTED, nodes_expanded=50,
+                               time_s=1.0, edges=200)
+                 for k, name in enumerate(SEVEN)]]
+    return build_eval_result(attempts, [10, 50], benchmark="bench", model="tiny", ebm=ebm, lean_backend="minilean",
+                             iteration=iteration, config_digest="0" * 16, git_commit=None, theorem_names=SEVEN,
+                             timestamp=datetime(2026, 1, 1, tzinfo=UTC), seed=0)
+
+
+# iteration 0: 3 (LLM only); 1: 5 alone, 6 with its value model (it helped); 2: 4 alone, 3 with it (a no-go, and its
+# value model hurt)
+ARMS = {(0, "llm"): 3, (1, "llm"): 5, (1, "llm+ebm"): 6, (2, "llm"): 4, (2, "llm+ebm"): 3}
+
+
+def results(at: Layout) -> dict[tuple[int, str], EvalResult]:
+    return {(j, arm): result(n, ebm=at.ebm(j) if arm == "llm+ebm" else None, iteration=j)
+            for (j, arm), n in ARMS.items()}
+
+
+def test_a_no_go_iteration_is_not_the_next_ones_start() -> None:
+    at = Layout("file:///runs")
+    start = choose_start(results(at), 3, at)
+    assert (start.policy_from, start.policy) == (1, "file:///runs/iter_1/sft")
+    assert (start.value_model_from, start.value_model) == (1, "file:///runs/iter_1/ebm")
+    assert start.search_value_model is False
+    assert [(s.iteration, s.budget, s.llm, s.llm_ebm) for s in start.scores] == [
+        (0, 50, 3, None), (1, 50, 5, 6), (2, 50, 4, 3)]
+    assert start.reasons == [
+        "policy: iteration 1's (5/7 LLM only at budget 50, the best so far; iteration 2 solved 4: no-go, not its "
+        "start)",
+        "value model: iteration 1's (6 with it vs 5 without)",
+        "search: without the value model (at iteration 2's eval 3 with it vs 4 without)",
+    ]
+    # with the rl stage the policy is the rl stage's output
+    assert choose_start(results(at), 3, at, rl=True).policy == "file:///runs/iter_1/rl"
+
+
+def test_a_tie_goes_to_the_later_iteration_and_the_first_start_searches_with_its_value_model() -> None:
+    at = Layout("file:///runs")
+    first = choose_start({(0, "llm"): result(3)}, 1, at)
+    assert (first.policy_from, first.value_model, first.search_value_model) == (0, None, True)
+    assert first.reasons[1:] == ["value model: none helped so far; train-ebm starts afresh",
+                                 "search: with the value model (none measured yet)"]
+    tied = {(0, "llm"): result(3), (1, "llm"): result(3), (1, "llm+ebm"): result(4, ebm="e", iteration=1)}
+    later = choose_start(tied, 2, at)
+    assert (later.policy_from, later.value_model_from, later.search_value_model) == (1, 1, True)
+
+
+def test_an_iteration_without_its_llm_only_eval_cannot_be_judged() -> None:
+    at = Layout("file:///runs")
+    with pytest.raises(InputError, match=r"iteration 1 has no LLM-only eval \(file:///runs/iter_1/eval/eval-noebm"):
+        choose_start({(0, "llm"): result(3), (1, "llm+ebm"): result(4, ebm="e", iteration=1)}, 2, at)
+    with pytest.raises(ValueError, match="iteration 0 starts from the base model"):
+        choose_start({}, 0, at)
+
+
+def test_the_policy_gate_judges_the_llm_only_arm_against_the_best_so_far() -> None:
+    at = Layout("file:///runs")
+    gates = {g.name: g for g in go_no_go([], 2, PipelineConfig(), results(at), None)}
+    assert (gates["policy"].passed, gates["policy"].blocking) == (False, False)
+    assert gates["policy"].detail == ("LLM only 4/7 vs the best so far, iteration 1's 5/7, at budget 50: the next "
+                                      "iteration starts from iteration 1's policy (no-go)")
+    assert "policy" not in {g.name for g in go_no_go([], 2, PipelineConfig(start="previous"), results(at), None)}
+
+
+def _publish_run(tmp_path: Path, store: Store) -> Layout:
+    """A run root whose iterations 0..2 have published evals (ARMS) and SFT and value-model folders with a file each
+    (so each folder is stamped by its own listing)."""
+    at = Layout(f"file://{tmp_path}/runs")
+    for (j, arm), found in results(at).items():
+        write_eval_result(found, at.eval_result(j, with_ebm=arm == "llm+ebm" or j == 0), store=store)
+    for j in range(3):
+        for folder, size in ((at.sft(j), j + 1), (at.ebm(j), 10 * (j + 1))):
+            path = tmp_path / "runs" / f"iter_{j}" / folder.rsplit("/", 1)[1]
+            path.mkdir(parents=True, exist_ok=True)
+            (path / "weights.bin").write_bytes(b"w" * size)
+    return at
+
+
+def test_after_a_no_go_the_next_iteration_loads_the_best_iterations_models(tmp_path: Path, store: Store) -> None:
+    at = _publish_run(tmp_path, store)
+    assert set(load_results(at, 3, store)) == set(ARMS)
+    plan = iteration_of(Config(), at.root, 3)
+    assert plan.names[:2] == ["start", "sft"]
+    done = burnqed_in_process(*plan.stage("start").argv_for(0))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == ("start of iteration 3: policy: iteration 1's (5/7 LLM only at budget 50, "
+                                           "the best so far; iteration 2 solved 4: no-go, not its start)")
+    record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
+    assert (record["policy"], record["value_model"], record["search_value_model"]) == (
+        at.sft(1), at.ebm(1), False)
+    # What the stages load, as each builds its record of inputs from its command line (`reuse.BUILDERS`, the same
+    # builders the commands call): SFT warm-starts from iteration 1's policy, train-ebm from its value model, and
+    # search drops the value model.
+    cfg = Config()
+
+    def made_from(stage: str) -> dict[str, str | None]:
+        argv = plan.stage(stage).argv_for(0)
+        if "--theorems" in argv:  # the search's training theorems: the embedded corpus (the run has no data)
+            at_theorems = argv.index("--theorems")
+            argv = argv[:at_theorems] + argv[at_theorems + 4:]  # --theorems INDEX --split SPLITS
+        line = reuse.parse_command_line(argv, command_grammar())
+        [(_, inputs)] = reuse.BUILDERS[line.command](line, cfg, store)
+        return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
+
+    assert made_from("sft") == {"--init": at.sft(1)}
+    assert made_from("train-ebm") == {"--init": at.ebm(1)}
+    assert made_from("search") == {"--ebm": None}
+
+
+def test_the_variants_start_from_the_previous_iteration_or_the_base() -> None:
+    def sft_argv(start: str) -> list[str]:
+        cfg = Config(pipeline=PipelineConfig(start=start))
+        return iteration_of(cfg, "file:///r", 2).stage("sft").argv_for(0)
+
+    assert "start" not in iteration_of(Config(pipeline=PipelineConfig(start="previous")), "file:///r", 2).names
+    previous = sft_argv("previous")
+    assert previous[previous.index("--init") + 1] == "file:///r/iter_1/sft"
+    assert "--init" not in sft_argv("base") and "--start" not in sft_argv("base")
+    # iteration 0 has no start stage whatever the setting: the quick start is unchanged
+    assert "start" not in iteration_of(Config(), "file:///r", 0).names
+
+
+def test_the_report_names_the_policy_gate(tmp_path: Path, store: Store) -> None:
+    at = _publish_run(tmp_path, store)
+    report = build_report(at.root, 2, PipelineConfig(), store=store)
+    assert [(g.name, g.passed) for g in report.gates if g.name == "policy"] == [("policy", False)]
+
+
+def test_the_report_draws_both_arms_across_iterations_and_names_the_next_start(tmp_path: Path, store: Store) -> None:
+    from burnqed.report.iterations import iterations_markdown
+
+    at = _publish_run(tmp_path, store)
+    assert build_report(at.root, 0, PipelineConfig(), store=store).learning_curve is None
+    report = build_report(at.root, 2, PipelineConfig(), store=store)
+    section = report.learning_curve
+    assert section is not None and section.next_start is not None
+    assert [(r.iteration, r.arm, r.solved) for r in section.rows if r.budget == 50] == [
+        (0, "llm", 3), (1, "llm", 5), (1, "llm+ebm", 6), (2, "llm", 4), (2, "llm+ebm", 3)]
+    assert section.next_start.policy_from == 1
+    lines = iterations_markdown(section)
+    assert lines[6:10] == [
+        "| budget | arm | iter 0 | iter 1 | iter 2 |", "|---|---|---|---|---|",
+        "| 10 | policy alone (LLM only) | 3/7 (16–75 %) | 5/7 (36–92 %) | 4/7 (25–84 %) |",
+        "| 10 | with the value model (LLM+EBM) | – | 6/7 (49–97 %) | 3/7 (16–75 %) |"]
+    assert lines[-6:] == ["Iteration 3 starts from (pipeline.start = \"best\"):", "",
+                          "- policy: iteration 1's (5/7 LLM only at budget 50, the best so far; iteration 2 solved 4: "
+                          "no-go, not its start)", "- value model: iteration 1's (6 with it vs 5 without)",
+                          "- search: without the value model (at iteration 2's eval 3 with it vs 4 without)", ""]
+    pytest.importorskip("matplotlib")
+    write_report(report, tmp_path / "report")
+    assert (tmp_path / "report" / "learning_curve.png").stat().st_size > 0
