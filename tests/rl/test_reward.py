@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import re
+import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -459,6 +460,33 @@ def test_a_call_from_the_rewards_own_event_loop_is_refused_not_waited_on_forever
 
     with reward, pytest.raises(RuntimeError, match=r"^LeanReward was called from its own event loop: await score\(\)"):
         reward.run(nested())
+
+
+def test_once_its_pool_lives_on_a_loop_a_score_awaited_on_another_loop_is_refused() -> None:
+    events: list[str] = []
+
+    @contextlib.asynccontextmanager
+    async def pool() -> AsyncIterator[Any]:
+        events.append("enter")
+        yield None  # never asked: an empty completion is refused before Lean
+        events.append("exit")
+
+    reward = LeanReward(THEOREMS, pool, DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    prompt = reward.prompts[HONEST.name]
+    loop = asyncio.new_event_loop()  # the caller's loop, running on its own thread as TRL's does
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:  # the pool is entered on `loop`: its connections belong there, so another loop may not use them
+        first = asyncio.run_coroutine_threadsafe(reward.score([prompt], [""], [HONEST.name]), loop).result()
+        assert (first.rewards, events) == ((0.0,), ["enter"])
+        with pytest.raises(RuntimeError, match=r"^LeanReward was awaited on another event loop than its pool's"):
+            asyncio.run(reward.score([prompt], [""], [HONEST.name]))
+        reward.close()  # left on the loop it was entered on
+        assert events == ["enter", "exit"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
 
 
 def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
