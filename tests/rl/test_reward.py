@@ -448,6 +448,18 @@ def test_a_theorem_given_twice_is_refused_and_nothing_is_judged_before_the_first
     assert reward.last is None  # no call's statistics before the first call
 
 
+def recorded_pool(events: list[str]) -> Callable[[], contextlib.AbstractAsyncContextManager[Any]]:
+    """A pool that records its entry and exit in `events`; never asked (an empty completion is refused before Lean)."""
+
+    @contextlib.asynccontextmanager
+    async def pool() -> AsyncIterator[Any]:
+        events.append("enter")
+        yield None
+        events.append("exit")
+
+    return pool
+
+
 def test_a_call_from_the_rewards_own_event_loop_is_refused_not_waited_on_forever() -> None:
     reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
 
@@ -464,13 +476,7 @@ def test_a_call_from_the_rewards_own_event_loop_is_refused_not_waited_on_forever
 
 def test_once_its_pool_lives_on_a_loop_a_score_awaited_on_another_loop_is_refused() -> None:
     events: list[str] = []
-
-    @contextlib.asynccontextmanager
-    async def pool() -> AsyncIterator[Any]:
-        events.append("enter")
-        yield None  # never asked: an empty completion is refused before Lean
-        events.append("exit")
-
+    pool = recorded_pool(events)
     reward = LeanReward(THEOREMS, pool, DEFAULT_GUARD, RewardSettings(fmt=FMT))
     prompt = reward.prompts[HONEST.name]
     loop = asyncio.new_event_loop()  # the caller's loop, running on its own thread as TRL's does
@@ -500,13 +506,7 @@ def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
 
 def test_the_pool_is_entered_at_the_first_call_and_left_by_close_and_a_conversation_is_refused() -> None:
     events: list[str] = []
-
-    @contextlib.asynccontextmanager
-    async def pool() -> AsyncIterator[Any]:
-        events.append("enter")
-        yield None  # never asked: an empty completion is refused before Lean
-        events.append("exit")
-
+    pool = recorded_pool(events)
     with LeanReward(THEOREMS, pool, DEFAULT_GUARD, RewardSettings(fmt=FMT)) as reward:
         assert events == []
         prompt = reward.prompts[HONEST.name]
