@@ -67,6 +67,7 @@ class ModelServer(ThreadingHTTPServer):
         if ":" in host:  # an IPv6 literal such as "::"
             self.address_family = socket.AF_INET6
         self.model: LocalModel | None = None  # before binding: a failed bind calls server_close()
+        self.weights = Weights(enable_lora, seed)
         try:
             super().__init__((host, port), _Handler)
         except OSError as exc:
@@ -78,7 +79,6 @@ class ModelServer(ThreadingHTTPServer):
         self.digest: str | None = None  # the loaded folder's fingerprint (GET /encoder_info)
         self.load_error: BaseException | None = None
         self.ready = threading.Event()
-        self.weights = Weights(enable_lora, seed)
 
     @property
     def url(self) -> str:

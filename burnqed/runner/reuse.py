@@ -212,6 +212,18 @@ def report_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> St
                  {"--root": normalize(root), "--iter": iteration, **identity_values(cfg, "report")})
 
 
+def start_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> StageInputs:
+    """`start`: the published evals of iterations 0..`iteration`-1 it chooses from (`eval.best_so_far`)."""
+    from burnqed.layout import Layout
+
+    at = Layout(normalize(root))
+    evals = {f"iter_{j} {arm}": uri for j in range(iteration)
+             for arm, uri in (("eval", at.eval_result(j)), ("eval-noebm", at.eval_result(j, with_ebm=False)))
+             if arm == "eval" or j}
+    return _made({role: stamp(uri, store) for role, uri in evals.items()},
+                 {"--root": normalize(root), "--iter": iteration, "pipeline.start": cfg.pipeline.start})
+
+
 def merge_inputs(store: Store, *, inputs: Sequence[str]) -> StageInputs:
     """`merge-trajectories`: the shard prefixes, in order."""
     return _made(_listed("input", inputs, store), {})
@@ -520,6 +532,8 @@ BUILDERS: dict[str, Builder] = {
         cfg, store, trajectories=line.all("--trajectories"), model=line.one("--model"),
         init=_started(line, store, "value_model"), joint=line.one("--joint"), iteration=line.iteration))],
     "search": _search,
+    "start": lambda line, cfg, store: [(line.output, start_inputs(
+        cfg, store, root=line.one("--root") or cfg.storage.root, iteration=line.iteration))],
     "merge-trajectories": lambda line, cfg, store: [(line.output, merge_inputs(store, inputs=line.arguments))],
     "eval": _eval_arms,
     "joint-study": lambda line, cfg, store: [(line.output, joint_study_inputs(

@@ -92,7 +92,7 @@ def test_the_core_images_steps_are_the_ones_covered_here(rendered) -> None:
                     commands.add(" ".join(container["args"][:2] if container["args"][0] == "data"
                                           else container["args"][:1]))
     # `lean` is the smoke workflow's `lean selftest`, against the core image's own Lean
-    assert commands == {"data prepare", "search", "eval", "merge-trajectories", "report", "fetch", "lean"}
+    assert commands == {"data prepare", "search", "eval", "merge-trajectories", "report", "fetch", "lean", "start"}
     assert by_name(rendered, "burnqed-iteration-1")  # the value model's steps are among them
 
 

@@ -111,8 +111,8 @@ def test_iterations_0_and_1_run_end_to_end_each_step_in_its_image(rehearsed: Reh
     assert ran[0] == {("prepare-data", "core"), ("eval-base", "core"), ("sft", "train"), ("export", "train"),
                       ("search", "core"), ("search-noise", "core"), ("merge-trajectories", "core"),
                       ("eval", "core"), ("eval-whole", "core"), ("eval-hybrid", "core"), ("report", "core")}
-    assert ran[1] == {("sft", "train"), ("export", "train"), ("train-ebm", "train"), ("search", "core"),
-                      ("merge-trajectories", "core"), ("eval", "core"), ("eval-noebm", "core"),
+    assert ran[1] == {("start", "core"), ("sft", "train"), ("export", "train"), ("train-ebm", "train"),
+                      ("search", "core"), ("merge-trajectories", "core"), ("eval", "core"), ("eval-noebm", "core"),
                       ("eval-whole", "core"), ("eval-hybrid", "core"), ("report", "core")}
     shards = [run.item for run in rehearsed.iterations[1] if run.task == "search"]
     assert shards == ["0"]  # pipeline.search_shards = 1: the fan-out of one

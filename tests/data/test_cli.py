@@ -127,7 +127,8 @@ def test_a_hub_dataset_that_cannot_be_reached_is_one_clear_error(tmp_path: Path)
     out = tmp_path / "data"
     done = cli("data", "prepare", "--output", str(out), "--set",
                'data.sources=[{"kind": "lean-workbook", "path": "internlm/Lean-Workbook"}]',
-               env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")})
+               env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")},
+               process=True)  # huggingface_hub reads HF_HUB_OFFLINE once, at import: a fresh process
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(

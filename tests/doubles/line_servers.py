@@ -5,7 +5,11 @@ a pipe, where the wire is not what a test checks.
     lean = InProcessReplay(DoubleServer("0.3.4", closes=("exact h₀",)))         # the strict double
 
 `MiniLean` is minilean's server whose `restart` forgets its states, as a new process would; `DoubleServer` is the
-fault-injecting double of tests/doubles/lean_double.py (`closes`: tactics that close any goal)."""
+fault-injecting double of tests/doubles/lean_double.py (`closes`: tactics that close any goal).
+
+Where they are more lenient than the peer: no process, so nothing of a crash, a hung read, a watchdog or a recycle
+is exercised here (tests/lean's subprocess tests cover those), and replies are never split or delayed on a pipe;
+each is as strict as the server it wraps in everything it answers."""
 
 from __future__ import annotations
 

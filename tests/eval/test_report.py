@@ -134,7 +134,8 @@ def test_solve_rate_against_budget_costs_and_proofs_found(tmp_path: Path, store:
     from burnqed.report.build import write_report
 
     write_report(report, folder)
-    assert {p.name for p in folder.iterdir()} == {"report.md", "report.json", "solve_rate.png"}  # nothing else to draw
+    # two iterations: the learning curve too (report.iterations); nothing else to draw
+    assert {p.name for p in folder.iterdir()} == {"report.md", "report.json", "solve_rate.png", "learning_curve.png"}
 
 
 def test_a_root_without_the_iteration_or_without_any_eval_is_refused_before_anything_is_written(

@@ -276,7 +276,8 @@ def test_the_plots_are_written_when_they_have_something_to_show(root: str, store
     folder = tmp_path / "report"
     write_report(build_report(root, 1, PipelineConfig(), store=store), folder)
     assert {p.name for p in folder.iterdir()} == {"report.md", "report.json", "solve_rate.png", "training.png",
-                                                  "outcomes_by_depth.png", "modes_tokens.png"}
+                                                  "outcomes_by_depth.png", "modes_tokens.png",
+                                                  "learning_curve.png"}
     assert all((folder / name).stat().st_size > 10_000 for name in ("solve_rate.png", "training.png"))
     iteration_0 = tmp_path / "report-0"
     write_report(build_report(root, 0, PipelineConfig(), store=store), iteration_0)

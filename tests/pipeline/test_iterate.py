@@ -116,7 +116,7 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteratio
     learning = [(row["step"], row["group"]) for row in report["learning"]]
     assert learning == [(step, group) for step in ("base", "iteration 0", "iteration 1")
                         for group in ("all", "burnqed-bundled", "burnqed-world")]
-    assert [g["name"] for g in report["gates"]] == ["baseline", "gain", "ebm-helps"]
+    assert [g["name"] for g in report["gates"]] == ["baseline", "gain", "policy", "ebm-helps"]
     markdown = (it1 / "report" / "report.md").read_text()
     assert "| 1 | llm+ebm |" in markdown and "| 0 | llm |" in markdown and "| 0 | base |" in markdown
     assert "## Learning" in markdown and "| burnqed-world |" in markdown
