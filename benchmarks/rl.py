@@ -264,14 +264,16 @@ def full_length_shim(folder: Path, end_ids: list[int]) -> Path:
     The step whose sequences all reach the plan's length. A measurement device of this script only; `burnqed rl`
     itself stops at the end-of-sequence token."""
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "sitecustomize.py").write_text(
-        "import trl\n"
-        "_init = trl.GRPOConfig.__post_init__\n"
-        "def _full(self):\n"
-        "    _init(self)\n"
-        "    kwargs = self.generation_kwargs or {}\n"
-        f"    self.generation_kwargs = {{**kwargs, 'suppress_tokens': {end_ids!r}}}\n"
-        "trl.GRPOConfig.__post_init__ = _full\n")
+    text = ("import trl\n"
+            "_init = trl.GRPOConfig.__post_init__\n"
+            "def _full(self):\n"
+            "    _init(self)\n"
+            "    kwargs = self.generation_kwargs or {}\n"
+            f"    self.generation_kwargs = {{**kwargs, 'suppress_tokens': {end_ids!r}}}\n"
+            "trl.GRPOConfig.__post_init__ = _full\n")
+    shim = folder / "sitecustomize.py"
+    if not shim.exists() or shim.read_text() != text:  # engines run at once read it as they start: no rewrite
+        shim.write_text(text)
     return folder
 
 

@@ -9,7 +9,10 @@
 #
 #     bash benchmarks/rl_gpu.sh --prepare   # here first: .whl/ (below), from constraints.txt's pins and .venv
 #     bash benchmarks/rl_gpu.sh     # on the device, in the repository root, .whl/ carried; OUT=folder, DEADLINE_S=s,
-#                                   # RUNS="TOKENS:PROMPTS:GROUP ..." (default "1024:8:8 4096:4:4"), ROLLOUTS=a,b
+#                                   # RUNS="TOKENS:PROMPTS:GROUP ..." (default "1024:8:8 4096:4:4"), ROLLOUTS=a,b,
+#                                   # PARALLEL=1: the engines of a run at the same time, each in its own process on
+#                                   # the one GPU (when the device time cannot hold them one after the other; each
+#                                   # sees the other's kernels and CPU load: say so beside the figures)
 #
 # Needs python3 with torch (CUDA), peft, accelerate, huggingface_hub, tokenizers, safetensors, pandas, pyarrow,
 # psutil, httpx, rich, fsspec, xxhash (the device image's), and in .whl/ the wheels of what it lacks or holds at
@@ -18,7 +21,8 @@
 # vocabulary's `type_descriptor`), installed into /tmp/site, with
 # .whl/tiny (the tiny model: the 7B's tokenizer) and .whl/data (`burnqed data prepare` of the embedded corpus, made on
 # CPU: the device lacks z3, which the replay needs). Writes to $OUT: rl-TOKENS.json (benchmarks/rl.py's rows),
-# rl-TOKENS.log (its output) and runs.log (the machine, the packages, the end of each sft and rl run's own log).
+# rl-TOKENS.log (its output) and runs.log (the machine, the packages, the end of each sft and rl run's own log);
+# with PARALLEL=1 rl-TOKENS-ENGINE.json and .log per engine and gpu-TOKENS.log (memory used, utilisation, each 10 s).
 # docs/benchmarks.md, "rl_gpu.sh"; figures: docs/results.md.
 set -uo pipefail
 if [ "${1:-}" = --prepare ]; then  # here, not on the device: .whl/ from constraints.txt's pins, the tiny model, data
@@ -58,10 +62,25 @@ for run in ${RUNS:-1024:8:8 4096:4:4}; do
     [ "$budget" -gt 30 ] || { echo "no time left for $run" | tee -a "$OUT/runs.log"; break; }
     reuse=$([ "$first" = 1 ] || echo --reuse-sft)
     first=0
-    python3 benchmarks/rl.py --work "$work" --model 7b --tiny .whl/tiny --steps 1 --sft-steps 1 $reuse \
-        --rollouts "${ROLLOUTS:-continuous,trainer}" --full-length --deadline-s "$budget" \
-        --json "$OUT/rl-$tokens.json" --set rl.max_completion_tokens="$tokens" --set rl.max_prompt_tokens=128 \
-        --set rl.prompts_per_step="$prompts" --set rl.num_generations="$group" 2>&1 | tee "$OUT/rl-$tokens.log"
+    common=(--work "$work" --model 7b --tiny .whl/tiny --steps 1 --sft-steps 1 --full-length
+            --set rl.max_completion_tokens="$tokens" --set rl.max_prompt_tokens=128
+            --set rl.prompts_per_step="$prompts" --set rl.num_generations="$group")
+    if [ "${PARALLEL:-0}" = 1 ]; then  # the SFT output once, then each engine in its own process at the same time
+        python3 benchmarks/rl.py "${common[@]}" $reuse --rollouts "" 2>&1 | tee "$OUT/rl-$tokens-sft.log"
+        budget=$(left)
+        export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  # two processes' caches on one card
+        for engine in $(echo "${ROLLOUTS:-continuous,trainer}" | tr , ' '); do
+            python3 benchmarks/rl.py "${common[@]}" --reuse-sft --rollouts "$engine" --deadline-s "$budget" \
+                --json "$OUT/rl-$tokens-$engine.json" > "$OUT/rl-$tokens-$engine.log" 2>&1 &
+        done
+        while [ -n "$(jobs -rp)" ]; do nvidia-smi --query-gpu=memory.used,utilization.gpu --format=csv,noheader \
+            >> "$OUT/gpu-$tokens.log"; sleep 10; done
+        wait
+        cat "$OUT"/rl-"$tokens"-*.log
+    else
+        python3 benchmarks/rl.py "${common[@]}" $reuse --rollouts "${ROLLOUTS:-continuous,trainer}" \
+            --deadline-s "$budget" --json "$OUT/rl-$tokens.json" 2>&1 | tee "$OUT/rl-$tokens.log"
+    fi
     for log in "$work"/sft-7b.log "$work"/rl-7b-*.log; do
         [ -f "$log" ] && { echo "== $run: $log"; tail -c 4000 "$log"; } >> "$OUT/runs.log"
     done
