@@ -133,6 +133,14 @@ class SftConfig(Section):
         "being forgotten).",
         json_schema_extra=TRAINS,
     )
+    proofs_per_theorem: Literal["all", "shortest", "newest"] = Field(
+        default="all",
+        description="Iterations ≥ 1: which verified proofs of a theorem its positives and proof examples come from, "
+        "among every search of it in the earlier trajectories (docs/training.md, 'One proof per theorem'): 'all' of "
+        "them, or one: the 'shortest' (fewest tactics, then fewest characters, then the newest) or the 'newest' (the "
+        "last iteration's that proved it, the proof its search found last). Sketch searches' proofs need 'all'.",
+        json_schema_extra=TRAINS,
+    )
     proof_examples: bool | None = Field(
         default=None,
         description="Also train the proof formats: at iteration 0 the whole format on the prepared data's replayed "

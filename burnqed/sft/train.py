@@ -200,9 +200,9 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
 
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
-    positives = read_positives(request.trajectories, store=store)
+    positives = read_positives(request.trajectories, store=store, keep=cfg.proofs_per_theorem)
     if proof_examples:
-        positives += read_proof_examples(request.trajectories, store=store)
+        positives += read_proof_examples(request.trajectories, store=store, keep=cfg.proofs_per_theorem)
     sketches = read_sketch_examples(request.trajectories if sketch_examples else (), store=store)
     positives += sketches.examples
     init_dir = store.local_input(request.init) if request.init else None
