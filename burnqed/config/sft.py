@@ -74,6 +74,14 @@ class SftConfig(Section):
         default=40, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init).",
         json_schema_extra=TRAINS,
     )
+    later_epochs: float | None = Field(
+        default=None, gt=0,
+        description="Iterations ≥ 1: when set, the steps grow with the data: this many passes over the training rows "
+        "(packed rows with packing), ceil(later_epochs × rows / (batch_size × grad_accum)) optimizer steps, instead "
+        "of warm_steps (a warm start) or max_steps (from the base); unset = those fixed counts. Iteration 0 keeps "
+        "max_steps.",
+        json_schema_extra=TRAINS,
+    )
     batch_size: int = Field(
         default=4, ge=1,
         description="Rows per device batch. With packing a row holds several examples (up to max_length tokens).",
