@@ -15,7 +15,7 @@ from burnqed.config import Config, load_config
 from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
 from burnqed.records import TheoremIndex
-from burnqed.runner.plan import build_iteration
+from burnqed.runner.plan import build_iteration, iteration_of
 from burnqed.runner.reuse import (
     BUILDERS,
     parse_command_line,
@@ -166,8 +166,7 @@ def test_the_expert_iteration_variants_redo_the_stage_they_shape(tmp_path: Path,
     root = f"file://{tmp_path}/run"
     grown = load_config(sets=["search.unsolved_budget_factor=2"])
     for i in (0, 1):
-        plain, larger = (build_iteration(cfg.pipeline, root, i, unsolved_larger=cfg.search.unsolved_budget_factor > 1)
-                         .stage("search") for cfg in (Config(), grown))
+        plain, larger = (iteration_of(cfg, root, i).stage("search") for cfg in (Config(), grown))
         extra = ("--unsolved-from", f"{root}/iter_0/trajectories") if i else ()
         assert larger.argv[: -2] == (*plain.argv[: -2], *extra) and larger.inputs == (*plain.inputs, *extra[1:])
     index = TheoremIndex(name="t", theorems=[])

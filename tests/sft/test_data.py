@@ -92,7 +92,7 @@ def test_positives_need_an_existing_trajectory(tmp_path: Path, store: Store) -> 
 def _two_iterations(tmp_path: Path, store: Store) -> list[str]:
     """thm_a: proved twice at iteration 0 (`tactic 2` alone; `tactic 1` then `tactic 3`) and once at iteration 1
     (`tactic 1` then `tactic 4`); thm_c: once at each, by one tactic as long as the other."""
-    declared = {"declaration": "theorem a : True", "tactics": ["tactic 2"]}
+    declared: dict[str, Any] = {"declaration": "theorem a : True", "tactics": ["tactic 2"]}
     a0 = [edge(1, 0), edge(2, 0, EdgeOutcome.CLOSED), edge(3, 1, EdgeOutcome.CLOSED, depth=2)]
     label_edges(a0, [2, 3], proved=True)
     c0 = [edge(1, 0, EdgeOutcome.CLOSED)]
