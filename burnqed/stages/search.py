@@ -378,7 +378,7 @@ async def search_job(
         cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output),
                                   cache_environment(settings.lean, pantograph_version))
     settings = _attached(settings, journal, cache)
-    larger = sum(1 for theorem in todo if theorem.name in settings.overrides())
+    larger = len({theorem.name for theorem in todo} & settings.overrides().keys())
     monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
     tally = SolveTally()
     with progress_bar("searching", total=len(todo), status=tally.line, detail=monitor.status) as advance:
