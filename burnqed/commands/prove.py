@@ -97,6 +97,13 @@ def search(
     ] = None,
     ebm: EbmOption = None,
     start: StartOption = None,
+    unsolved_from: Annotated[
+        str | None,
+        typer.Option("--unsolved-from", metavar="PREFIX",
+                     help="The previous iteration's trajectories: the theorems they searched and never proved are "
+                     "searched at search.unsolved_budget_factor × the budget (which must then be above 1).",
+                     show_default=False),
+    ] = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -109,7 +116,7 @@ def search(
     from burnqed.data.theorems import load_index
     from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
-    from burnqed.stages.search import JobSettings, SearchReport, search_job
+    from burnqed.stages.search import JobSettings, SearchReport, search_job, unsolved_in
 
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
@@ -119,6 +126,12 @@ def search(
             typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
             ebm = None
     settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean, planner=cfg.planner)
+    if unsolved_from is not None:
+        if cfg.search.unsolved_budget_factor == 1.0:
+            raise InputError("--unsolved-from gives the theorems a larger budget: set search.unsolved_budget_factor "
+                             "above 1 (it is 1)")
+        settings = settings.with_unsolved(unsolved_in(unsolved_from, store=store), cfg.search, cfg.policy,
+                                          cfg.planner)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
     except ValueError as exc:
@@ -127,7 +140,7 @@ def search(
     check_trajectory_prefix(store, output)
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
-    made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm)
+    made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
 
     async def run() -> SearchReport:
         async with open_search_edges(cfg, ebm, store=store) as edges:
@@ -149,8 +162,10 @@ def search(
             return
         report = run_async(run())
     rate = f"{report.proved}/{report.searched}" if report.searched else "0/0"
+    larger = (f", {report.larger} left unsolved last iteration at budget {report.larger_budget}"
+              if report.larger_budget is not None else "")
     typer.echo(
-        f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
+        f"searched {report.searched} theorems ({report.skipped} already done{larger}), proved {rate}, "
         f"in {report.elapsed_s:.1f}s -> {report.output} (run {report.run_id})"
     )
     # The machinery: with -v (and always in `burnqed summary`).

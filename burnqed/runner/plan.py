@@ -108,12 +108,13 @@ def iteration_of(config: Config, root: str, iteration: int) -> Iteration:
     settings that shape the plan (what every runner, the reuse check and the workflows build)."""
     return build_iteration(config.pipeline, root, iteration, base_model=config.sft.base_model, joint=config.sft.joint,
                            max_proofs=config.search.max_proofs, rl=config.rl.enabled,
-                           sketch=config.search.mode is SearchMode.SKETCH)
+                           sketch=config.search.mode is SearchMode.SKETCH,
+                           unsolved_larger=config.search.unsolved_budget_factor > 1)
 
 
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
                     joint: bool = False, max_proofs: int | None = None, rl: bool = False,
-                    sketch: bool = False) -> Iteration:
+                    sketch: bool = False, unsolved_larger: bool = False) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
     EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
     `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
@@ -123,7 +124,9 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it. `rl` (`rl.enabled`):
     an rl stage trains SFT's output on Lean's verdict of its whole proofs of the training theorems, export reads its
     output instead of SFT's, and the next iteration's SFT warm-starts from it and reads its rollouts (kept as a
-    trajectory inside it) with the search trajectories; the value model does not (they hold no proof state)."""
+    trajectory inside it) with the search trajectories; the value model does not (they hold no proof state).
+    `unsolved_larger` (`search.unsolved_budget_factor` above 1): from iteration 1 the search reads iteration i-1's
+    trajectories (`--unsolved-from`) and gives the theorems they left unsolved the larger budget."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -180,15 +183,18 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, best=best))
     ebm_flag = _optional("--ebm", ebm)
     search_after = ("export", "train-ebm") if ebm else ("export",)
-    shard_out = at.search_shard(i, SHARD)
+    # search.unsolved_budget_factor > 1: iteration i-1's trajectories say which theorems get the larger budget
+    shard_out, unsolved = at.search_shard(i, SHARD), (at.trajectories(i - 1),) if unsolved_larger and i >= 1 else ()
     stages.append(Stage(
         name="search",
-        summary=f"Search the training theorems in {n} shard(s) and record trajectories.",
+        summary=f"Search the training theorems in {n} shard(s) and record trajectories"
+        + (", those iteration i-1 left unsolved at the larger budget." if unsolved else "."),
         argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
               *ebm_flag, *(("--start", at.start(i)) if best and ebm else ()), *model, *_cache_set(at, sketch),
-              "--output", shard_out),
+              *(arg for uri in unsolved for arg in ("--unsolved-from", uri)), "--output", shard_out),
         outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ()),
-                                      *((at.start(i),) if best and ebm else ())), resource=Resource.GPU_LEAN,
+                                      *((at.start(i),) if best and ebm else ()), *unsolved),
+        resource=Resource.GPU_LEAN,
         after=search_after, shards=n, policy_model=export, ebm=ebm,
     ))
     merged_inputs = [at.search_shard(i, k) for k in range(n)]
