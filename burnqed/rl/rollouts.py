@@ -22,6 +22,7 @@ from typing import Protocol
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
 from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.repair import RepairSettings, compile_messages, failed_proof_feedback
 from burnqed.search.skeleton import Proof
 from burnqed.search.whole import read_whole, whole_prompt
@@ -117,8 +118,7 @@ def _search(theorem: Theorem, rollouts: Sequence[RolloutRecord], fmt: PromptForm
     result = TheoremResult(
         name=theorem.name, mode=SearchMode.WHOLE, proved=proved, declaration=theorem.declaration(form),
         header=theorem.header,
-        answer=(best.answer if best else None) if theorem.answer_open else
-        (theorem.answer.value if theorem.answer is not None else None),
+        answer=AnswerSlot(theorem).stored(best.answer if best else None),
         proof=best.proof if best else None, tactics=best.tactics if best else [],
         failure_reason=None if proved else FailureReason.MAX_PROOFS,
         detail=None if proved else f"no rollout of {len(rollouts)} verified",

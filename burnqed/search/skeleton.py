@@ -34,6 +34,7 @@ from burnqed.records import (
     TheoremResult,
     first_line,
 )
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.rebuild import LeanGone
 from burnqed.search.usage import UsageMeter, Waits
 from burnqed.text.prompt import SearchMode
@@ -312,8 +313,7 @@ def final_result(
         name=theorem.name,
         declaration=declaration,
         header=theorem.header,
-        answer=(shown.answer if shown else None) if theorem.answer_open else
-        (theorem.answer.value if theorem.answer is not None else None),
+        answer=AnswerSlot(theorem).stored(shown.answer if shown else None),
         mode=mode,
         proved=proved,
         unverified=unverified is not None,

@@ -28,6 +28,7 @@ from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.modelfolder import encode_texts
 from burnqed.records import Goal, SubgoalAttempt, TheoremIndex, TheoremResult, pretty_state, stable_split
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.subgoal_cache import subgoal_key
 from burnqed.storage import Store, read_json_model
 from burnqed.text.completion import join_tactics, split_proof
@@ -187,7 +188,7 @@ def read_base_proofs(data_dir: Path, base: Sequence[TacticPair], form: Declarati
     for theorem in index.theorems:
         declaration = theorem.declaration(form)
         pairs = by_theorem.get(theorem.name, [])
-        if declaration is None or theorem.answer_open or not pairs:
+        if declaration is None or AnswerSlot(theorem).open or not pairs:
             continue
         tactics = _replayed_proof(pairs, closed)
         if tactics:
