@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import re
 import threading
+import warnings
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -539,7 +541,16 @@ def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
     reward.close()  # nothing was started
     with reward:
         assert reward.run(asyncio.sleep(0, result=7)) == 7  # the loop thread starts
+        # a daemon: a reward nobody closed cannot keep the interpreter from exiting
+        assert [t.daemon for t in threading.enumerate() if t.name == "burnqed-reward"] == [True]
     reward.close()  # after the context's own close
+    assert [t for t in threading.enumerate() if t.name == "burnqed-reward"] == []
+    gc.collect()  # what earlier tests left is collected first: below, only this reward's loop could warn
+    with warnings.catch_warnings(record=True) as caught:  # its loop was closed, not left to the collector
+        warnings.simplefilter("always")
+        del reward
+        gc.collect()
+    assert [str(w.message) for w in caught if "event loop" in str(w.message)] == []
 
 
 def test_the_pool_is_entered_at_the_first_call_and_left_by_close_and_a_conversation_is_refused() -> None:
