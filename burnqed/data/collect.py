@@ -34,7 +34,7 @@ from burnqed.data.sources import (
     normalize_split,
 )
 from burnqed.errors import InputError
-from burnqed.records import SkippedDeclaration, Theorem, stable_split
+from burnqed.records.theorem import SkippedDeclaration, Theorem, stable_split
 from burnqed.storage import Store
 from burnqed.text.completion import normalize_tactic
 from leankit.declaration import strip_imports, uses_sorry

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.records import Answer, AnswerTask, Theorem, lean_name_problem
+from burnqed.records.theorem import Answer, AnswerTask, Theorem, lean_name_problem
 from leankit.answer import answer_slot, drop_slot, inline_answer, reference_answer, uses_name
 from leankit.declaration import (
     Declaration,

@@ -27,9 +27,10 @@ from burnqed.config import digest as digests
 from burnqed.config.identity import MODES, identity_keys
 from burnqed.data.data_report import TrainingDataCheck
 from burnqed.provenance import StageInputs
-from burnqed.records import EXPANSION_MODES, FailureReason, SkippedDeclaration, UsageCurve
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import EXPANSION_MODES, FailureReason, UsageCurve
+from burnqed.records.theorem import SkippedDeclaration
 from burnqed.storage import read_json_model, write_text_atomic
-from burnqed.text.prompt import SearchMode
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
 REPLAY_MODULE = "minilean.replay"

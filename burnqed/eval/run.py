@@ -53,7 +53,9 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_answer, check_path, check_proof_text
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
-from burnqed.records import FailureReason, SkippedDeclaration, Theorem, TheoremIndex, TheoremResult
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import FailureReason, TheoremResult
+from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
 from burnqed.search.answer import mode_refusal
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
 from burnqed.search.hybrid import HybridSettings
@@ -66,7 +68,6 @@ from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.stages.search import JobSettings, new_run_id, search_format, search_into
 from burnqed.storage import Store, is_remote, join, normalize
-from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from burnqed.errors import LeanStatesLostError
 from burnqed.lean.env import LeanEnv
-from burnqed.records import Goal, Theorem
-from burnqed.text.prompt import DeclarationForm
+from burnqed.records.enums import DeclarationForm
+from burnqed.records.replies import Goal
+from burnqed.records.theorem import Theorem
 
 # The form a theorem is started and compiled in: as written, binders before the colon.
 START_FORM = DeclarationForm.BINDER

@@ -17,8 +17,8 @@ from enum import StrEnum
 from burnqed.config import Config, PipelineConfig
 from burnqed.config.pipeline import proof_ladder
 from burnqed.layout import Layout
-from burnqed.records import EXPANSION_MODES
-from burnqed.text.prompt import SearchMode
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import EXPANSION_MODES
 
 SHARD = "{shard}"  # placeholder in argv/outputs of a fanned-out stage, replaced by the shard index
 

@@ -26,15 +26,16 @@ from typing import Any, Literal
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.modelfolder import encode_texts
-from burnqed.records import Goal, SubgoalAttempt, TheoremIndex, TheoremResult, pretty_state, stable_split
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import Goal, pretty_state
+from burnqed.records.results import SubgoalAttempt, TheoremResult
+from burnqed.records.theorem import TheoremIndex, stable_split
 from burnqed.search.subgoal_cache import subgoal_key
 from burnqed.storage import Store, read_json_model
 from burnqed.text.completion import join_tactics, split_proof
 from burnqed.text.feedback import Feedback
 from burnqed.text.prompt import (
-    DeclarationForm,
     PromptFormat,
-    SearchMode,
     build_completion,
     build_prompt,
     build_repair_prompt,

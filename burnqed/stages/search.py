@@ -29,7 +29,9 @@ from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.provenance import INPUTS_NAME, StageInputs
-from burnqed.records import Theorem, TheoremResult
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
@@ -44,7 +46,7 @@ from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store, join
-from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format, stop_strings
+from burnqed.text.prompt import PromptFormat, format_for, repair_format, stop_strings
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 

@@ -20,7 +20,7 @@ from datetime import datetime
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.records import Edge, TheoremResult
+from burnqed.records.results import Edge, TheoremResult
 
 SCHEMA = pa.schema(
     [

@@ -42,8 +42,8 @@ from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.layout import Layout
+from burnqed.records.enums import SearchMode
 from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration
-from burnqed.text.prompt import SearchMode
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"

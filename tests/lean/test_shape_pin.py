@@ -19,7 +19,7 @@ from burnqed.lean.soundness import (
     compile_text,
     pinned_starts,
 )
-from burnqed.records import CompileMessage, CompileResult, CompileUnit
+from burnqed.records.replies import CompileMessage, CompileResult, CompileUnit
 from tests.lean.test_guard_soundness import ROOT_OK, ScriptedEnv
 
 SLOT = "putnam_mock_a_solution"
