@@ -48,6 +48,7 @@ from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store, join
 from burnqed.text.prompt import PromptFormat, format_for, repair_format, stop_strings
 from burnqed.trajectory.reader import committed_parts, is_complete
+from burnqed.trajectory.schema import PartManifest
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
@@ -271,6 +272,37 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + uuid.uuid4().hex[:6]
 
 
+def _refuse_unresumed(output: str, parts: list[PartManifest], journal: FileJournal, *, resume: bool) -> None:
+    """`InputError` unless `resume`, when the prefix `output` holds finished theorems (its committed `parts`) or
+    checkpoints of half-searched ones (`journal`): a search never writes over another run."""
+    if parts and not resume:
+        done = sum(len(p.theorems) for p in parts)
+        raise InputError(
+            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, --force "
+            "to search again from nothing, or choose another --output"
+        )
+    if not parts and not resume and journal.pending():
+        raise InputError(
+            f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
+            "continue that run, or choose another --output"
+        )
+
+
+def _with_run_state(settings: JobSettings, output: str, journal: FileJournal, pantograph_version: str | None, *,
+                    store: Store) -> tuple[JobSettings, SubgoalCache | None]:
+    """`settings` with what its engine keeps across the run: hybrid's rounds checkpointed on `journal`, sketch's
+    subgoal cache opened (at `settings.subgoal_cache`, else beside `output`, for the Lean the pool speaks) and
+    returned too; other engines' settings as they are."""
+    if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
+        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
+    cache: SubgoalCache | None = None
+    if isinstance(settings.engine, SketchSettings):  # the run's subgoal cache, shared by every job that names it
+        cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output),
+                                  cache_environment(settings.lean, pantograph_version))
+        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, cache=cache))
+    return settings, cache
+
+
 async def search_job(
     theorems: Sequence[Theorem],
     output: str,
@@ -296,18 +328,8 @@ async def search_job(
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
     parts = committed_parts(output, store=store)
-    if parts and not resume:
-        done = sum(len(p.theorems) for p in parts)
-        raise InputError(
-            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, --force "
-            "to search again from nothing, or choose another --output"
-        )
     journal = FileJournal(output, store=store)
-    if not parts and not resume and journal.pending():
-        raise InputError(
-            f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
-            "continue that run, or choose another --output"
-        )
+    _refuse_unresumed(output, parts, journal, resume=resume)
     if parts:
         run_id = parts[0].run_id
         iteration = parts[0].iteration
@@ -326,13 +348,7 @@ async def search_job(
                               store=store)
     proved = 0
 
-    if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
-        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
-    cache: SubgoalCache | None = None
-    if isinstance(settings.engine, SketchSettings):  # the run's subgoal cache, shared by every job that names it
-        cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output),
-                                  cache_environment(settings.lean, pantograph_version))
-        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, cache=cache))
+    settings, cache = _with_run_state(settings, output, journal, pantograph_version, store=store)
     monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
     tally = SolveTally()
     with progress_bar("searching", total=len(todo), status=tally.line, detail=monitor.status) as advance:
