@@ -1,4 +1,4 @@
-"""leankit.answer on PutnamBench's files as published and on made-up problems in their form; records.Theorem's
+"""leankit.answer on PutnamBench's files as published and on made-up problems in their form; records.theorem.Theorem's
 answer slot; an answer completion read back (`text.completion.answer_file`, `search.answer.read_attempt`): one term
 or refused before Lean (issue 67)."""
 

@@ -448,7 +448,7 @@ class EvalResult(BaseModel):
     not_evaluated: list[SkippedDeclaration] = Field(
         default_factory=list, description="The benchmark's declarations that were not evaluated, each with its file, "
         "line and reason (a statement that does not parse, a second declaration of one name or statement: "
-        "`records.SkippedDeclaration`); `total` + these are the benchmark file's declarations. Filled when the "
+        "`records.theorem.SkippedDeclaration`); `total` + these are the benchmark file's declarations. Filled when the "
         "benchmark is read from its files (`--theorems x.lean`); empty for a theorem index, and in results before "
         "schema 5.")
     made_from: StageInputs | None = Field(

@@ -171,8 +171,8 @@ class PassState:
 
 def theorem_digest(theorems: Sequence[Theorem]) -> str:
     """SHA-256 of the theorems as the stage reads them, in order: a theorem set by content. Each entry is its index
-    record as read (`records.Theorem.record`: name, statement, signature, header, docstring, source, split, answer
-    slot), so a header, a docstring or an answer that changes changes the set."""
+    record as read (`records.theorem.Theorem.record`: name, statement, signature, header, docstring, source, split,
+    answer slot), so a header, a docstring or an answer that changes changes the set."""
     digest = hashlib.sha256()
     for theorem in theorems:
         digest.update(theorem.record.encode())

@@ -7,7 +7,7 @@ starts theorems this way").
 
 A theorem with a statement starts as a Lean user's file states it, `theorem NAME <binders> : T := by sorry` under
 its header, the binders hypotheses in context; one without a statement copies a constant (`goal.start copyFrom`).
-A ∀ statement starts with its leading ∀ binders as the signature (`records.Theorem.binder_signature`).
+A ∀ statement starts with its leading ∀ binders as the signature (`records.theorem.Theorem.binder_signature`).
 """
 
 from __future__ import annotations

@@ -74,9 +74,9 @@ class SftPair:
     state_before is the root state, which the prompt does not show), "repair" (a failed proof and Lean's messages on
     it, `feedback` as the trajectory row holds it, at place `revision` of its chain → a whole proof body), "sketch"
     (the theorem's declaration and `header` → a sketch: the planner's prompt, `build_sketch_prompt`).
-    `declaration` is the theorem's declaration exactly as the search's prompts showed it (`records.Theorem.declaration`,
-    recorded in each search result; for base pairs read from the prepared data's theorem index): None shows an
-    anonymous `example`."""
+    `declaration` is the theorem's declaration exactly as the search's prompts showed it
+    (`records.theorem.Theorem.declaration`, recorded in each search result; for base pairs read from the prepared
+    data's theorem index): None shows an anonymous `example`."""
 
     theorem: str
     state_before: str
