@@ -18,7 +18,7 @@ from fractions import Fraction
 from typing import Any
 
 from minilean.elab import FIELDS, INT, NAT, NUMBER_TYPES, PROP, Context, type_of, unfold
-from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, SetLit, Var, free_vars
+from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars
 
 Z3_TIMEOUT_MS = 2000
 # z3's deterministic resource budget per call: the same problem gets the same answer on a busy machine. The
@@ -69,6 +69,11 @@ def evaluate(expr: Expr, env: Mapping[str, Value], ctx: Context | None = None,
             return inner
         if isinstance(e, Num):
             return e.value
+        if isinstance(e, Sci):
+            try:
+                return e.value()  # exact, as Mathlib's `OfScientific` on ℚ/ℝ (elaboration allows no other type)
+            except ValueError:
+                raise NotEvaluable("huge scientific literal") from None
         if isinstance(e, Op):
             op = e.op
             if op in ("∧", "∨", "→", "↔"):
@@ -311,6 +316,11 @@ def to_poly(expr: Expr, ctx: Context, atoms: Atoms, ty: Expr | None = None) -> P
         return to_poly(expr.expr, ctx, atoms, expr.ty)
     if isinstance(expr, Num):
         return pconst(expr.value)
+    if isinstance(expr, Sci):
+        try:
+            return pconst(expr.value())
+        except ValueError:
+            return atom(expr)
     if isinstance(expr, Var):
         return atom(expr)
     if isinstance(expr, Op):

@@ -8,7 +8,9 @@ type of every arithmetic subterm, capture-avoiding substitution and Lean's defin
 Types are expressions: `ℕ ℤ ℚ ℝ Prop`, `Set T`, `A → B`. Elaboration writes every numeral as `Ascr(Num, T)`
 with the type Lean's unifier would give it (the other operand's type, else the default instance `ℕ`), and
 gives every binder its type, so meaning never depends on where a subterm later moves (`subst` of `x := 3`
-keeps `(3 : ℝ)`). The printer drops those ascriptions, as Lean's does with `pp.numericTypes` off.
+keeps `(3 : ℝ)`). The printer drops those ascriptions, as Lean's does with `pp.numericTypes` off. A scientific
+literal (`2.5`) is typed the same way but only in ℚ/ℝ (Mathlib's `OfScientific`): on ℕ/ℤ it is Lean's `failed to
+synthesize OfScientific ℕ`, and with nothing to fix its type (Lean's default: `Float`) it is refused.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from minilean.syntax import (
     Num,
     Op,
     Proj,
+    Sci,
     SetLit,
     Var,
     free_vars,
@@ -118,7 +121,7 @@ def subst_many(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
         return expr
     if isinstance(expr, Var):
         return mapping.get(expr.name, expr)
-    if isinstance(expr, (Num, Hole, By)):
+    if isinstance(expr, (Num, Sci, Hole, By)):
         return expr
     if isinstance(expr, Op):
         return Op(expr.op, tuple(subst_many(a, mapping) for a in expr.args))
@@ -182,7 +185,7 @@ def type_of(expr: Expr, ctx: Context) -> Expr | None:
         if found is None and expr.name in active():
             return active()[expr.name].ty
         return found
-    if isinstance(expr, Num):
+    if isinstance(expr, (Num, Sci)):
         return None
     if isinstance(expr, Ascr):
         return expr.ty
@@ -222,6 +225,38 @@ def type_of(expr: Expr, ctx: Context) -> Expr | None:
     return None
 
 
+_DIAGNOSTICS = "Additional diagnostic information may be available using the `set_option diagnostics true` command."
+
+
+def has_scientific(expr: Expr) -> bool:
+    """Whether a scientific literal (`2.5`) occurs in `expr`."""
+    if isinstance(expr, Sci):
+        return True
+    if isinstance(expr, (Op, Anon)):
+        return any(has_scientific(a) for a in expr.args)
+    if isinstance(expr, App):
+        return has_scientific(expr.fn) or any(has_scientific(a) for a in expr.args)
+    if isinstance(expr, SetLit):
+        return any(has_scientific(e) for e in expr.elems)
+    if isinstance(expr, (Ascr, Proj)):
+        return has_scientific(expr.expr)
+    if isinstance(expr, Binder):
+        return has_scientific(expr.body)
+    return False
+
+
+def _default_type(*exprs: Expr) -> Expr:
+    """The type numerals get when nothing else fixes it: Lean's default instances, `ℕ` for a numeral (`OfNat ℕ`) —
+    but `Float` when a scientific literal is among them (`@[default_instance mid+1] OfScientific Float`, above
+    ℕ's), which is outside the fragment."""
+    for expr in exprs:
+        if has_scientific(expr):
+            raise ElabError(f"minilean: nothing fixes the type of {pp(expr)}, so Lean elaborates its scientific "
+                            "literal as a `Float` (the default `OfScientific` instance); `Float` is outside "
+                            "minilean's fragment (write the type, as in `(2.5 : ℝ)`)")
+    return NAT
+
+
 def _join(types: list[Expr | None]) -> Expr | None:
     known = [t for t in types if t is not None]
     if not known:
@@ -244,7 +279,7 @@ class Elaborator:
     def value(self, expr: Expr, expected: Expr | None) -> Expr:
         """Elaborate a value of type `expected` (None: infer; numerals default to ℕ at the top)."""
         ty = self._infer(expr)
-        target = expected if expected is not None else ty if ty is not None else NAT
+        target = expected if expected is not None else ty if ty is not None else _default_type(expr)
         if ty is not None and expected is not None and ty != expected:
             raise ElabError(
                 f"type mismatch\n  {pp(expr)}\nhas type\n  {pp(ty)} : Type\nbut is expected to have type\n"
@@ -263,7 +298,7 @@ class Elaborator:
             if expr.name in ("True", "False"):
                 return PROP
             raise ElabError(f"unknown identifier '{expr.name}'")
-        if isinstance(expr, Num):
+        if isinstance(expr, (Num, Sci)):
             return None
         if isinstance(expr, Ascr):
             ascribed = normalize_type(expr.ty)
@@ -319,6 +354,11 @@ class Elaborator:
                 raise ElabError(f"failed to synthesize\n  OfNat {pp(ty)} {expr.value}\nnumerals are polymorphic in "
                                 "Lean, but the numeral cannot be of this type")
             return Ascr(expr, ty)
+        if isinstance(expr, Sci):
+            if ty not in FIELDS:
+                # Mathlib's `OfScientific` instances are on division rings (ℚ, ℝ); Lean's core has Float's
+                raise ElabError(f"failed to synthesize\n  OfScientific {pp(ty)}\n{_DIAGNOSTICS}")
+            return Ascr(expr, ty)
         if isinstance(expr, Var):
             return expr
         if isinstance(expr, Ascr):
@@ -331,6 +371,9 @@ class Elaborator:
                 return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
             if expr.op == "^":
                 base, exponent = expr.args
+                if has_scientific(exponent):
+                    raise ElabError(f"minilean: the exponent {pp(exponent)} is a scientific literal (a real power, "
+                                    "`Real.rpow`), which is outside minilean's fragment")
                 exp_ty = self._infer(exponent) or NAT
                 if exp_ty != NAT:
                     raise ElabError("real powers are outside minilean's fragment (exponents are natural numbers)")
@@ -392,7 +435,7 @@ class Elaborator:
                 return Op(op, (self.prop(expr.args[0]),))
             if op in ("=", "≠", "<", ">", "≤", "≥", "∣"):
                 lhs, rhs = expr.args
-                ty = _join([self._infer(lhs), self._infer(rhs)]) or NAT
+                ty = _join([self._infer(lhs), self._infer(rhs)]) or _default_type(lhs, rhs)
                 if op in ("<", ">", "≤", "≥") and ty not in NUMBER_TYPES:
                     if element_type(ty) is not None and op == "≤":
                         pass
@@ -407,7 +450,7 @@ class Elaborator:
                 elem_ty = self._infer(elem)
                 if coll_ty is None:
                     if elem_ty is None:
-                        elem_ty = NAT
+                        elem_ty = _default_type(elem, coll)
                     coll_ty = set_of(elem_ty)
                 inner = element_type(coll_ty)
                 if inner is None:

@@ -6,7 +6,7 @@ a small default simp set, and evaluation of closed numerals.
 Every built-in rewrite is an equation or equivalence that holds in Lean for every type it is applied at
 (`x - 0 = x` also on ℕ; `¬a < b ↔ b ≤ a` on linear orders); closed subterms are replaced by their value under
 Lean's semantics (`minilean.arith.evaluate`). `simp` folds ℕ/ℤ literals (Lean's simprocs), `norm_num` folds in
-every type.
+every type and writes a scientific literal as its rational (`2.5` ↦ `5 / 2`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from fractions import Fraction
 
 from minilean.arith import closed_value
 from minilean.elab import FIELDS, NAT, NUMBER_TYPES, Context, alpha_eq, fresh_name, subst, type_of
-from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, SetLit, Var, free_vars
+from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars
 from minilean.terms import Telescope, instance_allowed, match
 
 MAX_PASSES = 24
@@ -62,6 +62,12 @@ def _num_value(expr: Expr) -> int | None:
 
 def _builtin(expr: Expr, ctx: Context, numerals: str) -> Expr | None:
     """One default-simp-set step at the root of `expr`, or None."""
+    if numerals == "all" and isinstance(expr, Ascr) and isinstance(expr.expr, Sci):
+        # norm_num's `OfScientific` extension: `(2.5 : ℝ)` is the rational `5 / 2` (simp leaves it)
+        try:
+            return numeral(expr.expr.value(), expr.ty)
+        except ValueError:
+            return None
     if isinstance(expr, Op):
         op, args = expr.op, expr.args
         # closed arithmetic and comparisons

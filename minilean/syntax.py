@@ -8,13 +8,16 @@ Mathlib's set notation): `↔` 20, `→` 25 (right), `∨` 30 (right), `∧` 35 
 `= ≠ < > ≤ ≥ ∈ ∉ ⊆ ∣` 50, `+ - ∪` 65 (left), `* / % ∩ \\` 70 (left), unary `-` 75, `^` 75 (right), application
 1024. Binders (`∀`, `∃`, `fun`) extend as far right as possible. The printer parenthesises by the same table,
 so `pp(parse(pp(e))) == pp(e)`. Proof terms share the grammar: `⟨a, b⟩`, `h.1`, `(e : T)`, `?_`, `_`, and
-`by tac` (cut out before parsing and kept as text in a `By` node, since tactic text is not a term).
+`by tac` (cut out before parsing and kept as text in a `By` node, since tactic text is not a term). Numerals are
+`[0-9]+` (`Num`) and Lean's scientific literals `2.5`, `2.`, `1e3`, `1.5e-2` (`Sci`, Lean's `decimalNumberFn`;
+docs/minilean.md says where minilean's tokenizer is stricter than Lean's).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -33,6 +36,64 @@ class Var:
 @dataclass(frozen=True, slots=True)
 class Num:
     value: int
+
+
+@dataclass(frozen=True, slots=True)
+class Sci:
+    """A scientific literal (`2.5`, `0.25`, `1e3`, `1.5e-2`), kept as Lean keeps it: `OfScientific.ofScientific
+    mantissa negative exponent`, worth `mantissa * 10 ^ -exponent` if `negative` else `mantissa * 10 ^ exponent`
+    (`2.5` is `(25, True, 1)`, `1e3` `(1, False, 3)`; `Lean.Syntax.decodeScientificLitVal?`). `2.5` and `2.50` are
+    two terms, as in Lean. Its value is exact (`value()`), as Mathlib's `OfScientific` on ℚ/ℝ is."""
+
+    mantissa: int
+    negative: bool
+    exponent: int
+
+    def value(self) -> Fraction:
+        """The exact rational; ValueError when the power of ten is too large to compute in a reply's time."""
+        if self.exponent > MAX_SCIENTIFIC_EXPONENT:
+            raise ValueError(f"10 ^ {self.exponent} is over minilean's limit of 10 ^ {MAX_SCIENTIFIC_EXPONENT}")
+        scale = 10 ** self.exponent
+        return Fraction(self.mantissa, scale) if self.negative else Fraction(self.mantissa * scale)
+
+
+# The largest power of ten a scientific literal's value is computed with (`1e4096`); a larger one stays a symbol
+# (no tactic evaluates it), so a reply stays fast, as `minilean.arith` keeps huge powers symbolic.
+MAX_SCIENTIFIC_EXPONENT = 4096
+
+
+def scientific(text: str) -> Sci:
+    """The literal `text` (Lean's `scientificLit` token: digits, then `.` and optional digits and/or `e`/`E`, an
+    optional sign and digits) as Lean decodes it."""
+    match = _SCIENTIFIC.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a scientific literal: {text!r}")
+    whole, fraction, sign, power = match.group("whole", "fraction", "sign", "power")
+    digits = fraction or ""
+    mantissa, shift = int(whole + digits), len(digits)
+    if power is None:
+        return Sci(mantissa, True, shift)  # `2.5`, and `2.` (Lean's `(2, true, 0)`)
+    exponent = int(power)
+    if sign == "-":
+        return Sci(mantissa, True, exponent + shift)
+    if exponent >= shift:
+        return Sci(mantissa, False, exponent - shift)
+    return Sci(mantissa, True, shift - exponent)
+
+
+_SCIENTIFIC = re.compile(r"(?P<whole>[0-9]+)(?=[.eE])(?:\.(?P<fraction>[0-9]*))?"
+                         r"(?:[eE](?P<sign>[-+]?)(?P<power>[0-9]+))?")
+
+
+def pp_scientific(sci: Sci) -> str:
+    """Lean's delaborator (`delabOfScientific`): the point inside the mantissa's digits, else `0.` before them,
+    else the exponent written out (`2.5`, `0.25`, `1e3`, `15e-4` for `(15, True, 4)`)."""
+    digits = str(sci.mantissa)
+    if sci.negative and sci.exponent == len(digits):
+        return f"0.{digits}"
+    if sci.negative and sci.exponent < len(digits):
+        return f"{digits[:len(digits) - sci.exponent]}.{digits[len(digits) - sci.exponent:]}"
+    return f"{digits}e{'-' if sci.negative else ''}{sci.exponent}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +164,7 @@ class By:
     text: str
 
 
-Expr = Var | Num | Op | App | Binder | Anon | Proj | Ascr | SetLit | Hole | By
+Expr = Var | Num | Sci | Op | App | Binder | Anon | Proj | Ascr | SetLit | Hole | By
 
 ARITH_OPS = ("+", "-", "*", "/", "%", "^")
 REL_OPS = ("=", "≠", "<", ">", "≤", "≥", "∣", "∈", "∉", "⊆")
@@ -166,6 +227,7 @@ quant: "∀" binders "," expr        -> forall_
 
 ?atom: IDENT                      -> ident
      | NUMBER                     -> number
+     | SCIENTIFIC                 -> scientific
      | "(" expr ")"
      | "(" expr ":" expr ")"      -> ascr
      | "⟨" [expr ("," expr)*] "⟩"  -> anon
@@ -192,6 +254,7 @@ ADDOP: "+" | "-" | "∪"
 MULOP: "*" | "/" | "%" | "∩" | "\\"
 IDENT: /@IDENT@/
 NUMBER: /[0-9]+/
+SCIENTIFIC.2: /[0-9]+(\.[0-9]*([eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)/
 COMMENT: /--[^\n]*/
 %import common.WS
 %ignore WS
@@ -261,6 +324,9 @@ class _Build(Transformer[Token, Expr]):
 
     def number(self, token: Token) -> Expr:
         return Num(int(token))
+
+    def scientific(self, token: Token) -> Expr:
+        return scientific(str(token))
 
     def ascr(self, expr: Expr, ty: Expr) -> Expr:
         return Ascr(expr, ty)
@@ -411,12 +477,20 @@ def cut_by_blocks(text: str) -> tuple[str, dict[str, str]]:
     return "".join(out), holes
 
 
+# A number that runs into `e`/`E` with no exponent digits after it (`2e`, `2.5e+`, `3eq`): Lean's tokenizer reads a
+# scientific literal there and fails (`decimalNumberFn`); digits inside a name (`x2e`) or a field index are no number.
+_NO_EXPONENT = re.compile(r"(?<![\w.'])[0-9]+(?:\.[0-9]*)?[eE](?![-+]?[0-9])")
+
+
 def parse(text: str) -> Expr:
     """The expression `text` denotes; ParseError with Lean-like wording otherwise (`TermTooDeep`, a ParseError,
     when its tree is deeper than `MAX_TERM_DEPTH`)."""
     source, holes = cut_by_blocks(text)
     if not source.strip():
         raise ParseError("unexpected end of input", len(text))
+    bad_number = _NO_EXPONENT.search(source)
+    if bad_number is not None:
+        raise ParseError("missing exponent digits in scientific literal", bad_number.end())
     try:
         tree = _parser().parse(source)
     except UnexpectedEOF:
@@ -589,6 +663,8 @@ def pp(expr: Expr) -> str:
         return expr.name
     if isinstance(expr, Num):
         return str(expr.value)
+    if isinstance(expr, Sci):
+        return pp_scientific(expr)
     if isinstance(expr, Op):
         if expr.op in _INFIX:
             prec, assoc = _INFIX[expr.op]
@@ -613,8 +689,8 @@ def pp(expr: Expr) -> str:
     if isinstance(expr, Proj):
         return f"{_wrap(expr.expr, MAX_PREC)}.{expr.field}"
     if isinstance(expr, Ascr):
-        # pp.numericTypes is off: `(2 : ℝ)` prints as `2`.
-        if isinstance(expr.expr, Num):
+        # pp.numericTypes is off: `(2 : ℝ)` prints as `2`, `(2.5 : ℝ)` as `2.5`.
+        if isinstance(expr.expr, (Num, Sci)):
             return pp(expr.expr)
         return f"({pp(expr.expr)} : {pp(expr.ty)})"
     if isinstance(expr, SetLit):

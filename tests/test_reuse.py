@@ -14,8 +14,17 @@ from burnqed.cli import command_grammar
 from burnqed.config import Config, load_config
 from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
-from burnqed.runner.plan import build_iteration
-from burnqed.runner.reuse import BUILDERS, parse_command_line, sft_inputs, stage_sets, stage_verdict, stamp
+from burnqed.records.theorem import TheoremIndex
+from burnqed.runner.plan import build_iteration, iteration_of
+from burnqed.runner.reuse import (
+    BUILDERS,
+    parse_command_line,
+    search_inputs,
+    sft_inputs,
+    stage_sets,
+    stage_verdict,
+    stamp,
+)
 from burnqed.storage import MARKER_NAME, Store
 
 EARLY = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
@@ -143,6 +152,32 @@ def test_only_the_keys_of_a_stage_identity_count() -> None:
     assert identity_values(same, "sft") == sft
     changed = identity_values(load_config(sets=["sft.max_steps=12"]), "sft")
     assert [k for k in sft if changed[k] != sft[k]] == ["sft.max_steps"]
+
+
+def test_the_expert_iteration_variants_redo_the_stage_they_shape(tmp_path: Path, store: Store) -> None:
+    """Issue 69's settings: one proof per theorem and steps scaled with the data make another SFT output; a larger
+    budget on the unsolved another search from iteration 1, which reads iteration i-1's trajectories for it (none at
+    iteration 0, so iteration 0 is reused): a finished search made without it is redone."""
+    sft = identity_values(Config(), "sft")
+    for setting, key in (("sft.proofs_per_theorem=shortest", "sft.proofs_per_theorem"),
+                         ("sft.later_epochs=2", "sft.later_epochs")):
+        changed = identity_values(load_config(sets=[setting]), "sft")
+        assert [k for k in sft if changed[k] != sft[k]] == [key]
+    root = f"file://{tmp_path}/run"
+    grown = load_config(sets=["search.unsolved_budget_factor=2"])
+    for i in (0, 1):
+        plain, larger = (iteration_of(cfg, root, i).stage("search") for cfg in (Config(), grown))
+        extra = ("--unsolved-from", f"{root}/iter_0/trajectories") if i else ()
+        assert larger.argv[: -2] == (*plain.argv[: -2], *extra) and larger.inputs == (*plain.inputs, *extra[1:])
+    index = TheoremIndex(name="t", theorems=[])
+    made = [search_inputs(cfg, store, index, shard=None, iteration=1, ebm=None, unsolved_from=unsolved)
+            for cfg, unsolved in ((Config(), None), (grown, f"{root}/iter_0/trajectories"),
+                                  (load_config(sets=["search.unsolved_budget_factor=3"]),
+                                   f"{root}/iter_0/trajectories"))]
+    assert made[0].difference(made[1]) == f"--unsolved-from was not given, now {root}/iter_0/trajectories"
+    assert made[1].difference(made[2]) == "search.unsolved_budget_factor was 2.0, now 3.0"
+    first = [search_inputs(cfg, store, index, shard=None, iteration=0, ebm=None) for cfg in (Config(), grown)]
+    assert first[0].difference(first[1]) is None
 
 
 @pytest.mark.parametrize(("sets", "proof_examples"), [

@@ -41,8 +41,10 @@ from burnqed.storage.place_lease import hold_lease
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from burnqed.config import Config
     from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
+    from burnqed.stages.search import JobSettings
     from burnqed.trajectory.reader import TheoremSearch
 
 MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
@@ -81,6 +83,13 @@ SearchForceOption = Annotated[
     bool, typer.Option("--force", help="Search again from nothing: delete what OUTPUT holds (a trajectory "
                        "prefix's files only) first.")
 ]
+UnsolvedFromOption = Annotated[
+    str | None,
+    typer.Option("--unsolved-from", metavar="PREFIX",
+                 help="The previous iteration's trajectories: the theorems they searched and never proved are "
+                 "searched at search.unsolved_budget_factor × the budget (which must then be above 1).",
+                 show_default=False),
+]
 RunIdOption = Annotated[
     str | None,
     typer.Option("--run-id", help="Run id recorded in rows; the shards of one search share it (so they "
@@ -103,6 +112,7 @@ def search(
     run_id: RunIdOption = None,
     ebm: EbmOption = None,
     start: StartOption = None,
+    unsolved_from: UnsolvedFromOption = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -115,7 +125,7 @@ def search(
     from burnqed.data.theorems import load_index
     from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
-    from burnqed.stages.search import JobSettings, SearchReport, search_job
+    from burnqed.stages.search import SearchReport, search_job
 
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
@@ -124,7 +134,7 @@ def search(
         if not (begun := read_start(start, store)).search_value_model:
             typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
             ebm = None
-    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean, planner=cfg.planner)
+    settings = _job_settings(cfg, unsolved_from, store=store)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
     except ValueError as exc:
@@ -133,7 +143,7 @@ def search(
     check_trajectory_prefix(store, output)
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
-    made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm)
+    made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
 
     async def run() -> SearchReport:
         async with open_search_edges(cfg, ebm, store=store) as edges:
@@ -155,8 +165,10 @@ def search(
             return
         report = run_async(run())
     rate = f"{report.proved}/{report.searched}" if report.searched else "0/0"
+    larger = (f", {report.larger} left unsolved last iteration at budget {report.larger_budget}"
+              if report.larger_budget is not None else "")
     typer.echo(
-        f"searched {report.searched} theorems ({report.skipped} already done), proved {rate}, "
+        f"searched {report.searched} theorems ({report.skipped} already done{larger}), proved {rate}, "
         f"in {report.elapsed_s:.1f}s -> {report.output} (run {report.run_id})"
     )
     # The machinery: with -v (and always in `burnqed summary`).
@@ -164,6 +176,22 @@ def search(
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))
+
+
+def _job_settings(cfg: Config, unsolved_from: str | None, *, store: Store) -> JobSettings:
+    """`burnqed search`'s job settings from the configuration; with `--unsolved-from`, the theorems those
+    trajectories left unsolved are searched at the larger budget (`InputError` when search.unsolved_budget_factor
+    is 1: there is no larger budget)."""
+    from burnqed.stages.search import JobSettings, unsolved_in
+
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean, planner=cfg.planner)
+    if unsolved_from is not None:
+        if cfg.search.unsolved_budget_factor == 1.0:
+            raise InputError("--unsolved-from gives the theorems a larger budget: set search.unsolved_budget_factor "
+                             "above 1 (it is 1)")
+        settings = settings.with_unsolved(unsolved_in(unsolved_from, store=store), cfg.search, cfg.policy,
+                                          cfg.planner)
+    return settings
 
 
 BudgetsOption = Annotated[

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from burnqed.config.identity import neutral, searched, shapes
+from burnqed.config.identity import neutral, recorded, searched, shapes
 from burnqed.config.section import Section
 from burnqed.records.enums import SearchMode
 
@@ -136,6 +136,15 @@ class SearchConfig(Section):
         description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
         "proofs too). The prototype's hybrid run used 512.",
         json_schema_extra=shapes("search", modes=("whole", "hybrid"), note="eval: its --budgets"),
+    )
+    unsolved_budget_factor: float = Field(
+        default=1.0, ge=1.0, le=100.0,
+        description="Iterations ≥ 1: the training theorems the previous iteration searched and left unsolved are "
+        "searched at this many times the budget (max_nodes or max_proofs, rounded up), the others at the budget "
+        "(docs/pipeline.md, 'A budget that grows on what stays unsolved'); 1 = every theorem at the budget. The "
+        "search summary says how many got the larger budget.",
+        json_schema_extra=recorded("the search stage's inputs: with --unsolved-from, the previous iteration's "
+                                   "trajectories (runner.reuse.search_inputs)"),
     )
     num_proofs: int = Field(
         default=8, ge=1,

@@ -74,6 +74,14 @@ class SftConfig(Section):
         default=40, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init).",
         json_schema_extra=TRAINS,
     )
+    later_epochs: float | None = Field(
+        default=None, gt=0,
+        description="Iterations ≥ 1: when set, the steps grow with the data: this many passes over the training rows "
+        "(packed rows with packing), ceil(later_epochs × rows / (batch_size × grad_accum)) optimizer steps, instead "
+        "of warm_steps (a warm start) or max_steps (from the base); unset = those fixed counts. Iteration 0 keeps "
+        "max_steps.",
+        json_schema_extra=TRAINS,
+    )
     batch_size: int = Field(
         default=4, ge=1,
         description="Rows per device batch. With packing a row holds several examples (up to max_length tokens).",
@@ -131,6 +139,14 @@ class SftConfig(Section):
         description="Iterations ≥ 1: each distinct trajectory positive (state_before, tactic) appears this many times "
         "(the prototype used 10 beside a 10k-pair base sample; 5 keeps the embedded world's ~940 base pairs from "
         "being forgotten).",
+        json_schema_extra=TRAINS,
+    )
+    proofs_per_theorem: Literal["all", "shortest", "newest"] = Field(
+        default="all",
+        description="Iterations ≥ 1: which verified proofs of a theorem its positives and proof examples come from, "
+        "among every search of it in the earlier trajectories (docs/training.md, 'One proof per theorem'): 'all' of "
+        "them, or one: the 'shortest' (fewest tactics, then fewest characters, then the newest) or the 'newest' (the "
+        "last iteration's that proved it, the proof its search found last). Sketch searches' proofs need 'all'.",
         json_schema_extra=TRAINS,
     )
     proof_examples: bool | None = Field(

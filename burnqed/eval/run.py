@@ -50,13 +50,13 @@ from burnqed.eval.result import (
 from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, check_answer, check_path, check_proof_text
+from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
-from burnqed.search.answer import mode_refusal
+from burnqed.search.answer import AnswerSlot, mode_refusal
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import SearchSettings
@@ -391,7 +391,7 @@ async def recheck_committed(done: Sequence[TheoremResult], theorems: Sequence[Th
         return result.model_copy(update={
             "proved": False, "failure_reason": FailureReason.RECHECK_FAILED, "detail": f"{NOT_RECHECKED}: {reason}",
             "proof": None, "tactics": [], "depth": None, "budget_at_proof": None, "revision_at_proof": None,
-            "answer": None if theorem.answer_open else result.answer})
+            "answer": AnswerSlot(theorem).dropped(result.answer)})
 
     checked = list(await asyncio.gather(*(recheck(result) for result in done)))
     if any(result.proved for result in done):
@@ -405,14 +405,9 @@ async def _recheck_reason(result: TheoremResult, theorem: Theorem, pool: WorkerP
     """Why the proof `result` holds does not count for `theorem` (`recheck_committed`), or None when it does."""
     if not result.proof:
         return "the result is marked proved but holds no proof text"
-    compiled = theorem
-    if theorem.answer_open:
-        if result.answer is None:
-            return "the result gives no answer for the theorem's open answer slot"
-        answered = check_answer(result.answer, guard)
-        if not answered.ok:
-            return f"its answer is refused: {answered.reason}"
-        compiled = theorem.with_answer(result.answer)
+    compiled = AnswerSlot(theorem).compiled(result.answer, guard)
+    if isinstance(compiled, str):
+        return compiled
     if result.proof != assemble_proof(compiled, result.tactics):
         return ("its text does not restate this theorem: it is not the index's header" +
                 (" (its answer filled in)" if compiled is not theorem else "") +
@@ -431,7 +426,7 @@ async def check_answers(theorems: Sequence[Theorem], attempts: Sequence[Sequence
     """Every distinct answer the proofs of `theorems` whose answer is open gave, judged against its theorem's reference
     (`search.answer_check.judge_answer`, on a worker of `pool`): (name, answer) → its judgement; empty when no such
     theorem was proved."""
-    open_answers = {theorem.name: theorem for theorem in theorems if theorem.answer_open}
+    open_answers = {theorem.name: theorem for theorem in theorems if AnswerSlot(theorem).judged}
     asked = sorted({(result.name, result.answer) for results in attempts for result in results
                     if result.proved and result.answer is not None and result.name in open_answers})
 
@@ -552,7 +547,7 @@ def _eval_result(index: TheoremIndex, settings: EvalJobSettings, attempts: list[
         list(settings.budgets),
         theorem_sources={t.name: t.source for t in index.theorems},
         theorem_tasks={t.name: answer_task(t) for t in index.theorems},
-        answer_checks=checks if any(t.answer_open for t in index.theorems) else None,
+        answer_checks=checks if any(AnswerSlot(t).judged for t in index.theorems) else None,
         seed=settings.seed,
         settings=recorded_settings(eval_settings(settings.backend, job.engine, concurrency), settings.identity,
                                    str(job.mode)),

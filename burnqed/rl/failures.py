@@ -24,6 +24,7 @@ from burnqed.errors import InputError
 from burnqed.records.enums import DeclarationForm
 from burnqed.records.results import TheoremResult
 from burnqed.records.theorem import Theorem
+from burnqed.search.answer import AnswerSlot
 from burnqed.text.feedback import Feedback
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ def read_failed_proofs(uris: Sequence[str], theorems: Sequence[Theorem], *, stor
         rows = table.filter(keep).to_pydict()
         for run, name, node, revision, text in zip(rows["run_id"], rows["theorem"], rows["node_id"], rows["revision"],
                                                    rows["feedback"], strict=True):
-            if wanted[name].answer_open:
+            if not AnswerSlot(wanted[name]).record_repairable:
                 opened += 1
                 continue
             if not shows.get((run, name), False):

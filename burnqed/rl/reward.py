@@ -48,6 +48,7 @@ from burnqed.records.enums import DeclarationForm
 from burnqed.records.replies import first_line
 from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.answer_check import judge_answer
 from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import WholeAttempt, check_whole, read_whole, whole_prompt
@@ -155,7 +156,7 @@ class LeanReward:
                                  "(RewardSettings.repair)")
             if theorem is None:
                 raise InputError(f"a failed proof of theorem {failure.theorem!r}, which the reward was not given")
-            if theorem.answer_open:
+            if not AnswerSlot(theorem).record_repairable:
                 raise InputError(f"a failed proof of {theorem.name}, whose answer is open: its repair prompt shows the "
                                  "failed attempt's answer, which a failed proof's record does not hold")
             prompt = repair_prompt(self.settings.repair, theorem, theorem.declaration(self.settings.form),
@@ -325,7 +326,7 @@ class LeanReward:
         async with self._pool.lease(theorem.name, header=theorem.header) as lean:
             started = time.perf_counter()
             verdict = await check_whole(lean, theorem, attempt)
-            if verdict.verified and theorem.answer_open and attempt.answer is not None:
+            if verdict.verified and AnswerSlot(theorem).judged and attempt.answer is not None:
                 verdict = await self._reference(lean, theorem, attempt.answer, verdict)
             return _Judged(verdict, compiled=True, lean_s=time.perf_counter() - started)
 

@@ -25,6 +25,7 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import first_line
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.repair import RepairSettings, compile_messages, failed_proof_feedback
 from burnqed.search.skeleton import Proof
 from burnqed.search.whole import read_whole, whole_prompt
@@ -120,8 +121,7 @@ def _search(theorem: Theorem, rollouts: Sequence[RolloutRecord], fmt: PromptForm
     result = TheoremResult(
         name=theorem.name, mode=SearchMode.WHOLE, proved=proved, declaration=theorem.declaration(form),
         header=theorem.header,
-        answer=(best.answer if best else None) if theorem.answer_open else
-        (theorem.answer.value if theorem.answer is not None else None),
+        answer=AnswerSlot(theorem).stored(best.answer if best else None),
         proof=best.proof if best else None, tactics=best.tactics if best else [],
         failure_reason=None if proved else FailureReason.MAX_PROOFS,
         detail=None if proved else f"no rollout of {len(rollouts)} verified",

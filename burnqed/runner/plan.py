@@ -108,12 +108,13 @@ def iteration_of(config: Config, root: str, iteration: int) -> Iteration:
     settings that shape the plan (what every runner, the reuse check and the workflows build)."""
     return build_iteration(config.pipeline, root, iteration, base_model=config.sft.base_model, joint=config.sft.joint,
                            max_proofs=config.search.max_proofs, rl=config.rl.enabled,
-                           sketch=config.search.mode is SearchMode.SKETCH)
+                           sketch=config.search.mode is SearchMode.SKETCH,
+                           unsolved_larger=config.search.unsolved_budget_factor > 1)
 
 
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
                     joint: bool = False, max_proofs: int | None = None, rl: bool = False,
-                    sketch: bool = False) -> Iteration:
+                    sketch: bool = False, unsolved_larger: bool = False) -> Iteration:
     """The stages of one iteration (docs/pipeline.md): at iteration 0 the base policy's eval (`eval_base`), no
     EBM, and a noise search when `noise_temperature` is set; the EBM ablation eval from iteration 1.
     `base_model` is the model SFT starts from (`sft.base_model`; None = the embedded default), which eval-base
@@ -123,7 +124,9 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it. `rl` (`rl.enabled`):
     an rl stage trains SFT's output on Lean's verdict of its whole proofs of the training theorems, export reads its
     output instead of SFT's, and the next iteration's SFT warm-starts from it and reads its rollouts (kept as a
-    trajectory inside it) with the search trajectories; the value model does not (they hold no proof state)."""
+    trajectory inside it) with the search trajectories; the value model does not (they hold no proof state).
+    `unsolved_larger` (`search.unsolved_budget_factor` above 1): from iteration 1 the search reads iteration i-1's
+    trajectories (`--unsolved-from`) and gives the theorems they left unsolved the larger budget."""
     if iteration < 0:
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
@@ -173,13 +176,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     if ebm is not None:
         stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, best=best))
     search_after = ("export", "train-ebm") if ebm else ("export",)
-    stages += _search_stages(cfg, at, i, theorems, search_after, best=best, sketch=sketch)
+    stages += _search_stages(cfg, at, i, theorems, search_after, best=best, sketch=sketch,
+                             unsolved_larger=unsolved_larger)
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
-    bench = _optional("--theorems", cfg.benchmark)
-    # Every eval keeps its trajectories beside its result (`burnqed show` draws them) and commits each theorem there:
-    # --resume continues an eval the run was stopped in instead of refusing the theorems it committed.
-    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n),
-                   "--resume")
+    eval_common = _eval_argv(cfg, i, budgets)
     if i == 0 and cfg.eval_base:
         # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
         stages.insert(1, _eval_base_stage(at, eval_common, budgets, base_model))
@@ -199,6 +199,14 @@ def _training_theorems(cfg: PipelineConfig, at: Layout) -> tuple[str, ...]:
     return ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
 
 
+def _eval_argv(cfg: PipelineConfig, i: int, budgets: str) -> tuple[str, ...]:
+    """The argv every eval of iteration `i` starts with (`budgets` as one text). Every eval keeps its trajectories
+    beside its result (`burnqed show` draws them) and commits each theorem there: --resume continues an eval the run
+    was stopped in instead of refusing the theorems it committed."""
+    return ("eval", "--iter", str(i), *_optional("--theorems", cfg.benchmark), "--budgets", budgets, "--pass-n",
+            str(cfg.eval_pass_n), "--resume")
+
+
 def _eval_base_stage(at: Layout, eval_common: tuple[str, ...], budgets: str, base_model: str | None) -> Stage:
     """Iteration 0's eval of the untrained base policy (`base_model`; None: the embedded default), the raw baseline;
     `eval_common` is the argv every eval shares, `budgets` its budgets as one text."""
@@ -213,22 +221,27 @@ def _eval_base_stage(at: Layout, eval_common: tuple[str, ...], budgets: str, bas
 
 
 def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str, ...], after: tuple[str, ...], *,
-                   best: bool, sketch: bool) -> list[Stage]:
+                   best: bool, sketch: bool, unsolved_larger: bool) -> list[Stage]:
     """Iteration `i`'s search of the training theorems (`theorems`: their flags) with its export and value model,
     in `cfg.search_shards` shards after the stages `after`; at iteration 0 a second search at `noise_temperature`
     when it is set; then the merge of every shard into the iteration's trajectories. The search starts from the
-    start record's value model at pipeline.start = "best" (`best`); a sketch-mode search shares the subgoal cache."""
+    start record's value model at pipeline.start = "best" (`best`); a sketch-mode search shares the subgoal cache;
+    with `unsolved_larger` it gives the theorems iteration i-1 left unsolved the larger budget."""
     n, export, model = cfg.search_shards, at.export(i), ("--model", at.export(i))
     ebm = at.ebm(i) if i >= 1 else None
-    shard_out = at.search_shard(i, SHARD)
+    # search.unsolved_budget_factor > 1: iteration i-1's trajectories say which theorems get the larger budget
+    shard_out, unsolved = at.search_shard(i, SHARD), (at.trajectories(i - 1),) if unsolved_larger and i >= 1 else ()
     stages = [Stage(
         name="search",
-        summary=f"Search the training theorems in {n} shard(s) and record trajectories.",
+        summary=f"Search the training theorems in {n} shard(s) and record trajectories"
+        + (", those iteration i-1 left unsolved at the larger budget." if unsolved else "."),
         argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
               *_optional("--ebm", ebm), *(("--start", at.start(i)) if best and ebm else ()), *model,
-              *_cache_set(at, sketch), "--output", shard_out),
+              *_cache_set(at, sketch), *(arg for uri in unsolved for arg in ("--unsolved-from", uri)),
+              "--output", shard_out),
         outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ()),
-                                      *((at.start(i),) if best and ebm else ())), resource=Resource.GPU_LEAN,
+                                      *((at.start(i),) if best and ebm else ()), *unsolved),
+        resource=Resource.GPU_LEAN,
         after=after, shards=n, policy_model=export, ebm=ebm,
     )]
     merged_inputs = [at.search_shard(i, k) for k in range(n)]

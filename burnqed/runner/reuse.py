@@ -244,17 +244,21 @@ def eval_inputs(identity: EvalIdentity, cfg: Config, store: Store) -> StageInput
 
 
 def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str | None, iteration: int,
-                  ebm: str | None) -> StageInputs:
+                  ebm: str | None, unsolved_from: str | None = None) -> StageInputs:
     """`search`: the theorem set (by content) and shard, the keys of search's identity in its mode, the policy and
-    value models. `--run-id` is a label, not an input."""
+    value models, and with `unsolved_from` (--unsolved-from) those trajectories and the factor of the budget their
+    unsolved theorems get (`search.unsolved_budget_factor`). `--run-id` is a label, not an input."""
     from burnqed.eval.result import lean_backend_label
     from burnqed.eval.run import search_identity, theorem_digest
 
-    return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(ebm, store)},
+    unsolved = ({"--unsolved-from": stamp(unsolved_from, store)} if unsolved_from is not None else {})
+    larger = ({"search.unsolved_budget_factor": cfg.search.unsolved_budget_factor}
+              if unsolved_from is not None else {})
+    return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(ebm, store), **unsolved},
                  {"theorems": len(index.theorems), "theorem set": theorem_digest(index.theorems), "--shard": shard,
                   "--iter": iteration, **_search_settings(str(cfg.search.mode), cfg.policy.seed,
                                                           lean_backend_label(cfg.lean.command),
-                                                          search_identity(cfg, "search"))})
+                                                          search_identity(cfg, "search")), **larger})
 
 
 def inputs_from_settings(result: EvalResult) -> StageInputs:
@@ -500,7 +504,7 @@ def _search(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, Sta
     index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     return [(line.output, search_inputs(cfg, store, index, shard=line.one("--shard"), iteration=line.iteration,
-                                        ebm=_started(line, store, "ebm")))]
+                                        ebm=_started(line, store, "ebm"), unsolved_from=line.one("--unsolved-from")))]
 
 
 def _started(line: CommandLine, store: Store, what: str) -> str | None:

@@ -1,6 +1,7 @@
-"""Answers in search: a theorem whose answer slot is open (`records.Theorem.answer_open`, PutnamBench's task "answer
-produced") is proved with the answer a completion gives it (docs/search.md, "Answers").
+"""Answers in search: a theorem whose answer slot is open (`AnswerSlot`, PutnamBench's task "answer produced") is
+proved with the answer a completion gives it (docs/search.md, "Answers").
 
+    slot = AnswerSlot(theorem)     # where its slot stands, decided here once for every module (below)
     attempt = read_attempt(theorem, fmt, completion.text, guard)           # whole, hybrid; a repair: kept=its answer
     attempt.refusal          # why the completion is no attempt (no answer, no theorem, another statement, …)
     attempt.theorem          # theorem.with_answer(attempt.answer): what is then compiled and stored
@@ -24,6 +25,86 @@ from burnqed.records.theorem import Theorem, split_signature
 from burnqed.text.completion import answer_file, read_answer_file, split_proof
 from burnqed.text.prompt import PromptFormat, answer_prime
 from leankit.normal_form import statement_normal_form
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerSlot:
+    """Where `theorem`'s answer slot stands: the one place that decides how a theorem whose slot is open (task *answer
+    produced*, no value yet: `records.Theorem.answer_open`) is treated otherwise than any theorem (docs/search.md,
+    "Answers"). A theorem without a slot, with its answer given, or filled by a proof has no open slot.
+
+        slot = AnswerSlot(theorem)
+        slot.name                     # the open slot the whole and repair prompts open, else None
+        slot.open                     # prompts are answer prompts and completions are read as files
+        slot.started                  # the theorem is started before its search (never with an open slot)
+        slot.judged                   # a proof's answer is judged against the reference (eval, the RL reward)
+        slot.record_repairable        # a failed proof's record is enough for its repair prompt
+        slot.compiled(answer, guard)  # the theorem a proof giving `answer` is compiled as, or why none
+        slot.stored(found)            # the answer a result records
+        slot.dropped(recorded)        # the answer a result keeps once its proof no longer counts
+    """
+
+    theorem: Theorem
+
+    @property
+    def name(self) -> str | None:
+        """The open slot's name, which the whole prompt (`text.prompt.build_statement_prompt`), the repair prompt and
+        hybrid's open root show open; None when the theorem has no open slot (its prompts are the plain ones)."""
+        answer = self.theorem.answer
+        if answer is None or not self.theorem.answer_open:
+            return None
+        return answer.name
+
+    @property
+    def open(self) -> bool:
+        """The slot is open: the theorem's prompts are answer prompts (the file, slot `:= sorry` and all) and each
+        completion is read as a file (`read_attempt`), its answer with its proof."""
+        return self.name is not None
+
+    @property
+    def started(self) -> bool:
+        """The theorem is started before its search (a goal to replay a failed proof from, hybrid's plain root): not
+        with an open slot, whose `sorry` would be Pantograph's coupled goals; each answer's theorem is started apart."""
+        return self.name is None
+
+    @property
+    def judged(self) -> bool:
+        """A proof's answer is judged against the benchmark's reference (`search.answer_check`) before it counts as
+        the answer: only an open slot's, which the proof wrote; a given answer is the statement's own."""
+        return self.name is not None
+
+    @property
+    def record_repairable(self) -> bool:
+        """A failed proof's trajectory record is all its repair prompt needs: not with an open slot, whose repair
+        prompt shows the failed attempt's answer, which the record does not hold."""
+        return self.name is None
+
+    def compiled(self, answer: str | None, guard: TacticGuard) -> Theorem | str:
+        """The theorem a proof that gives `answer` is compiled as (its header the one compiled under): the theorem
+        itself without an open slot (`answer` unread); with one, the theorem with `answer` filled in
+        (`records.Theorem.with_answer`), or why there is none: no answer, or one `lean.soundness.check_answer`
+        refuses."""
+        if self.name is None:
+            return self.theorem
+        if answer is None:
+            return "the result gives no answer for the theorem's open answer slot"
+        answered = check_answer(answer, guard)
+        if not answered.ok:
+            return f"its answer is refused: {answered.reason}"
+        return self.theorem.with_answer(answer)
+
+    def stored(self, found: str | None) -> str | None:
+        """The answer a result records: `found`, the counted (or shown) proof's, for an open slot; else the answer the
+        theorem holds (the given one, a filled one's value, None without a slot)."""
+        if self.name is not None:
+            return found
+        answer = self.theorem.answer
+        return answer.value if answer is not None else None
+
+    def dropped(self, recorded: str | None) -> str | None:
+        """The answer a result keeps once its proof no longer counts (eval's recheck): None for an open slot, whose
+        answer was the proof's; else `recorded`, the one the result holds."""
+        return None if self.name is not None else recorded
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,9 +162,9 @@ def mode_refusal(theorem: Theorem, mode: SearchMode) -> str | None:
     theorem whose answer is open: they sample single tactics or a sketch from a started goal, which needs the answer,
     and neither carries one; whole and hybrid mode read the answer from each completion of the answer prompt
     (docs/search.md, "Answers")."""
-    if mode not in (SearchMode.STEP, SearchMode.SKETCH) or not theorem.answer_open:
+    slot = AnswerSlot(theorem).name
+    if mode not in (SearchMode.STEP, SearchMode.SKETCH) or slot is None:
         return None
-    assert theorem.answer is not None
     what = "tactics" if mode is SearchMode.STEP else "a sketch"
-    return (f"its answer {theorem.answer.name} is open (to be produced) and {mode} mode searches {what} from a goal "
+    return (f"its answer {slot} is open (to be produced) and {mode} mode searches {what} from a goal "
             "that needs it: search it in whole or hybrid mode")

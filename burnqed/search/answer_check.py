@@ -25,6 +25,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, check_answer, check_proof_text
 from burnqed.records.replies import first_line
 from burnqed.records.theorem import Theorem
+from burnqed.search.answer import AnswerSlot
 from leankit.answer import drop_slot
 from leankit.text import mask_comments
 
@@ -75,7 +76,7 @@ def _ascribed(value: str, type_: str) -> str:
 def check_file(theorem: Theorem, answer: str, reference: str, relation: Relation) -> str:
     """The file one side of the check compiles: the theorem's header without its slot, then `theorem CHECK_NAME :
     STATEMENT := by first | …` with the side's fixed tactic list. ValueError when `theorem` has no open slot."""
-    if not theorem.answer_open or theorem.answer is None or theorem.header is None:
+    if not AnswerSlot(theorem).judged or theorem.answer is None or theorem.header is None:
         raise ValueError(f"theorem {theorem.name} has no open answer slot: there is no produced answer to check")
     header = drop_slot(theorem.header, theorem.answer.name)
     tactics = EQUAL_TACTICS if relation == "=" else DIFFERENT_TACTICS
@@ -99,7 +100,7 @@ async def judge_answer(lean: LeanEnv, theorem: Theorem, answer: str, guard: Tact
     """Judge `answer`, which a proof gave `theorem`'s open slot, against its reference (module docstring): `=` first,
     `≠` only when `=` did not verify. A Lean that cannot start raises (`LeanStartError`, as `check_proof_text`
     does); any other failure is a side that proved nothing. ValueError when `theorem` has no open slot."""
-    if theorem.answer is None or not theorem.answer_open:
+    if not AnswerSlot(theorem).judged or theorem.answer is None:
         raise ValueError(f"theorem {theorem.name} has no open answer slot: there is no produced answer to check")
     reference = theorem.answer.reference
     if reference is None or not reference.strip():

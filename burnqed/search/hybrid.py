@@ -33,7 +33,7 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, TacticKind, TacticResult, first_line, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason
 from burnqed.records.theorem import Theorem
-from burnqed.search.answer import read_attempt
+from burnqed.search.answer import AnswerSlot, read_attempt
 from burnqed.search.journal import (
     Counters,
     EntryRecord,
@@ -135,6 +135,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings,
                  guard: TacticGuard, value: ValueFn | None = None, root: Root | None = None) -> None:
         self.theorem = theorem
+        self.slot = AnswerSlot(theorem)
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
         self.root = root if root is not None else Root()  # the theorem's start, or a sketch's subgoal
@@ -216,9 +217,9 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             self.start_generation = root.generation
             self.trie = ProofTrie(root)
             return
-        if self.theorem.answer_open:  # the open root: asked with the answer prompt, never started (its slot is sorry)
-            assert self.theorem.answer is not None
-            self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.theorem.answer.name,)))
+        if not self.slot.started:  # the open root: asked with the answer prompt, never started (its slot is sorry)
+            assert self.slot.name is not None
+            self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.slot.name,)))
             self._new_nodes.append(self.trie.root)
             await self._checkpoint()
             return
@@ -251,7 +252,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
 
     def _open_root(self, node: TrieNode) -> bool:
         """`node` is the open root of a theorem whose answer is open (it samples answers with their proofs)."""
-        return node.parent is None and self.theorem.answer_open
+        return node.parent is None and self.slot.open
 
     def _context(self, node: TrieNode) -> str | None:
         """What a proof prompt at `node` shows above its state: the declaration, under the header with the answer
@@ -274,9 +275,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
         answering = self._open_root(node)
         if answering:  # the answer prompt, as whole mode asks it; each round numbers its samples on (new answers)
-            assert self.theorem.answer is not None
             prompt = build_statement_prompt(settings.whole_fmt, self.declaration or "", self.theorem.header,
-                                            slot=self.theorem.answer.name)
+                                            slot=self.slot.name)
             sampling = dataclasses.replace(sampling, stop=stop_strings(settings.whole_fmt))
         else:
             prompt = build_prompt(settings.fmt, node.state, self._context(node))
@@ -310,7 +310,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             lambda failure, _: sample_seed(seed, self.seed_key, -failure.edge.node_id, 0, settings.attempt))
 
         def check(completion: Completion, gen_ms: float, failure: Failure) -> Awaitable[Failure | None]:
-            if self.theorem.answer_open:  # a file again: its answer (the attempt's when it gives none) picks the trie
+            if self.slot.open:  # a file again: its answer (the attempt's when it gives none) picks the trie
                 return self._answered(completion, settings.repair.fmt, gen_ms, self.sampled, opened,
                                       revises=failure.edge, kept=failure.answer)
             return self._replay(root, completion, gen_ms, self.sampled, opened, revises=failure.edge)  # from the root
@@ -565,7 +565,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                                      s.verify, deny, self.guard.max_chars)
         if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
             parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
-        if self.theorem.answer_open:  # the answer prompt's format decides the forest's answers
+        if self.slot.open:  # the answer prompt's format decides the forest's answers
             parts = (*parts, s.whole_fmt)
         text = "\0".join(map(str, parts))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -27,6 +27,7 @@ from burnqed.records.enums import SearchMode
 from burnqed.records.replies import CompileResult, TacticKind, pretty_state
 from burnqed.records.results import Edge
 from burnqed.records.theorem import Theorem
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.skeleton import Proofs, ask_within
 from burnqed.search.usage import UsageMeter, Waits
 from burnqed.text.completion import join_tactics
@@ -157,8 +158,8 @@ def repair_prompt(fmt: PromptFormat, theorem: Theorem, declaration: str | None, 
     `round_` its place in its repair chain (the row's `revision`), `answer` the failed attempt's for an open answer
     slot (`text.prompt.build_repair_prompt`). The one place it is built: `revise` sends it, and the RL stage serves
     it (`rl.reward.LeanReward`)."""
-    slot = theorem.answer.name if theorem.answer is not None and theorem.answer_open else None
-    return build_repair_prompt(fmt, declaration or "", theorem.header, feedback, round_=round_, slot=slot,
+    return build_repair_prompt(fmt, declaration or "", theorem.header, feedback, round_=round_,
+                               slot=AnswerSlot(theorem).name,
                                answer=answer)
 
 

@@ -16,7 +16,7 @@ import contextlib
 import logging
 import re
 import signal
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Protocol
 
 from burnqed.errors import StoppedError
@@ -113,9 +113,11 @@ async def run_theorems(
     handle_signals: bool = False,
     monitor: SearchMonitor | None = None,
     planner: Policy | None = None,
+    overrides: Mapping[str, SearchSettings] | None = None,
 ) -> list[TheoremResult]:
     """Search every theorem; results come back in input order. See the module docstring. `planner` writes sketch
-    mode's sketches (None: the policy)."""
+    mode's sketches (None: the policy); `overrides` gives the theorems it names other settings than `settings` (a
+    larger budget: `search.unsolved_budget_factor`)."""
     if concurrency < 1:
         raise ValueError("concurrency must be at least 1")
     results: dict[str, TheoremResult] = {}
@@ -125,7 +127,8 @@ async def run_theorems(
     sink_lock = asyncio.Lock()
 
     async def one(theorem: Theorem) -> None:
-        outcome = await _search_one(theorem, pool, policy, settings, guard, value, monitor, planner)
+        own = overrides.get(theorem.name, settings) if overrides else settings
+        outcome = await _search_one(theorem, pool, policy, own, guard, value, monitor, planner)
         if sink is not None:
             async with sink_lock:
                 await asyncio.to_thread(sink.add, outcome.result, outcome.edges)

@@ -28,6 +28,7 @@ from burnqed.records.enums import SearchMode
 from burnqed.records.replies import TacticKind, TacticResult, first_line
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.rebuild import LeanGone
 from burnqed.search.usage import UsageMeter, Waits
 from burnqed.trajectory.labels import label_edges
@@ -305,8 +306,7 @@ def final_result(
         name=theorem.name,
         declaration=declaration,
         header=theorem.header,
-        answer=(shown.answer if shown else None) if theorem.answer_open else
-        (theorem.answer.value if theorem.answer is not None else None),
+        answer=AnswerSlot(theorem).stored(shown.answer if shown else None),
         mode=mode,
         proved=proved,
         unverified=unverified is not None,

@@ -32,7 +32,7 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import first_line, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason
 from burnqed.records.theorem import Theorem
-from burnqed.search.answer import read_attempt
+from burnqed.search.answer import AnswerSlot, read_attempt
 from burnqed.search.repair import (
     Failure,
     RepairSettings,
@@ -79,6 +79,7 @@ class WholeSearch:
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,
                  guard: TacticGuard) -> None:
         self.theorem = theorem
+        self.slot = AnswerSlot(theorem)
         self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
         self.lean = CountingLean(lean)
         self.policy = policy
@@ -103,7 +104,7 @@ class WholeSearch:
         return await run_search(self._start, self._loop, self._finish)
 
     async def _start(self) -> None:
-        if self.theorem.answer_open:  # each attempt is the theorem with its own answer: compiled whole, never started
+        if not self.slot.started:  # each attempt is the theorem with its own answer: compiled whole
             return
         started = time.perf_counter()
         try:
@@ -200,7 +201,7 @@ class WholeSearch:
         if messages is None:
             return None
         goal = None
-        if not self.theorem.answer_open:  # an open answer's attempts have no started goal to replay from
+        if self.slot.started:  # an open answer's attempts have no started goal to replay from
             started = time.perf_counter()
             goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
             self.waits.lean_s += time.perf_counter() - started
@@ -228,8 +229,7 @@ def whole_prompt(theorem: Theorem, fmt: PromptFormat, form: DeclarationForm) -> 
     """The prompt whole mode samples `theorem`'s proofs from (`fmt` a whole format, `form` how it shows the
     declaration): the statement prompt, or for an open answer the answer prompt, which shows the file with its slot
     open (`text.prompt.build_statement_prompt`)."""
-    slot = theorem.answer.name if theorem.answer is not None and theorem.answer_open else None
-    return build_statement_prompt(fmt, theorem.declaration(form) or "", theorem.header, slot=slot)
+    return build_statement_prompt(fmt, theorem.declaration(form) or "", theorem.header, slot=AnswerSlot(theorem).name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,7 +263,7 @@ def read_whole(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGuard
     of the attempt a repair revises), else the proof body (`text.completion.extract_completion`); refused when the
     answer is no answer or the guard denies a tactic (`lean.soundness.check_path`)."""
     answer, refusal, compiled = None, None, theorem
-    if theorem.answer_open:  # the completion writes the answer and the proof (search.answer)
+    if AnswerSlot(theorem).open:  # the completion writes the answer and the proof (search.answer)
         read = read_attempt(theorem, fmt, raw, guard, kept=kept)
         body, answer, refusal = join_tactics(read.tactics, indent=""), read.answer, read.refusal
         compiled = read.theorem or theorem

@@ -4,6 +4,7 @@ repair examples → token rows with completion-only labels.
     base = read_base_pairs(data_dir)                       # the prepared-data folder's pairs.parquet
     whole = read_base_proofs(data_dir, base, DeclarationForm.BINDER)  # a whole proof per theorem, from its pairs
     positives = read_positives(["runs/iter_0/trajectories"], store=store)  # (state_before, tactic) of positive edges
+    shortest = read_positives(["runs/iter_0/trajectories"], store=store, keep="shortest")  # one proof per theorem
     proofs = read_proof_examples(["runs/iter_0/trajectories"], store=store)  # verified proofs, in the proof formats
     sketches = read_sketch_examples(["runs/iter_0/trajectories"], store=store)  # sketches, subgoals as theorems
     mix = mix_pairs(base, positives, iteration=1, base_subsample=10000, positive_upsample=10,
@@ -30,6 +31,7 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, pretty_state
 from burnqed.records.results import SubgoalAttempt, TheoremResult
 from burnqed.records.theorem import TheoremIndex, stable_split
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.subgoal_cache import subgoal_key
 from burnqed.storage import Store, read_json_model
 from burnqed.text.completion import join_tactics, split_proof
@@ -59,6 +61,7 @@ HFTokenizer = Any  # transformers tokenizers are untyped under mypy --strict
 Dataset = Any  # datasets.Dataset
 EvalSource = Literal["valid-split", "hashed-train", "none"]
 Variant = Literal["tactic", "proof", "whole", "repair", "sketch"]
+ProofsPerTheorem = Literal["all", "shortest", "newest"]  # `sft.proofs_per_theorem`
 _VARIANT_MODE: dict[str, SearchMode] = {"tactic": SearchMode.STEP, "proof": SearchMode.HYBRID,
                                         "whole": SearchMode.WHOLE}
 
@@ -186,7 +189,7 @@ def read_base_proofs(data_dir: Path, base: Sequence[TacticPair], form: Declarati
     for theorem in index.theorems:
         declaration = theorem.declaration(form)
         pairs = by_theorem.get(theorem.name, [])
-        if declaration is None or theorem.answer_open or not pairs:
+        if declaration is None or AnswerSlot(theorem).open or not pairs:
             continue
         tactics = _replayed_proof(pairs, closed)
         if tactics:
@@ -223,8 +226,9 @@ def read_base_pairs(data_dir: Path) -> list[TacticPair]:
     return pairs
 
 
-def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
-    """Distinct (state_before, tactic) of the positive edges under every trajectory prefix, first seen first.
+def read_positives(uris: Sequence[str], *, store: Store, keep: ProofsPerTheorem = "all") -> list[SftPair]:
+    """Distinct (state_before, tactic) of the positive edges under every trajectory prefix, first seen first; with
+    `keep` "shortest" or "newest", only the rows of each theorem's one proof `choose_proofs` picks.
 
     Only the state BEFORE the tactic is read: the policy is asked for a tactic in that state. Rows of whole-mode
     searches hold whole proofs, not tactics, and are left out (`read_proof_examples` reads them), and so are a sketch
@@ -232,17 +236,21 @@ def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     """
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
+    chosen = choose_proofs(uris, keep, store=store) if keep != "all" else None
     seen: dict[SftPair, SftPair] = {}
-    for uri in uris:
+    for source, uri in enumerate(uris):
         results = {(part.run_id, result.name): result for part in require_trajectories(uri, store=store)
                    for result in part.theorems}
-        table = read_edges(uri, ["run_id", "theorem", "parent_id", "state_before", "tactic", "label"], store=store)
+        table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "state_before", "tactic", "label"],
+                           store=store)
         columns = table.to_pydict()
-        for run_id, theorem, parent, state, tactic, label in zip(
-            columns["run_id"], columns["theorem"], columns["parent_id"], columns["state_before"], columns["tactic"],
-            columns["label"], strict=True,
+        for run_id, theorem, node, parent, state, tactic, label in zip(
+            columns["run_id"], columns["theorem"], columns["node_id"], columns["parent_id"], columns["state_before"],
+            columns["tactic"], columns["label"], strict=True,
         ):
             result = results.get((run_id, theorem))
+            if chosen is not None and not _on_chosen(chosen, theorem, source, run_id, node):
+                continue
             if (label == "positive" and tactic.strip() and result is not None and result.mode is not SearchMode.WHOLE
                     and not (result.mode is SearchMode.SKETCH and parent == 0)):
                 pair = SftPair(theorem, state, tactic, TRAJECTORY, declaration=result.declaration)
@@ -250,19 +258,109 @@ def read_positives(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     return list(seen.values())
 
 
-def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
+@dataclass(frozen=True, slots=True)
+class ChosenProof:
+    """The one verified proof of a theorem that SFT trains on (`choose_proofs`): the place of its trajectory among
+    the uris, the run id of its search, and its rows from the root down (node ids and tactics)."""
+
+    source: int
+    run_id: str
+    nodes: tuple[int, ...]
+    tactics: tuple[str, ...]
+
+
+def choose_proofs(uris: Sequence[str], keep: ProofsPerTheorem, *, store: Store) -> dict[str, ChosenProof]:
+    """Per proved theorem, the one verified proof `keep` picks among every search of it under `uris` (in iteration
+    order, as SFT's --trajectories give them; docs/training.md, "One proof per theorem"). A proof is the rows from the
+    root down to a `proof_complete` row (a whole-mode proof is its one row). "shortest": the fewest rows, then the
+    fewest characters of their tactics, then the newest; "newest": the one of the last trajectory that proved the
+    theorem, in it the search with the greatest run id, in that search the proof found last (the greatest node id).
+
+    A sketch search's proof is the sketch and every subgoal's proof together, not one path: an InputError names
+    such a theorem, since one of its paths is not a proof (`sft.proofs_per_theorem` = "all" trains it)."""
+    from burnqed.trajectory.reader import require_trajectories
+
+    if keep not in ("shortest", "newest"):
+        raise ValueError(f"choose_proofs picks 'shortest' or 'newest', not {keep!r}")
+    best: dict[str, tuple[tuple[Any, ...], ChosenProof]] = {}
+    for source, uri in enumerate(uris):
+        sketched = {(part.run_id, result.name) for part in require_trajectories(uri, store=store)
+                    for result in part.theorems if result.mode is SearchMode.SKETCH}
+        rows, leaves = _search_rows(uri, store=store)
+        for run_id, theorem, leaf in leaves:
+            if (run_id, theorem) in sketched:
+                raise InputError(f"trajectory {uri}: theorem {theorem!r} was proved by a sketch search (run "
+                                 f"{run_id!r}), whose proof is not one path; sft.proofs_per_theorem = {keep!r} picks "
+                                 "among step, hybrid and whole proofs: set it to 'all' to train on these")
+            by_node = rows[(run_id, theorem)]
+            nodes = _path_nodes(leaf, by_node)
+            tactics = tuple(by_node[node][2] for node in nodes)
+            proof = ChosenProof(source, run_id, nodes, tactics)
+            newest = (source, run_id, leaf)
+            rank = (newest if keep == "newest"
+                    else (-len(nodes), -sum(len(tactic) for tactic in tactics), *newest))
+            if theorem not in best or rank > best[theorem][0]:
+                best[theorem] = (rank, proof)
+    return {theorem: proof for theorem, (_, proof) in best.items()}
+
+
+Rows = dict[tuple[str, str], dict[int, tuple[int, str, str]]]  # (run id, theorem) → node → (parent, state, tactic)
+
+
+def _search_rows(uri: str, *, store: Store) -> tuple[Rows, list[tuple[str, str, int]]]:
+    """The rows of every search under `uri` by node, and the (run id, theorem, node) of its `proof_complete` rows."""
+    from burnqed.trajectory.reader import read_edges
+
+    table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "state_before", "tactic",
+                             "proof_complete"], store=store).to_pydict()
+    rows: Rows = {}
+    leaves: list[tuple[str, str, int]] = []
+    for run_id, theorem, node, parent, state, tactic, complete in zip(
+        table["run_id"], table["theorem"], table["node_id"], table["parent_id"], table["state_before"],
+        table["tactic"], table["proof_complete"], strict=True,
+    ):
+        rows.setdefault((run_id, theorem), {})[node] = (parent, state, tactic)
+        if complete:
+            leaves.append((run_id, theorem, node))
+    return rows, leaves
+
+
+def _on_chosen(chosen: Mapping[str, ChosenProof], theorem: str, source: int, run_id: str, node: int, *,
+               last: bool = False) -> bool:
+    """Whether the row `node` of theorem `theorem`'s search `run_id` in trajectory `source` is on its chosen proof
+    (`last`: is the row that closes it)."""
+    proof = chosen.get(theorem)
+    if proof is None or (proof.source, proof.run_id) != (source, run_id):
+        return False
+    return node == proof.nodes[-1] if last else node in proof.nodes
+
+
+def _path_nodes(leaf: int, by_node: Mapping[int, tuple[int, str, str]]) -> tuple[int, ...]:
+    """The node ids from the root's child down to `leaf`."""
+    nodes: list[int] = []
+    node = leaf
+    while node in by_node:  # up to the root, whose id (0) has no row
+        nodes.append(node)
+        node = by_node[node][0]
+    return tuple(reversed(nodes))
+
+
+def read_proof_examples(uris: Sequence[str], *, store: Store, keep: ProofsPerTheorem = "all") -> list[SftPair]:
     """Distinct proof-format examples of the verified proofs under every trajectory prefix (see the module doc):
     a "whole" example per proved theorem (from its stored proof text), a "proof" example per state on every
     verified proof path (from the rows; a row whose state was not recorded, `""`, has none; a sketch search's path
-    ends at its sketch row: the proof examples are its subgoals')."""
-    from burnqed.trajectory.reader import read_edges, require_trajectories
+    ends at its sketch row: the proof examples are its subgoals'). With `keep` "shortest" or "newest" only each
+    theorem's one proof `choose_proofs` picks: its whole example is that proof's rows' tactics, its proof examples
+    the states on its path; the repair examples are every one as before (`read_repair_examples`)."""
+    from burnqed.trajectory.reader import require_trajectories
 
     seen: dict[SftPair, SftPair] = {}
+    chosen = choose_proofs(uris, keep, store=store) if keep != "all" else None
 
     def add(pair: SftPair) -> None:
         seen.setdefault(_key(pair), pair)
 
-    for uri in uris:
+    for source, uri in enumerate(uris):
         declarations: dict[tuple[str, str], str | None] = {}
         sketched: set[tuple[str, str]] = set()  # sketch searches: their paths stop below the sketch row
         # by run id and theorem, like the rows (`read_edges`): parts hold theorems in the order they finished
@@ -272,23 +370,12 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
             declarations[(run_id, result.name)] = result.declaration
             if result.mode is SearchMode.SKETCH:
                 sketched.add((run_id, result.name))
-            # A result without a recorded declaration (written before searches recorded it) has no prompt to
-            # reproduce: its whole example is left out rather than parsed back out of the proof text.
-            if result.proved and result.tactics and result.declaration is not None:
-                add(SftPair(result.name, "", join_tactics(result.tactics, indent=""), TRAJECTORY, "whole",
-                            result.header, result.declaration))
-        table = read_edges(uri, ["run_id", "theorem", "node_id", "parent_id", "state_before", "tactic",
-                                 "proof_complete"], store=store).to_pydict()
-        rows: dict[tuple[str, str], dict[int, tuple[int, str, str]]] = {}
-        leaves: list[tuple[str, str, int]] = []
-        for run_id, theorem, node, parent, state, tactic, complete in zip(
-            table["run_id"], table["theorem"], table["node_id"], table["parent_id"], table["state_before"],
-            table["tactic"], table["proof_complete"], strict=True,
-        ):
-            rows.setdefault((run_id, theorem), {})[node] = (parent, state, tactic)
-            if complete:
-                leaves.append((run_id, theorem, node))
+            if (whole := _whole_example(result, (source, run_id), chosen)) is not None:
+                add(whole)
+        rows, leaves = _search_rows(uri, store=store)
         for run_id, theorem, leaf in leaves:
+            if chosen is not None and not _on_chosen(chosen, theorem, source, run_id, leaf, last=True):
+                continue
             path = _path_to(leaf, rows[(run_id, theorem)], below_root=(run_id, theorem) in sketched)
             declaration = declarations.get((run_id, theorem))
             for index, (state, _) in enumerate(path):
@@ -299,6 +386,25 @@ def read_proof_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
     for pair in read_repair_examples(uris, store=store):
         add(pair)
     return list(seen.values())
+
+
+def _whole_example(result: TheoremResult, search: tuple[int, str],
+                   chosen: Mapping[str, ChosenProof] | None) -> SftPair | None:
+    """The whole-proof example of `result` (its search: the place of its trajectory, its run id): its proof, or with
+    `chosen` (one proof per theorem) the chosen proof's tactics when that proof is this search's, else none."""
+    # A result without a recorded declaration (written before searches recorded it) has no prompt to
+    # reproduce: its whole example is left out rather than parsed back out of the proof text.
+    if result.declaration is None:
+        return None
+    if chosen is None:
+        tactics = result.tactics if result.proved else []
+    else:
+        proof = chosen.get(result.name)
+        tactics = list(proof.tactics) if proof is not None and (proof.source, proof.run_id) == search else []
+    if not tactics:
+        return None
+    return SftPair(result.name, "", join_tactics(tactics, indent=""), TRAJECTORY, "whole", result.header,
+                   result.declaration)
 
 
 def _path_to(leaf: int, by_node: Mapping[int, tuple[int, str, str]], *, below_root: bool) -> list[tuple[str, str]]:

@@ -161,6 +161,15 @@ def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
     )
 
 
+def scale_steps(plan: TrainPlan, cfg: SftConfig, iteration: int, rows: int) -> TrainPlan:
+    """`sft.later_epochs` at an iteration ≥ 1: the plan's steps become that many passes over the `rows` training rows
+    (packed rows with packing), ceil(epochs × rows / (batch_size × grad_accum)), so that the steps grow with the
+    data; otherwise the plan as it is (warm_steps or max_steps)."""
+    if cfg.later_epochs is None or iteration == 0:
+        return plan
+    return replace(plan, steps=max(1, math.ceil(cfg.later_epochs * rows / (cfg.batch_size * cfg.grad_accum))))
+
+
 def check_request(request: SftRequest) -> None:
     """The iteration and the flags must agree: positives and warm starts belong to iterations ≥ 1."""
     if request.iteration < 0:
@@ -201,9 +210,9 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
 
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
-    positives = read_positives(request.trajectories, store=store)
+    positives = read_positives(request.trajectories, store=store, keep=cfg.proofs_per_theorem)
     if proof_examples:
-        positives += read_proof_examples(request.trajectories, store=store)
+        positives += read_proof_examples(request.trajectories, store=store, keep=cfg.proofs_per_theorem)
     sketches = read_sketch_examples(request.trajectories if sketch_examples else (), store=store)
     positives += sketches.examples
     init_dir = store.local_input(request.init) if request.init else None
@@ -245,6 +254,7 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
     with cpu_threads(plan.device, cfg.cpu_threads), quiet_warnings():
         policy = load_for_training(plan.method, base_dir, init_dir, cfg, plan.device, plan.bf16)
         train_ds, train_stats, eval_ds = _datasets(policy, fmt, mix, cfg)
+        plan = scale_steps(plan, cfg, request.iteration, train_stats.rows)
         checkpoints = CheckpointStore.for_output(request.output, store=store)
         joint = None
         if joint_inputs is not None:
@@ -669,4 +679,4 @@ def _callback_class() -> Any:
     return StageCallback
 
 
-__all__ = ["IGNORE_INDEX", "SftOutcome", "SftRequest", "build_trainer", "plan_training", "run_sft"]
+__all__ = ["IGNORE_INDEX", "SftOutcome", "SftRequest", "build_trainer", "plan_training", "run_sft", "scale_steps"]

@@ -15,14 +15,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import math
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from burnqed.base.progress import progress_bar
 from burnqed.config import LeanConfig, PlannerConfig, PolicyConfig, SearchConfig
+from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
 from burnqed.layout import subgoal_cache_beside
 from burnqed.lean.env import WorkerPool
@@ -169,6 +171,16 @@ def _mode_settings(mode: SearchMode, search: SearchConfig, policy: PolicyConfig,
 
 
 @dataclass(frozen=True, slots=True)
+class LargerBudget:
+    """`search.unsolved_budget_factor`: the theorems the previous iteration left unsolved, the larger budget they are
+    searched at, and the engine's settings at that budget."""
+
+    theorems: frozenset[str]
+    budget: int
+    engine: SearchSettings
+
+
+@dataclass(frozen=True, slots=True)
 class JobSettings:
     """What the search and eval stages read from the configuration, built once by the command layer
     (`JobSettings.from_config`): the engine's settings, the tactic guard, and how the run is paced and
@@ -182,6 +194,7 @@ class JobSettings:
     checkpoint_every: int  # search.checkpoint_every: theorems per committed trajectory part
     lean: LeanConfig  # the [lean] section: the subgoal cache's environment (sketch mode)
     subgoal_cache: str | None = None  # search.subgoal_cache: where sketch search's cache persists; None: beside output
+    larger: LargerBudget | None = None  # search.unsolved_budget_factor: the theorems searched at a larger budget
 
     @classmethod
     def from_config(
@@ -207,6 +220,24 @@ class JobSettings:
             lean=lean,
             subgoal_cache=search.subgoal_cache,
         )
+
+    def with_unsolved(self, unsolved: Collection[str], search: SearchConfig, policy: PolicyConfig,
+                      planner: PlannerConfig | None = None) -> JobSettings:
+        """These settings with the theorems `unsolved` searched at `search.unsolved_budget_factor` × the mode's budget
+        (max_nodes in step and sketch modes, max_proofs in whole and hybrid), rounded up, at most MAX_BUDGET; these
+        settings as they are at a factor of 1."""
+        factor = search.unsolved_budget_factor
+        if factor == 1.0:
+            return self
+        base = search.max_nodes if self.mode in (SearchMode.STEP, SearchMode.SKETCH) else search.max_proofs
+        budget = min(MAX_BUDGET, math.ceil(base * factor))
+        engine = settings_from_config(search, policy, budget, planner=planner)
+        return dataclasses.replace(self, larger=LargerBudget(frozenset(unsolved), budget, engine))
+
+    def overrides(self) -> dict[str, SearchSettings]:
+        """The engine settings of the theorems searched at the larger budget, by name (none without one)."""
+        larger = self.larger
+        return {name: larger.engine for name in larger.theorems} if larger is not None else {}
 
     def concurrency_for(self, pool_size: int) -> int:
         """Theorems searched at once: `search.concurrency`, else every place the pool has (workers × theorems per
@@ -247,6 +278,7 @@ async def search_into(
                 handle_signals=True,
                 monitor=monitor,
                 planner=planner,
+                overrides=settings.overrides(),
             )
     except BaseException:
         if writer is not None:
@@ -266,6 +298,23 @@ class SearchReport:
     proved: int  # among the searched
     elapsed_s: float
     throughput: ThroughputReport | None = None  # None when the output was complete already (nothing run)
+    larger: int = 0  # searched at the larger budget (search.unsolved_budget_factor): left unsolved last iteration
+    larger_budget: int | None = None  # that budget; None without one
+
+
+def unsolved_in(uri: str, *, store: Store) -> frozenset[str]:
+    """The theorems the trajectories under `uri` searched and proved in none of their searches (`burnqed search
+    --unsolved-from`); InputError when `uri` holds no trajectory."""
+    from burnqed.trajectory.reader import require_trajectories
+
+    searched: set[str] = set()
+    proved: set[str] = set()
+    for part in require_trajectories(uri, store=store):
+        for result in part.theorems:
+            searched.add(result.name)
+            if result.proved:
+                proved.add(result.name)
+    return frozenset(searched - proved)
 
 
 def new_run_id() -> str:
@@ -286,21 +335,6 @@ def _refuse_unresumed(output: str, parts: list[PartManifest], journal: FileJourn
             f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
             "continue that run, or choose another --output"
         )
-
-
-def _with_run_state(settings: JobSettings, output: str, journal: FileJournal, pantograph_version: str | None, *,
-                    store: Store) -> tuple[JobSettings, SubgoalCache | None]:
-    """`settings` with what its engine keeps across the run: hybrid's rounds checkpointed on `journal`, sketch's
-    subgoal cache opened (at `settings.subgoal_cache`, else beside `output`, for the Lean the pool speaks) and
-    returned too; other engines' settings as they are."""
-    if isinstance(settings.engine, HybridSettings):  # hybrid rounds are checkpointed on the output
-        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, journal=journal))
-    cache: SubgoalCache | None = None
-    if isinstance(settings.engine, SketchSettings):  # the run's subgoal cache, shared by every job that names it
-        cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output),
-                                  cache_environment(settings.lean, pantograph_version))
-        settings = dataclasses.replace(settings, engine=dataclasses.replace(settings.engine, cache=cache))
-    return settings, cache
 
 
 async def search_job(
@@ -348,7 +382,12 @@ async def search_job(
                               store=store)
     proved = 0
 
-    settings, cache = _with_run_state(settings, output, journal, pantograph_version, store=store)
+    cache: SubgoalCache | None = None
+    if isinstance(settings.engine, SketchSettings):  # the run's subgoal cache, shared by every job that names it
+        cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output),
+                                  cache_environment(settings.lean, pantograph_version))
+    settings = _attached(settings, journal, cache)
+    larger = len({theorem.name for theorem in todo} & settings.overrides().keys())
     monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
     tally = SolveTally()
     with progress_bar("searching", total=len(todo), status=tally.line, detail=monitor.status) as advance:
@@ -368,9 +407,27 @@ async def search_job(
                              "mode": settings.mode.value, "throughput": throughput.as_dict()}
     if cache is not None:
         record_stats(extra, cache.stats)
+    if settings.larger is not None:
+        extra["larger_budget"] = {"theorems": larger, "budget": settings.larger.budget}
     writer.finish(extra)
     journal.clear_all()  # every theorem is committed: nothing is half-searched any more
     return SearchReport(
         output, run_id, len(selected), len(selected) - len(todo), len(results), proved, time.perf_counter() - started,
-        throughput,
+        throughput, larger, settings.larger.budget if settings.larger is not None else None,
     )
+
+
+def _attached(settings: JobSettings, journal: FileJournal, cache: SubgoalCache | None) -> JobSettings:
+    """`settings` (and its larger budget's engine) with hybrid's journal, whose rounds are checkpointed on the output,
+    and sketch's subgoal cache attached."""
+
+    def attach(engine: SearchSettings) -> SearchSettings:
+        if isinstance(engine, HybridSettings):
+            return dataclasses.replace(engine, journal=journal)
+        if isinstance(engine, SketchSettings) and cache is not None:
+            return dataclasses.replace(engine, cache=cache)
+        return engine
+
+    larger = settings.larger
+    return dataclasses.replace(settings, engine=attach(settings.engine), larger=None if larger is None
+                               else dataclasses.replace(larger, engine=attach(larger.engine)))

@@ -256,8 +256,8 @@ def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | No
     """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME <binders> : T``
     (`records.theorem.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and
     opens (shown by the deepseek formats only). With `slot`, the name of the header's open answer slot
-    (`records.theorem.Theorem.answer_open`), every format shows the whole file, slot `:= sorry` included, and the
-    answer starts at the slot (`answer_file_prompt`). Each format's exact text: docs/search.md, "Prompt formats"."""
+    (`search.answer.AnswerSlot.name`), every format shows the whole file, slot `:= sorry` included, and the answer
+    starts at the slot (`answer_file_prompt`). Each format's exact text: docs/search.md, "Prompt formats"."""
     if not is_statement_format(fmt):
         raise ValueError(f"{fmt} prompts do not show the statement alone: use build_prompt or build_repair_prompt")
     opened = append_code(_declaration(declaration), ":= by")

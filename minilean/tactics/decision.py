@@ -12,7 +12,7 @@ import re
 from minilean.arith import closed_value, linarith_refutes, omega_proves, omega_relevant, tauto_proves
 from minilean.elab import INT, NAT, NUMBER_TYPES, is_type, type_of
 from minilean.goals import Goal, Hyp, TacticError, number_inaccessible, pp_goal
-from minilean.syntax import FALSE, Binder, Expr, Num, Op, Var, parse, pp
+from minilean.syntax import FALSE, Binder, Expr, Num, Op, Sci, Var, parse, pp
 from minilean.tactics.base import TacticEngine
 from minilean.tactics.intro import _intro_one
 from minilean.tactics.script import split_top
@@ -154,6 +154,8 @@ def _positivity(expr: Expr, goal: Goal) -> str | None:
     ty = type_of(expr, goal.ctx)
     if isinstance(expr, Ascr) and isinstance(expr.expr, Num):
         return "pos" if expr.expr.value > 0 else "nonneg"
+    if isinstance(expr, Ascr) and isinstance(expr.expr, Sci):
+        return "pos" if expr.expr.mantissa > 0 else "nonneg"
     if isinstance(expr, Op):
         op = expr.op
         parts = [_positivity(a, goal) for a in expr.args] if op != "^" else []

@@ -18,9 +18,11 @@ from burnqed.lean.soundness import (
     check_shape,
     compile_text,
     pinned_starts,
+    verify_proof,
 )
 from burnqed.records.replies import CompileMessage, CompileResult, CompileUnit
-from tests.lean.test_guard_soundness import ROOT_OK, ScriptedEnv
+from burnqed.records.theorem import Theorem
+from tests.lean.test_guard_soundness import DONE, GUARD, ROOT_OK, ScriptedEnv
 
 SLOT = "putnam_mock_a_solution"
 INDEX = f"abbrev {SLOT} : ℕ := sorry\n-- 2"  # 42 characters, 44 bytes (ℕ is 3)
@@ -97,6 +99,13 @@ def test_a_header_that_is_not_the_index_s_has_no_shape_and_is_refused_before_lea
     verdict = asyncio.run(check_proof_text(env, "putnam_mock_a", f"{other}\n\n{THEOREM}", index_header=INDEX,
                                            header=other))
     assert (verdict.ok, verdict.compiled, env.texts) == (False, False, [])
+    # A step search's proof under that header: refused by its shape, Lean's compile never asked.
+    theorem = Theorem(name="putnam_mock_a", statement=f"1 + 1 = {SLOT}", header=other)
+    env = ScriptedEnv(ROOT_OK, units(0, 1, 2))
+    verdict = asyncio.run(verify_proof(env, theorem, ["decide"], DONE, GUARD, index_header=INDEX))
+    assert (verdict.ok, verdict.compiled, verdict.reason, env.texts) == (False, False, (
+        "the compiled file's shape cannot be pinned: the header compiled is not the index's header, nor it with an "
+        "answer slot filled"), [])
     # A file that does not begin with the header it claims, either.
     assert compile_text(f"open X\n\n{THEOREM}", "putnam_mock_a", "open Y").problem == (
         "the compiled file does not begin with the header it was assembled under")

@@ -496,6 +496,44 @@ def test_once_its_pool_lives_on_a_loop_a_score_awaited_on_another_loop_is_refuse
         loop.close()
 
 
+def test_a_call_after_the_pools_loop_stopped_is_refused_not_waited_on_forever() -> None:
+    events: list[str] = []
+    reward = LeanReward(THEOREMS, recorded_pool(events), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    prompt = reward.prompts[HONEST.name]
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(reward.score([prompt], [""], [HONEST.name]), loop).result()
+    loop.call_soon_threadsafe(loop.stop)  # the caller's loop ends, the reward still open
+    thread.join()
+    outcome: list[BaseException | None] = []
+
+    def call() -> None:  # on a thread of its own: a call waiting on the stopped loop would never return
+        inner = asyncio.sleep(0)
+        try:
+            reward.run(inner)
+            outcome.append(None)
+        except RuntimeError as exc:
+            outcome.append(exc)
+        finally:
+            inner.close()
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    caller.join(timeout=10)
+    assert [str(exc) for exc in outcome if exc is not None] == [
+        "LeanReward's pool lives on an event loop that no longer runs: close the reward first"]
+    thread = threading.Thread(target=loop.run_forever, daemon=True)  # the loop again, to leave the pool on it
+    thread.start()
+    try:
+        reward.close()
+        assert events == ["enter", "exit"]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+
 def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
     reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
     reward.close()

@@ -1,10 +1,11 @@
 """A produced answer judged against the reference (`burnqed.search.answer_check`; docs/search.md, "Answers"), on
 made-up problems in PutnamBench's form only: minilean (the embedded Lean, which decides these statements as Lean does)
-judges `100` for `3 ≤ SOL` (reference 5) `different` and `1 + 1` against `2` `equal`; `5 / 2` against `2.5` (ℝ) is
-judged on the strict Pantograph double, because minilean reads no decimal literal (its numerals are `[0-9]+`: `2.5`
-is its parse error, so there the pair is `undecided`). The double has no semantics (it compiles any honest text):
-there it shows the file compiled and the path, not Lean's decision. The rules are pure and tested alone; the answer
-passes `soundness.check_answer` before any Lean; a theorem with no reference is `no reference`, never `equal`.
+judges `100` for `3 ≤ SOL` (reference 5) `different`, `1 + 1` against `2` `equal`, and on ℝ `5 / 2` against the
+scientific literal `2.5` `equal` and `3` against it `different` (minilean reads `2.5` as Lean does, the exact
+rational `OfScientific.ofScientific 25 true 1`, which `norm_num` evaluates; on ℕ it is Lean's `failed to synthesize
+OfScientific ℕ`). The strict Pantograph double has no semantics (it compiles any honest text): there the check shows
+the file compiled and the path, not Lean's decision. The rules are pure and tested alone; the answer passes
+`soundness.check_answer` before any Lean; a theorem with no reference is `no reference`, never `equal`.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def mock(statement: str, type_: str, reference: str | None, header: str = "") ->
 AT_LEAST_THREE = mock(f"3 ≤ {SLOT}", "ℕ", "5")
 ONE_PLUS_ONE = mock(f"1 + 1 = {SLOT}", "ℕ", "2")
 HALF = mock(f"{SLOT} = 5 / 2", "ℝ", "2.5")
+HALF_ON_NAT = mock(f"{SLOT} ≤ 3", "ℕ", "2.5")  # a reference Lean cannot elaborate: no `OfScientific ℕ`
 HALF_AS_FRACTION = mock(f"{SLOT} = 5 / 2", "ℝ", "10 / 4")
 
 
@@ -135,20 +137,26 @@ def test_on_minilean_lean_decides_equal_and_different() -> None:
         (ONE_PLUS_ONE, "1 + 1"),
         (HALF_AS_FRACTION, "5 / 2"),  # on ℝ: 5 / 2 = 10 / 4 (norm_num)
         (HALF_AS_FRACTION, "3"),
-        (HALF, "5 / 2"),  # minilean reads no `2.5`: undecided here (the double below)
+        (HALF, "5 / 2"),  # `2.5` is the rational 5 / 2 on ℝ: `norm_num` proves `5 / 2 = 2.5`
+        (HALF, "3"),  # and `3 ≠ 2.5`
+        (HALF_ON_NAT, "2"),  # neither side elaborates: `2.5` is no natural number
         (ONE_PLUS_ONE, SLOT),  # the answer naming its own slot: the check's header has no slot
         (AT_LEAST_THREE, "5 -- the least value above 3 )"),
     ])
     assert [(j.answer, j.reference, j.verdict) for j in judged] == [
         ("100", "5", AnswerCheck.DIFFERENT), ("5", "5", AnswerCheck.EQUAL), ("1 + 1", "2", AnswerCheck.EQUAL),
         ("5 / 2", "10 / 4", AnswerCheck.EQUAL), ("3", "10 / 4", AnswerCheck.DIFFERENT),
-        ("5 / 2", "2.5", AnswerCheck.UNDECIDED), (SLOT, "2", AnswerCheck.UNDECIDED),
+        ("5 / 2", "2.5", AnswerCheck.EQUAL), ("3", "2.5", AnswerCheck.DIFFERENT),
+        ("2", "2.5", AnswerCheck.UNDECIDED), (SLOT, "2", AnswerCheck.UNDECIDED),
         ("5 -- the least value above 3 )", "5", AnswerCheck.EQUAL)]
     assert judged[0].reason == "Lean proved the answer different from the reference"
     assert judged[1].reason == "Lean proved the answer equal to the reference"
-    assert judged[5].reason == ("neither side proved: `=`: the proof text does not compile: unexpected term; `≠`: "
-                                "the proof text does not compile: unexpected term")
-    assert judged[6].reason.startswith(f"neither side proved: `=`: the proof text does not compile: unknown "
+    assert judged[5].reason == "Lean proved the answer equal to the reference"
+    assert judged[6].reason == "Lean proved the answer different from the reference"
+    # the reason keeps each error's first line; tests/minilean/test_scientific.py pins the whole `OfScientific ℕ`
+    assert judged[7].reason == ("neither side proved: `=`: the proof text does not compile: failed to synthesize; "
+                                "`≠`: the proof text does not compile: failed to synthesize")
+    assert judged[8].reason.startswith(f"neither side proved: `=`: the proof text does not compile: unknown "
                                        f"identifier '{SLOT}'")
     assert all(j.answered for j in judged)
 

@@ -27,7 +27,7 @@ from burnqed.policy.base import Sampling
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EdgeOutcome
 from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
-from burnqed.search.answer import mode_refusal
+from burnqed.search.answer import AnswerSlot, mode_refusal
 from burnqed.search.modes import prove_theorem
 from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome, StepSettings
@@ -237,6 +237,32 @@ def test_step_mode_refuses_an_open_answer_before_any_work() -> None:
     with pytest.raises(ValueError, match="step mode does not search putnam_easy: its answer putnam_easy_solution"):
         asyncio.run(prove_theorem(OPEN, None, policy, StepSettings(), DEFAULT_GUARD))  # type: ignore[arg-type]
     assert policy.calls == []
+
+
+def test_the_answer_slot_answers_each_question_in_one_place() -> None:
+    """`AnswerSlot` for the theorem with its slot open, the one with the answer given, a filled one and one with no
+    slot: the prompt's slot, the start, the reference check, a record's repair, the theorem compiled, the answer
+    stored and the one kept once a proof is dropped."""
+    filled = OPEN.with_answer("2")
+    plain = Theorem(name="plain", statement="1 + 1 = 2")
+    rows = [(slot.name, slot.open, slot.started, slot.judged, slot.record_repairable)
+            for slot in map(AnswerSlot, (OPEN, GIVEN, filled, plain))]
+    assert rows == [(SLOT, True, False, True, False), (None, False, True, False, True),
+                    (None, False, True, False, True), (None, False, True, False, True)]
+
+    opened = AnswerSlot(OPEN)
+    assert opened.stored("3") == "3" and opened.stored(None) is None
+    assert opened.dropped("3") is None
+    assert opened.compiled(None, DEFAULT_GUARD) == "the result gives no answer for the theorem's open answer slot"
+    assert opened.compiled("sorry", DEFAULT_GUARD) == "its answer is refused: the answer is left `sorry`"
+    assert opened.compiled(" 2 ", DEFAULT_GUARD) == filled
+    assert filled.header == f"abbrev {SLOT} : ℕ := (2)\n-- 2"
+
+    for theorem, held in ((GIVEN, "2"), (filled, "2"), (plain, None)):
+        slot = AnswerSlot(theorem)
+        assert slot.stored("3") == held and slot.stored(None) == held
+        assert slot.dropped("3") == "3" and slot.dropped(None) is None
+        assert slot.compiled(None, DEFAULT_GUARD) is theorem and slot.compiled("sorry", DEFAULT_GUARD) is theorem
 
 
 def test_the_eval_lists_an_open_answer_as_not_evaluated_in_step_mode() -> None:

@@ -20,12 +20,13 @@ from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.journal import Counters, EntryRecord, FileJournal, NodeRecord, ProofRecord, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard
-from burnqed.stages.search import JobSettings, SearchReport, search_job
+from burnqed.stages.search import JobSettings, SearchReport, search_job, unsolved_in
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+from tests.trajectory.factories import result, write_trajectory
 
 CORPUS = load_corpus()
 THEOREMS = [Theorem.from_recorded(spec) for spec in CORPUS.theorems]
@@ -36,13 +37,13 @@ def config(**sets: object) -> Config:
 
 
 def job(output: Path, policy: object, cfg: Config | None = None, theorems: list[Theorem] = THEOREMS,
-        **kwargs: object) -> SearchReport:
+        settings: JobSettings | None = None, **kwargs: object) -> SearchReport:
     async def go() -> SearchReport:
         pool = InProcessReplayPool(lambda: ReplayServer(CORPUS), size=3)
         c = cfg or config()
-        settings = JobSettings.from_config(c.search, c.policy, c.lean)
+        given = settings or JobSettings.from_config(c.search, c.policy, c.lean)
         return await search_job(theorems, str(output), pool=pool, pool_size=3, policy=policy,  # type: ignore[arg-type]
-                                settings=settings, store=Store(cache_dir=output.parent / "cache"),
+                                settings=given, store=Store(cache_dir=output.parent / "cache"),
                                 **kwargs)  # type: ignore[arg-type]
 
     return asyncio.run(go())
@@ -218,3 +219,41 @@ def test_a_search_setting_reaches_each_engine_that_declares_its_name() -> None:
     assert sorted(names) == ["alpha", "expand_batch", "max_depth", "max_nodes", "probe_logprob", "probe_tactics",
                              "revisit_penalty", "revisit_temperature", "revisits", "speculate", "stop_at_first",
                              "timeout_s", "value_ramp_depth", "value_reference", "value_weight", "verify"]
+
+
+def test_theorems_the_last_iteration_left_unsolved_are_searched_at_the_larger_budget(tmp_path: Path,
+                                                                                       store: Store) -> None:
+    """`search.unsolved_budget_factor` with the previous iteration's trajectories (`--unsolved-from`): a theorem
+    they searched and never proved gets ceil(3 × 2.5) = 8 expansions; one they proved, or never searched, 3."""
+    first, second, third = THEOREMS[:3]
+    previous = f"file://{tmp_path}/iter_0"
+    write_trajectory(previous, [(result(first.name, True), []), (result(second.name, False), [])], store=store)
+    write_trajectory(previous + "-noise", [(result(second.name, False), []), (result(third.name, True), [])],
+                     run_id="noise", store=store)
+    assert unsolved_in(previous, store=store) == {second.name}
+    cfg = config(**{"search.max_nodes": 3, "search.unsolved_budget_factor": 2.5})
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean)
+    assert settings.with_unsolved({second.name}, config().search, cfg.policy) is settings  # a factor of 1
+    larger = settings.with_unsolved(unsolved_in(previous, store=store), cfg.search, cfg.policy)
+    never = ScriptedPolicy(lambda _: [("exact no_such_lemma", -1.0)])
+    report = job(tmp_path / "out", never, cfg, theorems=[first, second, third], settings=larger)
+    assert (report.larger, report.larger_budget) == (1, 8)
+    expanded = {r.name: r.nodes_expanded for r in read_results(str(tmp_path / "out"), store=store)}
+    assert expanded == {first.name: 3, second.name: 8, third.name: 3}
+    plain = job(tmp_path / "plain", never, cfg, theorems=[first, second, third])
+    assert (plain.larger, plain.larger_budget) == (0, None)
+    whole = config(**{"search.mode": "whole", "search.max_proofs": 5, "search.unsolved_budget_factor": 1.5})
+    grown = JobSettings.from_config(whole.search, whole.policy, whole.lean).with_unsolved({"t"}, whole.search,
+                                                                                         whole.policy)
+    assert grown.larger is not None and grown.larger.budget == 8 and grown.overrides().keys() == {"t"}
+
+
+def test_unsolved_from_needs_a_larger_budget_and_a_trajectory_before_any_search(tmp_path: Path) -> None:
+    from tests.processes import cli
+
+    out, previous = str(tmp_path / "out"), str(tmp_path / "previous")
+    plain = cli("search", "--output", out, "--unsolved-from", previous)
+    assert plain.returncode == 2 and "set search.unsolved_budget_factor above 1 (it is 1)" in plain.stderr
+    missing = cli("search", "--output", out, "--unsolved-from", previous, "--set", "search.unsolved_budget_factor=2")
+    assert missing.returncode == 2 and "no trajectory data" in missing.stderr
+    assert not (tmp_path / "out").exists()

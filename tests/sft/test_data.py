@@ -91,6 +91,63 @@ def test_positives_need_an_existing_trajectory(tmp_path: Path, store: Store) -> 
         read_positives([str(tmp_path / "missing")], store=store)
 
 
+def _two_iterations(tmp_path: Path, store: Store) -> list[str]:
+    """thm_a: proved twice at iteration 0 (`tactic 2` alone; `tactic 1` then `tactic 3`) and once at iteration 1
+    (`tactic 1` then `tactic 4`); thm_c: once at each, by one tactic as long as the other."""
+    declared: dict[str, Any] = {"declaration": "theorem a : True", "tactics": ["tactic 2"]}
+    a0 = [edge(1, 0), edge(2, 0, EdgeOutcome.CLOSED), edge(3, 1, EdgeOutcome.CLOSED, depth=2)]
+    label_edges(a0, [2, 3], proved=True)
+    c0 = [edge(1, 0, EdgeOutcome.CLOSED)]
+    label_edges(c0, [1], proved=True)
+    first = f"file://{tmp_path}/iter_0"
+    write_trajectory(first, [(result("thm_a", True, edges=3, depth=2, **declared), a0),
+                             (result("thm_c", True, edges=1, depth=1), c0)], store=store)
+    a1 = [edge(1, 0), edge(4, 1, EdgeOutcome.CLOSED, depth=2)]
+    label_edges(a1, [4], proved=True)
+    c1 = [edge(2, 0, EdgeOutcome.CLOSED)]
+    label_edges(c1, [2], proved=True)
+    second = f"file://{tmp_path}/iter_1"
+    write_trajectory(second, [(result("thm_a", True, edges=2, depth=2, **declared), a1),
+                              (result("thm_c", True, edges=1, depth=1), c1)], iteration=1, store=store)
+    return [first, second]
+
+
+def test_one_proof_per_theorem_keeps_the_shortest_or_the_newest(tmp_path: Path, store: Store) -> None:
+    """`sft.proofs_per_theorem`: every proof's positives, or one proof's: the shortest (a tie of rows and characters
+    goes to the newest) or the newest (the last iteration's)."""
+    uris = _two_iterations(tmp_path, store)
+
+    def kept(keep: Any) -> list[tuple[str, str, str]]:
+        return [(p.theorem, p.state_before, p.tactic) for p in read_positives(uris, store=store, keep=keep)]
+
+    assert kept("all") == [("thm_a", "state 0", "tactic 1"), ("thm_a", "state 0", "tactic 2"),
+                           ("thm_a", "state 1", "tactic 3"), ("thm_c", "state 0", "tactic 1"),
+                           ("thm_a", "state 1", "tactic 4"), ("thm_c", "state 0", "tactic 2")]
+    assert kept("shortest") == [("thm_a", "state 0", "tactic 2"), ("thm_c", "state 0", "tactic 2")]
+    assert kept("newest") == [("thm_a", "state 0", "tactic 1"), ("thm_a", "state 1", "tactic 4"),
+                              ("thm_c", "state 0", "tactic 2")]
+
+
+def test_one_proof_per_theorem_gives_its_proof_examples_and_refuses_a_sketch_proof(tmp_path: Path,
+                                                                                     store: Store) -> None:
+    uris = _two_iterations(tmp_path, store)
+    examples = read_proof_examples(uris, store=store, keep="newest")
+    assert [(p.theorem, p.variant, p.state_before, p.tactic) for p in examples if p.theorem == "thm_a"] == [
+        ("thm_a", "whole", "", "tactic 1\ntactic 4"),  # the chosen proof's rows, not the result's first proof
+        ("thm_a", "proof", "state 0", "tactic 1\ntactic 4"), ("thm_a", "proof", "state 1", "tactic 4")]
+    shortest = read_proof_examples(uris, store=store, keep="shortest")
+    assert [(p.variant, p.state_before, p.tactic) for p in shortest if p.theorem == "thm_a"] == [
+        ("whole", "", "tactic 2"), ("proof", "state 0", "tactic 2")]
+    sketched = [edge(1, 0), edge(2, 1, EdgeOutcome.CLOSED, depth=2)]
+    label_edges(sketched, [2], proved=True)
+    later = f"file://{tmp_path}/iter_2"
+    write_trajectory(later, [(result("thm_s", True, edges=2, depth=2, mode=SearchMode.SKETCH), sketched)],
+                     iteration=2, store=store)
+    with pytest.raises(InputError, match="theorem 'thm_s' was proved by a sketch search"):
+        read_positives([*uris, later], store=store, keep="shortest")
+    assert len(read_positives([*uris, later], store=store)) == 7  # "all" trains on it: the 6 above, its subgoal's
+
+
 def test_mixing_upsamples_positives_subsamples_base_and_holds_out_eval_and_test_theorems() -> None:
     base = [pair(f"t{i}", "train", i) for i in range(6)] + [pair("v", "valid"), pair("x", "test")]
     positives = [SftPair("t0", "s0", "a", TRAJECTORY), SftPair("v", "s1", "b", TRAJECTORY),

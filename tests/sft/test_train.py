@@ -22,7 +22,7 @@ from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
 from burnqed.sft.manifests import SFT_RECORD, read_sft_record
-from burnqed.sft.train import SftOutcome, SftRequest, run_sft
+from burnqed.sft.train import SftOutcome, SftRequest, plan_training, run_sft, scale_steps
 from burnqed.storage import MARKER_NAME, Store
 from burnqed.text.prompt import PromptFormat, build_prompt
 from burnqed.trajectory.labels import label_edges
@@ -327,6 +327,17 @@ def test_qlora_trains_on_cpu_with_bitsandbytes_and_its_export_measures_the_merge
     assert not (tmp_path / "refused").exists()
 
 
+@pytest.mark.parametrize(("later_epochs", "iteration", "rows", "steps"), [
+    (None, 1, 37, 40), (2.0, 0, 37, 300), (2.0, 1, 37, 10), (0.5, 2, 37, 3), (0.01, 1, 37, 1), (2.0, 1, 80, 20)])
+def test_later_epochs_scale_the_steps_of_an_iteration_with_its_rows(later_epochs: float | None, iteration: int,
+                                                                    rows: int, steps: int) -> None:
+    """ceil(later_epochs × rows / (batch_size × grad_accum)) from iteration 1, at least one; warm_steps (40) unset;
+    iteration 0 keeps max_steps (300)."""
+    cfg = SftConfig(device="cpu", batch_size=4, grad_accum=2, later_epochs=later_epochs)
+    plan = plan_training(cfg, iteration, warm=iteration >= 1)
+    assert scale_steps(plan, cfg, iteration, rows).steps == steps
+
+
 @pytest.mark.slow
 def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: Path, tiny_model_dir: Path,
                                                                       store: Store) -> None:
@@ -353,6 +364,10 @@ def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: 
     proofs = sft(tmp_path, cfg, name="iter1-proofs", iteration=1, trajectories=(trajectories,),
                  init=str(tmp_path / "iter0"), proof_examples=True).record.data_counts
     assert (proofs.positives, proofs.proof_examples, proofs.train_examples) == (1, 1, 5 + 4 + 4)
+    # sft.later_epochs: the steps follow the data, 2 passes over 9 unpacked rows at 2 rows a step
+    scaled = sft(tmp_path, cfg.model_copy(update={"later_epochs": 2.0, "packing": False}), name="iter1-epochs",
+                 iteration=1, trajectories=(trajectories,), init=str(tmp_path / "iter0")).record
+    assert (scaled.steps, scaled.data_counts.rows) == (9, 9)
 
     with pytest.raises(InputError, match="trained with method 'lora'"):
         sft(tmp_path, cfg.model_copy(update={"method": "full"}), name="iter1-full", iteration=1,
