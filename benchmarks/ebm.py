@@ -122,7 +122,7 @@ def bench_training(steps: int) -> None:
 
     from burnqed.config import EbmConfig
     from burnqed.ebm.sampling import build_dataset
-    from burnqed.records import Edge, EdgeOutcome
+    from burnqed.records.results import Edge, EdgeOutcome
     from burnqed.stages.ebm_fit import fit_head
     from burnqed.trajectory.labels import label_edges
     from burnqed.trajectory.schema import theorems_to_table

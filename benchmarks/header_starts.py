@@ -26,7 +26,7 @@ from burnqed.data.sources import Item, convert_row  # noqa: E402
 from burnqed.lean import payloads  # noqa: E402
 from burnqed.lean.client import LeanWorker  # noqa: E402
 from burnqed.lean.start import start_theorem  # noqa: E402
-from burnqed.records import Theorem  # noqa: E402
+from burnqed.records.theorem import Theorem  # noqa: E402
 from leankit.answer import fill_slot, find_slots, reference_answer  # noqa: E402
 from tests.putnambench import putnam_names, putnam_text  # noqa: E402
 

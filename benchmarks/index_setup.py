@@ -28,7 +28,7 @@ from burnqed.data.index import load_local_theorem_index, select_split  # noqa: E
 from burnqed.eval.run import EvalIdentity, EvalJobSettings  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
-from burnqed.records import TheoremIndex  # noqa: E402
+from burnqed.records.theorem import TheoremIndex  # noqa: E402
 from burnqed.search.runner import select_shard  # noqa: E402
 from burnqed.stages.search import JobSettings, search_job  # noqa: E402
 from burnqed.storage import Store  # noqa: E402

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from burnqed.lean.client import LeanWorker  # noqa: E402
 from burnqed.lean.pool import LeanPool  # noqa: E402
-from burnqed.records import TacticKind  # noqa: E402
+from burnqed.records.replies import TacticKind  # noqa: E402
 
 DOUBLE = [sys.executable, str(ROOT / "tests" / "doubles" / "lean_double.py")]
 START = b'goal.start {"expr":"p"}\n'

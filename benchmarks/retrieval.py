@@ -25,7 +25,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from burnqed.config import Config  # noqa: E402
-from burnqed.records import Theorem  # noqa: E402
+from burnqed.records.theorem import Theorem  # noqa: E402
 from leankit.declaration import binder_names  # noqa: E402
 from leankit.text import split_leading_binders  # noqa: E402
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from burnqed.policy.base import Sampling
 from burnqed.policy.sglang import SGLangClient
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.text.prompt import PromptFormat, build_prompt, stop_strings
 from leankit.corpus import load_corpus
 

@@ -32,14 +32,16 @@ from burnqed.eval.result import EvalResult  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
-from burnqed.records import Theorem, TheoremResult  # noqa: E402
+from burnqed.records.enums import SearchMode  # noqa: E402
+from burnqed.records.results import TheoremResult  # noqa: E402
+from burnqed.records.theorem import Theorem  # noqa: E402
 from burnqed.search.hybrid import HybridSettings  # noqa: E402
 from burnqed.search.modes import SearchSettings  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.search.whole import WholeSettings  # noqa: E402
 from burnqed.text.completion import split_proof  # noqa: E402
-from burnqed.text.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat, SearchMode  # noqa: E402
+from burnqed.text.prompt import STATE_COMMENT_CLOSE, STATE_COMMENT_OPEN, TACTIC_INSTRUCTION, PromptFormat  # noqa: E402
 from leankit.corpus import Corpus, TheoremSpec, goal_pp, load_corpus  # noqa: E402
 from minilean.replay.replay_server import ReplayServer  # noqa: E402
 

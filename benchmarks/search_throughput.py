@@ -30,7 +30,7 @@ from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import Policy, Sampling  # noqa: E402
 from burnqed.policy.batching import BatchingPolicy  # noqa: E402
 from burnqed.policy.oracle import corpus_oracle  # noqa: E402
-from burnqed.records import Theorem  # noqa: E402
+from burnqed.records.theorem import Theorem  # noqa: E402
 from burnqed.search.monitor import SearchMonitor, ThroughputReport  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402

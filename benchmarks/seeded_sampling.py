@@ -14,7 +14,7 @@ import asyncio
 import time
 
 from burnqed.policy.base import Completion, Sampling, Seeds, sample_seed
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.text.prompt import PromptFormat, build_prompt, stop_strings
 from leankit.corpus import load_corpus
 

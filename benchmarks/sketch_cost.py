@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from burnqed.errors import InputError  # noqa: E402
 from burnqed.eval.compare import unlike  # noqa: E402
 from burnqed.eval.result import EvalResult, load_eval_result  # noqa: E402
+from burnqed.records.enums import SearchMode  # noqa: E402
 from burnqed.report.sketches import (  # noqa: E402
     eval_prefixes,
     hit_rate_text,
@@ -37,7 +38,6 @@ from burnqed.report.sketches import (  # noqa: E402
     sketch_counts,
 )
 from burnqed.storage import Store  # noqa: E402
-from burnqed.text.prompt import SearchMode  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -43,9 +43,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.learning import _mean_sd, _run, work_env  # noqa: E402
 from burnqed.eval.compare import CostLevel, compare_results, cost_text, entry_text  # noqa: E402
 from burnqed.eval.result import EvalResult  # noqa: E402
+from burnqed.records.enums import SearchMode  # noqa: E402
 from burnqed.report.sketches import SketchRow, eval_prefixes, hit_rate_text, source_row  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
-from burnqed.text.prompt import SearchMode  # noqa: E402
 
 TARGET_POINTS = 3.0
 DEFAULT_BUDGETS = (10, 25, 50, 100)  # node expansions, both arms

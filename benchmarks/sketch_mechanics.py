@@ -42,7 +42,9 @@ from burnqed.lean.inprocess import InProcessReplay  # noqa: E402
 from burnqed.lean.start import start_theorem  # noqa: E402
 from burnqed.policy.base import Sampling  # noqa: E402
 from burnqed.policy.oracle import Answer, first_goal, state_of  # noqa: E402
-from burnqed.records import TacticKind, Theorem, TheoremResult, pretty_state  # noqa: E402
+from burnqed.records.replies import TacticKind, pretty_state  # noqa: E402
+from burnqed.records.results import TheoremResult  # noqa: E402
+from burnqed.records.theorem import Theorem  # noqa: E402
 from burnqed.search.modes import SearchSettings, prove_theorem  # noqa: E402
 from burnqed.search.sketching import SketchSettings  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
-from burnqed.records import Goal, Variable  # noqa: E402
+from burnqed.records.replies import Goal, Variable  # noqa: E402
 from burnqed.search.subgoal_cache import (  # noqa: E402
     CacheEnvironment,
     CacheStats,

@@ -23,7 +23,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from burnqed.config import StorageConfig  # noqa: E402
-from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult  # noqa: E402
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
 from burnqed.trajectory.labels import label_edges  # noqa: E402
 from burnqed.trajectory.schema import theorems_to_table  # noqa: E402

@@ -75,7 +75,7 @@ class Declaration:
     @property
     def signature(self) -> str:
         """The binder form as written after the name: `(x : ℝ) (h : 0 < x) : T`, or `: T` without binders
-        (`records.Theorem.signature`)."""
+        (`records.theorem.Theorem.signature`)."""
         return f"{self.binders} : {self.type}" if self.binders else f": {self.type}"
 
     @property
@@ -364,8 +364,8 @@ def _next_command(masked: str, start: int) -> int:
 # `namespace Ns` + `end Ns` (Lean registers a namespace when a `namespace` command opens it, and `open Ns` of a
 # namespace nothing registered is Lean's error `unknown namespace`), then `section` + `open Ns` (the namespace's
 # names still resolve); its `end Ns` becomes `end`, and the theorem is named `Ns.name`. One rewrite, used by
-# `.lean` files (`burnqed.data.leanfile`) and by every theorem record (`records.Theorem`: a header from a jsonl row
-# or an index).
+# `.lean` files (`burnqed.data.leanfile`) and by every theorem record (`records.theorem.Theorem`: a header from a
+# jsonl row or an index).
 
 _SCOPE_COMMAND = re.compile(r"^(namespace|section|end)(?![\w'])\s*([^\s]*)")
 

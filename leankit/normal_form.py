@@ -52,9 +52,9 @@ _CONTEXT_NAME = re.compile(r"(?<![\w'!?₀-₉ₐ-ₜ.✝⁰-⁹])(?!\d)[\w'!?�
 
 
 def state_up_to_names(state: str) -> str:
-    """A pretty-printed tactic state (`records.pretty_state`) with the names its goals' contexts introduce written
-    `#0`, `#1`, … in the order they are introduced, per goal, wherever they occur in that goal (also as the head of
-    `h.1`); an inaccessible name keeps its dagger (`h✝` → `#2✝`): a tactic cannot name it.
+    """A pretty-printed tactic state (`records.replies.pretty_state`) with the names its goals' contexts introduce
+    written `#0`, `#1`, … in the order they are introduced, per goal, wherever they occur in that goal (also as the
+    head of `h.1`); an inaccessible name keeps its dagger (`h✝` → `#2✝`): a tactic cannot name it.
 
         state_up_to_names("x : ℝ\nh₀ : 2 * x = 4\n⊢ x = 2") == state_up_to_names("x : ℝ\nh₁ : 2 * x = 4\n⊢ x = 2")
 

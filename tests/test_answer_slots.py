@@ -1,4 +1,4 @@
-"""leankit.answer on PutnamBench's files as published and on made-up problems in their form; records.Theorem's
+"""leankit.answer on PutnamBench's files as published and on made-up problems in their form; records.theorem.Theorem's
 answer slot; an answer completion read back (`text.completion.answer_file`, `search.answer.read_attempt`): one term
 or refused before Lean (issue 67)."""
 
@@ -8,7 +8,7 @@ import pytest
 
 from burnqed.config import LeanConfig
 from burnqed.lean.guard import TacticGuard
-from burnqed.records import Answer, AnswerTask, Theorem
+from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer import read_attempt
 from burnqed.text.completion import answer_file
 from burnqed.text.prompt import PromptFormat, answer_prime

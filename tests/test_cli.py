@@ -177,7 +177,7 @@ def test_eval_help_and_the_commands_page_name_every_search_mode() -> None:
     from typer.testing import CliRunner
 
     from burnqed.cli import app
-    from burnqed.text.prompt import SearchMode
+    from burnqed.records.enums import SearchMode
 
     shown = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
     assert shown.exit_code == 0, shown.output

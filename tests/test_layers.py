@@ -3,7 +3,7 @@ repository keep to their places ("The embedded Lean"). The table is the one sour
 import of every module (module level, inside functions, under `if TYPE_CHECKING:`; relative ones resolved) and fails
 on an import of a higher layer.
 
-Each layer is whole packages: a table entry is a folder of burnqed/ (`lean/`) or a module at its root (`records.py`),
+Each layer is whole packages: a table entry is a folder of burnqed/ (`lean/`) or a module at its root (`layout.py`),
 never a file inside a folder. No import circle anywhere, in burnqed, leankit or minilean (for `a.b.c`, the packages
 `a.b` and `a`, whose `__init__` runs first, count as imported). Between the packages: burnqed and minilean import
 leankit, leankit imports neither, and neither imports the other.
@@ -241,9 +241,9 @@ def test_every_module_has_a_layer_and_no_import_runs_up_the_table() -> None:
     ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import burnqed.cli\n", "burnqed.cli: nouns -> commands"),
 ])
 def test_an_upward_import_anywhere_in_a_module_is_found(source: str, expected: str) -> None:
-    violations, _ = upward_imports(LAYERS, MODULES, sources={"burnqed.records": source})
-    assert [v for v in violations if v.startswith("records.py")] == [f"records.py:{source.count(chr(10))} imports "
-                                                                       f"{expected}"]
+    violations, _ = upward_imports(LAYERS, MODULES, sources={"burnqed.records.enums": source})
+    assert [v for v in violations if v.startswith("records/enums.py")] == [
+        f"records/enums.py:{source.count(chr(10))} imports {expected}"]
 
 
 def test_a_relative_import_resolves_against_its_package() -> None:
@@ -259,9 +259,9 @@ def test_no_import_cycle_in_any_package() -> None:
 
 
 @pytest.mark.parametrize(("sources", "expected"), [
-    ({"burnqed.records": "def f() -> None:\n    from burnqed.text.prompt import X\n",
-      "burnqed.text.prompt": "from burnqed import records\n"},
-     "records.py:2 -> text/prompt.py:1 -> burnqed.records"),
+    ({"burnqed.records.enums": "def f() -> None:\n    from burnqed.text.prompt import X\n",
+      "burnqed.text.prompt": "from burnqed.records import enums\n"},
+     "records/enums.py:2 -> text/prompt.py:1 -> burnqed.records.enums"),
     ({"burnqed.base.cpu_kernels": "def f() -> None:\n    from burnqed.sft.launch import World\n",
       "burnqed.sft": '"""A package whose __init__ imports back."""\nfrom burnqed.base import cpu_kernels\n'},
      "base/cpu_kernels.py:2 -> sft/__init__.py:2 -> burnqed.base.cpu_kernels"),

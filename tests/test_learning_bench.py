@@ -13,7 +13,8 @@ from benchmarks import learning, retrieval
 from burnqed.config import load_config
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import write_eval_result
-from burnqed.records import FailureReason, Theorem, TheoremResult
+from burnqed.records.results import FailureReason, TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.storage import Store
 from leankit.world.checked import embedded_world
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from burnqed.config import load_config
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.records import NAME_RULE, Theorem
+from burnqed.records.theorem import NAME_RULE, Theorem
 from burnqed.runner.plan import build_iteration
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store

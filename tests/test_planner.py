@@ -16,8 +16,9 @@ from burnqed.config.identity import identity_keys, identity_values
 from burnqed.config.planner import SECOND_MODEL_KEYS
 from burnqed.errors import ConfigError, PolicyUnavailableError
 from burnqed.policy.sglang import SGLangClient
+from burnqed.records.enums import SearchMode
 from burnqed.storage import Store
-from burnqed.text.prompt import PromptFormat, SearchMode
+from burnqed.text.prompt import PromptFormat
 from tests.doubles.fault_server import FaultServer
 
 SKETCH = ["search.mode=sketch"]
@@ -139,7 +140,7 @@ def test_an_older_sketch_result_compares_its_recorded_sampling_as_the_policys() 
     both policy.temperature and planner.temperature, and the result's is the policy's."""
     from burnqed.eval.pass_at import build_eval_result
     from burnqed.eval.result import EvalSettings
-    from burnqed.records import FailureReason, TheoremResult
+    from burnqed.records.results import FailureReason, TheoremResult
     from burnqed.runner.reuse import inputs_from_settings
 
     settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=4, temperature=0.6,

@@ -14,7 +14,7 @@ import pytest
 
 from burnqed.base import progress
 from burnqed.commands.kit import LOG_LEVEL_ENV, verbose_callback
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.search.monitor import SolveTally
 from tests.processes import cli
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.records import Theorem
+from burnqed.records.enums import SearchMode
+from burnqed.records.theorem import Theorem
 from burnqed.text.completion import (
     as_single_tactic,
     extract_completion,
@@ -22,7 +23,6 @@ from burnqed.text.prompt import (
     EOS_TEXT,
     USER_TOKEN,
     PromptFormat,
-    SearchMode,
     build_completion,
     build_embedding_text,
     build_prompt,

@@ -8,8 +8,8 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from burnqed.records import Theorem, TheoremIndex
-from burnqed.text.prompt import DeclarationForm
+from burnqed.records.enums import DeclarationForm
+from burnqed.records.theorem import Theorem, TheoremIndex
 from leankit.text import split_leading_binders
 
 

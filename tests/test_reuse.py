@@ -14,7 +14,7 @@ from burnqed.cli import command_grammar
 from burnqed.config import Config, load_config
 from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
-from burnqed.records import TheoremIndex
+from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.plan import build_iteration, iteration_of
 from burnqed.runner.reuse import (
     BUILDERS,
@@ -287,9 +287,9 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
     from burnqed.data.index import bundled_index_path, load_local_theorem_index
     from burnqed.eval.pass_at import build_eval_result
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
-    from burnqed.records import FailureReason, TheoremResult
+    from burnqed.records.enums import SearchMode
+    from burnqed.records.results import FailureReason, TheoremResult
     from burnqed.runner.reuse import eval_inputs, finished_eval, inputs_from_settings
-    from burnqed.text.prompt import SearchMode
 
     index = load_local_theorem_index(bundled_index_path("test"))
     cfg = load_config(sets=[f"search.mode={mode}", "search.repair_rounds=1"])

@@ -16,9 +16,9 @@ from benchmarks import sketch_cost, sketch_figure, sketch_mechanics
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import trajectories_beside
-from burnqed.records import FailureReason, SketchAttempt, SubgoalSource, TheoremResult, UsageCurve
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import FailureReason, SketchAttempt, SubgoalSource, TheoremResult, UsageCurve
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE
 from tests.eval.test_report_sketch import SKETCHES, curved
 from tests.trajectory.factories import write_trajectory

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.records import Goal, Variable
+from burnqed.records.replies import Goal, Variable
 from burnqed.text.sketch import Hole, Unrenderable, read_sketch, sketch_of_proof, subgoal_declaration, subgoal_name
 
 

@@ -325,7 +325,7 @@ def mid_run_inputs(folder: Path) -> dict[str, list[str]]:
     from burnqed.eval.pass_at import build_eval_result
     from burnqed.eval.result import write_eval_result
     from burnqed.layout import Layout
-    from burnqed.records import FailureReason, TheoremResult
+    from burnqed.records.results import FailureReason, TheoremResult
     from burnqed.storage import Store
     from tests.data.samples import write_all_sources
 

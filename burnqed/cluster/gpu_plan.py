@@ -292,7 +292,7 @@ def planner_sidecar(cfg: Config) -> bool:
 def planner_pod_gpus(cfg: Config) -> int:
     """The GPUs the planner's sidecar adds to a search pod: planner.gpus when a stage searches in sketch mode
     (search.mode, pipeline.eval_modes) with the planner's own sidecar (`planner_sidecar`), else 0."""
-    from burnqed.text.prompt import SearchMode
+    from burnqed.records.enums import SearchMode
 
     sketches = cfg.search.mode is SearchMode.SKETCH or SearchMode.SKETCH in cfg.pipeline.eval_modes
     return cfg.planner.gpus if sketches and planner_sidecar(cfg) else 0

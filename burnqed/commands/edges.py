@@ -16,9 +16,9 @@ from burnqed.errors import ConfigError
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Policy
 from burnqed.policy.batching import BatchingPolicy
+from burnqed.records.enums import SearchMode
 from burnqed.search.value import ValueFn
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 
 log = logging.getLogger(__name__)
 

@@ -49,7 +49,7 @@ def lean_check(
     from burnqed.data.index import bundled_index_path, load_theorem_index
     from burnqed.data.theorems import load_theorems
     from burnqed.lean.check import CheckReport, check_index
-    from burnqed.records import first_line
+    from burnqed.records.replies import first_line
     from leankit.version import version_probe_argv
 
     cfg, store = setup(config, set_, output=output)

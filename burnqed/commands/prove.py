@@ -41,8 +41,10 @@ from burnqed.storage.place_lease import hold_lease
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from burnqed.config import Config
     from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
+    from burnqed.stages.search import JobSettings
     from burnqed.trajectory.reader import TheoremSearch
 
 MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
@@ -68,42 +70,49 @@ SplitOption = Annotated[
 ]
 
 
+ShardOption = Annotated[
+    str | None, typer.Option("--shard", help="Search only shard I of N (theorem i where i % N == I), e.g. 0/4; "
+                             f"0 <= I < N <= {MAX_SHARDS:,}. A shard with no theorem (more shards than "
+                             "theorems) finishes empty.")
+]
+SearchResumeOption = Annotated[
+    bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems (a run made with "
+                       "other inputs is refused; a finished one made with the same inputs is reused).")
+]
+SearchForceOption = Annotated[
+    bool, typer.Option("--force", help="Search again from nothing: delete what OUTPUT holds (a trajectory "
+                       "prefix's files only) first.")
+]
+UnsolvedFromOption = Annotated[
+    str | None,
+    typer.Option("--unsolved-from", metavar="PREFIX",
+                 help="The previous iteration's trajectories: the theorems they searched and never proved are "
+                 "searched at search.unsolved_budget_factor × the budget (which must then be above 1).",
+                 show_default=False),
+]
+RunIdOption = Annotated[
+    str | None,
+    typer.Option("--run-id", help="Run id recorded in rows; the shards of one search share it (so they "
+                 "merge as one run). Default: a new id (a resumed run keeps its own).", show_default=False),
+]
+
+
 @reports_errors
 def search(
     output: Annotated[str, typer.Option("--output", "-o", metavar="PREFIX",
                                         help="Trajectory prefix (path or URI) to write.")],
     theorems: TheoremsOption = None,
     model: ModelOption = None,
-    shard: Annotated[
-        str | None, typer.Option("--shard", help="Search only shard I of N (theorem i where i % N == I), e.g. 0/4; "
-                                 f"0 <= I < N <= {MAX_SHARDS:,}. A shard with no theorem (more shards than "
-                                 "theorems) finishes empty.")
-    ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Continue a run in OUTPUT: skip its committed theorems (a run made with "
-                           "other inputs is refused; a finished one made with the same inputs is reused).")
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Search again from nothing: delete what OUTPUT holds (a trajectory "
-                           "prefix's files only) first.")
-    ] = False,
+    shard: ShardOption = None,
+    resume: SearchResumeOption = False,
+    force: SearchForceOption = False,
     iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
                                            help="The expert iteration the rows record.")] = 0,
     split: SplitOption = None,
-    run_id: Annotated[
-        str | None,
-        typer.Option("--run-id", help="Run id recorded in rows; the shards of one search share it (so they "
-                     "merge as one run). Default: a new id (a resumed run keeps its own).", show_default=False),
-    ] = None,
+    run_id: RunIdOption = None,
     ebm: EbmOption = None,
     start: StartOption = None,
-    unsolved_from: Annotated[
-        str | None,
-        typer.Option("--unsolved-from", metavar="PREFIX",
-                     help="The previous iteration's trajectories: the theorems they searched and never proved are "
-                     "searched at search.unsolved_budget_factor × the budget (which must then be above 1).",
-                     show_default=False),
-    ] = None,
+    unsolved_from: UnsolvedFromOption = None,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -116,7 +125,7 @@ def search(
     from burnqed.data.theorems import load_index
     from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
-    from burnqed.stages.search import JobSettings, SearchReport, search_job, unsolved_in
+    from burnqed.stages.search import SearchReport, search_job
 
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
@@ -125,13 +134,7 @@ def search(
         if not (begun := read_start(start, store)).search_value_model:
             typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
             ebm = None
-    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean, planner=cfg.planner)
-    if unsolved_from is not None:
-        if cfg.search.unsolved_budget_factor == 1.0:
-            raise InputError("--unsolved-from gives the theorems a larger budget: set search.unsolved_budget_factor "
-                             "above 1 (it is 1)")
-        settings = settings.with_unsolved(unsolved_in(unsolved_from, store=store), cfg.search, cfg.policy,
-                                          cfg.planner)
+    settings = _job_settings(cfg, unsolved_from, store=store)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
     except ValueError as exc:
@@ -175,56 +178,82 @@ def search(
         typer.echo(render_throughput(report.throughput))
 
 
+def _job_settings(cfg: Config, unsolved_from: str | None, *, store: Store) -> JobSettings:
+    """`burnqed search`'s job settings from the configuration; with `--unsolved-from`, the theorems those
+    trajectories left unsolved are searched at the larger budget (`InputError` when search.unsolved_budget_factor
+    is 1: there is no larger budget)."""
+    from burnqed.stages.search import JobSettings, unsolved_in
+
+    settings = JobSettings.from_config(cfg.search, cfg.policy, cfg.lean, planner=cfg.planner)
+    if unsolved_from is not None:
+        if cfg.search.unsolved_budget_factor == 1.0:
+            raise InputError("--unsolved-from gives the theorems a larger budget: set search.unsolved_budget_factor "
+                             "above 1 (it is 1)")
+        settings = settings.with_unsolved(unsolved_in(unsolved_from, store=store), cfg.search, cfg.policy,
+                                          cfg.planner)
+    return settings
+
+
+BudgetsOption = Annotated[
+    str | None,
+    typer.Option("--budgets", metavar="B,…", show_default=False,
+                 help="Comma-separated budgets in the unit of search.mode (step, sketch: node expansions; whole, "
+                 f"hybrid: proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers them "
+                 "all, so they are sorted and repeats dropped (50,10,10 is 10,50). Default: pipeline.eval_budgets, "
+                 "the budgets `burnqed iterate` evaluates at."),
+]
+PassNOption = Annotated[int, typer.Option("--pass-n", min=1, max=MAX_PASS_N,
+                                    help="Independent attempts per theorem (pass@N).")]
+TrajectoriesOutOption = Annotated[
+    str | None,
+    typer.Option("--trajectories-out", metavar="PREFIX", show_default=False,
+                 help="Write the trajectories under this prefix instead of beside OUTPUT (OUTPUT.json → "
+                 "OUTPUT.trajectories); each finished theorem is committed there, so an interrupted eval can "
+                 "continue with --resume, and `burnqed show` draws its search trees."),
+]
+NoTrajectoriesOutOption = Annotated[
+    bool, typer.Option("--no-trajectories-out", help="Keep no trajectories: the eval cannot be resumed and "
+                       "`burnqed show` has nothing to draw.")
+]
+EvalResumeOption = Annotated[
+    bool,
+    typer.Option("--resume", help="Continue an interrupted eval from its trajectories: theorems committed "
+                 "there are not searched again (same --budgets, --pass-n and search.mode)."),
+]
+EvalForceOption = Annotated[
+    bool, typer.Option("--force", help="Evaluate again even if OUTPUT (and with --ablation its -noebm twin) "
+                       "is finished, starting its trajectories over (unless --resume); without it a finished eval "
+                       "made with the same inputs is reused and one made with other inputs is refused.")
+]
+ShowTheoremsOption = Annotated[
+    bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
+                       "not; edges, tokens and where its time went.")
+]
+AblationOption = Annotated[
+    bool,
+    typer.Option("--ablation", help="With --ebm: also evaluate without the value model, write "
+                 "OUTPUT-noebm.json beside OUTPUT and print both arms side by side."),
+]
+
+
 @reports_errors
 def evaluate(
     output: Annotated[str, typer.Option("--output", "-o", metavar="FILE|URI",
                                         help="Write the eval result JSON here (path or URI).")],
     theorems: TheoremsOption = None,
     model: ModelOption = None,
-    budgets: Annotated[
-        str | None,
-        typer.Option("--budgets", metavar="B,…", show_default=False,
-                     help="Comma-separated budgets in the unit of search.mode (step, sketch: node expansions; whole, "
-                     f"hybrid: proofs sampled), each 1 to {MAX_BUDGET:,}; one search with the largest answers them "
-                     "all, so they are sorted and repeats dropped (50,10,10 is 10,50). Default: pipeline.eval_budgets, "
-                     "the budgets `burnqed iterate` evaluates at."),
-    ] = None,
-    pass_n: Annotated[int, typer.Option("--pass-n", min=1, max=MAX_PASS_N,
-                                        help="Independent attempts per theorem (pass@N).")] = 1,
-    trajectories_out: Annotated[
-        str | None,
-        typer.Option("--trajectories-out", metavar="PREFIX", show_default=False,
-                     help="Write the trajectories under this prefix instead of beside OUTPUT (OUTPUT.json → "
-                     "OUTPUT.trajectories); each finished theorem is committed there, so an interrupted eval can "
-                     "continue with --resume, and `burnqed show` draws its search trees."),
-    ] = None,
-    no_trajectories_out: Annotated[
-        bool, typer.Option("--no-trajectories-out", help="Keep no trajectories: the eval cannot be resumed and "
-                           "`burnqed show` has nothing to draw.")
-    ] = False,
-    resume: Annotated[
-        bool,
-        typer.Option("--resume", help="Continue an interrupted eval from its trajectories: theorems committed "
-                     "there are not searched again (same --budgets, --pass-n and search.mode)."),
-    ] = False,
-    force: Annotated[
-        bool, typer.Option("--force", help="Evaluate again even if OUTPUT (and with --ablation its -noebm twin) "
-                           "is finished, starting its trajectories over (unless --resume); without it a finished eval "
-                           "made with the same inputs is reused and one made with other inputs is refused.")
-    ] = False,
-    show_theorems: Annotated[
-        bool, typer.Option("--show-theorems", help="Also print one row per theorem: solved at which budget, or why "
-                           "not; edges, tokens and where its time went.")
-    ] = False,
+    budgets: BudgetsOption = None,
+    pass_n: PassNOption = 1,
+    trajectories_out: TrajectoriesOutOption = None,
+    no_trajectories_out: NoTrajectoriesOutOption = False,
+    resume: EvalResumeOption = False,
+    force: EvalForceOption = False,
+    show_theorems: ShowTheoremsOption = False,
     iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
                                            help="The expert iteration the result records.")] = 0,
     split: SplitOption = None,
     ebm: EbmOption = None,
-    ablation: Annotated[
-        bool,
-        typer.Option("--ablation", help="With --ebm: also evaluate without the value model, write "
-                     "OUTPUT-noebm.json beside OUTPUT and print both arms side by side."),
-    ] = False,
+    ablation: AblationOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,

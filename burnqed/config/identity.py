@@ -27,7 +27,7 @@ from typing import Any, Literal, cast, get_args
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
-from burnqed.text.prompt import SearchMode
+from burnqed.records.enums import SearchMode
 
 Identity = Literal[
     "prepare-data", "trace-data",

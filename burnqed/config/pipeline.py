@@ -9,7 +9,7 @@ from pydantic import Field, field_validator
 from burnqed.config.identity import recorded, shapes
 from burnqed.config.search import MAX_BUDGET
 from burnqed.config.section import Section
-from burnqed.text.prompt import SearchMode
+from burnqed.records.enums import SearchMode
 
 MAX_PASS_N = 10_000  # eval attempts per theorem: each is a whole search of the benchmark with a prefix of its own
 MAX_SHARDS = 10_000  # search shards: each is a process (a pod in the cluster)

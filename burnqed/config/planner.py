@@ -27,7 +27,8 @@ from burnqed.config.cluster import sampling_option
 from burnqed.config.identity import fields_with_role, neutral, searched, with_role
 from burnqed.config.policy import PolicyConfig
 from burnqed.config.section import Section
-from burnqed.text.prompt import PromptFormat, SearchMode, sketch_format
+from burnqed.records.enums import SearchMode
+from burnqed.text.prompt import PromptFormat, sketch_format
 
 SKETCH = (SearchMode.SKETCH.value,)
 SECOND = "second model"  # the role of a key that describes a second model: set while the policy plans, ignored

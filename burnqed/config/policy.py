@@ -9,13 +9,8 @@ from pydantic import Field, field_validator, model_validator
 from burnqed.base.uris import check_http_url
 from burnqed.config.identity import neutral, recorded, searched
 from burnqed.config.section import Section
-from burnqed.text.prompt import (
-    DeclarationForm,
-    PromptFormat,
-    is_repair_format,
-    is_sketch_format,
-    is_statement_format,
-)
+from burnqed.records.enums import DeclarationForm
+from burnqed.text.prompt import PromptFormat, is_repair_format, is_sketch_format, is_statement_format
 
 
 class PolicyConfig(Section):

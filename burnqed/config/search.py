@@ -8,7 +8,7 @@ from pydantic import Field, model_validator
 
 from burnqed.config.identity import neutral, recorded, searched, shapes
 from burnqed.config.section import Section
-from burnqed.text.prompt import SearchMode
+from burnqed.records.enums import SearchMode
 
 # The largest budget anything accepts (search.max_nodes, max_proofs, max_rounds, eval budgets): a count of
 # expansions or proofs far beyond what a search's time limit lets it spend, so a larger one is a typo.

@@ -10,7 +10,7 @@ from burnqed.config.identity import neutral, recorded, shapes
 from burnqed.config.rl import RlConfig
 from burnqed.config.search import SearchConfig
 from burnqed.config.section import Section
-from burnqed.text.prompt import SearchMode
+from burnqed.records.enums import SearchMode
 
 TRAINS = shapes("sft", "sft-checkpoints")  # what is trained, and how: the output and its checkpoints
 CADENCE = neutral("a cadence: when progress is logged, measured or saved")

@@ -6,7 +6,7 @@
     collection.overlaps                     # training theorems dropped as restating a benchmark theorem
     collect(cfg.data, store=store, benchmarks=[pipeline_benchmark(...)])   # also against what the evals evaluate
 
-Each theorem travels as one `records.Theorem` from the converter that reads its row to the index; two entries of
+Each theorem travels as one `records.theorem.Theorem` from the converter that reads its row to the index; two entries of
 one theorem are combined by `merge_theorems` only. The rules (grouping, sorry filter, dedup with benchmark theorems
 first, decontamination, splits) are docs/data.md's "Rules", applied in that order.
 """
@@ -34,7 +34,7 @@ from burnqed.data.sources import (
     normalize_split,
 )
 from burnqed.errors import InputError
-from burnqed.records import SkippedDeclaration, Theorem, stable_split
+from burnqed.records.theorem import SkippedDeclaration, Theorem, stable_split
 from burnqed.storage import Store
 from burnqed.text.completion import normalize_tactic
 from leankit.declaration import strip_imports, uses_sorry

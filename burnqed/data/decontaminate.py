@@ -19,7 +19,7 @@ from burnqed.data.data_report import BenchmarkOverlap, CheckedBenchmark, Trainin
 from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import REPORT_FILE, THEOREMS_FILE
 from burnqed.errors import InputError
-from burnqed.records import AnswerTask, Theorem, TheoremIndex
+from burnqed.records.theorem import AnswerTask, Theorem, TheoremIndex
 from burnqed.storage import Store, join
 from leankit.answer import Slot, answer_slot, inline_answer, inlined
 from leankit.normal_form import statement_normal_form, tokenize

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from burnqed.errors import InputError
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.storage import Store, is_remote, local_path, read_json_model
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed.errors import InputError
-from burnqed.records import stable_split
+from burnqed.records.theorem import stable_split
 from burnqed.storage import read_json_model
 from leankit.corpus import goal_pp, load_corpus
 

@@ -39,7 +39,7 @@ from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all
 from burnqed.errors import InputError
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.records import TheoremIndex
+from burnqed.records.theorem import TheoremIndex
 from burnqed.storage import Store, write_text_atomic
 from burnqed.text.completion import normalize_tactic
 

@@ -20,7 +20,8 @@ from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStatesLostErro
 from burnqed.lean.env import LeanEnv, WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
-from burnqed.records import Goal, TacticKind, Theorem, first_line, pretty_state
+from burnqed.records.replies import Goal, TacticKind, first_line, pretty_state
+from burnqed.records.theorem import Theorem
 from burnqed.text.completion import normalize_tactic
 
 MAX_REPLAYS = 10  # times one proof is replayed again after neighbours' crashes before it counts as failed

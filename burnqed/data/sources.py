@@ -4,8 +4,8 @@ replay, recorded tactic steps). One function per `SourceSpec.kind`; nothing here
     items = convert_row("goedel-proofs", row.data)     # Item, or Reject("missing_column:full_proof")
 
 The kinds and the columns each reads are docs/data.md's "Source kinds" table; naming, docstrings and whole proofs
-are its "From a formal statement to an index entry". Every item carries its index entry as one `records.Theorem`,
-built here once; the collector merges entries with `merge_theorems` only.
+are its "From a formal statement to an index entry". Every item carries its index entry as one
+`records.theorem.Theorem`, built here once; the collector merges entries with `merge_theorems` only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from burnqed.records import Answer, AnswerTask, Theorem, lean_name_problem
+from burnqed.records.theorem import Answer, AnswerTask, Theorem, lean_name_problem
 from leankit.answer import answer_slot, drop_slot, inline_answer, reference_answer, uses_name
 from leankit.declaration import (
     Declaration,
@@ -375,7 +375,7 @@ def normalize_split(value: str | None) -> str | None:
 
 
 def _undeclarable(name: str) -> Reject | None:
-    """A row whose theorem Lean could not declare under its name (`records.lean_name_problem`)."""
+    """A row whose theorem Lean could not declare under its name (`records.theorem.lean_name_problem`)."""
     problem = lean_name_problem(name)
     return None if problem is None else Reject("undeclarable_name", f"theorem name {problem}")
 

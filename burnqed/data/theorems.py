@@ -44,7 +44,7 @@ from burnqed.data.index import (
 )
 from burnqed.data.pairs import THEOREMS_FILE
 from burnqed.errors import InputError
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.storage import Store, is_remote, join, local_path
 
 BENCHMARK_KEY = "pipeline.benchmark"

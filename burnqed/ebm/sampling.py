@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from burnqed.errors import InputError
-from burnqed.records import stable_split
+from burnqed.records.theorem import stable_split
 from leankit.normal_form import state_up_to_names
 
 if TYPE_CHECKING:

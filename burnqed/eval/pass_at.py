@@ -21,9 +21,11 @@ from typing import Any
 
 from burnqed import __version__
 from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
-from burnqed.records import EXPANSION_MODES, AnswerTask, FailureReason, Theorem, TheoremResult, UsageCurve, first_line
+from burnqed.records.enums import SearchMode
+from burnqed.records.replies import first_line
+from burnqed.records.results import EXPANSION_MODES, FailureReason, TheoremResult, UsageCurve
+from burnqed.records.theorem import AnswerTask, Theorem
 from burnqed.search.answer_check import AnswerJudgement
-from burnqed.text.prompt import SearchMode
 
 
 def _proves_within(attempt: TheoremResult, budget: int) -> bool:

@@ -27,9 +27,10 @@ from burnqed.config import digest as digests
 from burnqed.config.identity import MODES, identity_keys
 from burnqed.data.data_report import TrainingDataCheck
 from burnqed.provenance import StageInputs
-from burnqed.records import EXPANSION_MODES, FailureReason, SkippedDeclaration, UsageCurve
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import EXPANSION_MODES, FailureReason, UsageCurve
+from burnqed.records.theorem import SkippedDeclaration
 from burnqed.storage import read_json_model, write_text_atomic
-from burnqed.text.prompt import SearchMode
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
 REPLAY_MODULE = "minilean.replay"
@@ -447,7 +448,7 @@ class EvalResult(BaseModel):
     not_evaluated: list[SkippedDeclaration] = Field(
         default_factory=list, description="The benchmark's declarations that were not evaluated, each with its file, "
         "line and reason (a statement that does not parse, a second declaration of one name or statement: "
-        "`records.SkippedDeclaration`); `total` + these are the benchmark file's declarations. Filled when the "
+        "`records.theorem.SkippedDeclaration`); `total` + these are the benchmark file's declarations. Filled when the "
         "benchmark is read from its files (`--theorems x.lean`); empty for a theorem index, and in results before "
         "schema 5.")
     made_from: StageInputs | None = Field(

@@ -53,7 +53,9 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
-from burnqed.records import FailureReason, SkippedDeclaration, Theorem, TheoremIndex, TheoremResult
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import FailureReason, TheoremResult
+from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
 from burnqed.search.answer import AnswerSlot, mode_refusal
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
 from burnqed.search.hybrid import HybridSettings
@@ -66,7 +68,6 @@ from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.stages.search import JobSettings, new_run_id, search_format, search_into
 from burnqed.storage import Store, is_remote, join, normalize
-from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
 
@@ -170,8 +171,8 @@ class PassState:
 
 def theorem_digest(theorems: Sequence[Theorem]) -> str:
     """SHA-256 of the theorems as the stage reads them, in order: a theorem set by content. Each entry is its index
-    record as read (`records.Theorem.record`: name, statement, signature, header, docstring, source, split, answer
-    slot), so a header, a docstring or an answer that changes changes the set."""
+    record as read (`records.theorem.Theorem.record`: name, statement, signature, header, docstring, source, split,
+    answer slot), so a header, a docstring or an answer that changes changes the set."""
     digest = hashlib.sha256()
     for theorem in theorems:
         digest.update(theorem.record.encode())
@@ -438,6 +439,18 @@ async def check_answers(theorems: Sequence[Theorem], attempts: Sequence[Sequence
     return dict(zip(asked, judged, strict=True))
 
 
+def _check_passes(job: JobSettings, pass_n: int, *, resume: bool, trajectories: str | None) -> None:
+    """`eval_job`'s arguments checked before any work: at least one pass (a warning when greedy passes repeat one
+    search), and the trajectories `--resume` continues from."""
+    if pass_n < 1:
+        raise ValueError("pass_n must be at least 1")
+    if pass_n > 1 and job.engine.sampling.temperature == 0:
+        log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
+    if resume and not trajectories:
+        raise InputError("--resume continues an eval from its --trajectories-out: give the same --trajectories-out "
+                         "prefix")
+
+
 async def eval_job(
     index: TheoremIndex,
     settings: EvalJobSettings,
@@ -462,13 +475,7 @@ async def eval_job(
     budgets = list(settings.budgets)
     job = settings.job
     index = _refusing(index, job.mode)
-    if pass_n < 1:
-        raise ValueError("pass_n must be at least 1")
-    if pass_n > 1 and job.engine.sampling.temperature == 0:
-        log.warning("pass@%d with temperature 0 repeats the same greedy search %d times", pass_n, pass_n)
-    if resume and not trajectories:
-        raise InputError("--resume continues an eval from its --trajectories-out: give the same --trajectories-out "
-                         "prefix")
+    _check_passes(job, pass_n, resume=resume, trajectories=trajectories)
     run_id = new_run_id()
     # Every pass' prefix is checked before the first search starts: a refusal costs nothing.
     identity = EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=ebm)
@@ -520,12 +527,24 @@ async def eval_job(
             attempts.append(done + results)
             log.info("pass %d: %s", k, render_throughput(monitor.report()))
     checks = await check_answers(index.theorems, attempts, pool, job.guard)
-    # A theorem the embedded Lean cannot start (Mathlib's names and notation) is no 0 %: counted apart, not in a rate.
+    resumed = sum(len(state.done) for state in states if state is not None)
+    return _eval_result(index, settings, attempts, checks, concurrency=concurrency, model=policy.name, ebm=ebm,
+                        iteration=iteration, wall_s=time.perf_counter() - started, resumed=resumed,
+                        pantograph_version=pantograph_version)
+
+
+def _eval_result(index: TheoremIndex, settings: EvalJobSettings, attempts: list[list[TheoremResult]],
+                 checks: AnswerChecks, *, concurrency: int, model: str, ebm: str | None, iteration: int,
+                 wall_s: float, resumed: int, pantograph_version: str | None) -> EvalResult:
+    """The result of `eval_job`'s passes (`attempts`, one list a pass) with the answers judged (`checks`): a theorem
+    the embedded Lean cannot start (Mathlib's names and notation) is no 0 %: counted apart, not in a rate, and listed
+    among the declarations not evaluated."""
+    job = settings.job
     apart = needs_real_lean(attempts, settings.lean_backend)
     attempts = [[r for r in passed if r.name not in apart] for passed in attempts]
     result = build_eval_result(
         attempts,
-        budgets,
+        list(settings.budgets),
         theorem_sources={t.name: t.source for t in index.theorems},
         theorem_tasks={t.name: answer_task(t) for t in index.theorems},
         answer_checks=checks if any(AnswerSlot(t).judged for t in index.theorems) else None,
@@ -533,7 +552,7 @@ async def eval_job(
         settings=recorded_settings(eval_settings(settings.backend, job.engine, concurrency), settings.identity,
                                    str(job.mode)),
         benchmark=index.name,
-        model=policy.name,
+        model=model,
         ebm=ebm,
         lean_backend=settings.lean_backend,
         iteration=iteration,
@@ -541,8 +560,8 @@ async def eval_job(
         git_commit=git_commit(),
         theorem_names=[t.name for t in index.theorems if t.name not in apart],
         mode=job.mode,
-        wall_s=time.perf_counter() - started,
-        resumed=sum(len(state.done) for state in states if state is not None),
+        wall_s=wall_s,
+        resumed=resumed,
         pantograph_version=pantograph_version,
     )
     cannot_start = [SkippedDeclaration(name=t.name, file=t.source or index.name, line=None, reason=NEEDS_REAL_LEAN,

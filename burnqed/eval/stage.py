@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from burnqed.lean.env import WorkerPool
     from burnqed.policy.base import Policy
     from burnqed.provenance import StageInputs
-    from burnqed.records import TheoremIndex
+    from burnqed.records.theorem import TheoremIndex
     from burnqed.search.value import ValueFn
 
 

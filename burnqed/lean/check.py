@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from burnqed.errors import LeanCrashError, LeanProtocolError, LeanTimeoutError
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.start import start_theorem as start_lean_theorem
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records.theorem import Theorem, TheoremIndex
 
 
 class TheoremStart(BaseModel):

@@ -33,7 +33,7 @@ from burnqed.lean.protocol import (
     parse_tactic_reply,
     raise_for_error,
 )
-from burnqed.records import CompileResult, Goal, RootInfo, SketchResult, TacticKind, TacticResult
+from burnqed.records.replies import CompileResult, Goal, RootInfo, SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch
 from leankit.version import PantographVersion
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from burnqed.records import CompileResult, Goal, RootInfo, SketchResult, TacticResult
+from burnqed.records.replies import CompileResult, Goal, RootInfo, SketchResult, TacticResult
 from burnqed.text.sketch import Sketch
 
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from burnqed.records import SketchResult, TacticKind, TacticResult
+from burnqed.records.replies import SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch, read_sketch
 from leankit.commands import IDENT, command_tokens, tokens
 from leankit.text import read_as_lean

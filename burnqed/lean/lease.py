@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from burnqed.errors import LeanError, LeanStatesLostError
 from burnqed.lean import payloads
 from burnqed.lean.commands import SCOPED_COMMANDS, PantographCommands
-from burnqed.records import CompileResult
+from burnqed.records.replies import CompileResult
 from leankit.version import PantographVersion
 
 log = logging.getLogger(__name__)

@@ -174,7 +174,7 @@ def header_text(header: str | None) -> str:
 def theorem_file(header: str | None, declaration: str) -> str:
     """The file a Lean user writes for a theorem to prove: the header, then `DECLARATION := by sorry` (on the
     declaration's last line unless a line comment ends it: `leankit.text.append_code`; a theorem's docstring line
-    comes with its declaration, `records.Theorem.declaration`)."""
+    comes with its declaration, `records.theorem.Theorem.declaration`)."""
     head = header_text(header)
     body = f"{append_code(declaration, ':= by sorry')}\n"
     return f"{head}\n\n{body}" if head else body

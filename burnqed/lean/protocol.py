@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from burnqed.errors import LeanProtocolError
-from burnqed.records import (
+from burnqed.records.replies import (
     CompileMessage,
     CompileResult,
     CompileUnit,

@@ -23,7 +23,8 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.records import Goal, TacticKind, Theorem, first_line
+from burnqed.records.replies import Goal, TacticKind, first_line
+from burnqed.records.theorem import Theorem
 from leankit.version import SUPPORTED, SUPPORTED_TEXT, PantographVersion
 
 

@@ -23,7 +23,8 @@ from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import START_FORM
-from burnqed.records import CompileResult, CompileUnit, RootInfo, TacticResult, Theorem, first_line
+from burnqed.records.replies import CompileResult, CompileUnit, RootInfo, TacticResult, first_line
+from burnqed.records.theorem import Theorem
 from burnqed.text.completion import join_tactics
 from leankit.answer import find_slots
 from leankit.commands import command_starts, term_problem, tokens

@@ -7,15 +7,16 @@ starts theorems this way").
 
 A theorem with a statement starts as a Lean user's file states it, `theorem NAME <binders> : T := by sorry` under
 its header, the binders hypotheses in context; one without a statement copies a constant (`goal.start copyFrom`).
-A ∀ statement starts with its leading ∀ binders as the signature (`records.Theorem.binder_signature`).
+A ∀ statement starts with its leading ∀ binders as the signature (`records.theorem.Theorem.binder_signature`).
 """
 
 from __future__ import annotations
 
 from burnqed.errors import LeanStatesLostError
 from burnqed.lean.env import LeanEnv
-from burnqed.records import Goal, Theorem
-from burnqed.text.prompt import DeclarationForm
+from burnqed.records.enums import DeclarationForm
+from burnqed.records.replies import Goal
+from burnqed.records.theorem import Theorem
 
 # The form a theorem is started and compiled in: as written, binders before the colon.
 START_FORM = DeclarationForm.BINDER

@@ -31,7 +31,7 @@ from typing import Any
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.errors import InputError, ModelError, ModelInputError
 from burnqed.policy.modelfolder import encode_texts, write_config, write_tokenizer
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.storage import Store, expand_home, no_home_message, user_home
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
 from leankit.corpus import Corpus, TheoremSpec, bundled_corpus_path, goal_pp, load_corpus

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from burnqed.eval.compare import LEGEND, Comparison, CostEntry, cost_text, delta_text, entry_text
 from burnqed.eval.result import BudgetRow, EvalResult, rate_text
-from burnqed.records import EdgeOutcome, SkippedDeclaration
+from burnqed.records.results import EdgeOutcome
+from burnqed.records.theorem import SkippedDeclaration
 from burnqed.report.gates import go_no_go
 from burnqed.report.plots import plot_mode_tokens, plot_outcomes_by_depth, plot_solve_rate, plot_training
 from burnqed.report.reading import (

@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field, computed_field, field_validator
 
 from burnqed.eval.compare import Comparison
 from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
-from burnqed.records import SkippedDeclaration
+from burnqed.records.theorem import SkippedDeclaration
 from burnqed.report.core import (
     CHANGES_SECTION,
     COSTS_SECTION,

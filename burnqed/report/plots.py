@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from burnqed.records import EdgeOutcome
+from burnqed.records.results import EdgeOutcome
 from burnqed.report.tables import (
     ArmRow,
     CostRow,

@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field
 from burnqed import storage
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout, trajectories_beside
-from burnqed.records import FailureReason, SketchAttempt, SketchOutcome, SubgoalSource, TheoremResult
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import FailureReason, SketchAttempt, SketchOutcome, SubgoalSource, TheoremResult
 from burnqed.report.section import ReportSection
-from burnqed.text.prompt import SearchMode
 
 MAX_NAMED = 5  # theorems named per inconsistency before "… and N more"
 

@@ -188,7 +188,8 @@ class UnsolvedRow(BaseModel):
 
     group: str = Field(description="The theorem's source ('unknown' in eval results before schema 4).")
     theorem: str
-    reason: str = Field(description="The failure reason (`records.FailureReason`), 'unknown' when none was given.")
+    reason: str = Field(description="The failure reason (`records.results.FailureReason`), 'unknown' when none was "
+                        "given.")
     detail: str | None = Field(description="What happened (Lean's message, the budget or time limit reached).")
     budget_used: int = Field(description="Budget spent at the eval's largest budget (nodes_used), in `unit`: less "
                              "than `budget` when the search ended before it (exhausted: no node left to expand, or "

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from burnqed.errors import InputError
-from burnqed.records import Theorem, TheoremResult
+from burnqed.records.enums import DeclarationForm
+from burnqed.records.results import TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
 from burnqed.text.feedback import Feedback
-from burnqed.text.prompt import DeclarationForm
 
 if TYPE_CHECKING:
     from burnqed.storage import Store

@@ -44,13 +44,15 @@ from burnqed.errors import InputError
 from burnqed.lean.env import LeanEnv, WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
-from burnqed.records import Theorem, first_line
+from burnqed.records.enums import DeclarationForm
+from burnqed.records.replies import first_line
+from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.answer_check import judge_answer
 from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import WholeAttempt, check_whole, read_whole, whole_prompt
-from burnqed.text.prompt import DeclarationForm, PromptFormat, is_repair_format, is_statement_format, whole_format_of
+from burnqed.text.prompt import PromptFormat, is_repair_format, is_statement_format, whole_format_of
 
 THEOREM_COLUMN = "theorem"  # the dataset column (hence TRL's keyword argument) naming each prompt's theorem
 

@@ -21,13 +21,16 @@ from typing import Protocol
 
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
-from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, first_line
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import first_line
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.repair import RepairSettings, compile_messages, failed_proof_feedback
 from burnqed.search.skeleton import Proof
 from burnqed.search.whole import read_whole, whole_prompt
 from burnqed.storage import Store
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode
+from burnqed.text.prompt import PromptFormat
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.writer import TrajectoryWriter
 

@@ -17,8 +17,8 @@ from enum import StrEnum
 from burnqed.config import Config, PipelineConfig
 from burnqed.config.pipeline import proof_ladder
 from burnqed.layout import Layout
-from burnqed.records import EXPANSION_MODES
-from burnqed.text.prompt import SearchMode
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import EXPANSION_MODES
 
 SHARD = "{shard}"  # placeholder in argv/outputs of a fanned-out stage, replaced by the shard index
 
@@ -131,12 +131,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         raise ValueError(f"iteration must be ≥ 0, got {iteration}")
     at = Layout(root)
     i = iteration
-    n = cfg.search_shards
     earlier = [at.trajectories(j) for j in range(i)]
     sft, export = at.sft(i), at.export(i)
     trained = at.rl(i) if rl else sft  # what export reads: the policy this iteration trained last
     ebm = at.ebm(i) if i >= 1 else None
-    model = ("--model", export)
     stages: list[Stage] = []
 
     if i == 0:
@@ -151,11 +149,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     # pipeline.start = "best": a start stage picks the best policy and value model so far
     stages += [_start_stage(at, i)] if (best := i >= 1 and cfg.start == "best") else []
     init, init_inputs = _sft_init(cfg, at, i, previous, rl=rl)
-    # Training theorems: the prepared data's index (train and pool splits) unless configured; never the benchmark.
-    if cfg.search_theorems:
-        theorems: tuple[str, ...] = ("--theorems", cfg.search_theorems)
-    else:
-        theorems = ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
+    theorems = _training_theorems(cfg, at)
     stages.append(Stage(
         name="sft",
         summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
@@ -181,22 +175,75 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     ))
     if ebm is not None:
         stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, best=best))
-    ebm_flag = _optional("--ebm", ebm)
     search_after = ("export", "train-ebm") if ebm else ("export",)
+    stages += _search_stages(cfg, at, i, theorems, search_after, best=best, sketch=sketch,
+                             unsolved_larger=unsolved_larger)
+    budgets = ",".join(str(b) for b in cfg.eval_budgets)
+    eval_common = _eval_argv(cfg, i, budgets)
+    if i == 0 and cfg.eval_base:
+        # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
+        stages.insert(1, _eval_base_stage(at, eval_common, budgets, base_model))
+    stages += _eval_stages(cfg, at, i, eval_common, budgets, search_after, max_proofs)
+    if ebm is not None and joint:
+        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common,
+                                (init, init_inputs, ("start",) if best else ()))
+    stages.append(_report_stage(at, i, stages, trained if rl else None))
+    return Iteration(index=i, root=root, stages=tuple(stages))
+
+
+def _training_theorems(cfg: PipelineConfig, at: Layout) -> tuple[str, ...]:
+    """The flags naming the training theorems (search, rl): the prepared data's index (train and pool splits) unless
+    configured; never the benchmark."""
+    if cfg.search_theorems:
+        return ("--theorems", cfg.search_theorems)
+    return ("--theorems", f"{at.data()}/theorems.json", "--split", ",".join(cfg.search_splits))
+
+
+def _eval_argv(cfg: PipelineConfig, i: int, budgets: str) -> tuple[str, ...]:
+    """The argv every eval of iteration `i` starts with (`budgets` as one text). Every eval keeps its trajectories
+    beside its result (`burnqed show` draws them) and commits each theorem there: --resume continues an eval the run
+    was stopped in instead of refusing the theorems it committed."""
+    return ("eval", "--iter", str(i), *_optional("--theorems", cfg.benchmark), "--budgets", budgets, "--pass-n",
+            str(cfg.eval_pass_n), "--resume")
+
+
+def _eval_base_stage(at: Layout, eval_common: tuple[str, ...], budgets: str, base_model: str | None) -> Stage:
+    """Iteration 0's eval of the untrained base policy (`base_model`; None: the embedded default), the raw baseline;
+    `eval_common` is the argv every eval shares, `budgets` its budgets as one text."""
+    return Stage(
+        name="eval-base",
+        summary=f"Evaluate the untrained base policy on the benchmark at budgets {budgets} (the raw baseline).",
+        argv=(*eval_common, *_optional("--model", base_model),
+              "--output", at.eval_base()),
+        outputs=(at.eval_base(),), inputs=(base_model,) if base_model else (), resource=Resource.GPU_LEAN,
+        policy_model=base_model,
+    )
+
+
+def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str, ...], after: tuple[str, ...], *,
+                   best: bool, sketch: bool, unsolved_larger: bool) -> list[Stage]:
+    """Iteration `i`'s search of the training theorems (`theorems`: their flags) with its export and value model,
+    in `cfg.search_shards` shards after the stages `after`; at iteration 0 a second search at `noise_temperature`
+    when it is set; then the merge of every shard into the iteration's trajectories. The search starts from the
+    start record's value model at pipeline.start = "best" (`best`); a sketch-mode search shares the subgoal cache;
+    with `unsolved_larger` it gives the theorems iteration i-1 left unsolved the larger budget."""
+    n, export, model = cfg.search_shards, at.export(i), ("--model", at.export(i))
+    ebm = at.ebm(i) if i >= 1 else None
     # search.unsolved_budget_factor > 1: iteration i-1's trajectories say which theorems get the larger budget
     shard_out, unsolved = at.search_shard(i, SHARD), (at.trajectories(i - 1),) if unsolved_larger and i >= 1 else ()
-    stages.append(Stage(
+    stages = [Stage(
         name="search",
         summary=f"Search the training theorems in {n} shard(s) and record trajectories"
         + (", those iteration i-1 left unsolved at the larger budget." if unsolved else "."),
         argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
-              *ebm_flag, *(("--start", at.start(i)) if best and ebm else ()), *model, *_cache_set(at, sketch),
-              *(arg for uri in unsolved for arg in ("--unsolved-from", uri)), "--output", shard_out),
+              *_optional("--ebm", ebm), *(("--start", at.start(i)) if best and ebm else ()), *model,
+              *_cache_set(at, sketch), *(arg for uri in unsolved for arg in ("--unsolved-from", uri)),
+              "--output", shard_out),
         outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ()),
                                       *((at.start(i),) if best and ebm else ()), *unsolved),
         resource=Resource.GPU_LEAN,
-        after=search_after, shards=n, policy_model=export, ebm=ebm,
-    ))
+        after=after, shards=n, policy_model=export, ebm=ebm,
+    )]
     merged_inputs = [at.search_shard(i, k) for k in range(n)]
     if i == 0 and cfg.noise_temperature is not None:
         noise_out = at.search_shard(i, SHARD, noise=True)
@@ -215,31 +262,25 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         summary="Merge the shards into the iteration's trajectories.",
         argv=("merge-trajectories", *merged_inputs, "--output", at.trajectories(i)),
         outputs=(at.trajectories(i),), inputs=tuple(merged_inputs), resource=Resource.CPU,
-        after=tuple(s.name for s in stages if s.name.startswith("search")),
+        after=tuple(s.name for s in stages),
     ))
-    budgets = ",".join(str(b) for b in cfg.eval_budgets)
-    bench = _optional("--theorems", cfg.benchmark)
-    # Every eval keeps its trajectories beside its result (`burnqed show` draws them) and commits each theorem there:
-    # --resume continues an eval the run was stopped in instead of refusing the theorems it committed.
-    eval_common = ("eval", "--iter", str(i), *bench, "--budgets", budgets, "--pass-n", str(cfg.eval_pass_n),
-                   "--resume")
-    if i == 0 and cfg.eval_base:
-        # After prepare-data only so that a run shows its raw baseline early; it reads nothing of the run.
-        stages.insert(1, Stage(
-            name="eval-base",
-            summary=f"Evaluate the untrained base policy on the benchmark at budgets {budgets} (the raw baseline).",
-            argv=(*eval_common, *_optional("--model", base_model),
-                  "--output", at.eval_base()),
-            outputs=(at.eval_base(),), inputs=(base_model,) if base_model else (), resource=Resource.GPU_LEAN,
-            policy_model=base_model,
-        ))
-    stages.append(Stage(
+    return stages
+
+
+def _eval_stages(cfg: PipelineConfig, at: Layout, i: int, eval_common: tuple[str, ...], budgets: str,
+                 search_after: tuple[str, ...], max_proofs: int | None) -> list[Stage]:
+    """Iteration `i`'s evals of its export on the benchmark (`eval_common`: the argv they share; `budgets` as one
+    text): with its value model from iteration 1 (after `search_after`, as the search) and then without it (the
+    EBM ablation), and once in each of `cfg.eval_modes` (`_mode_eval`)."""
+    export, model = at.export(i), ("--model", at.export(i))
+    ebm = at.ebm(i) if i >= 1 else None
+    stages = [Stage(
         name="eval",
         summary=f"Evaluate the benchmark at budgets {budgets}" + (" with the value model." if ebm else "."),
-        argv=(*eval_common, *ebm_flag, *model, "--output", at.eval_result(i)),
+        argv=(*eval_common, *_optional("--ebm", ebm), *model, "--output", at.eval_result(i)),
         outputs=(at.eval_result(i),), inputs=(export, *((ebm,) if ebm else ())), resource=Resource.GPU_LEAN,
         after=search_after, policy_model=export, ebm=ebm,
-    ))
+    )]
     if ebm is not None:
         stages.append(Stage(
             name="eval-noebm",
@@ -250,21 +291,23 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         ))
     for mode in dict.fromkeys(cfg.eval_modes):
         stages.append(_mode_eval(cfg, at, i, SearchMode(mode), ebm, model, search_after, max_proofs))
-    if ebm is not None and joint:
-        stages += _study_stages(at, i, trajectory_flags, earlier, sft_reads(at, i, rl=rl), eval_common,
-                                (init, init_inputs, ("start",) if best else ()))
-    stages.append(Stage(
+    return stages
+
+
+def _report_stage(at: Layout, i: int, stages: list[Stage], rl: str | None) -> Stage:
+    """Iteration `i`'s report over iterations 0..i, after the merge and every eval and study stage of `stages`;
+    it reads the rl stage's output (`rl`) when there is one."""
+    return Stage(
         name="report",
         summary="Write the iteration report (tables, plots, go/no-go gates) over iterations 0..i.",
-        argv=("report", "--root", root, "--iter", str(i), "--output", at.report(i)),
+        argv=("report", "--root", at.root, "--iter", str(i), "--output", at.report(i)),
         outputs=(at.report(i),),
         inputs=(*(uri for j in range(i + 1) for uri in (at.eval_result(j), at.trajectories(j))),
-                at.eval_trajectories(i), *((trained,) if rl else ())),
+                at.eval_trajectories(i), *((rl,) if rl else ())),
         resource=Resource.CPU,
         after=tuple(s.name for s in stages if s.name in {"merge-trajectories", "eval", "study-metrics"}
                     or s.name.startswith(("eval-", "study-eval-"))),  # eval-noebm, eval-base, eval-MODE
-    ))
-    return Iteration(index=i, root=root, stages=tuple(stages))
+    )
 
 
 def _start_stage(at: Layout, i: int) -> Stage:

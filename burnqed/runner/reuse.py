@@ -35,7 +35,7 @@ from burnqed.storage import MARKER_NAME, StageMarker, Store, is_remote, join, no
 if TYPE_CHECKING:
     from burnqed.eval.result import EvalResult
     from burnqed.eval.run import EvalIdentity
-    from burnqed.records import TheoremIndex
+    from burnqed.records.theorem import TheoremIndex
 
 
 # ------------------------------------------------------------------------------------------------ inputs

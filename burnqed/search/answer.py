@@ -19,9 +19,11 @@ from dataclasses import dataclass, field
 
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import check_answer
-from burnqed.records import Theorem, first_line, split_signature
+from burnqed.records.enums import SearchMode
+from burnqed.records.replies import first_line
+from burnqed.records.theorem import Theorem, split_signature
 from burnqed.text.completion import answer_file, read_answer_file, split_proof
-from burnqed.text.prompt import PromptFormat, SearchMode, answer_prime
+from burnqed.text.prompt import PromptFormat, answer_prime
 from leankit.normal_form import statement_normal_form
 
 

@@ -23,7 +23,8 @@ from typing import Literal
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, check_answer, check_proof_text
-from burnqed.records import Theorem, first_line
+from burnqed.records.replies import first_line
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
 from leankit.answer import drop_slot
 from leankit.text import mask_comments

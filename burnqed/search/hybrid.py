@@ -29,17 +29,10 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
-from burnqed.records import (
-    Edge,
-    EdgeOutcome,
-    FailureReason,
-    Goal,
-    TacticKind,
-    TacticResult,
-    Theorem,
-    first_line,
-    pretty_state,
-)
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import Goal, TacticKind, TacticResult, first_line, pretty_state
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot, read_attempt
 from burnqed.search.journal import (
     Counters,
@@ -84,9 +77,7 @@ from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
 from burnqed.text.prompt import (
-    DeclarationForm,
     PromptFormat,
-    SearchMode,
     answer_header,
     build_prompt,
     build_statement_prompt,

@@ -32,7 +32,9 @@ from burnqed.errors import InputError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, check_answer
-from burnqed.records import BudgetUsage, Edge, TacticResult, Theorem, UsageCurve
+from burnqed.records.replies import TacticResult
+from burnqed.records.results import BudgetUsage, Edge, UsageCurve
+from burnqed.records.theorem import Theorem
 from burnqed.search.skeleton import verify_closing
 from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode
 from leankit.commands import term_problem

@@ -13,14 +13,14 @@ from __future__ import annotations
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
-from burnqed.records import Theorem
+from burnqed.records.enums import SearchMode
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.sketching import SketchSettings, elaborates_sketches, prove_sketch
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings, prove_whole
-from burnqed.text.prompt import SearchMode
 
 SearchSettings = StepSettings | WholeSettings | HybridSettings | SketchSettings
 

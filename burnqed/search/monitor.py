@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from burnqed.records import TheoremResult
+from burnqed.records.results import TheoremResult
 
 SAMPLE_EVERY_S = 1.0
 

@@ -16,7 +16,8 @@ from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal
-from burnqed.records import TacticResult, Theorem, first_line, pretty_state
+from burnqed.records.replies import TacticResult, first_line, pretty_state
+from burnqed.records.theorem import Theorem
 from burnqed.search.root import Root, own_goals
 from burnqed.search.usage import Waits
 

@@ -23,20 +23,16 @@ from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
 from burnqed.policy.base import Completion, Policy, Sampling, ask, context_problem
-from burnqed.records import CompileResult, Edge, TacticKind, Theorem, pretty_state
+from burnqed.records.enums import SearchMode
+from burnqed.records.replies import CompileResult, TacticKind, pretty_state
+from burnqed.records.results import Edge
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.skeleton import Proofs, ask_within
 from burnqed.search.usage import UsageMeter, Waits
 from burnqed.text.completion import join_tactics
 from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
-from burnqed.text.prompt import (
-    BLOCK_INDENT,
-    PromptFormat,
-    SearchMode,
-    build_repair_prompt,
-    repair_format,
-    stop_strings,
-)
+from burnqed.text.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, repair_format, stop_strings
 
 if TYPE_CHECKING:
     from burnqed.config import PolicyConfig, SearchConfig

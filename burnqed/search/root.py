@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, check_final, check_path
-from burnqed.records import Goal, TacticKind, TacticResult
+from burnqed.records.replies import Goal, TacticKind, TacticResult
 from burnqed.search.usage import CountingLean, UsageMeter
 
 

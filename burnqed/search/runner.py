@@ -23,7 +23,8 @@ from burnqed.errors import StoppedError
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy
-from burnqed.records import Edge, Theorem, TheoremResult
+from burnqed.records.results import Edge, TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.modes import SearchSettings, prove_theorem
 from burnqed.search.monitor import SearchMonitor
 from burnqed.search.step import SearchOutcome

@@ -24,20 +24,13 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.policy.base import Completion, prompt_error
-from burnqed.records import (
-    Edge,
-    EdgeOutcome,
-    FailureReason,
-    TacticKind,
-    TacticResult,
-    Theorem,
-    TheoremResult,
-    first_line,
-)
+from burnqed.records.enums import SearchMode
+from burnqed.records.replies import TacticKind, TacticResult, first_line
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.rebuild import LeanGone
 from burnqed.search.usage import UsageMeter, Waits
-from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.labels import label_edges
 
 EDGE_OUTCOME = {

@@ -32,20 +32,18 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
-from burnqed.records import (
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import SketchResult, TacticKind, first_line, pretty_state
+from burnqed.records.results import (
     Edge,
     EdgeOutcome,
     FailureReason,
     SketchAttempt,
     SketchOutcome,
-    SketchResult,
     SubgoalAttempt,
     SubgoalSource,
-    TacticKind,
-    Theorem,
-    first_line,
-    pretty_state,
 )
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.repair import RepairSettings
@@ -66,13 +64,7 @@ from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
-from burnqed.text.prompt import (
-    DeclarationForm,
-    PromptFormat,
-    SearchMode,
-    build_replan_prompt,
-    build_sketch_prompt,
-)
+from burnqed.text.prompt import PromptFormat, build_replan_prompt, build_sketch_prompt
 from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Sketch, read_sketch
 from burnqed.trajectory.labels import label_edges
 

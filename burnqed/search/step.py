@@ -25,7 +25,10 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
 from burnqed.policy.candidates import Candidate, to_candidates, with_probes
-from burnqed.records import Edge, EdgeOutcome, FailureReason, Goal, TacticKind, TacticResult, Theorem, pretty_state
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import Goal, TacticKind, TacticResult, pretty_state
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason
+from burnqed.records.theorem import Theorem
 from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import tactic_feedback
 from burnqed.search.root import Root, accept_subgoal
@@ -46,7 +49,7 @@ from burnqed.search.tree import Node, SearchTree
 from burnqed.search.usage import CountingLean, Waits
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import normalize_tactic
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_prompt
+from burnqed.text.prompt import PromptFormat, build_prompt
 from leankit.normal_form import state_up_to_names
 
 __all__ = ["SearchOutcome", "StepSearch", "StepSettings", "prove"]  # SearchOutcome: its old home, still imported

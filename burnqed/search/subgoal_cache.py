@@ -47,7 +47,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from burnqed import __version__
 from burnqed.config.identity import mark_of
 from burnqed.errors import InputError
-from burnqed.records import Goal, SubgoalSource, TheoremResult
+from burnqed.records.replies import Goal
+from burnqed.records.results import SubgoalSource, TheoremResult
 from burnqed.storage import Store, is_remote, join, local_path, storage_error
 from leankit.normal_form import statement_normal_form
 

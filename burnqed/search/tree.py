@@ -10,7 +10,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
-from burnqed.records import Goal
+from burnqed.records.replies import Goal
 from leankit.normal_form import state_up_to_names
 
 

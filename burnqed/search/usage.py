@@ -19,7 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from burnqed.lean.env import LeanEnv
-from burnqed.records import BudgetUsage, CompileResult, Goal, RootInfo, TacticResult, UsageCurve
+from burnqed.records.replies import CompileResult, Goal, RootInfo, TacticResult
+from burnqed.records.results import BudgetUsage, UsageCurve
 
 
 @dataclass(slots=True)

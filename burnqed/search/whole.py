@@ -28,7 +28,10 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
-from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, first_line, pretty_state
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import first_line, pretty_state
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot, read_attempt
 from burnqed.search.repair import (
     Failure,
@@ -51,7 +54,7 @@ from burnqed.search.skeleton import (
 )
 from burnqed.search.usage import CountingLean, UsageMeter, Waits
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_statement_prompt
+from burnqed.text.prompt import PromptFormat, build_statement_prompt
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,16 +27,17 @@ from typing import Any, Literal
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.modelfolder import encode_texts
-from burnqed.records import Goal, SubgoalAttempt, TheoremIndex, TheoremResult, pretty_state, stable_split
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import Goal, pretty_state
+from burnqed.records.results import SubgoalAttempt, TheoremResult
+from burnqed.records.theorem import TheoremIndex, stable_split
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.subgoal_cache import subgoal_key
 from burnqed.storage import Store, read_json_model
 from burnqed.text.completion import join_tactics, split_proof
 from burnqed.text.feedback import Feedback
 from burnqed.text.prompt import (
-    DeclarationForm,
     PromptFormat,
-    SearchMode,
     build_completion,
     build_prompt,
     build_repair_prompt,
@@ -76,9 +77,9 @@ class SftPair:
     state_before is the root state, which the prompt does not show), "repair" (a failed proof and Lean's messages on
     it, `feedback` as the trajectory row holds it, at place `revision` of its chain → a whole proof body), "sketch"
     (the theorem's declaration and `header` → a sketch: the planner's prompt, `build_sketch_prompt`).
-    `declaration` is the theorem's declaration exactly as the search's prompts showed it (`records.Theorem.declaration`,
-    recorded in each search result; for base pairs read from the prepared data's theorem index): None shows an
-    anonymous `example`."""
+    `declaration` is the theorem's declaration exactly as the search's prompts showed it
+    (`records.theorem.Theorem.declaration`, recorded in each search result; for base pairs read from the prepared
+    data's theorem index): None shows an anonymous `example`."""
 
     theorem: str
     state_before: str

@@ -31,6 +31,7 @@ from burnqed.errors import InputError, TrainingError
 from burnqed.policy.localmodel import resolve_device
 from burnqed.policy.modelfolder import tokenizer_probe, write_config, write_tokenizer
 from burnqed.provenance import StageInputs
+from burnqed.records.enums import DeclarationForm
 from burnqed.sft.checkpoints import CheckpointStore, training_settings
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -66,7 +67,7 @@ from burnqed.sft.model import (
     saved_dtype,
 )
 from burnqed.storage import Store
-from burnqed.text.prompt import DeclarationForm, PromptFormat
+from burnqed.text.prompt import PromptFormat
 
 Echo = Callable[[str], None]
 # Attention kernels that take variable-length (flattened) batches: with them, packed batches go padding-free.

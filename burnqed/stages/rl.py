@@ -49,7 +49,8 @@ from burnqed.lean.soundness import Verdict
 from burnqed.policy.localmodel import resolve_device
 from burnqed.policy.modelfolder import write_config, write_tokenizer
 from burnqed.provenance import StageInputs
-from burnqed.records import Theorem
+from burnqed.records.enums import SearchMode
+from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollouts
@@ -67,7 +68,7 @@ from burnqed.sft.manifests import (
 from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
 from burnqed.sft.train import echo_stderr
 from burnqed.storage import Store, join
-from burnqed.text.prompt import SearchMode, format_for, repair_format, stop_strings
+from burnqed.text.prompt import format_for, repair_format, stop_strings
 
 RL_RECORD = "rl.json"
 CHECKPOINT_MARK = "complete.json"  # a checkpoint's last file (`CheckpointStore.seal`): after the journal

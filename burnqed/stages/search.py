@@ -31,7 +31,9 @@ from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.provenance import INPUTS_NAME, StageInputs
-from burnqed.records import Theorem, TheoremResult
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
@@ -46,8 +48,9 @@ from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store, join
-from burnqed.text.prompt import PromptFormat, SearchMode, format_for, repair_format, stop_strings
+from burnqed.text.prompt import PromptFormat, format_for, repair_format, stop_strings
 from burnqed.trajectory.reader import committed_parts, is_complete
+from burnqed.trajectory.schema import PartManifest
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
@@ -318,6 +321,22 @@ def new_run_id() -> str:
     return time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + uuid.uuid4().hex[:6]
 
 
+def _refuse_unresumed(output: str, parts: list[PartManifest], journal: FileJournal, *, resume: bool) -> None:
+    """`InputError` unless `resume`, when the prefix `output` holds finished theorems (its committed `parts`) or
+    checkpoints of half-searched ones (`journal`): a search never writes over another run."""
+    if parts and not resume:
+        done = sum(len(p.theorems) for p in parts)
+        raise InputError(
+            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, --force "
+            "to search again from nothing, or choose another --output"
+        )
+    if not parts and not resume and journal.pending():
+        raise InputError(
+            f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
+            "continue that run, or choose another --output"
+        )
+
+
 async def search_job(
     theorems: Sequence[Theorem],
     output: str,
@@ -343,18 +362,8 @@ async def search_job(
     started = time.perf_counter()
     selected = select_shard(theorems, *shard) if shard else list(theorems)
     parts = committed_parts(output, store=store)
-    if parts and not resume:
-        done = sum(len(p.theorems) for p in parts)
-        raise InputError(
-            f"output {output} already holds {done} finished theorems: pass --resume to continue that run, --force "
-            "to search again from nothing, or choose another --output"
-        )
     journal = FileJournal(output, store=store)
-    if not parts and not resume and journal.pending():
-        raise InputError(
-            f"output {output} holds checkpoints of {journal.pending()} half-searched theorems: pass --resume to "
-            "continue that run, or choose another --output"
-        )
+    _refuse_unresumed(output, parts, journal, resume=resume)
     if parts:
         run_id = parts[0].run_id
         iteration = parts[0].iteration

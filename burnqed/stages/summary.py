@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, Field
 
-from burnqed.records import EdgeOutcome, Label
+from burnqed.records.results import EdgeOutcome, Label
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker, read_part, scan_prefix
 

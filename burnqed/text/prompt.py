@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from enum import StrEnum
 
+from burnqed.records.enums import SearchMode
 from burnqed.text.feedback import Feedback, FeedbackMessage, quoted_line
 from leankit.answer import fill_slot, find_slots, split_at_slot
 from leankit.text import append_code, normalize_newlines
@@ -30,10 +31,8 @@ __all__ = [
     "EOS_TEXT",
     "FENCE_OPEN",
     "USER_TOKEN",
-    "DeclarationForm",
     "PromptFamily",
     "PromptFormat",
-    "SearchMode",
     "answer_header",
     "answer_prime",
     "build_completion",
@@ -117,29 +116,11 @@ class PromptFormat(StrEnum):
     PLAIN_SKETCH = "plain-sketch"
 
 
-class DeclarationForm(StrEnum):
-    """How a theorem's declaration is written: with its binders before the colon (as in a Lean file; the
-    binders are hypotheses when the proof starts) or as one ∀ statement (the form of the burn-qed prototype's
-    theorem indexes)."""
-
-    BINDER = "binder"
-    FORALL = "forall"
-
-
 class PromptFamily(StrEnum):
     """Which model's text a format is: DeepSeek-Prover's chat format, or the plain one of the tiny model."""
 
     DEEPSEEK = "deepseek"
     PLAIN = "plain"
-
-
-class SearchMode(StrEnum):
-    """How a theorem is searched (`search.mode`, docs/search.md)."""
-
-    STEP = "step"  # best-first over single tactics: the tactic format
-    WHOLE = "whole"  # pass@N over whole proofs sampled from the statement: the whole format
-    HYBRID = "hybrid"  # whole proofs sampled from proof states, replayed through a trie: the proof format
-    SKETCH = "sketch"  # a planner's sketch of have subgoals, each subgoal searched: the sketch format
 
 
 _CHAT_FORMATS = frozenset(
@@ -273,8 +254,8 @@ def build_prompt(fmt: PromptFormat, state: str, context: str | None = None, *, b
 def build_statement_prompt(fmt: PromptFormat, declaration: str, header: str | None = None, *, slot: str | None = None,
                            bos: bool = False) -> str:
     """The whole-proof prompt of a theorem (`fmt` a whole format): `declaration` is ``theorem NAME <binders> : T``
-    (`records.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and opens (shown by
-    the deepseek formats only). With `slot`, the name of the header's open answer slot
+    (`records.theorem.Theorem.declaration`; a trailing ``:= by``/``sorry`` is dropped), `header` its imports and
+    opens (shown by the deepseek formats only). With `slot`, the name of the header's open answer slot
     (`search.answer.AnswerSlot.name`), every format shows the whole file, slot `:= sorry` included, and the answer
     starts at the slot (`answer_file_prompt`). Each format's exact text: docs/search.md, "Prompt formats"."""
     if not is_statement_format(fmt):

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from burnqed.records import Goal
+from burnqed.records.replies import Goal
 from leankit.proof_text import indent_of
 from leankit.text import find_depth0, mask_comments, normalize_newlines, read_as_lean
 

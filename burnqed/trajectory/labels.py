@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 
-from burnqed.records import Edge, EdgeOutcome, Label
+from burnqed.records.results import Edge, EdgeOutcome, Label
 
 _FAILED = frozenset({EdgeOutcome.ERROR, EdgeOutcome.TIMEOUT, EdgeOutcome.REFUSED})
 

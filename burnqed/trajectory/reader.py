@@ -27,7 +27,7 @@ from fsspec.implementations.local import LocalFileSystem
 from pydantic import ValidationError
 
 from burnqed.errors import InputError
-from burnqed.records import TheoremResult
+from burnqed.records.results import TheoremResult
 from burnqed.storage import Filesystem, Store
 from burnqed.trajectory.schema import (
     ADDED_IN,

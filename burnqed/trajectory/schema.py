@@ -5,9 +5,9 @@ a trajectory prefix, and its JSON manifests.
     {prefix}/part-000000.json      PartManifest: the commit record; a data file without one does not count
     {prefix}/_SUCCESS.json         CompletionMarker: the writer finished (written last)
 
-Build tables from `records.Edge` lists with `edges_to_table` (one theorem) or `theorems_to_table` (many, column by
-column: the writer's fast path). `SCHEMA_VERSION` is recorded in every manifest; `ADDED_IN` names the version that
-brought each column, and a part of a lower version reads with the columns it lacks at their defaults
+Build tables from `records.results.Edge` lists with `edges_to_table` (one theorem) or `theorems_to_table` (many,
+column by column: the writer's fast path). `SCHEMA_VERSION` is recorded in every manifest; `ADDED_IN` names the
+version that brought each column, and a part of a lower version reads with the columns it lacks at their defaults
 (`column_default`), so every reader sees the columns of `SCHEMA`.
 """
 
@@ -20,7 +20,7 @@ from datetime import datetime
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.records import Edge, TheoremResult
+from burnqed.records.results import Edge, TheoremResult
 
 SCHEMA = pa.schema(
     [
@@ -45,7 +45,7 @@ SCHEMA = pa.schema(
         pa.field("lean_ms", pa.float64(), nullable=False),
         pa.field("gen_ms", pa.float64(), nullable=False),
         pa.field("timestamp_ms", pa.int64(), nullable=False),
-        # version 2: repair (docs/search.md, "Repair"; records.Edge)
+        # version 2: repair (docs/search.md, "Repair"; records.results.Edge)
         pa.field("revision", pa.int32(), nullable=False),  # 0: a fresh attempt's row; k: made by its k-th revision
         pa.field("revises", pa.int32(), nullable=True),  # a revision's row: the row where the revised proof failed
         pa.field("feedback", pa.string(), nullable=True),  # where a proof failed: Lean's messages (Feedback JSON)

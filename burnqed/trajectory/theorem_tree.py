@@ -20,7 +20,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 
-from burnqed.records import EdgeOutcome, SketchAttempt, TheoremResult
+from burnqed.records.results import EdgeOutcome, SketchAttempt, TheoremResult
 from burnqed.trajectory.reader import TheoremSearch
 
 TACTIC_CHARS = 70  # of a tactic (or a whole proof's first line) on its node's line

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from burnqed.errors import InputError
-from burnqed.records import Edge, TheoremResult
+from burnqed.records.results import Edge, TheoremResult
 from burnqed.storage import Filesystem, Store, publishable, put_bytes
 from burnqed.trajectory.reader import is_local, scan_prefix
 from burnqed.trajectory.schema import (

@@ -42,8 +42,8 @@ from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.layout import Layout
+from burnqed.records.enums import SearchMode
 from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration
-from burnqed.text.prompt import SearchMode
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"
@@ -458,6 +458,43 @@ def stage_gpus(stage: Stage, cfg: Config) -> int:
     return cfg.cluster.gpus_per_step
 
 
+def _step_volumes(profile: Profile, *, gpu: bool, sidecar: bool) -> tuple[list[m.Volume], list[m.VolumeMount]]:
+    """A step's volumes and the main container's mounts: scratch at /tmp, the config map (`mount_config`), shared
+    memory on a GPU pod (mounted in the main container unless the GPU is the sidecar's) and the sidecar's models."""
+    cluster = profile.cfg.cluster
+    volumes = [_volume("scratch", size=cluster.scratch_size)]
+    mounts = [m.VolumeMount(name="scratch", mount_path="/tmp")]
+    if profile.mount_config:
+        volumes.append(m.Volume(name="config", config_map=m.ConfigMapVolumeSource(name=cluster.config_map)))
+        mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
+    if gpu:
+        volumes.append(_volume("shm", size=cluster.shm_size, memory=True))
+    if gpu and not sidecar:
+        mounts.append(m.VolumeMount(name="shm", mount_path="/dev/shm"))
+    if sidecar:
+        volumes.append(_volume("models", size=cluster.model_volume_size))
+    return volumes, mounts
+
+
+def _step_resources(stage: Stage, profile: Profile) -> Resources:
+    """The main container's requests and limits, by the stage's resource class (a cpu_only workflow: every step
+    a CPU step's)."""
+    cluster = profile.cfg.cluster
+    if profile.cpu_only or stage.resource is Resource.CPU:
+        return Resources(cpu_request=cluster.step_cpu, memory_request=cluster.step_memory,
+                         memory_limit=cluster.step_memory)
+    if stage.resource is Resource.GPU:
+        return Resources(cpu_request=cluster.train_cpu, memory_request=cluster.train_memory,
+                         memory_limit=cluster.train_memory, gpus=stage_gpus(stage, profile.cfg))
+    if stage.resource is Resource.TRAIN_LEAN:  # the trainer and the reward's Lean workers in one container
+        memory = train_lean_memory(cluster)
+        return Resources(cpu_request=train_lean_cpu(cluster), memory_request=memory, memory_limit=memory,
+                         gpus=stage_gpus(stage, profile.cfg))
+    # Lean workers; the GPU of gpu+lean belongs to the sidecar
+    return Resources(cpu_request=cluster.search_cpu, memory_request=cluster.search_memory,
+                     memory_limit=cluster.search_memory)
+
+
 def stage_template(stage: Stage, profile: Profile) -> Container:
     """The container template of one stage (see the module docstring for what each resource class gets)."""
     cluster = profile.cfg.cluster
@@ -474,32 +511,8 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
     if sidecar:
         args += sidecar_sets(stage) + (planner_sets() if planner else [])
 
-    volumes = [_volume("scratch", size=cluster.scratch_size)]
-    mounts = [m.VolumeMount(name="scratch", mount_path="/tmp")]
-    if profile.mount_config:
-        volumes.append(m.Volume(name="config", config_map=m.ConfigMapVolumeSource(name=cluster.config_map)))
-        mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
-    if gpu:
-        volumes.append(_volume("shm", size=cluster.shm_size, memory=True))
-    if gpu and not sidecar:
-        mounts.append(m.VolumeMount(name="shm", mount_path="/dev/shm"))
-    if sidecar:
-        volumes.append(_volume("models", size=cluster.model_volume_size))
-
-    if profile.cpu_only or stage.resource is Resource.CPU:
-        resources = Resources(cpu_request=cluster.step_cpu, memory_request=cluster.step_memory,
-                              memory_limit=cluster.step_memory)
-    elif stage.resource is Resource.GPU:
-        resources = Resources(cpu_request=cluster.train_cpu, memory_request=cluster.train_memory,
-                              memory_limit=cluster.train_memory, gpus=stage_gpus(stage, profile.cfg))
-    elif stage.resource is Resource.TRAIN_LEAN:  # the trainer and the reward's Lean workers in one container
-        memory = train_lean_memory(cluster)
-        resources = Resources(cpu_request=train_lean_cpu(cluster), memory_request=memory, memory_limit=memory,
-                              gpus=stage_gpus(stage, profile.cfg))
-    else:  # Lean workers; the GPU of gpu+lean belongs to the sidecar
-        resources = Resources(cpu_request=cluster.search_cpu, memory_request=cluster.search_memory,
-                              memory_limit=cluster.search_memory)
-
+    volumes, mounts = _step_volumes(profile, gpu=gpu, sidecar=sidecar)
+    resources = _step_resources(stage, profile)
     image = images(cluster)
     in_core = stage.name in profile.image_lean or not (profile.cpu_only or stage.resource is Resource.GPU)
     image_kind = "rl" if stage.resource is Resource.TRAIN_LEAN else "core" if in_core else "train"

@@ -33,7 +33,7 @@ from burnqed.data.index import bundled_index_path
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
 from burnqed.policy.modelfolder import PROBE_TEXT, encode_texts, load_tokenizer
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results

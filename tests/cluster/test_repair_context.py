@@ -18,8 +18,9 @@ from burnqed.commands.edges import check_repair_room
 from burnqed.config import Config, PolicyConfig, SearchConfig
 from burnqed.errors import ConfigError
 from burnqed.policy.batching import BatchingPolicy
+from burnqed.records.enums import SearchMode
 from burnqed.search.repair import repair_context_problem, repair_prompt_tokens, sends_repair_prompts
-from burnqed.text.prompt import PromptFormat, SearchMode
+from burnqed.text.prompt import PromptFormat
 from tests.doubles.policy_double import ScriptedPolicy
 
 

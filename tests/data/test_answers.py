@@ -14,7 +14,7 @@ from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
 from burnqed.data.decontaminate import benchmark_statements
 from burnqed.data.theorems import load_index
-from burnqed.records import Answer, AnswerTask, Theorem
+from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.storage import Store
 from tests.data.samples import write_jsonl
 from tests.data.test_benchmarks import prepare

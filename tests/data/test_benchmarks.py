@@ -24,8 +24,8 @@ from burnqed.data.index import load_theorem_index
 from burnqed.data.pairs import read_pairs
 from burnqed.data.prepare import PreparedData, prepare_data
 from burnqed.data.theorems import load_index
+from burnqed.records.enums import DeclarationForm
 from burnqed.storage import Store
-from burnqed.text.prompt import DeclarationForm
 from tests.data.samples import GUARD, replay_opener, sample_corpus, write_jsonl
 from tests.data.test_leanfile import write_lean_project
 

@@ -11,7 +11,7 @@ import pytest
 from burnqed.config import DataConfig, SourceSpec
 from burnqed.data.collect import collect
 from burnqed.errors import InputError
-from burnqed.records import stable_split
+from burnqed.records.theorem import stable_split
 from burnqed.storage import Store
 from tests.data.samples import (
     GOEDEL_PROOFS,

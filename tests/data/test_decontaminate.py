@@ -25,7 +25,7 @@ from burnqed.data.theorems import load_theorems, pipeline_benchmark
 from burnqed.errors import InputError
 from burnqed.eval.result import load_eval_result
 from burnqed.provenance import StageInputs
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.runner.reuse import stamp
 from burnqed.storage import Store
 from leankit.corpus import load_corpus

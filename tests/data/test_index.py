@@ -120,18 +120,18 @@ def test_a_10_000_entry_index_is_checked_once_per_entry(tmp_path: Path, store: S
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     # Set-up is linear (benchmarks/index_setup.py times 1,000 against 10,000 entries): each entry's name is checked
     # once when the file is read, and selecting a split or a shard does not check the kept entries again.
-    from burnqed import records
     from burnqed.data.index import select_split
+    from burnqed.records import theorem
     from burnqed.search.runner import select_shard
 
     checked: list[str] = []
-    real = records.lean_name_problem
+    real = theorem.lean_name_problem
 
     def counted(name: str) -> str | None:
         checked.append(name)
         return real(name)
 
-    monkeypatch.setattr(records, "lean_name_problem", counted)
+    monkeypatch.setattr(theorem, "lean_name_problem", counted)
     path = _write(tmp_path / "i.json", [{"name": f"t_{i}", "statement": f"{i} = {i}", "split": "test" if i % 2
                                          else "train"} for i in range(10_000)])
     index = load_theorem_index(path, store=store)

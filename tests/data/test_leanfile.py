@@ -10,7 +10,7 @@ from burnqed.data.leanfile import example_name, lean_file_declarations, lean_fil
 from burnqed.data.rows import path_split, read_rows
 from burnqed.data.sources import Item, convert_row
 from burnqed.lean.start import START_FORM
-from burnqed.records import lean_name_problem
+from burnqed.records.theorem import lean_name_problem
 from burnqed.storage import Store
 
 # All theorems in one file, as miniF2F-lean4 once shipped its test split: a copyright comment, imports, options,

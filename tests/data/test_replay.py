@@ -12,7 +12,7 @@ from burnqed.commands.edges import open_pool
 from burnqed.config import LeanConfig
 from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all, replay_theorem
 from burnqed.lean.inprocess import InProcessReplay
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from leankit.corpus import TheoremSpec, load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.data.samples import GUARD

@@ -108,7 +108,7 @@ def test_traced_rows_are_recorded_steps() -> None:
         ("lean-github", {"full_name": "x", "tactic": "simp"}, "missing_column:state_before"),
         ("pairs", {"theorem": "x", "state_before": "⊢ True", "tactic": "trivial", "depth": -1}, "malformed_row"),
         ("lean-github", {"full_name": "x", "tactic": "simp", "state_before": "no goals"}, "no_goals_state"),
-        # Names Lean cannot declare as written (records.lean_name_problem): no declared name to fall back on.
+        # Names Lean cannot declare as written (records.theorem.lean_name_problem): no declared name to fall back on.
         ("benchmark", {"name": "my thm", "statement": "1 + 1 = 2"}, "undeclarable_name"),
         ("goedel-pset", {"problem_id": "1-a", "formal_statement": "theorem «1-a» : True := trivial"},
          "undeclarable_name"),

@@ -12,7 +12,7 @@ import hashlib
 from collections.abc import Sequence
 
 from burnqed.policy.base import AsyncClosing
-from burnqed.records import Edge, EdgeOutcome
+from burnqed.records.results import Edge, EdgeOutcome
 from burnqed.trajectory.labels import label_edges
 from tests.trajectory.factories import edge
 

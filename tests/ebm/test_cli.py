@@ -24,7 +24,7 @@ from burnqed.ebm.formats import EbmManifest, EbmMetrics
 from burnqed.eval.result import load_eval_result
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.localmodel import LocalModel, LocalPolicy
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results

@@ -22,7 +22,7 @@ from burnqed.ebm.formats import (
 from burnqed.ebm.metrics import calibration, energy_by_depth, sibling_rank
 from burnqed.ebm.sampling import Decision, build_dataset
 from burnqed.layout import Layout
-from burnqed.records import Edge
+from burnqed.records.results import Edge
 from burnqed.report.build import build_report
 from burnqed.report.markdown import render_markdown
 from burnqed.stages.ebm_fit import fit_head, goal_energies, state_energies, value_evidence

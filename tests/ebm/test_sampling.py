@@ -16,7 +16,8 @@ from burnqed.ebm.sampling import (
     quotas,
 )
 from burnqed.errors import InputError
-from burnqed.records import Edge, stable_split
+from burnqed.records.results import Edge
+from burnqed.records.theorem import stable_split
 from burnqed.trajectory.schema import theorems_to_table
 from tests.doubles.ebm_doubles import proved_tree, unproved_tree
 
@@ -126,7 +127,7 @@ def test_a_short_pool_hands_its_shortfall_to_the_next() -> None:
 
 def wide_theorem(name: str, siblings: int) -> list[Edge]:
     """root ─1 (proof) ─ closed; root ─ siblings 2..siblings+1; 1 ─ children that are not on the proof."""
-    from burnqed.records import EdgeOutcome
+    from burnqed.records.results import EdgeOutcome
     from burnqed.trajectory.labels import label_edges
     from tests.trajectory.factories import edge
 

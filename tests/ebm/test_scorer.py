@@ -16,7 +16,7 @@ from burnqed.ebm.scorer import EnergyScorer
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Sampling
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.search.step import StepSettings, prove
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, build_embedding_text

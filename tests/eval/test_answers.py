@@ -22,12 +22,13 @@ from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, check_answers, eval_job, theorem_digest
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
-from burnqed.records import Answer, AnswerTask, Theorem, TheoremIndex, TheoremResult
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import TheoremResult
+from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
 from burnqed.report.core import _proofs_markdown
 from burnqed.report.tables import ProofRow
 from burnqed.search.answer_check import AnswerCheck
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.search.test_answers import completion, search
 

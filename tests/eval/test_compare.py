@@ -24,9 +24,9 @@ from burnqed.eval.compare import (
 )
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult, load_eval_result, write_eval_result
-from burnqed.records import FailureReason, TheoremResult, UsageCurve
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import FailureReason, TheoremResult, UsageCurve
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 
 
 def result(

@@ -18,7 +18,7 @@ from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.layout import Layout
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.report.build import build_report
 from burnqed.report.markdown import render_markdown
 from burnqed.storage import Store

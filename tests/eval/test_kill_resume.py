@@ -20,7 +20,7 @@ from burnqed.eval.result import EvalResult, load_eval_result
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from leankit.corpus import Corpus, load_corpus

@@ -12,7 +12,7 @@ from burnqed.config import PipelineConfig
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.report.build import build_report
 from burnqed.report.markdown import render_markdown
 from burnqed.storage import Store

@@ -15,7 +15,7 @@ from burnqed.config import PipelineConfig
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import rate_text, wilson_interval, write_eval_result
 from burnqed.layout import Layout, StageRun, StageTimes
-from burnqed.records import EdgeOutcome, FailureReason, TheoremResult
+from burnqed.records.results import EdgeOutcome, FailureReason, TheoremResult
 from burnqed.report.build import build_report, headline, write_report
 from burnqed.report.document import Report
 from burnqed.report.markdown import render_markdown

@@ -16,7 +16,7 @@ from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult, paired_interval, write_eval_result
 from burnqed.layout import Layout
 from burnqed.provenance import InputStamp, StageInputs
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.report.build import build_report, headline
 from burnqed.report.markdown import render_markdown
 from burnqed.report.tables import PairedChange

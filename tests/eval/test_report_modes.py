@@ -11,10 +11,10 @@ from burnqed.config import PipelineConfig
 from burnqed.eval.compare import compare_results
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
+from burnqed.records.enums import SearchMode
 from burnqed.report.build import build_report, write_report
 from burnqed.report.markdown import render_markdown
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, CAND, costed
 
 

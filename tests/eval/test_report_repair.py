@@ -14,11 +14,11 @@ from burnqed.eval.compare import compare_results, render_comparison
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult, EvalSettings, write_eval_result
 from burnqed.layout import Layout
-from burnqed.records import FailureReason, TheoremResult, UsageCurve
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import FailureReason, TheoremResult, UsageCurve
 from burnqed.report.build import build_report
 from burnqed.report.markdown import render_markdown
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, costed, curved
 
 # theorem → (proofs sampled when proved or None, revisions sampled, revision of the counted proof)

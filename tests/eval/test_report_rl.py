@@ -13,12 +13,12 @@ import pytest
 from burnqed.config import PipelineConfig, RlConfig
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
+from burnqed.records.enums import SearchMode
 from burnqed.report.build import build_report, write_report
 from burnqed.report.markdown import render_markdown
 from burnqed.report.rl_steps import rl_markdown, rl_section
 from burnqed.stages.rl import RL_RECORD, STEP_LOG, RlRecord, StepLog
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, costed
 
 STEPS = [StepLog(step=1, mean_reward=0.25, solved_share=0.5, verified=2, completions=8, kl=None, loss=0.1,

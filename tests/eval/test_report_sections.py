@@ -11,6 +11,7 @@ import pytest
 from burnqed.config import PipelineConfig
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
+from burnqed.records.enums import SearchMode
 from burnqed.report import build as report_build
 from burnqed.report import markdown as report_markdown
 from burnqed.report.build import build_report, write_report
@@ -18,7 +19,6 @@ from burnqed.report.document import SECTIONS, Report
 from burnqed.report.repairs import RepairRow
 from burnqed.report.section import ReportInputs, ReportSection
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, costed
 
 

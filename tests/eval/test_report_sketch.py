@@ -18,7 +18,8 @@ from burnqed.eval.compare import compare_results, cost_ladder, read_at_level
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import Layout
-from burnqed.records import (
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import (
     FailureReason,
     SketchAttempt,
     SketchOutcome,
@@ -38,7 +39,6 @@ from burnqed.report.sketches import (
     sketch_rows,
 )
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from tests.eval.test_compare import BASE, costed
 from tests.trajectory.factories import write_trajectory
 

@@ -25,9 +25,10 @@ from burnqed.eval.result import (
     load_eval_result,
     write_eval_result,
 )
-from burnqed.records import BudgetUsage, FailureReason, SkippedDeclaration, TheoremResult, UsageCurve
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import BudgetUsage, FailureReason, TheoremResult, UsageCurve
+from burnqed.records.theorem import SkippedDeclaration
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 
 NAMES = ["thm_a", "thm_b", "thm_c", "thm_d"]
 BUDGETS = [10, 30, 60]

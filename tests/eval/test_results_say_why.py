@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.eval.run import needs_real_lean
-from burnqed.records import FailureReason
+from burnqed.records.results import FailureReason
 from burnqed.report.sketches import SketchCounts, SketchRow, sketch_headline
 from tests.processes import burnqed_in_process
 from tests.putnambench import putnam_text

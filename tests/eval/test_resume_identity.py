@@ -24,7 +24,7 @@ from burnqed.eval.run import (
     resume_state,
 )
 from burnqed.provenance import INPUTS_NAME
-from burnqed.records import TheoremIndex
+from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.reuse import Finished, check_reusable, eval_inputs, resume_prefix, search_inputs
 from burnqed.storage import Store
 from tests.trajectory.factories import simple_theorem, write_trajectory
@@ -183,7 +183,7 @@ def test_a_finished_eval_whose_benchmark_lists_other_declarations_not_evaluated_
         tmp_path: Path, store: Store, index: TheoremIndex) -> None:
     """The same theorems, and a broken statement deleted from the file: the finished result would list it still, so
     it is not reused; a resume goes on (its result lists them afresh)."""
-    from burnqed.records import SkippedDeclaration
+    from burnqed.records.theorem import SkippedDeclaration
 
     broken = SkippedDeclaration(name="broken", file="x.lean", line=11, reason="unparsable_statement", detail="…")
     listed = index.model_copy(update={"skipped": [broken]})

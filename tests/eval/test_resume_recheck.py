@@ -24,7 +24,8 @@ from burnqed.eval.run import EvalJobSettings, eval_job, recheck_committed
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.pool import LeanPool
-from burnqed.records import Answer, AnswerTask, FailureReason, Theorem, TheoremIndex, TheoremResult
+from burnqed.records.results import FailureReason, TheoremResult
+from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
 from burnqed.storage import Store
 from burnqed.trajectory.reader import is_complete, read_results
 from leankit.corpus import load_corpus

@@ -16,7 +16,7 @@ from burnqed.data.index import bundled_index_path, load_local_theorem_index
 from burnqed.eval.result import load_eval_result
 from burnqed.layout import Layout
 from burnqed.provenance import when
-from burnqed.records import TheoremIndex
+from burnqed.records.theorem import TheoremIndex
 from burnqed.storage import Store
 from tests.eval.test_report import publish
 from tests.processes import burnqed_in_process as burnqed

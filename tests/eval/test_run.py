@@ -21,7 +21,7 @@ from burnqed.eval.run import (
     eval_settings,
     finished_eval,
 )
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings

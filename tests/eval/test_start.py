@@ -18,7 +18,7 @@ from burnqed.eval.best_so_far import choose_start, load_results
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult, write_eval_result
 from burnqed.layout import Layout
-from burnqed.records import FailureReason, TheoremResult
+from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.report.build import build_report, write_report
 from burnqed.report.gates import go_no_go
 from burnqed.runner import reuse

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from burnqed.lean.soundness import assemble_proof
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from leankit.corpus import TheoremSpec
 
 

@@ -31,7 +31,9 @@ from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import check_path, check_proof_text, verify_proof
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Sampling
-from burnqed.records import Answer, AnswerTask, EdgeOutcome, TacticKind, Theorem
+from burnqed.records.replies import TacticKind
+from burnqed.records.results import EdgeOutcome
+from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.step import SearchOutcome

@@ -11,7 +11,7 @@ import pytest
 
 from burnqed.errors import LeanProtocolError, LeanStartError
 from burnqed.lean.client import LeanWorker
-from burnqed.records import TacticKind
+from burnqed.records.replies import TacticKind
 from leankit.version import PantographVersion
 from tests.conftest import double_argv
 

@@ -19,7 +19,7 @@ from burnqed.config import LeanConfig
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool, WorkerLoad
 from burnqed.policy.base import Sampling
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from leankit.version import SUPPORTED, PantographVersion
 from tests.conftest import double_argv

@@ -24,7 +24,7 @@ from burnqed.lean.soundness import (
     recheck_passed,
     verify_proof,
 )
-from burnqed.records import (
+from burnqed.records.replies import (
     CompileMessage,
     CompileResult,
     CompileUnit,
@@ -33,8 +33,8 @@ from burnqed.records import (
     SketchResult,
     TacticKind,
     TacticResult,
-    Theorem,
 )
+from burnqed.records.theorem import Theorem
 from burnqed.text.completion import split_proof
 from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Sketch
 from leankit.recheck import recheck_command

@@ -21,7 +21,8 @@ from burnqed.errors import LeanProtocolError
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.start import start_theorem
-from burnqed.records import TacticKind, Theorem
+from burnqed.records.replies import TacticKind
+from burnqed.records.theorem import Theorem
 from leankit.answer import fill_slot, find_slots, reference_answer
 from leankit.recheck import recheck_command
 from leankit.text import find_depth0

@@ -20,7 +20,9 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import TacticKind, Theorem, TheoremResult
+from burnqed.records.replies import TacticKind
+from burnqed.records.results import TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings
 from tests.conftest import double_argv

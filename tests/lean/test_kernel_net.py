@@ -27,7 +27,8 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
-from burnqed.records import EdgeOutcome, Label, Theorem
+from burnqed.records.results import EdgeOutcome, Label
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole

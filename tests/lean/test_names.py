@@ -12,7 +12,7 @@ import pytest
 
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.protocol import parse_goal
-from burnqed.records import TacticKind, pretty_state
+from burnqed.records.replies import TacticKind, pretty_state
 from burnqed.text.prompt import PromptFormat, build_prompt
 from leankit.names import LeanName, case_wire_name, name_problem, shown_name, wire_name
 from leankit.version import PantographVersion

@@ -17,7 +17,7 @@ from burnqed.errors import LeanStartError, LeanStatesLostError, PoolClosedError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.lease import LeanLease
 from burnqed.lean.pool import LeanPool
-from burnqed.records import CompileResult, TacticKind
+from burnqed.records.replies import CompileResult, TacticKind
 from leankit.version import PantographVersion
 from tests.conftest import double_argv
 

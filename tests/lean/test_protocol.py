@@ -18,7 +18,7 @@ from burnqed.lean.protocol import (
     parse_tactic_reply,
     raise_for_error,
 )
-from burnqed.records import TacticKind
+from burnqed.records.replies import TacticKind
 from leankit.version import PantographVersion
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "pantograph"

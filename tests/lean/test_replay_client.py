@@ -13,7 +13,8 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import Verdict, verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.records import TacticKind, TacticResult, Theorem
+from burnqed.records.replies import TacticKind, TacticResult
+from burnqed.records.theorem import Theorem
 from leankit.corpus import TheoremSpec, goal_pp, load_corpus
 from tests.processes import cli
 

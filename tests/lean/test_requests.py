@@ -22,7 +22,8 @@ from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.soundness import assemble_proof, check_proof_text
-from burnqed.records import TacticKind, Theorem
+from burnqed.records.replies import TacticKind
+from burnqed.records.theorem import Theorem
 from leankit.corpus import load_corpus
 from leankit.version import SUPPORTED, PantographVersion
 from minilean.schema import request_problem

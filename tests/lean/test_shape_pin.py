@@ -20,7 +20,8 @@ from burnqed.lean.soundness import (
     pinned_starts,
     verify_proof,
 )
-from burnqed.records import CompileMessage, CompileResult, CompileUnit, Theorem
+from burnqed.records.replies import CompileMessage, CompileResult, CompileUnit
+from burnqed.records.theorem import Theorem
 from tests.lean.test_guard_soundness import DONE, GUARD, ROOT_OK, ScriptedEnv
 
 SLOT = "putnam_mock_a_solution"

@@ -16,7 +16,7 @@ from burnqed.config import DEFAULT_DENY
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.protocol import sketch_subgoals
-from burnqed.records import Goal, SketchResult, TacticKind, Variable
+from burnqed.records.replies import Goal, SketchResult, TacticKind, Variable
 from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Hole, Sketch, read_sketch
 from leankit.version import SUPPORTED, PantographVersion
 from tests.doubles.line_servers import DoubleServer, MiniLean

@@ -23,10 +23,12 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, assemble_proof, check_proof_text, compile_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Sampling
-from burnqed.records import CompileResult, Goal, Theorem
+from burnqed.records.enums import SearchMode
+from burnqed.records.replies import CompileResult, Goal
+from burnqed.records.theorem import Theorem
 from burnqed.search.modes import prove_theorem
 from burnqed.search.whole import WholeSettings
-from burnqed.text.prompt import PromptFormat, SearchMode, format_for
+from burnqed.text.prompt import PromptFormat, format_for
 from leankit.version import LATEST, PantographVersion
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy

@@ -20,7 +20,8 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
-from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
+from burnqed.records.results import EdgeOutcome, FailureReason, Label
+from burnqed.records.theorem import Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from leankit.corpus import load_corpus
 from leankit.recheck import recheck_command

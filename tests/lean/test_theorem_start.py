@@ -17,7 +17,7 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.lease import LeanLease
 from burnqed.lean.pool import LeanPool
-from burnqed.records import TacticKind
+from burnqed.records.replies import TacticKind
 from leankit.corpus import load_corpus
 from leankit.version import PantographVersion
 from minilean.replay.replay_server import ReplayServer

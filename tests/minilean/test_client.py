@@ -18,7 +18,8 @@ from burnqed.lean.pool import LeanPool
 from burnqed.lean.protocol import parse_goal
 from burnqed.lean.soundness import verify_proof
 from burnqed.lean.start import start_theorem
-from burnqed.records import TacticKind, TacticResult, Theorem
+from burnqed.records.replies import TacticKind, TacticResult
+from burnqed.records.theorem import Theorem
 from leankit.version import PantographVersion
 
 # Seconds, not milliseconds: many scripts with z3 calls / subprocesses (`pytest -m "not slow"` skips them).

@@ -17,7 +17,7 @@ import pytest
 from burnqed.errors import LeanError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.start import start_theorem
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from minilean.syntax import MAX_TERM_DEPTH, Op, TermTooDeep, parse
 
 EMBEDDED = [sys.executable, "-m", "minilean", "--fallback-module", "minilean.replay"]  # lean.command's default

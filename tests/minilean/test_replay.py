@@ -22,7 +22,7 @@ import pytest
 from burnqed.lean import payloads
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import check_compile, compile_text
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from leankit.corpus import bundled_corpus_path, explicit_binders, load_corpus, proof_from_binder_start
 from minilean.replay.replay_server import ReplayServer, main, serve
 from tests.lean.scripts import assemble_script

@@ -27,7 +27,7 @@ from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.localmodel import LocalModel, LocalPolicy
-from burnqed.records import TheoremIndex
+from burnqed.records.theorem import TheoremIndex
 from burnqed.sft.train import SftRequest, run_sft
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store

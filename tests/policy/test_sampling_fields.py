@@ -17,8 +17,9 @@ from burnqed.policy.base import Sampling, Seeds, sampling_problem
 from burnqed.policy.localmodel import LocalModel, apply_penalties, sampling_filter
 from burnqed.policy.sglang import SGLangClient
 from burnqed.policy.wire import RequestError, parse_generate
+from burnqed.records.enums import SearchMode
 from burnqed.stages.search import sampling_from_config, settings_from_config
-from burnqed.text.prompt import PromptFormat, SearchMode
+from burnqed.text.prompt import PromptFormat
 from tests.doubles.fault_server import FaultServer
 
 STOP = ["```"]  # plain-tactic's stop strings (burnqed.text.prompt.stop_strings)

@@ -21,7 +21,7 @@ from burnqed.policy.tiny import (
     missing_model_files,
     training_pairs,
 )
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
 from leankit.corpus import goal_pp, load_corpus

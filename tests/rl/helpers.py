@@ -9,11 +9,13 @@ import json
 import shutil
 from pathlib import Path
 
-from burnqed.records import Edge, EdgeOutcome, Theorem, TheoremResult
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.results import Edge, EdgeOutcome, TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.whole import whole_prompt
 from burnqed.sft.manifests import SFT_RECORD, DataCounts, SftRecord, model_fingerprint
 from burnqed.text.feedback import Feedback, FeedbackMessage
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode
+from burnqed.text.prompt import PromptFormat
 from tests.trajectory.factories import result
 
 FMT = PromptFormat.PLAIN_WHOLE  # the whole format of the default policy.prompt_format (plain-tactic)

@@ -18,7 +18,8 @@ from burnqed.config import Config, PolicyConfig, RlConfig, SearchConfig
 from burnqed.errors import InputError
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
-from burnqed.records import Theorem
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof, FailedProofs, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.reward import LeanReward
 from burnqed.runner.reuse import rl_inputs
@@ -29,7 +30,7 @@ from burnqed.search.whole import WholeSettings, prove_whole, whole_prompt
 from burnqed.stages.rl import RlRequest, RlSettings, checkpoint_settings, select_theorems, with_failed_proofs
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, repair_format
+from burnqed.text.prompt import PromptFormat, format_for, repair_format
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.rl.helpers import failed_search, feedback
@@ -176,7 +177,7 @@ def test_a_failed_proof_of_an_open_answer_or_of_another_theorem_is_refused() -> 
 
 def test_whether_repair_prompts_are_served_enters_the_stage_identity_and_the_checkpoints(
         tmp_path: Path, store: Store) -> None:
-    from burnqed.records import TheoremIndex
+    from burnqed.records.theorem import TheoremIndex
     from burnqed.sft.manifests import SftRecord
 
     index = TheoremIndex(name="t", theorems=[A, C])

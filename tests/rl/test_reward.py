@@ -35,14 +35,15 @@ from burnqed.config import LeanConfig
 from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
-from burnqed.records import Theorem
+from burnqed.records.enums import DeclarationForm
+from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.search.answer_check import check_file
 from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import whole_prompt
 from burnqed.text.feedback import Feedback, FeedbackMessage
-from burnqed.text.prompt import DeclarationForm, PromptFormat
+from burnqed.text.prompt import PromptFormat
 from leankit.version import SUPPORTED
 from tests.conftest import double_argv
 from tests.lean.test_guard_soundness import KERNEL_OFF, ONLY_BY, RESOURCE_OPTIONS

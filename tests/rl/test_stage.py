@@ -23,7 +23,7 @@ from burnqed.config import Config, PipelineConfig, RlConfig, SearchConfig
 from burnqed.config.describe import describe
 from burnqed.errors import InputError
 from burnqed.lean.pool import LeanPool
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.runner.plan import build_iteration
 from burnqed.sft.export import ExportRequest, run_export
 from burnqed.stages.rl import (

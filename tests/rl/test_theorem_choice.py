@@ -16,7 +16,7 @@ from burnqed.data.decontaminate import Benchmark, HeldOut, held_out_names, held_
 from burnqed.data.index import embedded_index
 from burnqed.data.theorems import check_rl_theorems, check_training_inputs, rl_index
 from burnqed.errors import InputError
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.sft.manifests import EXPORT_RECORD, SFT_RECORD, DataCounts, ExportRecord, SftRecord, trained_formats
 from burnqed.stages.rl import untrained_format
 from burnqed.storage import Store

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.data.index import bundled_index_path
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
 from leankit.corpus import TheoremSpec

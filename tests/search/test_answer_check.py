@@ -22,7 +22,8 @@ from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
-from burnqed.records import Answer, AnswerTask, CompileResult, Theorem
+from burnqed.records.replies import CompileResult
+from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer_check import (
     CHECK_NAME,
     AnswerCheck,

@@ -8,7 +8,7 @@ import pytest
 
 from burnqed.config import LeanConfig
 from burnqed.lean.guard import TacticGuard
-from burnqed.records import Answer, AnswerTask, Theorem
+from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer import read_attempt
 from burnqed.text.completion import answer_file, read_answer_file
 from burnqed.text.feedback import Feedback, FeedbackMessage

@@ -24,13 +24,15 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import check_answer
 from burnqed.policy.base import Sampling
-from burnqed.records import Answer, AnswerTask, EdgeOutcome, Theorem, TheoremIndex
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import EdgeOutcome
+from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
 from burnqed.search.answer import AnswerSlot, mode_refusal
 from burnqed.search.modes import prove_theorem
 from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome, StepSettings
 from burnqed.search.whole import WholeSettings, prove_whole
-from burnqed.text.prompt import PromptFormat, SearchMode
+from burnqed.text.prompt import PromptFormat
 from leankit.recheck import recheck_command
 from leankit.version import SUPPORTED, PantographVersion
 from minilean.server import SUPPORTED as MINILEAN_SUPPORTED

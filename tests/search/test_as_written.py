@@ -14,13 +14,14 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.selftest import FACTORIAL, FACTORIAL_PROOF, PI, PI_PROOF
 from burnqed.policy.base import Sampling
-from burnqed.records import Theorem
+from burnqed.records.enums import SearchMode
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import prove_theorem
 from burnqed.search.sketching import SketchSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
-from burnqed.text.prompt import PromptFormat, SearchMode, format_for
+from burnqed.text.prompt import PromptFormat, format_for
 from leankit.version import PantographVersion
 from tests.conftest import double_argv
 from tests.doubles.policy_double import ScriptedPolicy

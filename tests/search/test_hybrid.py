@@ -17,7 +17,9 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import check_proof_text
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
-from burnqed.records import EdgeOutcome, FailureReason, Label, TacticResult, Theorem
+from burnqed.records.replies import TacticResult
+from burnqed.records.results import EdgeOutcome, FailureReason, Label
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal, RoundRecord
 from burnqed.search.step import SearchOutcome

@@ -25,7 +25,9 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling, expansion_seeds
-from burnqed.records import Answer, AnswerTask, EdgeOutcome, Label, Theorem
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import EdgeOutcome, Label
+from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal, NodeRecord
@@ -34,7 +36,7 @@ from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome
 from burnqed.stages.search import settings_from_config
 from burnqed.storage import Store
-from burnqed.text.prompt import PromptFormat, SearchMode
+from burnqed.text.prompt import PromptFormat
 from leankit.recheck import recheck_command
 from leankit.version import SUPPORTED, PantographVersion
 from minilean.server import Server

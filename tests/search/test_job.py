@@ -14,7 +14,9 @@ from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.records import Edge, EdgeOutcome, Theorem, pretty_state
+from burnqed.records.replies import pretty_state
+from burnqed.records.results import Edge, EdgeOutcome
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.journal import Counters, EntryRecord, FileJournal, NodeRecord, ProofRecord, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard

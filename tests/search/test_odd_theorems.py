@@ -15,7 +15,8 @@ from burnqed.commands.edges import open_policy
 from burnqed.config import load_config
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Policy
-from burnqed.records import EdgeOutcome, FailureReason, Theorem
+from burnqed.records.results import EdgeOutcome, FailureReason
+from burnqed.records.theorem import Theorem
 from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results

@@ -19,7 +19,9 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds, refused, sample_seed
-from burnqed.records import CompileMessage, CompileResult, EdgeOutcome, Theorem
+from burnqed.records.replies import CompileMessage, CompileResult
+from burnqed.records.results import EdgeOutcome
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
 from burnqed.search.skeleton import SearchOutcome

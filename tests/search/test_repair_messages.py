@@ -24,16 +24,9 @@ from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import assemble_proof, body_line, compile_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Sampling, Seeds, refused
-from burnqed.records import (
-    CompileMessage,
-    CompileResult,
-    CompileUnit,
-    Edge,
-    EdgeOutcome,
-    TacticResult,
-    Theorem,
-    pretty_state,
-)
+from burnqed.records.replies import CompileMessage, CompileResult, CompileUnit, TacticResult, pretty_state
+from burnqed.records.results import Edge, EdgeOutcome
+from burnqed.records.theorem import Theorem
 from burnqed.search.repair import (
     Failure,
     RepairSettings,

@@ -17,7 +17,7 @@ from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import sample_seed
 from burnqed.policy.batching import BatchingPolicy
 from burnqed.policy.localmodel import LocalModel, LocalPolicy
-from burnqed.records import Theorem, TheoremIndex
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results

@@ -14,7 +14,7 @@ from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
 from burnqed.provenance import INPUTS_NAME, when
-from burnqed.records import TheoremIndex
+from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.reuse import search_inputs
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker, read_results

@@ -19,7 +19,9 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import Edge, EdgeOutcome, FailureReason, Theorem, TheoremResult, pretty_state
+from burnqed.records.replies import pretty_state
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.rebuild import MAX_RESTARTS
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings

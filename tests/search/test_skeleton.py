@@ -14,7 +14,10 @@ from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStartError, Le
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
-from burnqed.records import EdgeOutcome, FailureReason, Goal, TacticKind, TacticResult, Theorem, UsageCurve
+from burnqed.records.enums import SearchMode
+from burnqed.records.replies import Goal, TacticKind, TacticResult
+from burnqed.records.results import EdgeOutcome, FailureReason, UsageCurve
+from burnqed.records.theorem import Theorem
 from burnqed.search import skeleton
 from burnqed.search.rebuild import LeanGone
 from burnqed.search.skeleton import (
@@ -32,7 +35,6 @@ from burnqed.search.skeleton import (
     verify_closing,
 )
 from burnqed.search.usage import CountingLean, UsageMeter
-from burnqed.text.prompt import SearchMode
 
 THEOREM = Theorem(name="t", statement="1 + 1 = 2", header="open Nat")
 CLOSED = TacticResult(TacticKind.SUCCESS, state_id=7)

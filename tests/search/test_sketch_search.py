@@ -19,18 +19,9 @@ from burnqed.eval.result import load_eval_result
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
-from burnqed.records import (
-    EdgeOutcome,
-    FailureReason,
-    Goal,
-    Label,
-    SketchOutcome,
-    SubgoalSource,
-    TacticKind,
-    TacticResult,
-    Theorem,
-    Variable,
-)
+from burnqed.records.replies import Goal, TacticKind, TacticResult, Variable
+from burnqed.records.results import EdgeOutcome, FailureReason, Label, SketchOutcome, SubgoalSource
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.root import accept_subgoal, own_goals
 from burnqed.search.skeleton import SearchOutcome

@@ -14,7 +14,8 @@ from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
-from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
+from burnqed.records.results import EdgeOutcome, FailureReason, Label
+from burnqed.records.theorem import Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer

@@ -13,15 +13,8 @@ import pytest
 from burnqed.config.lean import LeanConfig
 from burnqed.errors import InputError
 from burnqed.layout import Layout, subgoal_cache_beside
-from burnqed.records import (
-    Goal,
-    SketchAttempt,
-    SketchOutcome,
-    SubgoalAttempt,
-    SubgoalSource,
-    TheoremResult,
-    Variable,
-)
+from burnqed.records.replies import Goal, Variable
+from burnqed.records.results import SketchAttempt, SketchOutcome, SubgoalAttempt, SubgoalSource, TheoremResult
 from burnqed.search.subgoal_cache import (
     CacheEntry,
     CacheEnvironment,

@@ -21,7 +21,8 @@ from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.lease import LeanLease
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.records import Edge, FailureReason, Theorem, TheoremResult
+from burnqed.records.results import Edge, FailureReason, TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.search.monitor import SearchMonitor, ThroughputReport, render_throughput
 from burnqed.search.runner import run_theorems
 from burnqed.search.step import StepSettings

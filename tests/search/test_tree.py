@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from burnqed.records import Goal
+from burnqed.records.replies import Goal
 from burnqed.search.tree import Node, SearchTree
 
 

@@ -14,7 +14,8 @@ from burnqed.errors import InputError
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.soundness import check_proof_text
-from burnqed.records import FailureReason, Theorem, TheoremIndex
+from burnqed.records.results import FailureReason
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.sft.data import read_positives
 from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.stages.summary import summarize

@@ -20,7 +20,8 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.lease import LeanLease
 from burnqed.policy.base import Sampling
-from burnqed.records import CompileResult, EdgeOutcome, Goal, Label, RootInfo, TacticKind, TacticResult
+from burnqed.records.replies import CompileResult, Goal, RootInfo, TacticKind, TacticResult
+from burnqed.records.results import EdgeOutcome, Label
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal
 from burnqed.search.step import SearchOutcome, StepSettings, prove

@@ -10,7 +10,8 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import check_proof_text
 from burnqed.policy.base import Sampling
-from burnqed.records import EdgeOutcome, FailureReason, Label, Theorem
+from burnqed.records.results import EdgeOutcome, FailureReason, Label
+from burnqed.records.theorem import Theorem
 from burnqed.search.step import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.text.prompt import PromptFormat

@@ -20,7 +20,9 @@ from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import Edge, EdgeOutcome, Theorem, TheoremIndex
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.results import Edge, EdgeOutcome
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.search.step import StepSettings, prove
 from burnqed.sft.data import (
     IGNORE_INDEX,
@@ -39,7 +41,7 @@ from burnqed.sft.model import load_for_training, load_tokenizer
 from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback, FeedbackMessage
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, build_completion, build_prompt
+from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
 from burnqed.trajectory.labels import label_edges
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer

@@ -16,7 +16,8 @@ from burnqed.config import LeanConfig
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
-from burnqed.records import Theorem
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
 from burnqed.search.sketching import SketchSettings, prove_sketch
@@ -24,7 +25,7 @@ from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.sft.data import read_positives, read_proof_examples
 from burnqed.storage import Store
-from burnqed.text.prompt import DeclarationForm, PromptFormat, SearchMode, format_for, format_state_comment
+from burnqed.text.prompt import PromptFormat, format_for, format_state_comment
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.line_servers import DoubleServer

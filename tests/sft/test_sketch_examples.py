@@ -17,18 +17,10 @@ from burnqed.config import SftConfig
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair
 from burnqed.errors import InputError
 from burnqed.lean.inprocess import InProcessReplay
-from burnqed.records import (
-    Edge,
-    Goal,
-    SketchAttempt,
-    SketchOutcome,
-    SubgoalAttempt,
-    SubgoalSource,
-    Theorem,
-    TheoremIndex,
-    TheoremResult,
-    pretty_state,
-)
+from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.records.replies import Goal, pretty_state
+from burnqed.records.results import Edge, SketchAttempt, SketchOutcome, SubgoalAttempt, SubgoalSource, TheoremResult
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.sft.data import (
     BASE,
     SUBGOAL,
@@ -42,9 +34,7 @@ from burnqed.sft.data import (
 from burnqed.sft.train import SftRequest, run_sft
 from burnqed.storage import Store
 from burnqed.text.prompt import (
-    DeclarationForm,
     PromptFormat,
-    SearchMode,
     build_completion,
     build_prompt,
     build_sketch_prompt,

@@ -17,7 +17,8 @@ from burnqed.errors import InputError, ModelError
 from burnqed.policy.base import Sampling
 from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.modelfolder import describe, differences
-from burnqed.records import EdgeOutcome, Theorem, TheoremIndex
+from burnqed.records.results import EdgeOutcome
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
 from burnqed.sft.manifests import SFT_RECORD, read_sft_record

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
 from burnqed.storage import Store
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.writer import TrajectoryWriter

@@ -20,7 +20,7 @@ from burnqed.errors import InputError
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import write_eval_result
 from burnqed.layout import Layout
-from burnqed.records import Edge, EdgeOutcome, FailureReason, TheoremResult
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
 from burnqed.report.build import build_report
 from burnqed.stages.merge import merge_trajectories
 from burnqed.stages.summary import summarize

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from burnqed.records import EdgeOutcome, Label
+from burnqed.records.results import EdgeOutcome, Label
 from burnqed.trajectory.labels import label_edges
 from tests.trajectory.factories import edge
 

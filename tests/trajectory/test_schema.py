@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa  # type: ignore[import-untyped,unused-ignore]
 
-from burnqed.records import EdgeOutcome
+from burnqed.records.results import EdgeOutcome
 from burnqed.trajectory.schema import (
     COLUMNS,
     SCHEMA,

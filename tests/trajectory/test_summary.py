@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.records import EdgeOutcome, FailureReason
+from burnqed.records.results import EdgeOutcome, FailureReason
 from burnqed.stages.summary import _median, render_summary, summarize
 from burnqed.storage import Store
 from burnqed.trajectory.labels import label_edges

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.layout import Layout
-from burnqed.records import (
+from burnqed.records.enums import SearchMode
+from burnqed.records.results import (
     Edge,
     EdgeOutcome,
     FailureReason,
@@ -22,7 +23,6 @@ from burnqed.records import (
     TheoremResult,
 )
 from burnqed.storage import Store
-from burnqed.text.prompt import SearchMode
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.reader import read_theorem
 from burnqed.trajectory.theorem_tree import render_search

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq  # type: ignore[import-untyped,unused-ignore]
 import pytest
 
 from burnqed.errors import InputError
-from burnqed.records import FailureReason
+from burnqed.records.results import FailureReason
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, finished_theorems, is_complete, read_edges, read_results
 from burnqed.trajectory.schema import SCHEMA, CompletionMarker, PartManifest

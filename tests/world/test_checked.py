@@ -17,7 +17,7 @@ import pytest
 from burnqed.lean.payloads import frontend_process
 from burnqed.lean.protocol import parse_compile_reply
 from burnqed.lean.soundness import assemble_proof, check_compile, compile_text
-from burnqed.records import Theorem
+from burnqed.records.theorem import Theorem
 from leankit.normal_form import statement_normal_form
 from leankit.version import PantographVersion
 from leankit.world.checked import World, WorldTheorem, build_world, embedded_world, trap_names, world_stats

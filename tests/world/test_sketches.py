@@ -17,7 +17,8 @@ from burnqed.data.index import embedded_index
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.start import start_theorem
-from burnqed.records import SketchResult, TacticKind, Theorem
+from burnqed.records.replies import SketchResult, TacticKind
+from burnqed.records.theorem import Theorem
 from burnqed.search.subgoal_cache import subgoal_key
 from burnqed.text.sketch import Sketch
 from leankit.version import PantographVersion
