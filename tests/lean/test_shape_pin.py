@@ -95,6 +95,8 @@ def test_a_header_that_is_not_the_index_s_has_no_shape_and_is_refused_before_lea
     assert check_shape(units(0, 1, 2), text) == Verdict(False, (
         "the compiled file's shape cannot be pinned: the header compiled is not the index's header, nor it with an "
         "answer slot filled"))
+    # The compile's own check says the same, before it reads the reply (here one with no units at all).
+    assert check_compile(CompileResult(()), text) == check_shape(units(0, 1, 2), text)
     env = ScriptedEnv(ROOT_OK, units(0, 1, 2))
     verdict = asyncio.run(check_proof_text(env, "putnam_mock_a", f"{other}\n\n{THEOREM}", index_header=INDEX,
                                            header=other))

@@ -554,6 +554,16 @@ def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
     assert [str(w.message) for w in caught if "event loop" in str(w.message)] == []
 
 
+def test_a_reward_called_again_after_close_enters_a_new_pool_on_a_new_loop() -> None:
+    events: list[str] = []
+    reward = LeanReward(THEOREMS, recorded_pool(events), DEFAULT_GUARD, RewardSettings(fmt=FMT))
+    prompt = reward.prompts[HONEST.name]
+    for _ in range(2):  # close forgets the loop the pool was entered on: the next call starts afresh
+        assert reward(prompts=[prompt], completions=[""], theorem=[HONEST.name]) == [0.0]
+        reward.close()
+    assert events == ["enter", "exit", "enter", "exit"]
+
+
 def test_the_pool_is_entered_at_the_first_call_and_left_by_close_and_a_conversation_is_refused() -> None:
     events: list[str] = []
     pool = recorded_pool(events)
