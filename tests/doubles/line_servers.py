@@ -11,13 +11,17 @@ request line is appended to, as the double's `--log` writes it).
 
 Where they are more lenient than the peer: no process, so nothing of a crash, a hung read, a watchdog or a recycle
 is exercised here (tests/lean's subprocess tests cover those), and replies are never split or delayed on a pipe;
-each is as strict as the server it wraps in everything it answers."""
+each is as strict as the server it wraps in everything it answers. A request that ends the double's process
+(`crash`, `partial`, `eof`, a stack overflow) raises `LeanCrashError` here, and `InProcessReplay` starts another
+"process" on the next request, as the client does; one that hangs it (`hang`, a compile that never ends) raises
+`ProcessFault`: a test of a hang needs the process and the client's watchdog."""
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
 
+from burnqed.errors import LeanCrashError
 from leankit.version import PantographVersion
 from minilean.server import Server
 from tests.doubles.lean_double import Double
@@ -28,6 +32,18 @@ class MiniLean(Server):
         self.states.clear()
 
 
+class ProcessFault(AssertionError):
+    """A request the double answers by hanging its process: a test of that needs the process."""
+
+
+class _Double(Double):
+    def die(self, signum: int | None = None) -> None:
+        raise LeanCrashError(f"the double's process ended ({'exit 0' if signum is None else signum!r})")
+
+    def hang(self) -> None:
+        raise ProcessFault("the double's process would never answer here")
+
+
 class DoubleServer:
     """The strict double as a `LineServer`; `closes`: tactics that close any goal (the subgoals' proofs); `log`: the
     file every request line is appended to (the double's `--log`)."""
@@ -36,7 +52,7 @@ class DoubleServer:
         self.version = PantographVersion.parse(version)
         self.closes = closes
         self.log = log
-        self.double = Double(io.BytesIO(), self.version, closes=closes)
+        self.double = _Double(io.BytesIO(), self.version, closes=closes)
 
     def handle(self, line: str) -> str:
         if self.log is not None:
@@ -45,4 +61,4 @@ class DoubleServer:
         return self.double.handle(line)
 
     def restart(self) -> None:
-        self.double = Double(io.BytesIO(), self.version, closes=self.closes)
+        self.double = _Double(io.BytesIO(), self.version, closes=self.closes)
