@@ -9,12 +9,12 @@ a pipe, where the wire is not what a test checks.
 fault-injecting double of tests/doubles/lean_double.py (`closes`: tactics that close any goal; `log`: a file each
 request line is appended to, as the double's `--log` writes it).
 
-Where they are more lenient than the peer: no process, so nothing of a crash, a hung read, a watchdog or a recycle
-is exercised here (tests/lean's subprocess tests cover those), and replies are never split or delayed on a pipe;
-each is as strict as the server it wraps in everything it answers. A request that ends the double's process
-(`crash`, `partial`, `eof`, a stack overflow) raises `LeanCrashError` here, and `InProcessReplay` starts another
-"process" on the next request, as the client does; one that hangs it (`hang`, a compile that never ends) raises
-`ProcessFault`: a test of a hang needs the process and the client's watchdog."""
+Where they are more lenient than the peer: no process, so nothing of a crash read off a pipe, a hung read, a
+watchdog or a recycle is exercised here (tests/lean's subprocess tests cover those), and replies are never split or
+delayed on a pipe; each is as strict as the server it wraps in everything it answers. A request that ends the
+double's process (`crash`, `partial`, `eof`, a stack overflow) raises `LeanCrashError` here, and `InProcessReplay`
+starts another "process" on the next request, as the client does; one that hangs it (`hang`, a compile that never
+ends) raises `ProcessFault`: a test of a hang needs the process and the client's watchdog."""
 
 from __future__ import annotations
 
