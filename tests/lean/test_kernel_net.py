@@ -25,7 +25,6 @@ import pytest
 
 from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
-from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
@@ -74,7 +73,7 @@ def searches(version: str, tactics: tuple[str, ...], modes: list[tuple[str, bool
     async def go() -> Runs:
         runs: Runs = []
         async with contextlib.AsyncExitStack() as stack:
-            worker: LeanEnv = InProcessReplay(DoubleServer(version))
+            worker: LeanWorker | InProcessReplay = InProcessReplay(DoubleServer(version))
             if process:
                 worker = await stack.enter_async_context(LeanWorker(
                     double_argv("--pantograph-version", version), tactic_timeout_s=5, watchdog_grace_s=1,
@@ -94,7 +93,7 @@ def proposing(tactic: str) -> Callable[[str], list[tuple[str, float]]]:
     return lambda _: [(tactic, -0.1)]
 
 
-async def search(worker: LeanEnv, mode: str, verify: bool, policy: ScriptedPolicy,
+async def search(worker: LeanWorker | InProcessReplay, mode: str, verify: bool, policy: ScriptedPolicy,
                  guard: TacticGuard) -> SearchOutcome:
     theorem = FALSE
     if (await worker.protocol_version()) < PantographVersion(0, 3, 0):
