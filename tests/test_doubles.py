@@ -55,3 +55,34 @@ def test_the_strict_pantograph_double_splits_commands_where_lean_does_at_any_col
         # (9 + 34 bytes); `attribute [instance] foo` holds no `instance` command
         [(0, 19), (19, 62), (62, 87)],
     ]
+
+
+def test_the_in_process_double_dies_as_its_process_would_and_never_hangs_the_test() -> None:
+    """`DoubleServer`: a request that ends the double's process crashes the `InProcessReplay` (its states are gone, the
+    next request starts another "process", as the client does); one that hangs it raises `ProcessFault`."""
+    import asyncio
+
+    import pytest
+
+    from burnqed.errors import LeanStatesLostError
+    from burnqed.lean.inprocess import InProcessReplay
+    from burnqed.records.replies import TacticKind
+    from tests.doubles.line_servers import DoubleServer, ProcessFault
+
+    async def go() -> None:
+        lean = InProcessReplay(DoubleServer("0.3.4"))
+        state = await lean.start_goal(expr="p")
+        generation = lean.generation
+        crashed = await lean.tactic(state, "set_option maxRecDepth 100000 in simp")
+        assert (crashed.kind, crashed.errors) == (
+            TacticKind.CRASH, ("the double's process ended (<Signals.SIGABRT: 6>)",))
+        assert (lean.alive, lean.generation) == (False, generation + 1)
+        with pytest.raises(LeanStatesLostError):
+            await lean.request("goal.tactic", {"stateId": state, "tactic": "done"}, generation=generation)
+        again = await lean.start_goal(expr="p")
+        assert (lean.starts, lean.respawns) == (2, 1)
+        assert (await lean.tactic(again, "done")).closed_all_goals
+        with pytest.raises(ProcessFault, match="never answer"):
+            await lean.tactic(again, "hang")
+
+    asyncio.run(go())

@@ -10,7 +10,8 @@ latency and faults — no subprocess, no pipes. For benchmarks that study schedu
 
 The server is reached only through the protocol (`LineServer`: a request line in, a reply line out, `restart` for a
 new process); only the pipe is skipped. Like a real worker it serves one request at a time, refuses states of a
-replaced process, and `crash_on` makes a tactic containing that text crash it (`LeanCrashError`).
+replaced process, and `crash_on` makes a tactic containing that text crash it (`LeanCrashError`); so does a server
+whose `handle` raises `LeanCrashError` (a double emulating a process that dies on a request).
 """
 
 from __future__ import annotations
@@ -136,7 +137,12 @@ class InProcessReplay(PantographCommands):
 
     def _send(self, command: str, payload: Mapping[str, Any]) -> dict[str, Any]:
         self.requests += 1
-        reply = json.loads(self.server.handle(encode_request(command, payload).decode("utf-8")))
+        try:
+            line = self.server.handle(encode_request(command, payload).decode("utf-8"))
+        except LeanCrashError:
+            self._alive = False  # the server's "process" died on this request: every state is gone with it
+            raise
+        reply = json.loads(line)
         assert isinstance(reply, dict)
         return reply
 

@@ -367,21 +367,32 @@ class Double:
             reply.update({"messages": [], **self.flags(sorry, unsafe)})
         return dumps(reply)
 
+    def die(self, signum: int | None = None) -> None:
+        """The process ends: killed by `signum`, else it exits 0 (tests/doubles/line_servers.py's in-process double
+        raises instead: a process-level fault needs the process)."""
+        if signum is None:
+            os._exit(0)
+        os.kill(os.getpid(), signum)
+
+    def hang(self) -> None:
+        """The process never answers (as `die`: the in-process double raises)."""
+        time.sleep(3600)
+
     def behave(self, word: str) -> str | None:
         """Process-level misbehaviour shared by goal.start and goal.tactic; None = not a fault word."""
         if word == "hang":
-            time.sleep(3600)
+            self.hang()
         if word == "crash":
-            os.kill(os.getpid(), signal.SIGKILL)
+            self.die(signal.SIGKILL)
         if word == "garbage":
             return "this is not json at all"
         if word == "partial":
             self.out.write(b'{"nextStateId":1,"goa')
             self.out.flush()
-            os._exit(0)
+            self.die()
         if word == "eof":
             self.out.close()
-            os._exit(0)
+            self.die()
         if word == "interrupt":
             return dumps({"error": self.version.interrupt_kind, "desc": "interrupt"})
         if word.startswith("sleep:"):
@@ -415,7 +426,7 @@ class Double:
         assert not isinstance(variables, str)
         deep = DEEP_RECURSION.search(read_as_lean(tactic))
         if deep is not None and int(deep.group(1)) > 10000:
-            os.kill(os.getpid(), signal.SIGABRT)  # Lean's stack overflow takes the whole process
+            self.die(signal.SIGABRT)  # Lean's stack overflow takes the whole process
         if KERNEL_OFF.search(read_as_lean(tactic)):
             return self.success([], mvar=False)
         if word == "done" or tactic.strip() in self.closes or any(
@@ -646,7 +657,7 @@ class Double:
         self.unchecked, self.constants, self.reach = {}, {}, {}  # this file's declarations only
         deep = DEEP_RECURSION.search(read_as_lean(text))
         if deep is not None and int(deep.group(1)) > 10000:
-            os.kill(os.getpid(), signal.SIGABRT)  # elaborating the file overflows the stack as the tactic did
+            self.die(signal.SIGABRT)  # elaborating the file overflows the stack as the tactic did
         interrupted = self._compile_hang(text)
         read_header = bool(payload.get("readHeader")) if self.version.header_flags else False
         starts = _command_starts(text, read_header)
@@ -684,7 +695,7 @@ class Double:
         if "compilehang" not in text:
             return False
         if self.version < FRONTEND_TIMEOUT_FROM or not self.timeout_ms:
-            time.sleep(3600)
+            self.hang()
         time.sleep(self.timeout_ms / 1000)
         return True  # the cancel token fired: every command is cut short, silently
 

@@ -1,4 +1,5 @@
-"""The tactic guard and the soundness rules, the latter against the double over a real pipe."""
+"""The tactic guard and the soundness rules, the latter against the strict double (in this process: the rules are the
+subject, not the pipe; tests/lean/test_client.py covers the pipe)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 
 from burnqed.config import DEFAULT_DENY, LeanConfig
 from burnqed.errors import LeanCrashError, LeanStartError, LeanStatesLostError
-from burnqed.lean.client import LeanWorker
+from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import (
     Verdict,
     assemble_proof,
@@ -39,7 +41,7 @@ from burnqed.text.completion import split_proof
 from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Sketch
 from leankit.recheck import recheck_command
 from leankit.text import read_as_lean
-from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 
 GUARD = TacticGuard.from_config(LeanConfig())
 
@@ -455,7 +457,7 @@ def test_parse_axioms(text: str, axioms: tuple[str, ...] | None):
     assert parse_axioms("'t'' does not depend on any axioms", "t'") == ()
 
 
-async def run_path(lean: LeanWorker, theorem: Theorem, tactics: list[str], compile: bool = True) -> tuple[bool, str]:
+async def run_path(lean: LeanEnv, theorem: Theorem, tactics: list[str], compile: bool = True) -> tuple[bool, str]:
     state = await lean.start_goal(expr=theorem.statement)
     result = TacticResult(TacticKind.ERROR)
     for tactic in tactics:
@@ -482,15 +484,10 @@ async def run_path(lean: LeanWorker, theorem: Theorem, tactics: list[str], compi
         (["intro x", "done"], "FAILCOMPILE p", False, "does not compile: unsolved goals"),
     ],
 )
-@pytest.mark.slow
 def test_false_finishes_never_count(tactics: list[str], statement: str, ok: bool, reason: str):
     theorem = Theorem(name="t", statement=statement)
 
-    async def run() -> tuple[bool, str]:
-        async with LeanWorker(double_argv(), ready_timeout_s=5) as lean:
-            return await run_path(lean, theorem, tactics)
-
-    got_ok, got_reason = asyncio.run(run())
+    got_ok, got_reason = asyncio.run(run_path(InProcessReplay(DoubleServer("0.3.4")), theorem, tactics))
     assert got_ok is ok
     assert reason in got_reason
 
@@ -498,15 +495,11 @@ def test_false_finishes_never_count(tactics: list[str], statement: str, ok: bool
 def test_verification_survives_a_crash_during_compile():
     theorem = Theorem(name="t", statement="p")
 
-    class CrashOnCompile(LeanWorker):
+    class CrashOnCompile(InProcessReplay):
         async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
             raise LeanCrashError("Lean worker was killed by signal 9 (exit 137)")
 
-    async def run() -> tuple[bool, str]:
-        async with CrashOnCompile(double_argv(), ready_timeout_s=5) as lean:
-            return await run_path(lean, theorem, ["done"])
-
-    ok, reason = asyncio.run(run())
+    ok, reason = asyncio.run(run_path(CrashOnCompile(DoubleServer("0.3.4")), theorem, ["done"]))
     assert not ok
     assert reason.startswith("verification failed")
 

@@ -1,12 +1,14 @@
 """Theorems whose header declares constants (PutnamBench's answer slots and helper definitions) start on one
 long-lived worker: the scope load carries the header's scope commands only (`payloads.scope_text`), the start text
 restates the whole header, so nothing is ever declared twice in the REPL's environment. Against the strict double
-at 0.3.4 (`frontend.process {sorrys}`) and at the newest version it emulates (`frontend.distil`); the double itself
-is as strict as Pantograph here (already declared, goal states' own environments, sorry slots)."""
+at 0.3.4 (`frontend.process {sorrys}`) and at the newest version it emulates (`frontend.distil`), a process where a
+restart is the subject, else in this process; the double itself is as strict as Pantograph here (already declared,
+goal states' own environments, sorry slots)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import json
 import os
@@ -20,6 +22,7 @@ from burnqed.data.sources import Item, convert_row
 from burnqed.errors import LeanProtocolError
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.start import start_theorem
 from burnqed.records.replies import TacticKind
 from burnqed.records.theorem import Theorem
@@ -29,6 +32,7 @@ from leankit.text import find_depth0
 from leankit.version import SUPPORTED, PantographVersion
 from tests.conftest import double_argv
 from tests.doubles.lean_double import Double
+from tests.doubles.line_servers import DoubleServer
 from tests.putnambench import putnam_text
 
 V = PantographVersion.parse
@@ -82,22 +86,32 @@ def test_the_scope_load_carries_the_scope_commands_only() -> None:
     assert payloads.scope_text(minif2f) == payloads.header_text(minif2f)  # a header of scope commands: whole
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("version", ["0.3.4", NEWEST])
-def test_twenty_putnambench_files_start_on_one_worker_and_a_restart_changes_nothing(version: str) -> None:
+@pytest.mark.parametrize(("version", "process"), [pytest.param("0.3.4", True, id="0.3.4", marks=pytest.mark.slow),
+                                                   pytest.param(NEWEST, False, id=NEWEST)])
+def test_twenty_putnambench_files_start_on_one_worker_and_a_restart_changes_nothing(version: str,
+                                                                                   process: bool) -> None:
+    """At 0.3.4 on the double's process, killed with SIGKILL midway (the client starts another); at the newest
+    version in this process, restarted midway (what the scope reload does per version)."""
     theorems = [putnam_theorem(name) for name in TWENTY]
     assert len(theorems) == 20 and sum(bool(payloads.header_declarations(t.header)) for t in theorems) == 15
 
     async def run() -> None:
-        async with LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=10) as lean:
+        async with contextlib.AsyncExitStack() as stack:
+            lean: LeanWorker | InProcessReplay = (
+                await stack.enter_async_context(LeanWorker(double_argv("--pantograph-version", version),
+                                                           ready_timeout_s=10))
+                if process else InProcessReplay(DoubleServer(version)))
             pids = set()
             for index, theorem in enumerate(theorems):
                 if index == 10:  # a restart in the middle: the process dies, the next start gets a new one
-                    assert lean.pid is not None
-                    os.kill(lean.pid, signal.SIGKILL)
-                    await asyncio.sleep(0.2)
+                    if isinstance(lean, InProcessReplay):
+                        await lean.restart()
+                    else:
+                        assert lean.pid is not None
+                        os.kill(lean.pid, signal.SIGKILL)
+                        await asyncio.sleep(0.2)
                 state, (goal,) = await start_theorem(lean, theorem)
-                pids.add(lean.pid)
+                pids.add(lean.pid if process else lean.generation)
                 assert goal.target == statement_type(theorem), theorem.name
                 assert (await lean.tactic(state, "uses " + goal.variables[0].name if goal.variables else "scope")
                         ).kind is TacticKind.SUCCESS
@@ -171,7 +185,6 @@ def test_a_definition_left_sorry_has_a_unit_goal_of_its_own_from_process_sorrys(
     assert [[goal["target"]["pp"] for goal in unit.get("goals", [])] for unit in units] == [["ℕ"], ["n = s"]]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", NEWEST])
 def test_an_answer_slot_left_sorry_and_a_scope_command_that_needs_a_definition_fail_the_start(version: str) -> None:
     slot = putnam_theorem("putnam_2025_a3").model_copy(
@@ -181,11 +194,11 @@ def test_an_answer_slot_left_sorry_and_a_scope_command_that_needs_a_definition_f
                     header="def Foo.x : ℕ := 1\nopen Foo")
 
     async def run() -> None:
-        async with LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=10) as lean:
-            with pytest.raises(LeanProtocolError, match=r"leaves .*putnam_2025_a3_solution.* `sorry`"):
-                await start_theorem(lean, slot)
-            with pytest.raises(LeanProtocolError, match=r"unknown namespace 'Foo'.*the header declares: def Foo\.x"):
-                await start_theorem(lean, needs)
+        lean = InProcessReplay(DoubleServer(version))  # the start's reading of the reply is the subject
+        with pytest.raises(LeanProtocolError, match=r"leaves .*putnam_2025_a3_solution.* `sorry`"):
+            await start_theorem(lean, slot)
+        with pytest.raises(LeanProtocolError, match=r"unknown namespace 'Foo'.*the header declares: def Foo\.x"):
+            await start_theorem(lean, needs)
 
     asyncio.run(run())
 
@@ -231,7 +244,6 @@ def test_the_double_follows_the_definitions_a_theorem_uses_into_its_axioms_and_r
         ["information: burnqed kernel recheck: v ok (2 constants)"]]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", NEWEST])
 def test_a_vector_literal_is_no_factorial(version: str) -> None:
     """Mathlib's `![P, Q]` (one token `![`) and `!₂[x, y]` need no `open Nat`, unlike the factorial `n !`: the real
@@ -241,12 +253,12 @@ def test_a_vector_literal_is_no_factorial(version: str) -> None:
                for theorem in theorems)
 
     async def run() -> None:
-        async with LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=10) as lean:
-            for theorem in theorems:
-                _, (goal,) = await start_theorem(lean, theorem)
-                assert goal.target == statement_type(theorem), theorem.name
-            factorial = Theorem(name="f", statement="∀ (n : ℕ), 0 < n !", signature="(n : ℕ) : 0 < n !")
-            with pytest.raises(LeanProtocolError, match="'!'"):  # `n !` still needs `open Nat`
-                await start_theorem(lean, factorial)
+        lean = InProcessReplay(DoubleServer(version))
+        for theorem in theorems:
+            _, (goal,) = await start_theorem(lean, theorem)
+            assert goal.target == statement_type(theorem), theorem.name
+        factorial = Theorem(name="f", statement="∀ (n : ℕ), 0 < n !", signature="(n : ℕ) : 0 < n !")
+        with pytest.raises(LeanProtocolError, match="'!'"):  # `n !` still needs `open Nat`
+            await start_theorem(lean, factorial)
 
     asyncio.run(run())

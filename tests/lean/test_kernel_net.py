@@ -1,10 +1,10 @@
 """Issue 24 end to end: nothing inside a proof can switch the kernel off, in any search mode, at any Pantograph
 version the Lean edge speaks (`leankit.version.SUPPORTED`: a version added there joins these tables).
 
-Against the strict double over a real pipe, the `set_option «debug».skipKernelTC true in decide +kernel` family
-(it closes ANY goal, with no sorry, no unsafe code and no axiom) and the `set_option` resource routes never
-count and never label an edge positive (so never reach SFT or the value model), with `search.verify` on or off,
-in step, hybrid and whole mode:
+Against the strict double (over a real pipe where its process dies, in this process elsewhere), the `set_option
+«debug».skipKernelTC true in decide +kernel` family (it closes ANY goal, with no sorry, no unsafe code and no axiom)
+and the `set_option` resource routes never count and never label an edge positive (so never reach SFT or the value
+model), with `search.verify` on or off, in step, hybrid and whole mode:
 - the default guard refuses them before Lean sees them;
 - with an open guard (as if the deny list missed a spelling) the kernel recheck of the compile rejects the
   kernel-off proofs, and with the compile skipped they stay unverified (or, before 0.3.1, rejected);
@@ -17,6 +17,7 @@ The replay server (the embedded world) emulates the same route and the same rech
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 
@@ -36,6 +37,7 @@ from leankit.corpus import load_corpus
 from leankit.version import SUPPORTED, PantographVersion
 from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
@@ -63,16 +65,21 @@ RECHECK_FAILS = ("does not compile: (kernel) declaration type mismatch, "
 Runs = list[tuple[str, str, bool, SearchOutcome]]  # (tactic, mode, verify, outcome)
 
 
-def searches(version: str, tactics: tuple[str, ...], modes: list[tuple[str, bool]], guard: TacticGuard) -> Runs:
+def searches(version: str, tactics: tuple[str, ...], modes: list[tuple[str, bool]], guard: TacticGuard, *,
+             process: bool = False) -> Runs:
     """For each tactic and mode, one search of FALSE whose policy only ever proposes `tactic` (as a step or as a
-    whole proof), all on one worker of the double at `version` (a crash respawns it, as in production)."""
+    whole proof), all on one worker of the double at `version`: in this process, or with `process` the double's
+    process (a crash respawns it, as in production)."""
 
     async def go() -> Runs:
-        worker = LeanWorker(double_argv("--pantograph-version", version), tactic_timeout_s=5, watchdog_grace_s=1,
-                            ready_timeout_s=10)
         runs: Runs = []
-        async with worker:
-            assert worker.version == PantographVersion.parse(version)
+        async with contextlib.AsyncExitStack() as stack:
+            worker: LeanWorker | InProcessReplay = InProcessReplay(DoubleServer(version))
+            if process:
+                worker = await stack.enter_async_context(LeanWorker(
+                    double_argv("--pantograph-version", version), tactic_timeout_s=5, watchdog_grace_s=1,
+                    ready_timeout_s=10))
+            assert await worker.protocol_version() == PantographVersion.parse(version)
             for tactic in tactics:
                 for mode, verify in modes:
                     policy = ScriptedPolicy(proposing(tactic), key=lambda prompt: prompt)
@@ -87,7 +94,7 @@ def proposing(tactic: str) -> Callable[[str], list[tuple[str, float]]]:
     return lambda _: [(tactic, -0.1)]
 
 
-async def search(worker: LeanWorker, mode: str, verify: bool, policy: ScriptedPolicy,
+async def search(worker: LeanWorker | InProcessReplay, mode: str, verify: bool, policy: ScriptedPolicy,
                  guard: TacticGuard) -> SearchOutcome:
     theorem = FALSE
     if (await worker.protocol_version()) < PantographVersion(0, 3, 0):
@@ -156,7 +163,9 @@ def test_past_the_guard_the_kernel_recheck_rejects_the_kernel_off_route(version:
 @pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_past_the_guard_the_resource_routes_count_nothing(version: str) -> None:
-    for tactic, mode, verify, outcome in searches(version, STACK, MODES, OPEN_GUARD):
+    # The double dies of the overflow (in a tactic or in the compile) and the worker starts another: at 0.3.4 the
+    # double's process (the client's crash, read off the pipe), at every other version in this process.
+    for tactic, mode, verify, outcome in searches(version, STACK, MODES, OPEN_GUARD, process=version == "0.3.4"):
         never_counted(outcome)
         assert not outcome.result.unverified, (tactic, mode, verify)
 
@@ -190,13 +199,10 @@ def test_an_honest_whole_proof_counts_as_written_with_its_row() -> None:
     body = "intro x\nhave h : x = x := by\n  rfl\nexact h"
     before = time.time() * 1000
 
-    async def go() -> SearchOutcome:
-        async with LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10) as worker:
-            policy = ScriptedPolicy(lambda _: [(body, -0.1)], key=lambda prompt: prompt)
-            settings = WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=1, timeout_s=30.0)
-            return await prove_whole(honest, worker, policy, settings, DEFAULT_GUARD)
-
-    outcome = asyncio.run(go())
+    policy = ScriptedPolicy(lambda _: [(body, -0.1)], key=lambda prompt: prompt)
+    settings = WholeSettings(sampling=Sampling(n=1, stop=("```",)), max_proofs=1, timeout_s=30.0)
+    outcome = asyncio.run(prove_whole(honest, InProcessReplay(DoubleServer("0.3.4")), policy, settings,
+                                      DEFAULT_GUARD))
     assert outcome.result.proved and outcome.result.rejected_proofs == 0
     assert outcome.result.tactics == ["intro x", "have h : x = x := by\n  rfl", "exact h"]
     [row] = outcome.edges

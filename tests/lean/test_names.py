@@ -10,14 +10,14 @@ import asyncio
 
 import pytest
 
-from burnqed.lean.client import LeanWorker
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.protocol import parse_goal
 from burnqed.records.replies import TacticKind, pretty_state
 from burnqed.text.prompt import PromptFormat, build_prompt
 from leankit.names import LeanName, case_wire_name, name_problem, shown_name, wire_name
 from leankit.version import PantographVersion
 from minilean.schema import request_problem
-from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 
 V = PantographVersion.parse
 OLD, NEW = V("0.3.4"), V("0.3.15")
@@ -122,20 +122,19 @@ def test_name_problem_speaks_lean() -> None:
     assert name_problem("a b") == "expected a `Name`, got '\"a b\"'"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.15", "0.3.16"])
 def test_the_model_sees_the_same_goals_from_the_doubles_of_0_3_4_and_the_newest(version: str) -> None:
     """The strict double sends each version's names; the start, a tactic's hypotheses and a case read the same."""
     async def run() -> tuple[str, str, str]:
-        async with LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=10) as lean:
-            state = await lean.start_theorem("", "theorem t (n : ℕ) (h₀ : 0 < n) («a b» «h₁» : ℕ) : «a b» = h₁")
-            (start,) = await lean.goals(state)
-            named = await lean.tactic(state, "hyps x✝ «a b» a.b «a.b» h₀ y✝¹")
-            assert named.kind is TacticKind.SUCCESS
-            assert (await lean.tactic(named.state_id or 0, "uses «a b» h₀")).kind is TacticKind.SUCCESS
-            assert (await lean.tactic(named.state_id or 0, "uses x✝")).kind is TacticKind.ERROR  # inaccessible
-            tagged = await lean.tactic(state, "tagged inl hyg")
-            return pretty_state((start,)), pretty_state(named.goals), pretty_state(tagged.goals)
+        lean = InProcessReplay(DoubleServer(version))  # what the client reads of the names is the subject
+        state = await lean.start_theorem("", "theorem t (n : ℕ) (h₀ : 0 < n) («a b» «h₁» : ℕ) : «a b» = h₁")
+        (start,) = await lean.goals(state)
+        named = await lean.tactic(state, "hyps x✝ «a b» a.b «a.b» h₀ y✝¹")
+        assert named.kind is TacticKind.SUCCESS
+        assert (await lean.tactic(named.state_id or 0, "uses «a b» h₀")).kind is TacticKind.SUCCESS
+        assert (await lean.tactic(named.state_id or 0, "uses x✝")).kind is TacticKind.ERROR  # inaccessible
+        tagged = await lean.tactic(state, "tagged inl hyg")
+        return pretty_state((start,)), pretty_state(named.goals), pretty_state(tagged.goals)
 
     start, named, tagged = asyncio.run(run())
     assert start == "n : ℕ\nh₀ : 0 < n\n«a b» h₁ : ℕ\n⊢ «a b» = h₁"

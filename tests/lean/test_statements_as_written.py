@@ -1,15 +1,16 @@
 """Statements as users write them start and are proved, the compile included: a line comment at the end, a block
 comment in the middle, a nested one, a docstring before, comments between binders, `--` inside a string literal,
 line breaks anywhere, an attribute and a modifier in a .lean source. Against the strict Pantograph double of 0.3.4
-and of the newest version, minilean (the embedded Lean) and the replay server (the recorded corpus); each of them
-refuses, as Lean does, the file burnqed used to write (`… -- copy 0 := by sorry`, its `:=` swallowed). A
-48-theorem index with comments starts whole through `burnqed lean check` on the embedded defaults."""
+and of the newest version, minilean (the embedded Lean) and the replay server (the recorded corpus), each in this
+process (`InProcessReplay`: what the statements become is the subject, not the pipe); each of them refuses, as Lean
+does, the file burnqed used to write (`… -- copy 0 := by sorry`, its `:=` swallowed). A 48-theorem index with
+comments starts whole through `burnqed lean check` on the embedded defaults."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,8 +19,8 @@ from burnqed.config import LeanConfig
 from burnqed.data.leanfile import lean_file_rows
 from burnqed.data.sources import Item, convert_row
 from burnqed.lean import payloads
-from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplay, LineServer
 from burnqed.lean.soundness import Verdict, assemble_proof, check_proof_text, compile_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Sampling
@@ -29,15 +30,23 @@ from burnqed.records.theorem import Theorem
 from burnqed.search.modes import prove_theorem
 from burnqed.search.whole import WholeSettings
 from burnqed.text.prompt import PromptFormat, format_for
+from leankit.corpus import load_corpus
 from leankit.version import LATEST, PantographVersion
-from tests.conftest import double_argv
+from minilean.replay.replay_server import ReplayServer
+from tests.doubles.line_servers import DoubleServer, MiniLean
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.processes import cli
 
 GUARD = TacticGuard.from_config(LeanConfig())
-ROOT = Path(__file__).resolve().parents[2]
-MINILEAN = [sys.executable, "-m", "minilean"]
-REPLAY = [sys.executable, "-m", "minilean.replay"]
+CORPUS = load_corpus()
+# The peers, as `python -m minilean`, `python -m minilean.replay [--pantograph-version V]` and the double run them.
+PEERS: dict[str, Callable[[], LineServer]] = {
+    "double-0.3.4": lambda: DoubleServer("0.3.4"),
+    "double-newest": lambda: DoubleServer(str(LATEST)),
+    "minilean": MiniLean,
+    "replay-0.3.4": lambda: ReplayServer(CORPUS),
+    "replay-newest": lambda: ReplayServer(CORPUS, version=LATEST),
+}
 
 # A .lean source as a benchmark ships it: a docstring above an attribute line, a modifier, a comment in the binders.
 SOURCE = """import Mathlib
@@ -92,22 +101,22 @@ def whole_settings() -> WholeSettings:
                          sampling=Sampling(n=1, stop=("```",)), max_proofs=1)
 
 
-async def _prove_each(argv: list[str], forms: list[tuple[Theorem, str]], proof: str) -> list[tuple[Goal, ...]]:
+async def _prove_each(peer: str, forms: list[tuple[Theorem, str]], proof: str) -> list[tuple[Goal, ...]]:
     """Start each theorem and prove it in whole mode with `proof` (its compile included); their root goals."""
     starts: list[tuple[Goal, ...]] = []
-    async with LeanWorker(argv, ready_timeout_s=30, cwd=str(ROOT)) as lean:
-        for theorem, declaration in forms:
-            assert theorem.declaration() == declaration
-            _, goals = await start_theorem(lean, theorem)
-            starts.append(goals)
-            policy = ScriptedPolicy(lambda _: [(proof, -0.1)], key=lambda prompt: prompt)
-            result = (await prove_theorem(theorem, lean, policy, whole_settings(), GUARD)).result
-            assert result.proved, (theorem.name, result.detail)
-            header = f"{theorem.header}\n\n" if theorem.header else ""
-            body = "\n".join(f"  {line}" for line in proof.split("\n"))
-            assert result.proof == f"{header}{declaration} := by\n{body}\n"
-            # The prompt shows the declaration as Lean gets it, the docstring line first.
-            assert f"{declaration} := by\n  sorry" in policy.calls[0][0]
+    lean = InProcessReplay(PEERS[peer]())
+    for theorem, declaration in forms:
+        assert theorem.declaration() == declaration
+        _, goals = await start_theorem(lean, theorem)
+        starts.append(goals)
+        policy = ScriptedPolicy(lambda _: [(proof, -0.1)], key=lambda prompt: prompt)
+        result = (await prove_theorem(theorem, lean, policy, whole_settings(), GUARD)).result
+        assert result.proved, (theorem.name, result.detail)
+        header = f"{theorem.header}\n\n" if theorem.header else ""
+        body = "\n".join(f"  {line}" for line in proof.split("\n"))
+        assert result.proof == f"{header}{declaration} := by\n{body}\n"
+        # The prompt shows the declaration as Lean gets it, the docstring line first.
+        assert f"{declaration} := by\n  sorry" in policy.calls[0][0]
     return starts
 
 
@@ -115,29 +124,27 @@ def _hypotheses(goals: tuple[Goal, ...]) -> list[tuple[list[tuple[str, str]], st
     return [([(v.name, v.type) for v in goal.variables], goal.target) for goal in goals]
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("version", ["0.3.4", str(LATEST)])
-def test_every_form_starts_and_is_proved_against_the_strict_pantograph_double(version: str) -> None:
+@pytest.mark.parametrize("peer", ["double-0.3.4", "double-newest"])
+def test_every_form_starts_and_is_proved_against_the_strict_pantograph_double(peer: str) -> None:
     forms = [*FORMS.values(), STRING_FORM]
-    starts = asyncio.run(_prove_each(double_argv("--pantograph-version", version), forms, "done"))
+    starts = asyncio.run(_prove_each(peer, forms, "done"))
     commutes = ([("a", "ℕ"), ("b", "ℕ")], "a + b = b + a")
     assert [_hypotheses(goals) for goals in starts] == [[commutes]] * len(FORMS) + [
         [([("s", "String")], 's ++ "--" = s ++ "--"')]]
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # minilean elaborates `omega` seven times
 def test_every_form_in_its_fragment_starts_and_is_proved_against_minilean() -> None:
-    starts = asyncio.run(_prove_each(MINILEAN, list(FORMS.values()), "omega"))
+    starts = asyncio.run(_prove_each("minilean", list(FORMS.values()), "omega"))
     assert [goal.pretty() for goals in starts for goal in goals] == ["a b : ℕ\n⊢ a + b = b + a"] * len(FORMS)
 
 
-@pytest.mark.slow
 def test_a_recorded_theorem_written_with_comments_starts_and_is_proved_against_the_replay_server() -> None:
     header = "open BigOperators Real Nat Topology Rat"
     theorem = Theorem(name="algebra_2x_plus_3_eq_11", header=header, statement=(
         "/-- Solve a linear equation. -/\n∀ (x : ℝ), -- the unknown\n  2 * x + 3 = 11 → /- so -/ x = 4  -- copy 1"))
     declaration = "/-- Solve a linear equation. -/\ntheorem algebra_2x_plus_3_eq_11 (x : ℝ) : 2 * x + 3 = 11 → x = 4"
-    (goals,) = asyncio.run(_prove_each(REPLAY, [(theorem, declaration)], "intro h₀\nlinarith"))
+    (goals,) = asyncio.run(_prove_each("replay-0.3.4", [(theorem, declaration)], "intro h₀\nlinarith"))
     assert [goal.pretty() for goal in goals] == ["x : ℝ\n⊢ 2 * x + 3 = 11 → x = 4"]
 
 
@@ -145,23 +152,22 @@ RECORDED = Theorem(name="algebra_2x_plus_3_eq_11", header="open Real", statement
     "/-- Solve a linear equation. -/\n∀ (x : ℝ), 2 * x + 3 = 11 → x = 4"))
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(("argv", "theorem", "proof"), [
-    (double_argv("--pantograph-version", "0.3.4"), FORMS["attribute and modifier in a .lean source"][0], "done"),
-    (double_argv("--pantograph-version", str(LATEST)), FORMS["attribute and modifier in a .lean source"][0], "done"),
-    (MINILEAN, FORMS["attribute and modifier in a .lean source"][0], "omega"),
-    (REPLAY, RECORDED, "intro h₀\nlinarith"),
+@pytest.mark.parametrize(("peer", "theorem", "proof"), [
+    ("double-0.3.4", FORMS["attribute and modifier in a .lean source"][0], "done"),
+    ("double-newest", FORMS["attribute and modifier in a .lean source"][0], "done"),
+    ("minilean", FORMS["attribute and modifier in a .lean source"][0], "omega"),
+    ("replay-0.3.4", RECORDED, "intro h₀\nlinarith"),
 ], ids=["double-0.3.4", "double-newest", "minilean", "replay"])
 def test_the_docstring_opens_the_declarations_unit_and_moves_no_offset_the_compile_reads(
-        argv: list[str], theorem: Theorem, proof: str) -> None:
+        peer: str, theorem: Theorem, proof: str) -> None:
     text = assemble_proof(theorem, proof.split("\n"))
     assert text is not None and theorem.docstring is not None
     expected = compile_text(text, theorem.name, theorem.header)
 
     async def run() -> tuple[CompileResult, Verdict]:
-        async with LeanWorker(argv, ready_timeout_s=30, cwd=str(ROOT)) as lean:
-            return await lean.compile(expected.text), await check_proof_text(lean, theorem.name, text,
-                                                                             index_header=theorem.header)
+        lean = InProcessReplay(PEERS[peer]())
+        return await lean.compile(expected.text), await check_proof_text(lean, theorem.name, text,
+                                                                         index_header=theorem.header)
 
     result, verdict = asyncio.run(run())
     assert verdict.ok, verdict.reason
@@ -178,31 +184,27 @@ COMMENTED = "theorem algebra_2x_plus_3_eq_11 (x : ℝ) (h₀ : 2 * x + 3 = 11) :
 MISSING_ASSIGN = "expected ':=', 'where' or '|'"
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("argv", [
-    double_argv("--pantograph-version", "0.3.4"), double_argv("--pantograph-version", str(LATEST)), MINILEAN,
-    REPLAY, [*REPLAY, "--pantograph-version", str(LATEST)],
-], ids=["double-0.3.4", "double-newest", "minilean", "replay-0.3.4", "replay-newest"])
-def test_a_declaration_whose_assign_a_comment_swallowed_is_refused_as_lean_refuses_it(argv: list[str]) -> None:
+@pytest.mark.parametrize("peer", sorted(PEERS))
+def test_a_declaration_whose_assign_a_comment_swallowed_is_refused_as_lean_refuses_it(peer: str) -> None:
     async def run() -> tuple[dict[str, object], dict[str, object], int, dict[str, object]]:
-        async with LeanWorker(argv, ready_timeout_s=30, cwd=str(ROOT)) as lean:
-            version = await lean.protocol_version()
+        lean = InProcessReplay(PEERS[peer]())
+        version = await lean.protocol_version()
 
-            async def start(text: str) -> dict[str, object]:
-                if version.distil:
-                    return await lean.request("frontend.distil", payloads.frontend_distil(text))
-                return await lean.request("frontend.process", payloads.frontend_process(
-                    version, text, sorrys=True, new_constants=False))
+        async def start(text: str) -> dict[str, object]:
+            if version.distil:
+                return await lean.request("frontend.distil", payloads.frontend_distil(text))
+            return await lean.request("frontend.process", payloads.frontend_process(
+                version, text, sorrys=True, new_constants=False))
 
-            # The start file burnqed used to write: Lean reads `:= by sorry` as part of the comment.
-            started = await start(SWALLOWED)
-            unclosed = await start("theorem t_open (a : ℕ) : (a = a := by sorry\n")  # `:=` inside a bracket
-            # The compile of a proof written that way: its `:= by` is in the comment, nothing is declared.
-            text = "theorem t_old (a b : ℕ) : a + b = b + a  -- copy 0 := by\n  omega\n\n#print axioms t_old\n"
-            compiled = await lean.request("frontend.process", payloads.frontend_process(version, text))
-            # A caller handing such a declaration to `start_theorem` now gets `:=` on the next line: it starts.
-            state = await lean.start_theorem(None, COMMENTED)
-            return started, compiled, len(await lean.goals(state)), unclosed
+        # The start file burnqed used to write: Lean reads `:= by sorry` as part of the comment.
+        started = await start(SWALLOWED)
+        unclosed = await start("theorem t_open (a : ℕ) : (a = a := by sorry\n")  # `:=` inside a bracket
+        # The compile of a proof written that way: its `:= by` is in the comment, nothing is declared.
+        text = "theorem t_old (a b : ℕ) : a + b = b + a  -- copy 0 := by\n  omega\n\n#print axioms t_old\n"
+        compiled = await lean.request("frontend.process", payloads.frontend_process(version, text))
+        # A caller handing such a declaration to `start_theorem` now gets `:=` on the next line: it starts.
+        state = await lean.start_theorem(None, COMMENTED)
+        return started, compiled, len(await lean.goals(state)), unclosed
 
     started, compiled, goals, unclosed = asyncio.run(run())
     assert MISSING_ASSIGN not in json.dumps(unclosed) and "goalStateId" not in json.dumps(unclosed)

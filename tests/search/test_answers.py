@@ -1,7 +1,7 @@
-"""Answers in search (docs/search.md, "Answers"): made-up problems in PutnamBench's form, whole mode on a real pipe
-to the strict Pantograph double at 0.3.4 and at the newest supported version, and to minilean (the embedded Lean,
-which elaborates the filled answer and decides the statement under it: a wrong answer fails as in Lean), with
-scripted completions.
+"""Answers in search (docs/search.md, "Answers"): made-up problems in PutnamBench's form, whole mode on the strict
+Pantograph double at 0.3.4 and at the newest supported version, and on minilean (the embedded Lean,
+which elaborates the filled answer and decides the statement under it: a wrong answer fails as in Lean), both in
+this process (what the search makes of an answer is the subject, not the pipe), with scripted completions.
 
 An answer left `sorry` never counts; a right answer with its proof counts (answer produced) and so does the
 answer-given form; a wrong answer does not; an answer that smuggles `native_decide` or an axiom is refused by the
@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import check_answer
 from burnqed.policy.base import Sampling
 from burnqed.records.enums import SearchMode
@@ -36,7 +35,7 @@ from burnqed.text.prompt import PromptFormat
 from leankit.recheck import recheck_command
 from leankit.version import SUPPORTED, PantographVersion
 from minilean.server import SUPPORTED as MINILEAN_SUPPORTED
-from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer, MiniLean
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
@@ -63,21 +62,15 @@ def search(version: str, theorem: Theorem, answers: list[str], log: Path, *, gua
     """Whole mode on the double at `version` (on minilean, the embedded Lean, with `minilean`), the policy answering
     `answers` in turn (the prompts it was sent are added to `prompts`)."""
     stream = iter(answers)
-    argv = ([sys.executable, "-m", "minilean", "--pantograph-version", version] if minilean
-            else double_argv("--pantograph-version", version, "--log", str(log)))
-
-    async def go() -> SearchOutcome:
-        worker = LeanWorker(argv, tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)
-        async with worker:
-            settings = WholeSettings(fmt=fmt, sampling=Sampling(n=1, max_new_tokens=256, stop=("```",)),
-                                     max_proofs=len(answers), timeout_s=30.0, repair=repair or RepairSettings())
-            policy = ScriptedPolicy(lambda _: [(next(stream), -0.1)], key=lambda prompt: prompt)
-            outcome = await prove_whole(theorem, worker, policy, settings, guard)
-            if prompts is not None:
-                prompts.extend(key for call in policy.calls for key in call)
-            return outcome
-
-    return asyncio.run(go())
+    server = (MiniLean(version=PantographVersion.parse(version)) if minilean
+              else DoubleServer(version, log=log))
+    settings = WholeSettings(fmt=fmt, sampling=Sampling(n=1, max_new_tokens=256, stop=("```",)),
+                             max_proofs=len(answers), timeout_s=30.0, repair=repair or RepairSettings())
+    policy = ScriptedPolicy(lambda _: [(next(stream), -0.1)], key=lambda prompt: prompt)
+    outcome = asyncio.run(prove_whole(theorem, InProcessReplay(server), policy, settings, guard))
+    if prompts is not None:
+        prompts.extend(key for call in policy.calls for key in call)
+    return outcome
 
 
 def compiled(log: Path) -> list[str]:
@@ -92,7 +85,6 @@ def filled(answer: str, proof: str = PROOF) -> str:
     return f"abbrev {SLOT} : ℕ := ({answer})\n-- 2\n\n{THEOREM}{proof}\n"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_right_answer_with_its_proof_counts_and_the_whole_file_is_stored(version: str, tmp_path: Path) -> None:
     prompts: list[str] = []
@@ -109,7 +101,6 @@ def test_a_right_answer_with_its_proof_counts_and_the_whole_file_is_stored(versi
     assert [(e.tactic, e.outcome) for e in outcome.edges] == [("norm_num [putnam_easy_solution]", EdgeOutcome.CLOSED)]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_the_answer_given_form_counts(version: str, tmp_path: Path) -> None:
     outcome = search(version, GIVEN, ["norm_num\n```"], tmp_path / "log", fmt=PromptFormat.PLAIN_WHOLE)
@@ -117,7 +108,6 @@ def test_the_answer_given_form_counts(version: str, tmp_path: Path) -> None:
     assert outcome.result.proof == "/-- What is 1 + 1 -/\ntheorem putnam_easy : 1 + 1 = ((2) : ℕ) := by\n  norm_num\n"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("guard", [DEFAULT_GUARD, OPEN_GUARD], ids=["default-guard", "open-guard"])
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_answer_left_sorry_never_counts(version: str, guard: TacticGuard, tmp_path: Path) -> None:
@@ -128,7 +118,6 @@ def test_an_answer_left_sorry_never_counts(version: str, guard: TacticGuard, tmp
     assert compiled(tmp_path / "log") == []  # refused before Lean
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", [v for v in VERSIONS if PantographVersion.parse(v) not in MINILEAN_SUPPORTED])
 def test_a_wrong_answer_does_not_count_beyond_the_versions_minilean_emulates(version: str, tmp_path: Path) -> None:
     # The double cannot evaluate `1 + 1 = 3`: its FAILCOMPILE marker stands for the proof Lean rejects under the
@@ -168,7 +157,6 @@ SMUGGLED_AXIOM = {"native_decide": "Lean.ofReduceBool", "axiom": "smuggled_false
 DENIED_BY = {"native_decide": r"\bnative_decide\b", "axiom": r"\bby_elab\b"}  # the first deny rule each matches
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("smuggled", sorted(SMUGGLED))
 @pytest.mark.parametrize("version", VERSIONS)
 def test_an_answer_that_smuggles_native_decide_or_an_axiom_is_refused_by_the_guard(version: str, smuggled: str,
@@ -181,7 +169,6 @@ def test_an_answer_that_smuggles_native_decide_or_an_axiom_is_refused_by_the_gua
     assert compiled(tmp_path / "log") == []
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("smuggled", sorted(SMUGGLED))
 def test_with_an_open_guard_a_smuggling_answer_is_stopped_by_the_axioms_check(smuggled: str, tmp_path: Path) -> None:
     outcome = search("0.3.4", OPEN, [completion(SMUGGLED[smuggled])], tmp_path / "log", guard=OPEN_GUARD)
@@ -192,7 +179,6 @@ def test_with_an_open_guard_a_smuggling_answer_is_stopped_by_the_axioms_check(sm
          f"{SMUGGLED_AXIOM[smuggled]}")]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
 def test_no_answer_another_statement_or_no_theorem_is_refused_by_name(version: str, tmp_path: Path) -> None:
     answers = [
@@ -210,7 +196,6 @@ def test_no_answer_another_statement_or_no_theorem_is_refused_by_name(version: s
     assert not outcome.result.proved and compiled(tmp_path / "log") == []
 
 
-@pytest.mark.slow
 def test_a_revision_keeps_the_answer_it_revises_unless_it_gives_another(tmp_path: Path) -> None:
     plan = "The answer is 3.\n```lean4\n"
     failed = f"{plan}abbrev {SLOT} : ℕ := 3\n\n{THEOREM}  FAILCOMPILE\n```"

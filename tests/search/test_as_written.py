@@ -1,6 +1,7 @@
 """Theorems written as miniF2F writes them (its header, `π` and `n !`, binders) are searched and proved in every
-mode against the strict Pantograph double of the newest version and of 0.3.4 and 0.3.2: they start, the tactics
-run in the header's scope and use the binders with no `intro`, and the proof counts after its compile."""
+mode against the strict Pantograph double of the newest version and of 0.3.4 and 0.3.2 (in this process: the search
+is the subject, not the pipe): they start, the tactics run in the header's scope and use the binders with no
+`intro`, and the proof counts after its compile."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import pytest
 
 from burnqed.config import LeanConfig
 from burnqed.lean import payloads
-from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.selftest import FACTORIAL, FACTORIAL_PROOF, PI, PI_PROOF
 from burnqed.policy.base import Sampling
 from burnqed.records.enums import SearchMode
@@ -23,7 +24,7 @@ from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
 from burnqed.text.prompt import PromptFormat, format_for
 from leankit.version import PantographVersion
-from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
 
 GUARD = TacticGuard.from_config(LeanConfig())
@@ -41,7 +42,6 @@ def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings 
     return WholeSettings(fmt=fmt, sampling=Sampling(n=1, stop=("```",)), max_proofs=2)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.16", "0.3.4", "0.3.2"])
 @pytest.mark.parametrize("mode", list(SearchMode))
 @pytest.mark.parametrize(("theorem", "proof"), [(PI, PI_PROOF), (FACTORIAL, FACTORIAL_PROOF)], ids=["pi", "factorial"])
@@ -50,16 +50,9 @@ def test_a_minif2f_theorem_is_proved_as_written(version: str, mode: SearchMode, 
     sketch = f"have h : {target} := by sorry\nexact h"
     policy = ScriptedPolicy(lambda prompt: [(sketch if "Sketch a proof" in prompt else proof, -0.1)],
                             key=lambda prompt: prompt)
-    worker = LeanWorker(double_argv("--pantograph-version", version, "--closes", PI_PROOF, "--closes", FACTORIAL_PROOF),
-                        ready_timeout_s=20)
-
-    async def run() -> tuple[bool, str | None, list[str], str | None]:
-        async with worker:
-            outcome = await prove_theorem(theorem, worker, policy, settings(mode), GUARD)
-        result = outcome.result
-        return result.proved, result.proof, result.tactics, result.detail
-
-    proved, text, tactics, detail = asyncio.run(run())
+    lean = InProcessReplay(DoubleServer(version, closes=(PI_PROOF, FACTORIAL_PROOF)))
+    result = asyncio.run(prove_theorem(theorem, lean, policy, settings(mode), GUARD)).result
+    proved, text, tactics, detail = result.proved, result.proof, result.tactics, result.detail
     assert proved, detail
     # The binders are in context: no intro before the proof (sketch mode: the subgoal's proof in its hole).
     body = [f"have h : {target} := by\n  {proof}", "exact h"] if mode is SearchMode.SKETCH else [proof]
@@ -87,35 +80,23 @@ def test_a_header_namespace_names_the_constant_the_compile_declares() -> None:
     assert already.name == "Contest.Test.t"
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.16", "0.3.4"])
 def test_a_theorem_under_a_namespace_and_a_variable_is_proved_in_whole_mode(version: str) -> None:
     theorem = Theorem(name="ns_factorial", signature="(h₀ : 0 < n) : 0 < n !", header=SCOPED_HEADER)
     policy = ScriptedPolicy(lambda _: [(FACTORIAL_PROOF, -0.1)], key=lambda prompt: prompt)
-    worker = LeanWorker(double_argv("--pantograph-version", version, "--closes", FACTORIAL_PROOF), ready_timeout_s=20)
-
-    async def run() -> tuple[bool, str | None, str | None]:
-        async with worker:
-            outcome = await prove_theorem(theorem, worker, policy, settings(SearchMode.WHOLE), GUARD)
-        return outcome.result.proved, outcome.result.proof, outcome.result.detail
-
-    proved, text, detail = asyncio.run(run())
+    lean = InProcessReplay(DoubleServer(version, closes=(FACTORIAL_PROOF,)))
+    result = asyncio.run(prove_theorem(theorem, lean, policy, settings(SearchMode.WHOLE), GUARD)).result
+    proved, text, detail = result.proved, result.proof, result.detail
     assert proved, detail  # the compile's newConstants hold Contest.Test.ns_factorial, the name counted
     assert text is not None and "theorem Contest.Test.ns_factorial (h₀ : 0 < n) : 0 < n !" in text
 
 
-@pytest.mark.slow
 def test_the_strict_double_declares_a_theorem_in_a_raw_namespace_under_it() -> None:
     """Control: without the header's rewrite the compile declares `Ns.NAME`, which is not the name restated."""
-    worker = LeanWorker(double_argv("--pantograph-version", "0.3.16"), ready_timeout_s=20)
-
-    async def run() -> dict[str, object]:
-        async with worker:
-            text = "namespace Contest\n\ntheorem t : 1 = 1 := by rfl\n\n#print axioms t\n"
-            return await worker.request("frontend.process",
-                                        payloads.frontend_process(PantographVersion.parse("0.3.16"), text))
-
-    units = asyncio.run(run())["units"]
+    lean = InProcessReplay(DoubleServer("0.3.16"))
+    text = "namespace Contest\n\ntheorem t : 1 = 1 := by rfl\n\n#print axioms t\n"
+    units = asyncio.run(lean.request("frontend.process",
+                                     payloads.frontend_process(PantographVersion.parse("0.3.16"), text)))["units"]
     assert isinstance(units, list)
     assert units[1]["newConstants"] == ["Contest.t"]
     assert "'Contest.t' depends on axioms" in str(units[2]["messages"])

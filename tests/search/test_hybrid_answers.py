@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import Config, LeanConfig
-from burnqed.lean.client import LeanWorker
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
@@ -40,7 +39,7 @@ from burnqed.text.prompt import PromptFormat
 from leankit.recheck import recheck_command
 from leankit.version import SUPPORTED, PantographVersion
 from minilean.server import Server
-from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.search.test_hybrid import Killed, KillingJournal
 
@@ -248,15 +247,9 @@ def test_hybrid_mode_searches_an_open_answer_and_step_mode_still_refuses_it() ->
 def on_double(version: str, answers: list[str], log: Path) -> tuple[SearchOutcome, ScriptedPolicy]:
     """Hybrid search of OPEN on the double at `version`, the answer prompt answered `answers` in one request."""
     policy = scripted([answers])
-
-    async def go() -> SearchOutcome:
-        worker = LeanWorker(double_argv("--pantograph-version", version, "--log", str(log)), tactic_timeout_s=5,
-                            watchdog_grace_s=1, ready_timeout_s=10)
-        async with worker:
-            settings = dataclasses.replace(SETTINGS, num_proofs=len(answers), max_proofs=len(answers))
-            return await prove_hybrid(OPEN, worker, policy, settings, GUARD)
-
-    return asyncio.run(go()), policy
+    settings = dataclasses.replace(SETTINGS, num_proofs=len(answers), max_proofs=len(answers))
+    lean = InProcessReplay(DoubleServer(version, log=log))
+    return asyncio.run(prove_hybrid(OPEN, lean, policy, settings, GUARD)), policy
 
 
 def sent(log: Path, command: str) -> list[str]:

@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds, refused, sample_seed
@@ -32,7 +31,7 @@ from burnqed.text.feedback import Feedback
 from burnqed.text.prompt import PromptFormat
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
-from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.trajectory.factories import write_trajectory
 
@@ -191,19 +190,12 @@ def double_policy() -> ScriptedPolicy:
     return ScriptedPolicy(answer, key=lambda p: p)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.16"])
 def test_against_the_strict_double_revisions_count_only_on_the_compiles_evidence(version: str) -> None:
     policy = double_policy()
     settings = WholeSettings(fmt=PromptFormat.PLAIN_WHOLE, max_proofs=6, sampling=Sampling(n=3, stop=("```",)),
                              repair=ON)
-    worker = LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=20)
-
-    async def run() -> SearchOutcome:
-        async with worker:
-            return await prove_whole(DOUBLE_THEOREM, worker, policy, settings, GUARD)
-
-    outcome = asyncio.run(run())
+    outcome = asyncio.run(prove_whole(DOUBLE_THEOREM, InProcessReplay(DoubleServer(version)), policy, settings, GUARD))
     result = outcome.result
     assert result.proved, result.detail
     assert (result.proofs_sampled, result.budget_at_proof, result.revisions, result.revision_at_proof) == (6, 6, 3, 1)
@@ -236,7 +228,6 @@ def test_the_summary_shows_what_repair_revised(tmp_path: Path, store: Store) -> 
     assert "repair:" not in render_summary(summarize(plain, store=store))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.16"])
 def test_against_the_strict_double_a_hybrid_revision_is_replayed_and_guarded_like_any_attempt(version: str) -> None:
     def answer(prompt: str) -> list[tuple[str, float]]:
@@ -248,13 +239,8 @@ def test_against_the_strict_double_a_hybrid_revision_is_replayed_and_guarded_lik
     policy = ScriptedPolicy(answer, key=lambda p: p)
     settings = HybridSettings(fmt=PromptFormat.PLAIN_PROOF, sampling=Sampling(stop=("```",)), num_proofs=2,
                               min_proofs=2, max_proofs=4, repair=ON)
-    worker = LeanWorker(double_argv("--pantograph-version", version), ready_timeout_s=20)
-
-    async def run() -> SearchOutcome:
-        async with worker:
-            return await prove_hybrid(DOUBLE_THEOREM, worker, policy, settings, GUARD)
-
-    outcome = asyncio.run(run())
+    outcome = asyncio.run(prove_hybrid(DOUBLE_THEOREM, InProcessReplay(DoubleServer(version)), policy, settings,
+                                       GUARD))
     result = outcome.result
     assert result.proved, result.detail
     assert (result.proofs_sampled, result.budget_at_proof, result.revisions, result.revision_at_proof) == (4, 4, 2, 1)

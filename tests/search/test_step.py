@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections import Counter
 from collections.abc import Sequence
 
 import pytest
 
 from burnqed.config import LeanConfig
-from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refused
@@ -19,7 +17,7 @@ from burnqed.records.theorem import Theorem
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
-from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer, MiniLean
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 from tests.search.helpers import as_forall_declaration
 
@@ -156,36 +154,21 @@ def test_a_search_left_with_only_refused_prompts_says_so() -> None:
                                                              (EdgeOutcome.ERROR, "linarith")]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("word", ["sorry", "unsafe", "bullet", "nogoals", "nullstate", "parse", "strmsg"])
 def test_false_finishes_from_lean_never_count(word: str) -> None:
-    async def go() -> SearchOutcome:
-        worker = LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)
-        await worker.start()
-        try:
-            policy = ScriptedPolicy(lambda s: [(word, -0.1)])
-            open_guard = TacticGuard([])  # let `sorry` reach Lean: Lean's own hasSorry must stop it
-            return await prove(Theorem(name="t", statement="p"), worker, policy, SETTINGS, open_guard)
-        finally:
-            await worker.close()
-
-    outcome = asyncio.run(go())
+    # The strict double in this process: what the search reads of a reply is the subject, not the pipe.
+    policy = ScriptedPolicy(lambda s: [(word, -0.1)])
+    open_guard = TacticGuard([])  # let `sorry` reach Lean: Lean's own hasSorry must stop it
+    lean = InProcessReplay(DoubleServer("0.3.4"))
+    outcome = asyncio.run(prove(Theorem(name="t", statement="p"), lean, policy, SETTINGS, open_guard))
     assert not outcome.result.proved
     assert not any(e.label is Label.POSITIVE or e.proof_complete for e in outcome.edges)
 
 
-@pytest.mark.slow
 def test_a_proof_that_fails_to_compile_is_not_counted() -> None:
-    async def go() -> SearchOutcome:
-        worker = LeanWorker(double_argv(), tactic_timeout_s=5, watchdog_grace_s=1, ready_timeout_s=10)
-        await worker.start()
-        try:
-            policy = ScriptedPolicy(lambda s: [("done FAILCOMPILE", -0.1)])
-            return await prove(Theorem(name="t", statement="p"), worker, policy, SETTINGS, GUARD)
-        finally:
-            await worker.close()
-
-    outcome = asyncio.run(go())
+    policy = ScriptedPolicy(lambda s: [("done FAILCOMPILE", -0.1)])
+    lean = InProcessReplay(DoubleServer("0.3.4"))
+    outcome = asyncio.run(prove(Theorem(name="t", statement="p"), lean, policy, SETTINGS, GUARD))
     assert not outcome.result.proved and outcome.result.rejected_proofs == 1
     assert "does not compile" in (outcome.edges[0].error or "")
 
@@ -276,9 +259,8 @@ def test_energies_are_measured_against_the_root_s_own_asked_once_with_the_first_
         assert scored["intro x"] == (-0.1 - 2.0 * (6.0 - 5.0), 6.0 + offset)
 
 
-@pytest.mark.slow
 def test_renamed_copies_of_a_state_are_not_pushed_again() -> None:
-    # On minilean (a real subprocess): `intro h₁ h₂` reaches the state of `intro h₀ h₁` renamed, in the same
+    # On minilean (in this process): `intro h₁ h₂` reaches the state of `intro h₀ h₁` renamed, in the same
     # expansion; `intro h` then `intro h₂` reaches it renamed in a later one. Neither copy is scored or pushed:
     # their proofs are the first one's, renamed. Their edges are still recorded.
     def script(state: str) -> list[tuple[str, float]]:
@@ -286,19 +268,11 @@ def test_renamed_copies_of_a_state_are_not_pushed_again() -> None:
             return [("intro h₀ h₁", -0.5), ("intro h₁ h₂", -0.6), ("intro h", -1.0)]
         return [("intro h₂", -0.1)] if "⊢ x ≠ 2 →" in state else []
 
-    async def go() -> tuple[SearchOutcome, RecordingValue]:
-        worker = LeanWorker([sys.executable, "-m", "minilean"], tactic_timeout_s=5, watchdog_grace_s=1,
-                            ready_timeout_s=20)
-        await worker.start()
-        try:
-            value = RecordingValue({})
-            settings = StepSettings(sampling=Sampling(n=4), max_nodes=3, alpha=0.0)
-            theorem = Theorem(name="t", statement="∀ (x : ℝ), 0 < x → x ≠ 2 → 0 < x ^ 2")
-            return await prove(theorem, worker, ScriptedPolicy(script), settings, GUARD, value), value
-        finally:
-            await worker.close()
-
-    outcome, value = asyncio.run(go())
+    value = RecordingValue({})
+    settings = StepSettings(sampling=Sampling(n=4), max_nodes=3, alpha=0.0)
+    theorem = Theorem(name="t", statement="∀ (x : ℝ), 0 < x → x ≠ 2 → 0 < x ^ 2")
+    lean = InProcessReplay(MiniLean())  # `python -m minilean`: its default version
+    outcome = asyncio.run(prove(theorem, lean, ScriptedPolicy(script), settings, GUARD, value))
     first = "x : ℝ\nh₀ : 0 < x\nh₁ : x ≠ 2\n⊢ 0 < x ^ 2"
     reached = {e.tactic: e.state_after for e in outcome.edges if e.outcome is EdgeOutcome.OK}
     assert reached == {"intro h₀ h₁": first, "intro h₁ h₂": "x : ℝ\nh₁ : 0 < x\nh₂ : x ≠ 2\n⊢ 0 < x ^ 2",

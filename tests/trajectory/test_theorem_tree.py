@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from typer.testing import CliRunner
 
 from burnqed.cli import app
@@ -26,6 +25,7 @@ from burnqed.storage import Store
 from burnqed.trajectory.labels import label_edges
 from burnqed.trajectory.reader import read_theorem
 from burnqed.trajectory.theorem_tree import render_search
+from tests.processes import cli
 from tests.trajectory.factories import write_trajectory
 
 ROOT = "x : ℕ\n⊢ x + 0 = x"
@@ -139,19 +139,16 @@ def test_show_reads_a_pass_at_n_evals_first_pass(tmp_path: Path, store: Store) -
     assert shown.exit_code == 0 and f"(run pass0 in {prefix}/pass-0)" in shown.output.splitlines()[0]
 
 
-@pytest.mark.slow  # a burnqed process
 def test_an_unknown_theorem_is_one_line_naming_where_it_looked_and_the_close_names(tmp_path: Path,
                                                                                    store: Store) -> None:
-    from tests.processes import burnqed
-
     at = Layout(f"file://{tmp_path}/run")
     write_trajectory(at.eval_trajectories(0), [proved()], run_id="eval", store=store)
-    done = burnqed("show", "add_zer0", "--root", str(tmp_path / "run"))
+    done = cli("show", "add_zer0", "--root", str(tmp_path / "run"))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(f"error: theorem add_zer0 is in none of the trajectories looked in "
                                   f"({at.eval_trajectories(0)}); did you mean add_zero? ")
     assert done.stderr.count("\n") == 1
-    missing = burnqed("show", "add_zero", "--root", str(tmp_path / "run"), "--iter", "3")
+    missing = cli("show", "add_zero", "--root", str(tmp_path / "run"), "--iter", "3")
     assert (missing.returncode, missing.stderr) == (2, f"error: {at.iter_dir(3)} does not exist: check --root and "
                                                        "--iter, or give --trajectories PREFIX\n")
 
