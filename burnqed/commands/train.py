@@ -170,10 +170,12 @@ def rl(
     Checkpoints go to OUTPUT-checkpoints every rl.save_steps; a re-run after a crash or kill -9 resumes from the
     newest complete one. OUTPUT holds the weights or adapter, sft.json (of the SFT output: how export loads it),
     rl.json, rl-log.jsonl (one line per step) and rollouts.jsonl (every completion, its reward and Lean's reason).
+    With rl.processes > 1 the command runs itself under torchrun (docs/training.md, "Data-parallel RL").
     """
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
+    from burnqed.sft.launch import is_main_process, launch, needs_launch
     from burnqed.stages.rl import (
         RlRequest,
         RlSettings,
@@ -194,9 +196,21 @@ def rl(
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
     check_model_folder(store.local_input(sft), sft)
-    typer.echo(decontaminated, err=True)
+    if needs_launch(cfg.rl.processes):  # the checks above ran once, here: each process runs them again, quietly
+        args = ["rl", "--sft", sft, "--output", output, "--iter", str(iteration),
+                *(("--theorems", theorems) if theorems else ()), *(("--split", split) if split else ()),
+                *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
+                *(("--force",) if force else ()), *(("--config", str(config)) if config else ()),
+                *(arg for item in set_ or () for arg in ("--set", item))]
+        code = launch(cfg.rl.processes, args)
+        if code:
+            raise typer.Exit(code)
+        return
+    main = is_main_process()
+    if main:
+        typer.echo(decontaminated, err=True)
     warning = untrained_format(sft, store=store)
-    if warning is not None:
+    if warning is not None and main:
         typer.echo(warning, err=True)
     selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
     selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
@@ -206,4 +220,5 @@ def rl(
     outcome = run_rl(request, selection, settings, store=store,
                      open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
                                                             theorems_per_worker=cfg.search.theorems_per_worker))
-    typer.echo(outcome.summary)
+    if main:
+        typer.echo(outcome.summary)
