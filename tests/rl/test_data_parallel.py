@@ -104,3 +104,18 @@ def test_two_processes_give_the_one_process_reward_curve_where_sampling_is_the_s
         assert step["tokens_generated"] == sum(r["tokens"] for r in sampled if r["step"] == step["step"])
     print("reward curves, near-greedy:", [c[1] for c in curve], "two at temperature 1:",
           [s["mean_reward"] for s in steps_of(tmp_path / "sampled")])
+
+
+def test_the_clusters_rl_pod_asks_for_one_gpu_per_process() -> None:
+    from burnqed.cluster.render import render_templates
+    from burnqed.config import load_config
+    from tests.cluster.conftest import ROOT, WORKFLOWS, by_name, template
+
+    def gpus(*sets: str) -> tuple[str, str]:
+        cfg = load_config(ROOT / "configs" / "deepseek-prover-v2-7b.toml", ["rl.enabled=true", *sets], {})
+        main = template(by_name(render_templates(cfg, ["iteration"], WORKFLOWS), "burnqed-iteration-0"), "rl")
+        resources = main["container"]["resources"]
+        return resources["requests"]["nvidia.com/gpu"], resources["limits"]["nvidia.com/gpu"]
+
+    assert gpus() == ("1", "1")
+    assert gpus("rl.processes=4") == ("4", "4")  # its command is the same: `burnqed rl` launches the 4 processes
