@@ -175,7 +175,7 @@ def rl(
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
-    from burnqed.sft.launch import is_main_process, launch, needs_launch
+    from burnqed.sft.launch import World, is_main_process, launch, needs_launch
     from burnqed.stages.rl import (
         RlRequest,
         RlSettings,
@@ -216,7 +216,8 @@ def rl(
     selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
                         trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
-    workers = cfg.lean.resolved_workers()
+    # lean.workers is the machine's or pod's: data-parallel, each process's pool takes its share (at least 1)
+    workers = max(1, cfg.lean.resolved_workers() // World.from_env().size)
     outcome = run_rl(request, selection, settings, store=store,
                      open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
                                                             theorems_per_worker=cfg.search.theorems_per_worker))

@@ -113,9 +113,9 @@ class RlConfig(Section):
         "launches itself under torchrun with that many processes (gloo on CPU, NCCL on GPUs) and the cluster's rl pod "
         "asks for that many GPUs. The global batch (prompts_per_step × num_generations completions a step) stays the "
         "same for every count: each process samples and scores 1/processes of it (the product must divide by it), on "
-        "a Lean pool of its own (lean.workers each); process 0 writes the logs and publishes. Each process samples "
-        "with its own seed (rl.seed + its rank, TRL's), so another count samples other rollouts. Needs "
-        "rollout_engine 'trainer' (docs/training.md, \"Data-parallel RL\").",
+        "a Lean pool of its own (lean.workers ÷ processes workers, at least 1); process 0 writes the logs and "
+        "publishes. Each process samples with its own seed (rl.seed + its rank, TRL's), so another count samples "
+        "other rollouts. Needs rollout_engine 'trainer' (docs/training.md, \"Data-parallel RL\").",
         json_schema_extra=shapes("rl", "rl-checkpoints", note="each process samples with rl.seed + its rank: another "
                                  "count samples other rollouts, and a checkpoint holds one sampler state per process"),
     )
