@@ -16,15 +16,19 @@ sample from other weights."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from burnqed.config import RlConfig
-from burnqed.stages.rl import RL_RECORD, ROLLOUTS, STEP_LOG
-from tests.processes import burnqed, burnqed_in_process
+from burnqed.stages.rl import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
+from tests.processes import background, burnqed, burnqed_in_process, descendants, wait_for
 from tests.rl.helpers import build_policy, write_index
 from tests.shared import shared_artifact
 
@@ -106,6 +110,44 @@ def test_two_processes_give_the_one_process_reward_curve_where_sampling_is_the_s
     # The update through DDP moved the weights (a group held both rewards: step 2's mean 0.25 of 4, measured).
     trained = (tmp_path / "sampled" / "model.safetensors").read_bytes()
     assert trained != (policy / "sft" / "model.safetensors").read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # three runs of torchrun's two processes
+def test_two_processes_killed_outright_after_a_checkpoint_resume_to_the_uninterrupted_output(policy: Path,
+                                                                                             tmp_path: Path) -> None:
+    index = write_index(tmp_path / "theorems.json")
+    args = ["--sft", str(policy / "sft"), "--theorems", str(index), "--set", "rl.processes=2",
+            "--set", "rl.max_steps=4", "--set", "rl.save_steps=1", "--set", "rl.prompts_per_step=2",
+            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1",
+            "--set", "rl.theorems=all"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    done = burnqed("rl", *args, "--output", str(whole), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with background("rl", *args, "--output", str(killed)) as proc:  # torchrun and its processes: one group
+        checkpoints = Path(f"{killed}-checkpoints")
+        wait_for(lambda: any((c / CHECKPOINT_MARK).is_file() for c in checkpoints.glob("checkpoint-*"))
+                 or proc.poll() is not None, timeout=400)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        # torchrun starts each process in a session of its own: every one killed at once, as a pod's end kills them
+        below = descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        for child in below:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        proc.wait(timeout=30)
+        psutil.wait_procs(below, timeout=30)
+    assert not killed.exists()
+    # Both processes' sampler states are in the sealed checkpoint (process 0 seals after a barrier).
+    sealed = [c for c in checkpoints.glob("checkpoint-*") if (c / CHECKPOINT_MARK).is_file()]
+    assert sealed and all({"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in c.iterdir()} for c in sealed)
+    resumed = burnqed("rl", *args, "--output", str(killed), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.stderr.count("rl: resuming from checkpoint-") == 1  # process 0's line
+    assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+    assert (killed / ROLLOUTS).read_bytes() == (whole / ROLLOUTS).read_bytes()
+    assert [r["step"] for r in rollouts_of(whole)] == [step for step in (1, 2, 3, 4) for _ in range(4)]
+    assert json.loads((killed / RL_RECORD).read_text(encoding="utf-8"))["resumed_from_step"] in (1, 2, 3)
 
 
 def test_the_clusters_rl_pod_asks_for_one_gpu_per_process() -> None:
