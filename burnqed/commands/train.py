@@ -15,6 +15,7 @@ torch/transformers/trl/peft load inside the commands: `burnqed --help` stays lig
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -175,7 +176,7 @@ def rl(
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
-    from burnqed.sft.launch import World, is_main_process, launch, needs_launch
+    from burnqed.sft.launch import World, is_main_process, needs_launch
     from burnqed.stages.rl import (
         RlRequest,
         RlSettings,
@@ -197,29 +198,33 @@ def rl(
         return
     check_model_folder(store.local_input(sft), sft)
     if needs_launch(cfg.rl.processes):  # the checks above ran once, here: each process runs them again, quietly
-        args = ["rl", "--sft", sft, "--output", output, "--iter", str(iteration),
-                *(("--theorems", theorems) if theorems else ()), *(("--split", split) if split else ()),
-                *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
-                *(("--force",) if force else ()), *(("--config", str(config)) if config else ()),
-                *(arg for item in set_ or () for arg in ("--set", item))]
-        code = launch(cfg.rl.processes, args)
-        if code:
-            raise typer.Exit(code)
-        return
-    main = is_main_process()
-    if main:
+        return _launch_rl(cfg.rl.processes, sft, output, iteration, theorems, split, trajectories, force, config, set_)
+    if is_main_process():
         typer.echo(decontaminated, err=True)
-    warning = untrained_format(sft, store=store)
-    if warning is not None and main:
-        typer.echo(warning, err=True)
+        if (warning := untrained_format(sft, store=store)) is not None:
+            typer.echo(warning, err=True)
     selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
     selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
                         trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
-    # lean.workers is the machine's or pod's: data-parallel, each process's pool takes its share (at least 1)
-    workers = max(1, cfg.lean.resolved_workers() // World.from_env().size)
+    workers = max(1, cfg.lean.resolved_workers() // World.from_env().size)  # data-parallel: each pool its share
     outcome = run_rl(request, selection, settings, store=store,
                      open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
                                                             theorems_per_worker=cfg.search.theorems_per_worker))
-    if main:
+    if is_main_process():
         typer.echo(outcome.summary)
+
+
+def _launch_rl(processes: int, sft: str, output: str, iteration: int, theorems: str | None, split: str | None,
+               trajectories: list[str] | None, force: bool, config: Path | None, set_: list[str] | None) -> None:
+    """`burnqed rl` with the options given under torchrun in `processes` processes (`sft.launch.launch`); typer.Exit
+    with its exit code when it fails."""
+    from burnqed.sft.launch import launch
+
+    code = launch(processes, ["rl", "--sft", sft, "--output", output, "--iter", str(iteration),
+                              *(("--theorems", theorems) if theorems else ()), *(("--split", split) if split else ()),
+                              *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
+                              *(("--force",) if force else ()), *(("--config", str(config)) if config else ()),
+                              *(arg for item in set_ or () for arg in ("--set", item))])
+    if code:
+        raise typer.Exit(code)
