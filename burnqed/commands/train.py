@@ -15,6 +15,7 @@ torch/transformers/trl/peft load inside the commands: `burnqed --help` stays lig
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -170,10 +171,12 @@ def rl(
     Checkpoints go to OUTPUT-checkpoints every rl.save_steps; a re-run after a crash or kill -9 resumes from the
     newest complete one. OUTPUT holds the weights or adapter, sft.json (of the SFT output: how export loads it),
     rl.json, rl-log.jsonl (one line per step) and rollouts.jsonl (every completion, its reward and Lean's reason).
+    With rl.processes > 1 the command runs itself under torchrun (docs/training.md, "Data-parallel RL").
     """
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
+    from burnqed.sft.launch import World, is_main_process, needs_launch
     from burnqed.stages.rl import (
         RlRequest,
         RlSettings,
@@ -194,16 +197,34 @@ def rl(
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
     check_model_folder(store.local_input(sft), sft)
-    typer.echo(decontaminated, err=True)
-    warning = untrained_format(sft, store=store)
-    if warning is not None:
-        typer.echo(warning, err=True)
+    if needs_launch(cfg.rl.processes):  # the checks above ran once, here: each process runs them again, quietly
+        return _launch_rl(cfg.rl.processes, sft, output, iteration, theorems, split, trajectories, force, config, set_)
+    if is_main_process():
+        typer.echo(decontaminated, err=True)
+        if (warning := untrained_format(sft, store=store)) is not None:
+            typer.echo(warning, err=True)
     selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
     selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
                         trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
-    workers = cfg.lean.resolved_workers()
+    workers = max(1, cfg.lean.resolved_workers() // World.from_env().size)  # data-parallel: each pool its share
     outcome = run_rl(request, selection, settings, store=store,
                      open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
                                                             theorems_per_worker=cfg.search.theorems_per_worker))
-    typer.echo(outcome.summary)
+    if is_main_process():
+        typer.echo(outcome.summary)
+
+
+def _launch_rl(processes: int, sft: str, output: str, iteration: int, theorems: str | None, split: str | None,
+               trajectories: list[str] | None, force: bool, config: Path | None, set_: list[str] | None) -> None:
+    """`burnqed rl` with the options given under torchrun in `processes` processes (`sft.launch.launch`); typer.Exit
+    with its exit code when it fails."""
+    from burnqed.sft.launch import launch
+
+    code = launch(processes, ["rl", "--sft", sft, "--output", output, "--iter", str(iteration),
+                              *(("--theorems", theorems) if theorems else ()), *(("--split", split) if split else ()),
+                              *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
+                              *(("--force",) if force else ()), *(("--config", str(config)) if config else ()),
+                              *(arg for item in set_ or () for arg in ("--set", item))])
+    if code:
+        raise typer.Exit(code)

@@ -107,6 +107,18 @@ class RlConfig(Section):
         "serve` started in the stage's own process on a free local port. Ignored by the other engines.",
         json_schema_extra=neutral("where the rollouts are sampled, not what: the server is given the run's weights"),
     )
+    processes: int = Field(
+        default=1, ge=1, le=8,
+        description="Data-parallel training processes (one per GPU) inside one pod/machine: above 1, `burnqed rl` "
+        "launches itself under torchrun with that many processes (gloo on CPU, NCCL on GPUs) and the cluster's rl pod "
+        "asks for that many GPUs. The global batch (prompts_per_step × num_generations completions a step) stays the "
+        "same for every count: each process samples and scores 1/processes of it (the product must divide by it), on "
+        "a Lean pool of its own (lean.workers ÷ processes workers, at least 1); process 0 writes the logs and "
+        "publishes. Each process samples with its own seed (rl.seed + its rank, TRL's), so another count samples "
+        "other rollouts. Needs rollout_engine 'trainer' (docs/training.md, \"Data-parallel RL\").",
+        json_schema_extra=shapes("rl", "rl-checkpoints", note="each process samples with rl.seed + its rank: another "
+                                 "count samples other rollouts, and a checkpoint holds one sampler state per process"),
+    )
     learning_rate: float = Field(
         default=1e-5, gt=0.0,
         description="Peak learning rate (TRL's default 1e-6); constant after the start (no warm-up, no decay).",
@@ -130,4 +142,24 @@ class RlConfig(Section):
         if self.rollout_engine == "served" and self.temperature != 1.0:
             raise ValueError(f"rl.rollout_engine = 'served' needs rl.temperature = 1.0, got {self.temperature:g}: the "
                              "server reports log-probs before the temperature, the trainer after it")
+        return self
+
+    @model_validator(mode="after")
+    def _processes(self) -> RlConfig:
+        """Several processes split the global batch evenly, and sample with HF `generate` in each process: the
+        served engine has one server whose weights one trainer pushes, and continuous batching's cache is sized and
+        rehearsed for one process (engine_args), so both are refused rather than run untried."""
+        if self.processes == 1:
+            return self
+        if self.rollout_engine != "trainer":
+            why = ("one server, whose weights a single trainer pushes after each step (N trainers would each push "
+                   "theirs)" if self.rollout_engine == "served" else
+                   "its paged cache is sized for the whole step in one process and it is not rehearsed under torchrun")
+            raise ValueError(f"rl.processes = {self.processes} needs rl.rollout_engine = 'trainer', got "
+                             f"'{self.rollout_engine}': {why}")
+        batch = self.prompts_per_step * self.num_generations
+        if batch % self.processes:
+            raise ValueError(f"rl.prompts_per_step × rl.num_generations = {batch} completions a step must divide by "
+                             f"the {self.processes} data-parallel processes (rl.processes): the global batch stays the "
+                             "same for every process count")
         return self

@@ -42,7 +42,7 @@ from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.config import Config, RlConfig, SftConfig
 from burnqed.config.identity import identity_values
 from burnqed.config.rl import CONTINUOUS_PAGE_TOKENS
-from burnqed.errors import InputError, TrainingError
+from burnqed.errors import ConfigError, InputError, TrainingError
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
@@ -57,6 +57,7 @@ from burnqed.rl.rollouts import rollout_feedback, rollout_searches, write_rollou
 from burnqed.rl.served import IS_CLIP_MAX, served_engine
 from burnqed.search.repair import RepairSettings
 from burnqed.sft.checkpoints import CheckpointStore
+from burnqed.sft.launch import World, barrier, process_group
 from burnqed.sft.manifests import (
     SFT_RECORD,
     SftRecord,
@@ -466,6 +467,30 @@ def _spread(values: Sequence[Any], kept: Sequence[int], size: int) -> list[Any]:
     return spread
 
 
+def gather_step(journal: Journal, step: int, world: World) -> None:
+    """Data-parallel: `journal`'s rollouts of `step` and its tallies become those of every process, in rank order
+    (process k sampled the k-th slice of the step's global batch, so the order is the one-process batch's); its
+    prompts and solved prompts counted again over them (a group may straddle two processes). Every process calls it
+    at the same step (TRL logs every step on each); nothing for one process."""
+    if world.size == 1:
+        return
+    import torch.distributed as dist
+
+    own = [r for r in journal.rollouts if r.step == step]
+    parts: list[Any] = [None] * world.size
+    dist.all_gather_object(parts, (own, journal.pending))
+    rollouts: list[Rollout] = [r for part, _ in parts for r in part]
+    del journal.rollouts[len(journal.rollouts) - len(own):]
+    journal.rollouts += rollouts
+    tallies: list[StepTally] = [tally for _, tally in parts if tally is not None and tally.step == step]
+    if journal.pending is None or len(tallies) != world.size:
+        return
+    journal.pending = replace(
+        journal.pending, rewards=[r.reward for r in rollouts], prompts=len({r.prompt for r in rollouts}),
+        solved=len({r.prompt for r in rollouts if r.reward == 1.0}), tokens=sum(t.tokens for t in tallies),
+        lean_s=sum(t.lean_s for t in tallies), truncated=sum(t.truncated for t in tallies))
+
+
 # ------------------------------------------------------------------------------------------------ the stage
 
 
@@ -495,41 +520,77 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         return RlOutcome(request.output, record, skipped=True)
     source = store.local_input(request.sft)
     sft_record = check_model_folder(source, request.sft)
-    rl, device = settings.rl, resolve_device(settings.sft.device)
-    with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), ExitStack() as engines, \
-            LeanReward(selection.theorems, open_pool, settings.guard, settings.reward, selection.failed) as reward:
-        base_dir = resolve_base_model(sft_record.base_model, store=store)
-        bf16 = settings.sft.bf16 and device.startswith("cuda")
-        sft = settings.sft.model_copy(update={"seed": rl.seed})
-        policy = load_for_training(sft_record.method, base_dir, source, sft, device, bf16)
-        served = None if rl.rollout_engine != "served" else engines.enter_context(served_engine(
-            rl, lora=sft_record.method != "full", base=base_dir, sft=source, device=device))
-        checkpoints = CheckpointStore.for_output(request.output, store=store, mark=CHECKPOINT_MARK)
-        checkpoints.prepare(checkpoint_settings(request, settings, sft_record, selection), fresh=request.force)
-        resume = checkpoints.latest()
-        resumed_step = int(resume.name.rsplit("-", 1)[1]) if resume is not None else None
-        journal = Journal.load(resume, resumed_step or 0) if resume is not None else Journal()
-        fitting, long = fit_prompts(reward.rows(), policy.tokenizer, rl.max_prompt_tokens)
-        if long:
-            echo(f"rl: {long} prompt(s) left out: longer than rl.max_prompt_tokens = "
-                 f"{rl.max_prompt_tokens}")
-        rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
-        recorder = _recorder(reward, journal, settings)
-        progress = _callback_class()(journal, checkpoints, echo)
-        trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
-                                output_dir=checkpoints.local, callbacks=[progress, *callbacks], rollout_func=served)
-        recorder.end_ids = frozenset(trainer.eos_token_ids)  # TRL's: the tokenizer's and the generation config's
-        if resume is not None:
-            echo(f"rl: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
-        started = time.monotonic()
-        from trl.trainer.utils import shutdown_event_loop_in_daemon
+    rl, device, world = settings.rl, resolve_device(settings.sft.device), World.from_env()
+    check_world(rl, world)
+    if not world.main:
+        echo = _silent  # data-parallel: one copy of every progress line, process 0's
+    if device == "cuda" and world.size > 1:
+        device = f"cuda:{world.local_rank}"  # one GPU per process
+    with process_group(world, device):
+        with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), ExitStack() as engines, \
+                LeanReward(selection.theorems, open_pool, settings.guard, settings.reward, selection.failed) as reward:
+            base_dir = resolve_base_model(sft_record.base_model, store=store)
+            bf16 = settings.sft.bf16 and device.startswith("cuda")
+            sft = settings.sft.model_copy(update={"seed": rl.seed})
+            policy = load_for_training(sft_record.method, base_dir, source, sft, device, bf16)
+            served = None if rl.rollout_engine != "served" else engines.enter_context(served_engine(
+                rl, lora=sft_record.method != "full", base=base_dir, sft=source, device=device))
+            checkpoints = CheckpointStore.for_output(request.output, store=store, mark=CHECKPOINT_MARK)
+            if world.main:
+                checkpoints.prepare(checkpoint_settings(request, settings, sft_record, selection), fresh=request.force)
+            barrier(world)
+            resume = checkpoints.latest()
+            resumed_step = int(resume.name.rsplit("-", 1)[1]) if resume is not None else None
+            journal = Journal.load(resume, resumed_step or 0) if resume is not None else Journal()
+            fitting, long = fit_prompts(reward.rows(), policy.tokenizer, rl.max_prompt_tokens)
+            if long:
+                echo(f"rl: {long} prompt(s) left out: longer than rl.max_prompt_tokens = "
+                     f"{rl.max_prompt_tokens}")
+            rows = ordered_rows(fitting, rl.max_steps * rl.prompts_per_step, rl.seed)
+            recorder = _recorder(reward, journal, settings)
+            progress = _callback_class()(journal, checkpoints, echo, world)
+            trainer = build_trainer(policy.model, policy.tokenizer, rows, recorder, rl, device=device, bf16=bf16,
+                                    output_dir=checkpoints.local, callbacks=[progress, *callbacks], rollout_func=served,
+                                    processes=world.size)
+            recorder.end_ids = frozenset(trainer.eos_token_ids)  # TRL's: the tokenizer's and the generation config's
+            if resume is not None:
+                echo(f"rl: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
+            started = time.monotonic()
+            from trl.trainer.utils import shutdown_event_loop_in_daemon
 
-        try:
-            trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
-        finally:
-            reward.close()  # the pool, on TRL's event loop that entered it; then that loop's thread ends
-            shutdown_event_loop_in_daemon(trainer.async_loop_thread, trainer.async_loop)
-        seconds = time.monotonic() - started
+            try:
+                trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+            finally:
+                reward.close()  # the pool, on TRL's event loop that entered it; then that loop's thread ends
+                shutdown_event_loop_in_daemon(trainer.async_loop_thread, trainer.async_loop)
+            seconds = time.monotonic() - started
+        outcome = _publish(request, selection, settings, store, trainer, journal, source=source,
+                           sft_record=sft_record, resumed_step=resumed_step, long=long, fitting=fitting,
+                           reward=reward, seconds=seconds, device=device, world=world, checkpoints=checkpoints)
+        barrier(world)  # the others wait for process 0's output
+    return outcome
+
+
+def check_world(rl: RlConfig, world: World) -> None:
+    """The processes running the stage (torchrun's WORLD_SIZE) must split the global batch evenly (ConfigError
+    otherwise: a torchrun started by hand with another count than rl.processes)."""
+    batch = rl.prompts_per_step * rl.num_generations
+    if batch % world.size:
+        raise ConfigError(f"rl.prompts_per_step × rl.num_generations = {batch} completions a step must divide by the "
+                          f"{world.size} data-parallel processes: the global batch stays the same for every process "
+                          "count")
+
+
+def _silent(line: str) -> None:
+    """A progress line of a process other than 0: dropped."""
+
+
+def _publish(request: RlRequest, selection: Selection, settings: RlSettings, store: Store, trainer: Any,
+             journal: Journal, *, source: Path, sft_record: SftRecord, resumed_step: int | None, long: int,
+             fitting: Sequence[dict[str, str]], reward: LeanReward, seconds: float, device: str,
+             world: World, checkpoints: CheckpointStore) -> RlOutcome:
+    """The run's record, and its output published by process 0 (the others return the record alone)."""
+    rl = settings.rl
     rewards = [r.reward for r in journal.rollouts]
     if any(s.loss is not None and s.loss != s.loss for s in journal.steps):
         raise TrainingError("the GRPO loss diverged (NaN); lower rl.learning_rate")
@@ -546,6 +607,8 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
         gpu_peak_gib=_gpu_peak_gib(device), device=device,
         written_at=datetime.now(UTC),
     )
+    if not world.main:
+        return RlOutcome(request.output, record, skipped=False)
     with store.staged_output(request.output, "rl", {"method": record.method, "steps": record.steps},
                              made_from=request.made_from) as folder:
         _save_model(trainer.model, source, folder)
@@ -596,10 +659,11 @@ def _save_model(model: Any, source: Path, folder: Path) -> None:
 
 def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward: RecordingReward, rl: RlConfig, *,
                   device: str, bf16: bool, output_dir: Path, callbacks: Sequence[Any] = (),
-                  rollout_func: Any = None) -> Any:
-    """TRL's GRPOTrainer: one generation of `prompts_per_step` × `num_generations` completions per optimizer step,
-    the rows read in order (`ordered_rows`), a constant learning rate, a checkpoint every `save_steps`; the rollouts
-    sampled by `rollout_func` when given (rl.rollout_engine 'served': `rl.served.ServedRollouts`)."""
+                  rollout_func: Any = None, processes: int = 1) -> Any:
+    """TRL's GRPOTrainer: one generation of `prompts_per_step` × `num_generations` completions per optimizer step (the
+    global batch: each of `processes` data-parallel processes samples 1/processes of it), the rows read in order
+    (`ordered_rows`), a constant learning rate, a checkpoint every `save_steps`; the rollouts sampled by
+    `rollout_func` when given (rl.rollout_engine 'served': `rl.served.ServedRollouts`)."""
     from datasets import Dataset
     from transformers import PrinterCallback, ProgressCallback
     from trl.trainer.grpo_config import GRPOConfig
@@ -608,7 +672,7 @@ def build_trainer(model: Any, tokenizer: Any, rows: list[dict[str, str]], reward
     args = GRPOConfig(
         output_dir=str(output_dir),
         **grpo_fields(rl),
-        per_device_train_batch_size=rl.prompts_per_step * rl.num_generations,
+        per_device_train_batch_size=rl.prompts_per_step * rl.num_generations // processes,
         gradient_accumulation_steps=1,
         lr_scheduler_type="constant",
         warmup_steps=0,
@@ -650,7 +714,8 @@ GRPO_FIELDS: dict[str, tuple[str, ...]] = {
 DERIVED_FIELDS: dict[str, str] = {
     "enabled": "whether iterate runs the stage",
     "theorems": "the theorems the rows prompt (select_theorems)",
-    "prompts_per_step": "per_device_train_batch_size: prompts_per_step × num_generations",
+    "prompts_per_step": "per_device_train_batch_size: prompts_per_step × num_generations ÷ processes",
+    "processes": "torchrun's processes (the command relaunches itself), the divisor of per_device_train_batch_size",
     "max_prompt_tokens": "the rows left out (fit_prompts), the continuous engine's cache (engine_args)",
     "rollout_engine": "engine_args; 'served': the rollout_func (rl.served.served_engine)",
     "server_url": "the served engine's server (rl.served.served_engine); none: `burnqed serve` in process",
@@ -684,10 +749,11 @@ def _callback_class() -> Any:
     class RlCallback(TrainerCallback):
         """A log line and a step-log entry per step; every saved checkpoint pushed to the store's remote."""
 
-        def __init__(self, journal: Journal, store: CheckpointStore, echo: Echo) -> None:
+        def __init__(self, journal: Journal, store: CheckpointStore, echo: Echo, world: World | None = None) -> None:
             self.journal = journal
             self.store = store
             self.echo = echo
+            self.world = world or World()
             self._began = self._started = time.monotonic()
             self._first = 0
 
@@ -701,8 +767,10 @@ def _callback_class() -> Any:
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
                    **kwargs: Any) -> None:
             logs = logs or {}
-            pending = self.journal.pending
             step = int(state.global_step)
+            if "loss" in logs:
+                gather_step(self.journal, step, self.world)
+            pending = self.journal.pending
             if "loss" not in logs or pending is None or pending.step != step:
                 return
             now = time.monotonic()
@@ -729,7 +797,9 @@ def _callback_class() -> Any:
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             """After the trainer has written checkpoint-N (weights, optimizer, RNG, trainer state): the journal so
-            far, then the checkpoint's mark (`CheckpointStore.seal`), then its upload."""
+            far, then the checkpoint's mark (`CheckpointStore.seal`), then its upload: process 0's, once every process
+            has written its own part (its sampler's state)."""
+            barrier(self.world)
             if not args.should_save:
                 return
             checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"

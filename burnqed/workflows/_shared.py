@@ -449,12 +449,13 @@ def stage_mode(stage: Stage, cfg: Config) -> SearchMode:
 
 def stage_gpus(stage: Stage, cfg: Config) -> int:
     """GPUs of a training pod: the SFT stages ask for one per data-parallel process when `sft.processes` > 1 (its
-    `burnqed sft` command launches them under torchrun, docs/training.md), rl for one (`burnqed rl` is one process,
-    and TRL's GRPOTrainer refuses several GPUs visible to one process), every other one `cluster.gpus_per_step`."""
+    `burnqed sft` command launches them under torchrun, docs/training.md), rl for one per process, `rl.processes`
+    (`burnqed rl` launches them likewise; TRL's GRPOTrainer refuses several GPUs visible to one process), every other
+    one `cluster.gpus_per_step`."""
     if stage.name in ("sft", "study-sft-a") and cfg.sft.processes > 1:  # study-sft-a: the joint study's plain SFT
         return cfg.sft.processes
     if stage.resource is Resource.TRAIN_LEAN:
-        return 1
+        return cfg.rl.processes
     return cfg.cluster.gpus_per_step
 
 

@@ -210,7 +210,7 @@ def test_the_settings_are_in_config_describe() -> None:
     keys = {key.path for key in describe("rl")}
     assert keys == {"rl.enabled", "rl.theorems", "rl.num_generations", "rl.prompts_per_step", "rl.loss_type",
                     "rl.beta", "rl.temperature", "rl.max_completion_tokens", "rl.max_prompt_tokens", "rl.learning_rate",
-                    "rl.rollout_engine", "rl.server_url", "rl.max_steps",
+                    "rl.rollout_engine", "rl.server_url", "rl.max_steps", "rl.processes",
                     "rl.save_steps", "rl.seed"}
     described = {key.path: key for key in describe("rl")}
     assert "TRL's default 'dapo'" in described["rl.loss_type"].description

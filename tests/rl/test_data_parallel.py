@@ -1,0 +1,165 @@
+"""Data-parallel RL (docs/training.md, "Data-parallel RL"): `burnqed rl` with rl.processes = 2 runs itself under
+torchrun (2 CPU processes, gloo) on the tiny policy of tests/rl/helpers.py, against the same run in one process at the
+same global batch (2 prompts × 2 completions a step) and seed.
+
+Where sampling does not depend on the sampler's seed (near-greedy, rl.temperature 0.001) the two give the same
+rollouts and the same reward curve, step for step: the same prompts in the same order (the rows are read in order and
+process k takes the k-th slice of each step's global batch), each process scoring its own completions on its own Lean
+pool, TRL gathering the rewards before it normalises them per group, and process 0 writing rl-log.jsonl and
+rollouts.jsonl with every process's rollouts in rank order. At temperature 1 the prompts and the global batch are the
+same and the completions are another draw, so the reward curve differs (measured: 0.5, 0.5, 0.0 near-greedy in both;
+0.0, 0.25, 0.0 for two processes at temperature 1). Why: TRL seeds each process's sampler with rl.seed + its rank
+(`set_seed(seed, device_specific=True)`, so that processes never draw the same completions of one prompt), and even
+process 0, seeded as the one process is, draws other tokens for its 2 rows than the one process draws for the first 2
+of its 4 (torch's sampler draws over the whole batch, padded to its longest prompt); from step 2 on both halves also
+sample from other weights."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from burnqed.config import RlConfig
+from burnqed.stages.rl import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
+from tests.processes import background, burnqed, burnqed_in_process, descendants, wait_for
+from tests.rl.helpers import build_policy, write_index
+from tests.shared import shared_artifact
+
+
+@pytest.fixture(scope="session")
+def policy(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/rl/helpers.py's SFT output (the fixture of tests/rl/test_stage.py: one build per test run)."""
+    return shared_artifact(tmp_path_factory, "rl-policy", lambda folder: build_policy(tiny_model_dir, folder / "sft"))
+
+
+def test_several_processes_need_the_trainer_engine_and_a_global_batch_they_split() -> None:
+    assert RlConfig(processes=2, prompts_per_step=1, num_generations=2).processes == 2
+    with pytest.raises(ValueError, match=r"rl\.processes = 2 needs rl.rollout_engine = 'trainer', got 'served': one "
+                                         r"server, whose weights a single trainer pushes"):
+        RlConfig(processes=2, rollout_engine="served")
+    with pytest.raises(ValueError, match=r"rl\.processes = 2 needs rl.rollout_engine = 'trainer', got 'continuous': "
+                                         r"its paged cache is sized for the whole step in one process"):
+        RlConfig(processes=2, rollout_engine="continuous")
+    with pytest.raises(ValueError, match=r"rl.prompts_per_step × rl.num_generations = 9 completions a step must "
+                                         r"divide by the 2 data-parallel processes \(rl.processes\)"):
+        RlConfig(processes=2, prompts_per_step=3, num_generations=3)
+
+
+def test_the_command_refuses_the_served_engine_on_two_processes_before_work(tmp_path: Path) -> None:
+    index = write_index(tmp_path / "theorems.json")
+    done = burnqed_in_process("rl", "--sft", str(tmp_path / "sft"), "--theorems", str(index), "--output",
+                              str(tmp_path / "rl"), "--set", "rl.processes=2", "--set", "rl.rollout_engine=served")
+    assert done.returncode == 2
+    assert "rl.processes = 2 needs rl.rollout_engine = 'trainer', got 'served'" in done.stderr
+    assert not (tmp_path / "rl").exists() and not (tmp_path / "rl-checkpoints").exists()
+
+
+def steps_of(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / STEP_LOG).read_text(encoding="utf-8").splitlines()]
+
+
+def rollouts_of(folder: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (folder / ROLLOUTS).read_text(encoding="utf-8").splitlines()]
+
+
+def run(policy: Path, output: Path, index: Path, **keys: object) -> list[dict[str, Any]]:
+    """`burnqed rl` for 3 steps of 2 prompts × 2 completions on the tiny policy (with `keys` set); its rollouts."""
+    sets = {"rl.max_steps": 3, "rl.save_steps": 2, "rl.prompts_per_step": 2, "rl.num_generations": 2,
+            "rl.max_completion_tokens": 12, "lean.workers": 1, "rl.theorems": "all", **keys}
+    done = burnqed("rl", "--sft", str(policy / "sft"), "--theorems", str(index), "--output", str(output),
+                   *(arg for key, value in sets.items() for arg in ("--set", f"{key}={value}")), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("rl iteration 0 (full)") == 1  # process 0 alone prints the summary
+    assert sum(line.startswith("rl: step 2/3") for line in done.stderr.splitlines()) == 1  # and the progress
+    assert not Path(f"{output}-checkpoints").exists()
+    return rollouts_of(output)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # three runs, two of them torchrun's two processes, each loading torch and the tiny policy
+def test_two_processes_give_the_one_process_reward_curve_where_sampling_is_the_same(policy: Path,
+                                                                                     tmp_path: Path) -> None:
+    index = write_index(tmp_path / "theorems.json")
+    # Near-greedy sampling (rl.temperature 0.001): the completions do not depend on the sampler's seed.
+    one = run(policy, tmp_path / "one", index, **{"rl.temperature": 0.001})
+    two = run(policy, tmp_path / "two", index, **{"rl.temperature": 0.001, "rl.processes": 2})
+    assert [r["step"] for r in one] == [1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3]
+    assert [(r["step"], r["prompt"], r["completion"], r["reward"]) for r in two] == [
+        (r["step"], r["prompt"], r["completion"], r["reward"]) for r in one]
+    curve = [(s["step"], s["mean_reward"], s["verified"], s["solved_share"], s["completions"], s["tokens_generated"])
+             for s in steps_of(tmp_path / "one")]
+    assert [(s["step"], s["mean_reward"], s["verified"], s["solved_share"], s["completions"], s["tokens_generated"])
+            for s in steps_of(tmp_path / "two")] == curve
+    assert json.loads((tmp_path / "two" / RL_RECORD).read_text(encoding="utf-8"))["settings"]["processes"] == 2
+    # At temperature 1 the same prompts, the global batch of 4 a step, and the step log of every process's rollouts;
+    # the completions and rewards are another draw (the module's docstring).
+    sampled = run(policy, tmp_path / "sampled", index, **{"rl.processes": 2})
+    assert [(r["step"], r["prompt"]) for r in sampled] == [(r["step"], r["prompt"]) for r in one]
+    for step in steps_of(tmp_path / "sampled"):
+        rewards = [r["reward"] for r in sampled if r["step"] == step["step"]]
+        assert step["completions"] == len(rewards) == 4
+        assert step["mean_reward"] == pytest.approx(sum(rewards) / 4) and step["verified"] == rewards.count(1.0)
+        assert step["tokens_generated"] == sum(r["tokens"] for r in sampled if r["step"] == step["step"])
+    # The update through DDP moved the weights (a group held both rewards: step 2's mean 0.25 of 4, measured).
+    trained = (tmp_path / "sampled" / "model.safetensors").read_bytes()
+    assert trained != (policy / "sft" / "model.safetensors").read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # three runs of torchrun's two processes
+def test_two_processes_killed_outright_after_a_checkpoint_resume_to_the_uninterrupted_output(policy: Path,
+                                                                                             tmp_path: Path) -> None:
+    index = write_index(tmp_path / "theorems.json")
+    args = ["--sft", str(policy / "sft"), "--theorems", str(index), "--set", "rl.processes=2",
+            "--set", "rl.max_steps=4", "--set", "rl.save_steps=1", "--set", "rl.prompts_per_step=2",
+            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1",
+            "--set", "rl.theorems=all"]
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    done = burnqed("rl", *args, "--output", str(whole), timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with background("rl", *args, "--output", str(killed)) as proc:  # torchrun and its processes: one group
+        checkpoints = Path(f"{killed}-checkpoints")
+        wait_for(lambda: any((c / CHECKPOINT_MARK).is_file() for c in checkpoints.glob("checkpoint-*"))
+                 or proc.poll() is not None, timeout=400)
+        assert proc.poll() is None, "the run finished before it could be killed"
+        # torchrun starts each process in a session of its own: every one killed at once, as a pod's end kills them
+        below = descendants(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        for child in below:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+        proc.wait(timeout=30)
+        psutil.wait_procs(below, timeout=30)
+    assert not killed.exists()
+    # Both processes' sampler states are in the sealed checkpoint (process 0 seals after a barrier).
+    sealed = [c for c in checkpoints.glob("checkpoint-*") if (c / CHECKPOINT_MARK).is_file()]
+    assert sealed and all({"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in c.iterdir()} for c in sealed)
+    resumed = burnqed("rl", *args, "--output", str(killed), timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.stderr.count("rl: resuming from checkpoint-") == 1  # process 0's line
+    assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
+    assert (killed / ROLLOUTS).read_bytes() == (whole / ROLLOUTS).read_bytes()
+    assert [r["step"] for r in rollouts_of(whole)] == [step for step in (1, 2, 3, 4) for _ in range(4)]
+    assert json.loads((killed / RL_RECORD).read_text(encoding="utf-8"))["resumed_from_step"] in (1, 2, 3)
+
+
+def test_the_clusters_rl_pod_asks_for_one_gpu_per_process() -> None:
+    from burnqed.cluster.render import render_templates
+    from burnqed.config import load_config
+    from tests.cluster.conftest import ROOT, WORKFLOWS, by_name, template
+
+    def gpus(*sets: str) -> tuple[str, str]:
+        cfg = load_config(ROOT / "configs" / "deepseek-prover-v2-7b.toml", ["rl.enabled=true", *sets], {})
+        main = template(by_name(render_templates(cfg, ["iteration"], WORKFLOWS), "burnqed-iteration-0"), "rl")
+        resources = main["container"]["resources"]
+        return resources["requests"]["nvidia.com/gpu"], resources["limits"]["nvidia.com/gpu"]
+
+    assert gpus() == ("1", "1")
+    assert gpus("rl.processes=4") == ("4", "4")  # its command is the same: `burnqed rl` launches the 4 processes
