@@ -473,8 +473,8 @@ def sidecar_sets(stage: Stage) -> list[str]:
 
 def rl_sidecar_sets() -> list[str]:
     """The rl step's `--set`s that point the served engine at its sidecar (rl.server_url) and say that it is being
-    started beside it: `burnqed rl` waits for its /health (policy.wait_for_start, up to policy.ready_timeout_s) before
-    it loads the policy, so SGLang measures the free memory of its GPU first."""
+    started beside it: `burnqed rl` waits for its /health (policy.wait_for_start: through the closed port of a server
+    still loading, up to policy.ready_timeout_s) before it loads the policy."""
     return ["--set", f"rl.server_url=http://{LOOPBACK}:{GENERATE_PORT}", "--set", "policy.wait_for_start=true"]
 
 
