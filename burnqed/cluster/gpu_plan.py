@@ -1,14 +1,16 @@
 """The GPU memory plans of the pods that hold a GPU for a model burnqed does not train in a training step: a
 search/eval pod's sidecar (SGLang and burnqed's encoder on one GPU, sized the way SGLang sizes itself) and the rl
-step's trainer (the policy, its optimizer state, the reference, and TRL's own generation) (docs/cluster.md, "GPU
-memory plan"). `burnqed render` prints them; the workflows write them into the pod; a plan that cannot fit is a
-`ConfigError` (exit 2) before anything is submitted.
+step's trainer (the policy, its optimizer state, the reference, and TRL's own generation) and, under the served
+rollout engine, the rl step's SGLang sidecar on a GPU of its own (docs/cluster.md, "GPU memory plan"). `burnqed
+render` prints them; the workflows write them into the pod; a plan that cannot fit is a `ConfigError` (exit 2) before
+anything is submitted.
 
     plan = gpu_plan(cfg, encoder=True)      # the sidecar of a stage that scores with the value model
     plan.sglang_fraction                    # --mem-fraction-static for SGLang (MEM_FRACTION)
     plan.encoder_gib                        # `burnqed serve --encode-only --memory-gib` (ENCODER_MEMORY_GIB)
     print(plan.describe())                  # the arithmetic, one line per step
     print(rl_gpu_plan(cfg).describe())      # the rl step's GPU: static part + the larger of generation and update
+    rl_server_plan(cfg).sglang_fraction     # rl.rollout_engine = 'served': its sidecar's --mem-fraction-static
 
 The model's sizes come from `[serving]` or a local `config.json` (`serving.model_config_json`); no weights are read.
 """
@@ -139,6 +141,8 @@ class GpuPlan:
     kv_gib: float
     kv_tokens: int
     min_kv_tokens: int
+    lora_gib: float = 0.0  # the rl sidecar's LoRA buffers in the static pool (0 without --enable-lora)
+    lora_slots: int = 0  # --max-loras-per-batch: adapters its buffers hold at once
 
     def describe(self) -> str:
         """The plan and its arithmetic, a few lines."""
@@ -163,7 +167,8 @@ class GpuPlan:
             f"{self.sglang_fraction:.3f}",
             f"     static pool {self.sglang_fraction:.3f} × {self.free_at_sglang_start:.2f} = "
             f"{self.sglang_fraction * self.free_at_sglang_start:.2f} GiB = weights {self.sglang_weights_gib:.2f} + "
-            f"KV cache {self.kv_gib:.2f} GiB = {self.kv_tokens} tokens (at least {self.min_kv_tokens})",
+            + (f"LoRA buffers {self.lora_gib:.2f} ({self.lora_slots} adapters) + " if self.lora_slots else "")
+            + f"KV cache {self.kv_gib:.2f} GiB = {self.kv_tokens} tokens (at least {self.min_kv_tokens})",
         ]
         return "\n".join(lines)
 
@@ -239,9 +244,10 @@ def planner_gpu_plan(cfg: Config) -> GpuPlan:
 
 
 def _sglang_plan(cfg: Config, shape: ModelShape, tp: int, *, encoder: bool, forced: float | None, who: str,
-                 advice: str) -> GpuPlan:
+                 advice: str, min_kv: tuple[int, str] | None = None, lora: tuple[float, int] = (0.0, 0)) -> GpuPlan:
     """SGLang's sizing on GPU 0 of `tp` cards (after the encoder, with `encoder`); `forced`: a set
-    --mem-fraction-static, checked instead of computed."""
+    --mem-fraction-static, checked instead of computed; `min_kv`: the KV tokens it must hold and what asks for them
+    (default serving.min_kv_tokens); `lora`: the GiB and count of LoRA buffers in its static pool (--enable-lora)."""
     serving = cfg.serving
     gpu = serving.gpu_memory_gib
     context = serving.cuda_context_gib
@@ -265,18 +271,21 @@ def _sglang_plan(cfg: Config, shape: ModelShape, tp: int, *, encoder: bool, forc
             )
     else:
         fraction = math.floor((1 - reserve / free) * 1000) / 1000  # SGLang rounds its own choice to 3 digits
-    kv_gib = fraction * free - weights
+    lora_gib, lora_slots = lora[0] / tp, lora[1]
+    kv_gib = fraction * free - weights - lora_gib
     kv_tokens = max(0, int(kv_gib * GIB // (shape.kv_bytes_per_token / tp)))
+    least, asked_by = min_kv if min_kv is not None else (serving.min_kv_tokens, "serving.min_kv_tokens")
     plan = GpuPlan(gpu_gib=gpu, shape=shape, tp=tp, context_gib=context, encoder=encoder, encoder_gib=encoder_gib,
                    encoder_batch_tokens=batch_tokens, free_at_sglang_start=free, reserve_gib=reserve,
                    sglang_fraction=fraction, sglang_weights_gib=weights, kv_gib=kv_gib, kv_tokens=kv_tokens,
-                   min_kv_tokens=serving.min_kv_tokens)
-    if fraction <= 0 or kv_tokens < serving.min_kv_tokens:
+                   min_kv_tokens=least, lora_gib=lora_gib, lora_slots=lora_slots)
+    if fraction <= 0 or kv_tokens < least:
+        held = f"{weights:.1f} GiB of weights" + (f" and {lora_gib:.1f} of LoRA buffers" if lora_slots else "")
         raise ConfigError(
             f"GPU memory plan: {who} not fit a {gpu:g} GiB GPU: SGLang sees {free:.1f} GiB free, keeps "
             f"{reserve:.1f} outside its static pool (--mem-fraction-static {fraction:.3f}), and its "
-            f"{fraction * free:.1f} GiB static pool minus {weights:.1f} GiB of weights leaves {max(kv_gib, 0):.1f} GiB "
-            f"= {kv_tokens} KV tokens, fewer than serving.min_kv_tokens {serving.min_kv_tokens}; {advice}"
+            f"{fraction * free:.1f} GiB static pool minus {held} leaves {max(kv_gib, 0):.1f} GiB "
+            f"= {kv_tokens} KV tokens, fewer than {asked_by} {least}; {advice}"
         )
     return plan
 
@@ -315,6 +324,9 @@ NF4_BYTES = 0.5 + 1 / 64 + 4 / (64 * 256)
 ADAM_BYTES = 8  # AdamW (the trainer's adamw_torch_fused): two float32 moments per trainable parameter
 GRAD_BYTES = 4  # float32 gradients (full: float32 master weights; LoRA: peft keeps adapters in float32)
 ADAPTER_BYTES = 4
+# The rl sidecar's --max-loras-per-batch: the pushed version, and the base-only requests SGLang counts as one more
+# (its /health generates without an adapter)
+RL_LORA_SLOTS = 2
 ADVICE = {"full": 'train with sft.method = "lora" or "qlora"',
           "qlora": 'train with sft.method = "lora" and sft.bf16 (its KV cache and activations are bf16, QLoRA\'s '
                    'float32)',
@@ -327,6 +339,12 @@ def linear_dims(shape: ModelShape) -> dict[str, tuple[int, int]]:
     return {"q_proj": (shape.hidden, q), "k_proj": (shape.hidden, kv), "v_proj": (shape.hidden, kv),
             "o_proj": (q, shape.hidden), "gate_proj": (shape.hidden, shape.intermediate),
             "up_proj": (shape.hidden, shape.intermediate), "down_proj": (shape.intermediate, shape.hidden)}
+
+
+def adapter_params(shape: ModelShape, rank: int, modules: Sequence[str]) -> int:
+    """Parameters of a LoRA adapter of `rank` on `modules` (peft's names) of every layer: r × (in + out) each."""
+    dims = linear_dims(shape)
+    return rank * shape.layers * sum(sum(dims[name]) for name in dict.fromkeys(modules))
 
 
 def layer_workspace_bytes(shape: ModelShape, tokens: int, act_bytes: int) -> float:
@@ -355,6 +373,7 @@ class RlGpuPlan:
     prefill_gib: float
     update_gib: float
     slack_gib: float
+    served: bool = False  # rl.rollout_engine = 'served': the server generates; the trainer scores one completion
 
     @property
     def static_gib(self) -> float:
@@ -381,7 +400,10 @@ class RlGpuPlan:
             f"{self.static_gib:.2f} GiB",
             f"  generation: KV cache {self.sequences} sequences × {self.sequence_tokens} tokens × "
             f"{kv_token / MIB:.3f} MiB = {self.kv_gib:.2f} + prefill {self.prefill_gib:.2f} = "
-            f"{self.generation_gib:.2f} GiB",
+            f"{self.generation_gib:.2f} GiB" if not self.served else
+            f"  generation on the server; the trainer's log-probs of one completion at a time: KV cache "
+            f"{self.sequence_tokens} tokens × {kv_token / MIB:.3f} MiB = {self.kv_gib:.2f} + forward and logits "
+            f"{self.prefill_gib:.2f} = {self.generation_gib:.2f} GiB",
             f"  update (gradient checkpointing): {self.update_gib:.2f} GiB",
             f"  peak {self.static_gib:.2f} + max({self.generation_gib:.2f}, {self.update_gib:.2f}) + slack "
             f"{self.slack_gib:g} = {self.peak_gib:.2f} GiB of {self.gpu_gib:g}",
@@ -401,13 +423,10 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     (a KV cache of prompts_per_step × num_generations sequences of max_prompt_tokens + max_completion_tokens, rounded
     up to whole pages under rl.rollout_engine = 'continuous', and one layer's prefill activations) and updates after
     (TRL's gradient checkpointing: every layer's input kept, one layer recomputed with its gradients; the log-probs
-    come from TRL's chunked LM head); the peak holds the larger of the two, the workspaces × WORKSPACE_SAFETY."""
+    come from TRL's chunked LM head); the peak holds the larger of the two, the workspaces × WORKSPACE_SAFETY. Under
+    rl.rollout_engine = 'served' the server generates (on the rl step's sidecar, `rl_server_plan`, or at
+    rl.server_url) and the trainer's generation phase is `rl.served.trainer_logprobs`: one sequence at a time."""
     sft, rl, serving = cfg.sft, cfg.rl, cfg.serving
-    if rl.rollout_engine == "served" and rl.server_url is None:
-        raise ConfigError("GPU memory plan of the rl step: rl.rollout_engine = 'served' without rl.server_url would "
-                          "start `burnqed serve` beside the trainer on the GPU, a second copy of the model this plan "
-                          "does not count (the rl step's SGLang sidecar is not built: issue 70); set rl.server_url to "
-                          "a server of its own, or use 'trainer' or 'continuous'")
     shape = model_shape(serving)
     dims = linear_dims(shape)
     unknown = [name for name in sft.target_modules if name not in dims]
@@ -423,8 +442,7 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
         weights = params * (2.0 if bf16 else 4.0)
     else:
         weights = linear * NF4_BYTES + (params - linear) * 4.0
-    adapter = 0 if sft.method == "full" else sft.lora_r * shape.layers * sum(
-        sum(dims[name]) for name in dict.fromkeys(sft.target_modules))
+    adapter = 0 if sft.method == "full" else adapter_params(shape, sft.lora_r, sft.target_modules)
     trainable = params if sft.method == "full" else adapter
     reference = (params * 4.0 if sft.method == "full" else adapter * ADAPTER_BYTES) if rl.beta > 0 else 0.0
     act = 2 if sft.method == "lora" and bf16 else 4
@@ -433,8 +451,14 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     cached = tokens  # the KV cache's tokens per sequence: continuous batching's are whole pages (stages.rl.engine_args)
     if rl.rollout_engine == "continuous":
         cached = -(-tokens // CONTINUOUS_PAGE_TOKENS) * CONTINUOUS_PAGE_TOKENS
-    kv = sequences * cached * shape.kv_heads * shape.head_dim * shape.layers * 2 * act
-    prefill = layer_workspace_bytes(shape, sequences * rl.max_prompt_tokens, act) * WORKSPACE_SAFETY
+    served = rl.rollout_engine == "served"
+    kv_token = shape.kv_heads * shape.head_dim * shape.layers * 2 * act
+    kv = (1 if served else sequences) * cached * kv_token
+    if served:  # rl.served.trainer_logprobs: one sequence's forward, its logits, their float32 log-softmax
+        prefill = (layer_workspace_bytes(shape, tokens, act) + tokens * shape.vocab * act
+                   + 2 * rl.max_completion_tokens * shape.vocab * 4) * WORKSPACE_SAFETY
+    else:
+        prefill = layer_workspace_bytes(shape, sequences * rl.max_prompt_tokens, act) * WORKSPACE_SAFETY
     update = (shape.layers * sequences * tokens * shape.hidden * act
               + 2 * layer_workspace_bytes(shape, sequences * tokens, act)) * WORKSPACE_SAFETY
     plan = RlGpuPlan(
@@ -442,18 +466,53 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
         weights_gib=weights / GIB, trainable=trainable, adapter_gib=adapter * ADAPTER_BYTES / GIB,
         states_gib=trainable * (GRAD_BYTES + ADAM_BYTES) / GIB, reference_gib=reference / GIB, act_bytes=act,
         sequences=sequences, sequence_tokens=cached, kv_gib=kv / GIB, prefill_gib=prefill / GIB,
-        update_gib=update / GIB, slack_gib=ALLOCATOR_SLACK_GIB,
+        update_gib=update / GIB, slack_gib=ALLOCATOR_SLACK_GIB, served=served,
     )
     if plan.peak_gib > plan.gpu_gib:
         raise ConfigError(
             f"GPU memory plan of the rl step: {plan.peak_gib:.1f} GiB does not fit a {plan.gpu_gib:g} GiB GPU "
             f"(serving.gpu_memory_gib): the policy ({sft.method}) holds {plan.static_gib:.1f} GiB with its optimizer "
-            f"state and reference, generation {plan.generation_gib:.1f} GiB (KV cache of {sequences} sequences × "
-            f"{cached} tokens), the update {plan.update_gib:.1f} GiB; lower rl.prompts_per_step, rl.num_generations, "
+            f"state and reference, generation {plan.generation_gib:.1f} GiB (KV cache of {1 if served else sequences} "
+            f"sequences × {cached} tokens), the update {plan.update_gib:.1f} GiB; lower rl.prompts_per_step, "
+            f"rl.num_generations, "
             f"rl.max_prompt_tokens or rl.max_completion_tokens, "
             f"{'' if act == 2 and sft.method == 'lora' else ADVICE[sft.method] + ', '}or use a larger GPU"
         )
     return plan
+
+
+def rl_sidecar(cfg: Config) -> bool:
+    """Whether the rl step's pod carries an SGLang sidecar of its own: rl.rollout_engine = 'served' without
+    rl.server_url (on one machine `burnqed rl` starts `burnqed serve` itself; a set rl.server_url is a server of its
+    own, reached there)."""
+    return cfg.rl.rollout_engine == "served" and cfg.rl.server_url is None
+
+
+def rl_server_plan(cfg: Config) -> GpuPlan:
+    """The plan of the rl step's SGLang sidecar (`rl_sidecar`): SGLang alone on `cluster.gpus_per_step` GPUs of its
+    own (Kubernetes gives each container its own GPUs: the trainer's is planned by `rl_gpu_plan`) of the card
+    `serving.gpu_memory_gib`, serving the policy's shape in its dtype; for an adapter policy (sft.method lora or
+    qlora) with --enable-lora and RL_LORA_SLOTS adapter buffers of rank sft.lora_r on sft.target_modules in its static
+    pool; its KV cache must hold one step's rollouts at once, prompts_per_step × num_generations sequences of
+    max_prompt_tokens + max_completion_tokens (they are sent as one /generate). `ConfigError` (one line, with the
+    numbers) when it does not fit."""
+    rl, sft = cfg.rl, cfg.sft
+    shape = model_shape(cfg.serving)
+    tokens = rl.prompts_per_step * rl.num_generations * (rl.max_prompt_tokens + rl.max_completion_tokens)
+    lora = (0.0, 0)
+    if sft.method != "full":
+        unknown = [name for name in sft.target_modules if name not in linear_dims(shape)]
+        if unknown:
+            raise ConfigError(f"GPU memory plan of the rl step's SGLang: sft.target_modules {', '.join(unknown)} are "
+                              "not projections of a Llama-shaped layer: its LoRA buffers cannot be sized")
+        per_adapter = adapter_params(shape, sft.lora_r, sft.target_modules) * shape.dtype_bytes / GIB
+        lora = (RL_LORA_SLOTS * per_adapter, RL_LORA_SLOTS)
+    return _sglang_plan(cfg, shape, cfg.cluster.gpus_per_step, encoder=False, forced=None,
+                        who="the rl step's SGLang does",
+                        advice="lower rl.prompts_per_step, rl.num_generations, rl.max_prompt_tokens or "
+                        "rl.max_completion_tokens, use a larger GPU, or more GPUs per step",
+                        min_kv=(tokens, "one step's rollouts (rl.prompts_per_step × num_generations × "
+                                "(max_prompt_tokens + max_completion_tokens))"), lora=lora)
 
 
 def rendered_plans(docs: Sequence[Mapping[str, Any]]) -> dict[str, list[str]]:

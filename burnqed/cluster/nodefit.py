@@ -33,10 +33,13 @@ class PodSize:
         return f"{self.cpu.normalize():f} CPUs, {gib:.0f}Gi" + (f", {self.gpus} GPU" if self.gpus else "")
 
 
-def largest_pods(cluster: ClusterConfig, *, rl: bool = False, planner_gpus: int = 0) -> dict[str, PodSize]:
+def largest_pods(cluster: ClusterConfig, *, rl: bool = False, planner_gpus: int = 0,
+                 rl_sidecar: bool = False) -> dict[str, PodSize]:
     """The largest pod each pool must hold (requests summed over the pod's running containers); with `rl`
-    (rl.enabled) the GPU pool also the rl step's: a training pod's and a search pod's requests in one container; with
-    `planner_gpus` (`gpu_plan.planner_pod_gpus`) a search pod also holds the planner's sidecar on that many GPUs."""
+    (rl.enabled) the GPU pool also the rl step's: a training pod's and a search pod's requests in one container, and
+    with `rl_sidecar` (`gpu_plan.rl_sidecar`) its SGLang sidecar beside it (cluster.sglang_*, gpus_per_step GPUs of
+    its own); with `planner_gpus` (`gpu_plan.planner_pod_gpus`) a search pod also holds the planner's sidecar on that
+    many GPUs."""
     def q(text: str, key: str) -> Decimal:
         return parse_quantity(text, f"cluster.{key}")
 
@@ -45,12 +48,18 @@ def largest_pods(cluster: ClusterConfig, *, rl: bool = False, planner_gpus: int 
                      q(cluster.search_memory, "search_memory") + sidecars * q(cluster.sglang_memory, "sglang_memory"),
                      cluster.gpus_per_step + planner_gpus)
     train = PodSize(q(cluster.train_cpu, "train_cpu"), q(cluster.train_memory, "train_memory"), cluster.gpus_per_step)
-    if rl:  # one GPU (burnqed rl is one process)
-        train = PodSize(train.cpu + q(cluster.search_cpu, "search_cpu"),
-                        train.memory + q(cluster.search_memory, "search_memory"), train.gpus)
+    gpu_pods = [search, train]
+    if rl:  # one GPU (burnqed rl is one process), and the served engine's sidecar on GPUs of its own
+        served = 1 if rl_sidecar else 0
+        gpu_pods.append(PodSize(
+            train.cpu + q(cluster.search_cpu, "search_cpu") + served * q(cluster.sglang_cpu, "sglang_cpu"),
+            train.memory + q(cluster.search_memory, "search_memory")
+            + served * q(cluster.sglang_memory, "sglang_memory"),
+            1 + served * cluster.gpus_per_step))
     lean = PodSize(q(cluster.search_cpu, "search_cpu"), q(cluster.search_memory, "search_memory"), 0)
     step = PodSize(q(cluster.step_cpu, "step_cpu"), q(cluster.step_memory, "step_memory"), 0)
-    return {"gpu": PodSize(max(search.cpu, train.cpu), max(search.memory, train.memory), max(search.gpus, train.gpus)),
+    return {"gpu": PodSize(max(p.cpu for p in gpu_pods), max(p.memory for p in gpu_pods),
+                           max(p.gpus for p in gpu_pods)),
             "cpu": PodSize(max(lean.cpu, step.cpu), max(lean.memory, step.memory), 0)}
 
 

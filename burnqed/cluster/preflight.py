@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed.cluster.argo import ArgoClient, ArgoTarget
-from burnqed.cluster.gpu_plan import planner_pod_gpus, required_gpu_mib
+from burnqed.cluster.gpu_plan import planner_pod_gpus, required_gpu_mib, rl_sidecar
 from burnqed.cluster.kubereader import ClusterReader, Lookup
 from burnqed.cluster.nodefit import fits, gpu_mib, largest_pods, tolerated
 from burnqed.config import ClusterConfig, Config, load_config
@@ -344,7 +344,7 @@ def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: Check
             _cannot_read(rows, pool, listed, "list on nodes")
         return
     nodes = [n for n in (listed.found or {}).get("items") or [] if not (n.get("spec") or {}).get("unschedulable")]
-    sizes = largest_pods(cluster, rl=cfg.rl.enabled, planner_gpus=planner_pod_gpus(cfg))
+    sizes = largest_pods(cluster, rl=cfg.rl.enabled, planner_gpus=planner_pod_gpus(cfg), rl_sidecar=rl_sidecar(cfg))
     pools = (("gpu", cluster.gpu_node_selector, cluster.gpu_tolerations, "cluster.gpu_node_selector / gpu_tolerations"),
              ("cpu", cluster.cpu_node_selector, cluster.cpu_tolerations, "cluster.cpu_node_selector / cpu_tolerations"))
     for pool, selector, tolerations, keys in pools:

@@ -117,8 +117,9 @@ class PolicyConfig(Section):
     )
     wait_for_start: bool = Field(
         default=False,
-        description="The servers at url and ebm.encoder_url are being started beside this process (the workflows' GPU "
-        "sidecar sets it): a refused connection is a server still loading, waited for up to ready_timeout_s. Unset, "
+        description="The servers at url and ebm.encoder_url (and the rl step's at rl.server_url) are being started "
+        "beside this process (the workflows' GPU sidecars set it): a refused connection is a server still loading, "
+        "waited for up to ready_timeout_s. Unset, "
         "a refused connection to a loopback URL (127.0.0.1, localhost, ::1) is an error at once: nothing listens "
         "there. A server that answers /health with 503 (warming up) is waited for either way.",
         json_schema_extra=neutral("whether a refused connection is waited for"),

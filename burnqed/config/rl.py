@@ -103,8 +103,10 @@ class RlConfig(Section):
     server_url: str | None = Field(
         default=None,
         description="With rl.rollout_engine = 'served': the SGLang-compatible server's base URL (SGLang launched with "
-        "--enable-lora for an adapter policy, on the adapter's base model; else on the SFT output); None = `burnqed "
-        "serve` started in the stage's own process on a free local port. Ignored by the other engines.",
+        "--enable-lora for an adapter policy, on the adapter's base model; else on the SFT output), which must read "
+        "the pushed versions' folders by the trainer's paths; None = `burnqed serve` started in the stage's own "
+        "process on a free local port, and on the cluster the rl step's own SGLang sidecar on a GPU of its own (render "
+        "sets this to it; docs/cluster.md, \"The rl step\"). Ignored by the other engines.",
         json_schema_extra=neutral("where the rollouts are sampled, not what: the server is given the run's weights"),
     )
     processes: int = Field(

@@ -23,6 +23,7 @@ import math
 import shutil
 import tempfile
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -154,17 +155,27 @@ class ServedRollouts:
             raise PolicyError(f"cannot reach the rollout server {self.url}{path}: {exc}") from None
 
 
-def check_health(url: str) -> None:
-    """PolicyError unless GET {url}/health answers 200 (SGLang: 503 while it loads): before the run's long work."""
-    try:
-        with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=30) as response:
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        status = exc.code
-    except (urllib.error.URLError, OSError) as exc:
-        raise PolicyError(f"rl.server_url {url} cannot be reached: {exc}") from None
-    if status != 200:
-        raise PolicyError(f"rl.server_url {url} is not ready: GET /health answered {status}")
+def check_health(url: str, *, wait_s: float = 0.0, wait_for_start: bool = False, poll_s: float = 2.0) -> None:
+    """PolicyError unless GET {url}/health answers 200, before the run's long work. Within `wait_s` seconds
+    (policy.ready_timeout_s) a server that is loading is waited for: SGLang's 503, and, with `wait_for_start` (the
+    rl pod's sidecar being started beside this process: policy.wait_for_start), a refused connection."""
+    deadline = time.monotonic() + wait_s
+    waited = f" after {wait_s:g} s (policy.ready_timeout_s)" if wait_s > 0 else ""
+    while True:
+        status: int | None = None
+        try:
+            with urllib.request.urlopen(url.rstrip("/") + "/health", timeout=30) as response:
+                status = response.status
+        except urllib.error.HTTPError as exc:
+            status = exc.code
+        except (urllib.error.URLError, OSError) as exc:
+            if not wait_for_start or time.monotonic() >= deadline:
+                raise PolicyError(f"rl.server_url {url} cannot be reached{waited}: {exc}") from None
+        if status == 200:
+            return
+        if status is not None and time.monotonic() >= deadline:
+            raise PolicyError(f"rl.server_url {url} is not ready{waited}: GET /health answered {status}")
+        time.sleep(max(0.0, min(poll_s, deadline - time.monotonic())))
 
 
 def temperature_problem(temperature: float) -> str:
@@ -226,15 +237,20 @@ def local_server(folder: Path, *, device: str, seed: int, enable_lora: bool) -> 
 
 
 @contextmanager
-def served_engine(rl: RlConfig, *, lora: bool, base: Path, sft: Path, device: str) -> Iterator[ServedRollouts]:
-    """The served engine of a run: against rl.server_url, or `local_server` on the adapter's `base` (LoRA, with
-    --enable-lora) or the `sft` output (full weights); the pushed versions in a temporary folder removed at the end."""
+def served_engine(rl: RlConfig, *, lora: bool, base: Path, sft: Path, device: str, wait_s: float = 0.0,
+                  wait_for_start: bool = False) -> Iterator[ServedRollouts]:
+    """The served engine of a run: against rl.server_url (its /health waited for as `check_health` says), or
+    `local_server` on the adapter's `base` (LoRA, with --enable-lora) or the `sft` output (full weights); the pushed
+    versions in a temporary folder removed at the end, readable by every user: the server reads them by path, and
+    the rl pod's sidecar runs under another uid than the trainer (cluster.run_as_user; the trainer's container runs
+    as root when cluster.lean_uid is set), on the same /tmp."""
     with ExitStack() as stack:
         if rl.server_url is not None:
-            check_health(rl.server_url)
+            check_health(rl.server_url, wait_s=wait_s, wait_for_start=wait_for_start)
         url = rl.server_url or stack.enter_context(local_server(base if lora else sft, device=device, seed=rl.seed,
                                                                 enable_lora=lora)).url
         weights = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="burnqed-rl-weights-")))
+        weights.chmod(0o755)  # mkdtemp's 0700 would hide the pushed versions from a server of another uid
         yield ServedRollouts(url, weights, tokenizer_source=sft, rl=rl)
 
 

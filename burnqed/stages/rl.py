@@ -109,6 +109,8 @@ class RlSettings:
     reward: RewardSettings
     guard: TacticGuard
     repair: RepairSettings = field(default_factory=RepairSettings)
+    server_wait_s: float = 0.0  # rl.server_url: how long its /health is waited for (policy.ready_timeout_s)
+    server_starting: bool = False  # policy.wait_for_start: a refused connection is a sidecar still starting
 
     @classmethod
     def from_config(cls, cfg: Config) -> RlSettings:
@@ -119,7 +121,8 @@ class RlSettings:
                                 cut=search.repair_cut_at_error)
         served = repair.fmt if search.repair_rounds > 0 else None  # repair prompts in the rows
         return cls(cfg.rl, cfg.sft, RewardSettings(fmt=fmt, form=cfg.policy.declaration_form, repair=served),
-                   TacticGuard.from_config(cfg.lean), repair)
+                   TacticGuard.from_config(cfg.lean), repair, server_wait_s=cfg.policy.ready_timeout_s,
+                   server_starting=cfg.policy.wait_for_start)
 
 
 def proved_theorems(trajectories: Sequence[str], *, store: Store) -> set[str]:
@@ -532,9 +535,11 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
             base_dir = resolve_base_model(sft_record.base_model, store=store)
             bf16 = settings.sft.bf16 and device.startswith("cuda")
             sft = settings.sft.model_copy(update={"seed": rl.seed})
-            policy = load_for_training(sft_record.method, base_dir, source, sft, device, bf16)
+            # the server first: the rl pod's sidecar, still loading, is waited for before the policy's own long load
             served = None if rl.rollout_engine != "served" else engines.enter_context(served_engine(
-                rl, lora=sft_record.method != "full", base=base_dir, sft=source, device=device))
+                rl, lora=sft_record.method != "full", base=base_dir, sft=source, device=device,
+                wait_s=settings.server_wait_s, wait_for_start=settings.server_starting))
+            policy = load_for_training(sft_record.method, base_dir, source, sft, device, bf16)
             checkpoints = CheckpointStore.for_output(request.output, store=store, mark=CHECKPOINT_MARK)
             if world.main:
                 checkpoints.prepare(checkpoint_settings(request, settings, sft_record, selection), fresh=request.force)

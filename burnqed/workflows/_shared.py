@@ -6,7 +6,8 @@
     gpu       train image; GPUs, /dev/shm; GPU pool
     gpu+lean  core image with the Lean workers + the SGLang sidecar on the GPU (+ burnqed's encoder), model fetched;
               in sketch mode with a second served planner on loopback, the planner's SGLang sidecar on GPUs of its own
-    train+lean  rl image; one GPU and the Lean workers in the main container (training's + search's requests); GPU pool
+    train+lean  rl image; one GPU and the Lean workers in the main container (training's + search's requests); GPU pool;
+              with rl.rollout_engine = 'served' (no rl.server_url) also the policy's SGLang sidecar on a GPU of its own
 
 Every step runs `burnqed <stage> …` non-root on a read-only root filesystem, with no service-account token, the
 config from a ConfigMap, S3 credentials from a Secret, and a retry expression for interruptions only
@@ -28,6 +29,7 @@ from hera.workflows import models as m
 
 from burnqed.cluster.gpu_plan import (
     PLAN_ANNOTATION,
+    RL_LORA_SLOTS,
     GpuPlan,
     check_cluster_planner,
     gpu_plan,
@@ -35,12 +37,15 @@ from burnqed.cluster.gpu_plan import (
     planner_sidecar,
     required_gpu_mib,
     rl_gpu_plan,
+    rl_server_plan,
+    rl_sidecar,
 )
 from burnqed.cluster.images import declared, fetch_requirements, step_requirements
 from burnqed.cluster.memory import PlanKeys, add_quantities, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
+from burnqed.errors import ConfigError
 from burnqed.layout import Layout
 from burnqed.records.enums import SearchMode
 from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration
@@ -320,7 +325,7 @@ def _sglang_sidecar(stage: Stage, profile: Profile, plan: GpuPlan) -> UserContai
             pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
             mounts.append(m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True))
     return _sglang_container("sglang", profile, plan, POLICY_DIR, GENERATE_PORT, pairs, mounts, cluster.sglang_args,
-                             cluster.gpus_per_step)
+                             cluster.gpus_per_step, seeded=profile.cfg.policy.seed is not None)
 
 
 def _planner_sidecar(profile: Profile, plan: GpuPlan) -> UserContainer:
@@ -328,21 +333,56 @@ def _planner_sidecar(profile: Profile, plan: GpuPlan) -> UserContainer:
     at PLANNER_PORT; memory from its GPU plan (`gpu_plan.planner_gpu_plan`)."""
     planner = profile.cfg.planner
     return _sglang_container("sglang-planner", profile, plan, PLANNER_DIR, PLANNER_PORT, [], [], planner.sglang_args,
-                             planner.gpus)
+                             planner.gpus, seeded=profile.cfg.policy.seed is not None)
+
+
+def _rl_sidecar(profile: Profile, plan: GpuPlan) -> UserContainer:
+    """The rl step's SGLang (rl.rollout_engine = 'served'): the policy's served model (`rl_served_model`) on
+    loopback at GENERATE_PORT, on cluster.gpus_per_step GPUs of its own, memory from `gpu_plan.rl_server_plan`; for an
+    adapter policy with LoRA on (`rl_lora_args`), so that the trainer's pushed adapters load; always seeded (every
+    rollout carries its sampling_seed, rl.served.sample_seed)."""
+    cluster = profile.cfg.cluster
+    return _sglang_container("sglang", profile, plan, POLICY_DIR, GENERATE_PORT, [], [],
+                             [*cluster.sglang_args, *rl_lora_args(profile.cfg)], cluster.gpus_per_step, seeded=True)
+
+
+def rl_lora_args(cfg: Config) -> list[str]:
+    """SGLang's LoRA options for the rl sidecar of an adapter policy (sft.method lora or qlora; none for full weights,
+    which reach it through /update_weights_from_disk): LoRA on with no adapter at start, so the rank and the modules
+    are given (SGLang infers them only from --lora-paths), and RL_LORA_SLOTS adapters per batch."""
+    if cfg.sft.method == "full":
+        return []
+    return ["--enable-lora", "--max-lora-rank", str(cfg.sft.lora_r),
+            "--lora-target-modules", *dict.fromkeys(cfg.sft.target_modules),
+            "--max-loras-per-batch", str(RL_LORA_SLOTS)]
+
+
+def rl_served_model(stage: Stage, cfg: Config) -> str:
+    """The model folder the rl sidecar serves: for an adapter policy the base model the adapter was trained on
+    (sft.base_model, which SFT refuses to change across iterations), for full weights the SFT output the step reads
+    (its --sft); `ConfigError` for an adapter over the tiny embedded model (no URI to fetch)."""
+    if cfg.sft.method == "full":
+        return stage.argv[stage.argv.index("--sft") + 1]
+    if cfg.sft.base_model is None:
+        raise ConfigError(f"step {stage.name}: rl.rollout_engine = 'served' serves the adapter's base model from a "
+                          "sidecar, but sft.base_model is unset (the tiny embedded model has no URI to fetch): set "
+                          "sft.base_model, or rl.server_url to a server of your own")
+    return cfg.sft.base_model
 
 
 def _sglang_container(name: str, profile: Profile, plan: GpuPlan, model_dir: str, port: int,
                       pairs: list[tuple[str, str]], mounts: list[m.VolumeMount], extra_args: Sequence[str],
-                      gpus: int) -> UserContainer:
+                      gpus: int, *, seeded: bool) -> UserContainer:
     """An SGLang sidecar `name` (the image's entrypoint) serving `model_dir` on loopback at `port` with the plan's
-    --mem-fraction-static on `gpus` GPUs (tensor parallel above 1), `pairs` and `mounts` added."""
+    --mem-fraction-static on `gpus` GPUs (tensor parallel above 1), `pairs` and `mounts` added; `seeded`: its requests
+    carry sampling seeds, which SGLang reads only in deterministic mode."""
     cluster = profile.cfg.cluster
     env = [("MODEL_DIR", model_dir), ("READY_FILE", f"{model_dir}/{READY_FILE_NAME}"), ("HOST", LOOPBACK),
            ("PORT", str(port)), ("MEM_FRACTION", f"{plan.sglang_fraction:.3f}"),
            ("SGLANG_RETURN_ORIGINAL_LOGPROB", "1"),  # pre-temperature log-probs (also set in the image)
            ("HOME", "/tmp"), *pairs]
     args = [*SAMPLING_DEFAULTS, *extra_args]  # the config refuses another --sampling-defaults there
-    if profile.cfg.policy.seed is not None and DETERMINISTIC not in args:
+    if seeded and DETERMINISTIC not in args:
         args.append(DETERMINISTIC)  # SGLang reads sampling_seed only in deterministic mode (sampling_batch_info.py)
     if gpus > 1:
         args += ["--tp-size", str(gpus)]
@@ -431,6 +471,13 @@ def sidecar_sets(stage: Stage) -> list[str]:
     return sets
 
 
+def rl_sidecar_sets() -> list[str]:
+    """The rl step's `--set`s that point the served engine at its sidecar (rl.server_url) and say that it is being
+    started beside it: `burnqed rl` waits for its /health (policy.wait_for_start: through the closed port of a server
+    still loading, up to policy.ready_timeout_s) before it loads the policy."""
+    return ["--set", f"rl.server_url=http://{LOOPBACK}:{GENERATE_PORT}", "--set", "policy.wait_for_start=true"]
+
+
 def planner_sets() -> list[str]:
     """The main container's `--set` that points the planner's client at its sidecar (policy.wait_for_start, which
     its client shares, already says that the sidecars are being started)."""
@@ -459,9 +506,11 @@ def stage_gpus(stage: Stage, cfg: Config) -> int:
     return cfg.cluster.gpus_per_step
 
 
-def _step_volumes(profile: Profile, *, gpu: bool, sidecar: bool) -> tuple[list[m.Volume], list[m.VolumeMount]]:
+def _step_volumes(profile: Profile, *, gpu: bool, sidecar: bool, models: bool) -> tuple[list[m.Volume],
+                                                                                     list[m.VolumeMount]]:
     """A step's volumes and the main container's mounts: scratch at /tmp, the config map (`mount_config`), shared
-    memory on a GPU pod (mounted in the main container unless the GPU is the sidecar's) and the sidecar's models."""
+    memory on a GPU pod (mounted in the main container unless the GPU is the sidecar's) and, with `models`, the
+    sidecars' models (a search pod's SGLang, or the rl step's)."""
     cluster = profile.cfg.cluster
     volumes = [_volume("scratch", size=cluster.scratch_size)]
     mounts = [m.VolumeMount(name="scratch", mount_path="/tmp")]
@@ -472,7 +521,7 @@ def _step_volumes(profile: Profile, *, gpu: bool, sidecar: bool) -> tuple[list[m
         volumes.append(_volume("shm", size=cluster.shm_size, memory=True))
     if gpu and not sidecar:
         mounts.append(m.VolumeMount(name="shm", mount_path="/dev/shm"))
-    if sidecar:
+    if models:
         volumes.append(_volume("models", size=cluster.model_volume_size))
     return volumes, mounts
 
@@ -496,6 +545,34 @@ def _step_resources(stage: Stage, profile: Profile) -> Resources:
                      memory_limit=cluster.search_memory)
 
 
+def _gpu_containers(stage: Stage, profile: Profile, *, sidecar: bool, planner: bool, trainer: bool,
+                    served_model: str | None) -> tuple[str | None, list[Any], list[Any]]:
+    """The pod's GPU plans as its annotation says them (None: no plan), its sidecars and their init containers: the
+    policy's SGLang of a search pod (`sidecar`) and the planner's beside it (`planner`), the rl trainer's GPU
+    (`trainer`) and, with `served_model`, the rl step's SGLang serving it."""
+    cluster = profile.cfg.cluster
+    plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
+    planner_plan = planner_gpu_plan(profile.cfg) if planner else None
+    rl_plan = rl_gpu_plan(profile.cfg) if trainer else None
+    server_plan = rl_server_plan(profile.cfg) if served_model is not None else None
+    described = plan.describe() if plan is not None else rl_plan.describe() if rl_plan is not None else None
+    if described is not None and planner_plan is not None:
+        described += (f"\nthe planner's sidecar, on {profile.cfg.planner.gpus} GPU(s) of its own: "
+                      + planner_plan.describe())
+    if described is not None and server_plan is not None:
+        described += (f"\nthe rl step's SGLang sidecar, on {cluster.gpus_per_step} GPU(s) of its own: "
+                      + server_plan.describe())
+    sidecars = [_sglang_sidecar(stage, profile, plan)] if plan is not None else []
+    inits: list[Any] = [_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else []
+    if server_plan is not None and served_model is not None:
+        sidecars.append(_rl_sidecar(profile, server_plan))
+        inits.append(_fetch_init(served_model, profile))
+    if planner_plan is not None and profile.cfg.planner.model:
+        sidecars.append(_planner_sidecar(profile, planner_plan))
+        inits.append(_fetch_init(profile.cfg.planner.model, profile, name="fetch-planner", folder=PLANNER_DIR))
+    return described, sidecars, inits
+
+
 def stage_template(stage: Stage, profile: Profile) -> Container:
     """The container template of one stage (see the module docstring for what each resource class gets)."""
     cluster = profile.cfg.cluster
@@ -508,11 +585,16 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
     if sketch:
         check_cluster_planner(profile.cfg)
     planner = sketch and planner_sidecar(profile.cfg)
+    # the served rollout engine: the rl step's own SGLang sidecar
+    served = gpu and stage.resource is Resource.TRAIN_LEAN and rl_sidecar(profile.cfg)
+    served_model = rl_served_model(stage, profile.cfg) if served else None
     args = [part.replace(SHARD, SHARD_INPUT) for part in stage.argv]
     if sidecar:
         args += sidecar_sets(stage) + (planner_sets() if planner else [])
+    if served:
+        args += rl_sidecar_sets()
 
-    volumes, mounts = _step_volumes(profile, gpu=gpu, sidecar=sidecar)
+    volumes, mounts = _step_volumes(profile, gpu=gpu, sidecar=sidecar, models=sidecar or served)
     resources = _step_resources(stage, profile)
     image = images(cluster)
     in_core = stage.name in profile.image_lean or not (profile.cpu_only or stage.resource is Resource.GPU)
@@ -521,18 +603,9 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
     # trainer and Lean)
     pins = step_requirements(stage, profile.cfg, declared()[image_kind], where=f"step {stage.name}", gpu=trains)
     tolerations = cluster.gpu_tolerations if gpu else cluster.cpu_tolerations
-    plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
-    planner_plan = planner_gpu_plan(profile.cfg) if planner else None
-    rl_plan = rl_gpu_plan(profile.cfg) if gpu and stage.resource is Resource.TRAIN_LEAN else None
-    described = plan.describe() if plan is not None else rl_plan.describe() if rl_plan is not None else None
-    if described is not None and planner_plan is not None:
-        described += (f"\nthe planner's sidecar, on {profile.cfg.planner.gpus} GPU(s) of its own: "
-                      + planner_plan.describe())
-    sidecars = [_sglang_sidecar(stage, profile, plan)] if plan is not None else []
-    inits: list[Any] = [_fetch_init(stage.policy_model, profile)] if sidecar and stage.policy_model else []
-    if planner_plan is not None and profile.cfg.planner.model:
-        sidecars.append(_planner_sidecar(profile, planner_plan))
-        inits.append(_fetch_init(profile.cfg.planner.model, profile, name="fetch-planner", folder=PLANNER_DIR))
+    described, sidecars, inits = _gpu_containers(stage, profile, sidecar=sidecar, planner=planner,
+                                                 trainer=gpu and stage.resource is Resource.TRAIN_LEAN,
+                                                 served_model=served_model)
     return Container(
         name=stage.name,
         image={"train": image.train, "rl": image.rl}.get(image_kind, image.core),

@@ -15,7 +15,8 @@ transformers (the versions of constraints.txt, which this environment has instal
 
 More lenient than the images where this environment's versions require more than the image's would (a dependency
 pulled in here but not there is present), and where the image has files no distribution records (pip, setuptools,
-the interpreter's own packages are not linked: the images' do not import them); stricter nowhere else.
+the interpreter's own packages are not linked: the images' do not import them), and where a caller adds
+distributions (`add`: what a stand-in needs that the image's own program does not); stricter nowhere else.
 """
 
 from __future__ import annotations
@@ -50,13 +51,15 @@ def _top_requirements(extras: Iterable[str]) -> list[Requirement]:
     return [Requirement(text) for text in images.requirements(extras)]
 
 
-def closure(extras: Iterable[str]) -> set[str]:
-    """Normalised names of every distribution `pip install torch /src[EXTRAS]` puts in an image, as this
-    environment's metadata resolves the requirements. A required distribution this environment lacks is an error."""
+def closure(extras: Iterable[str], also: Iterable[str] = ()) -> set[str]:
+    """Normalised names of every distribution `pip install torch /src[EXTRAS]` puts in an image (with `also`, those
+    distributions too), as this environment's metadata resolves the requirements. A required distribution this
+    environment lacks is an error."""
     env = cast(dict[str, str], default_environment())
     seen: set[tuple[str, str]] = set()
     names: set[str] = set()
     pending = [(r.name, extra) for r in _top_requirements(extras) for extra in ("", *sorted(r.extras))]
+    pending += [(name, "") for name in also]
     while pending:
         name, extra = pending.pop()
         key = (norm(name), extra)
@@ -75,11 +78,11 @@ def closure(extras: Iterable[str]) -> set[str]:
     return names
 
 
-def image_distributions(image: str) -> set[str]:
-    """The distributions of an image of images.toml, or of the serving side (`SERVING`)."""
+def image_distributions(image: str, also: Iterable[str] = ()) -> set[str]:
+    """The distributions of an image of images.toml, or of the serving side (`SERVING`), with those of `also`."""
     if image == SERVING:
-        return closure(SERVING_EXTRAS)
-    return closure(images.declared()[image].extras)
+        return closure(SERVING_EXTRAS, also)
+    return closure(images.declared()[image].extras, also)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,11 +121,11 @@ def _link(source: Path, target: Path) -> None:
             _link(entry, target / entry.name)
 
 
-def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = ()) -> ImageVenv:
-    """A venv at `dest` with the image's distributions only (without those of `drop`: an image missing them), and
-    this checkout's burnqed."""
+def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = (), add: Iterable[str] = ()) -> ImageVenv:
+    """A venv at `dest` with the image's distributions only (without those of `drop`: an image missing them; with
+    those of `add`: what a stand-in needs that the image's own program does not), and this checkout's burnqed."""
     dropped = {norm(name) for name in drop}
-    wanted = image_distributions(image)
+    wanted = image_distributions(image, add)
     if not dropped <= wanted:
         raise AssertionError(f"the {image} image does not install {', '.join(sorted(dropped - wanted))}")
     venv = build_venv(image, wanted - dropped, dest)

@@ -19,7 +19,9 @@ the container, the image and the module that failed to import.
 What differs from a pod, and why: the containers run as this user (no runAsUser, no SETUID: `lean.run_as_uid`,
 pinned by render as BURNQED_LEAN__RUN_AS_UID, is left out, tests/cluster/test_lean_credentials.py checks it as
 root), on CPU, one task at a time (the DAG's fan-out runs in sequence), without Argo's retries, resources,
-deadlines or node placement, and `burnqed serve` stands in for SGLang (no --mem-fraction-static).
+deadlines or node placement, and `burnqed serve` stands in for SGLang (no --mem-fraction-static; for the served rl
+step's LoRA it merges the pushed adapters with peft, which SGLang's own loader does not need: that rehearsal's serving
+venv adds peft).
 """
 
 from __future__ import annotations

@@ -326,6 +326,10 @@ def test_the_largest_pods() -> None:
     assert sizes["cpu"].describe() == "16 CPUs, 96Gi"  # data preparation's Lean workers
     with_rl = largest_pods(ClusterConfig(), rl=True)  # the rl step: training's 8 + 64Gi and search's 16 + 96Gi
     assert with_rl["gpu"].describe() == "24 CPUs, 160Gi, 1 GPU" and with_rl["cpu"] == sizes["cpu"]
+    # rl.rollout_engine = 'served': the rl pod also holds its SGLang sidecar (4 CPUs, 32Gi) on a GPU of its own
+    served = largest_pods(ClusterConfig(), rl=True, rl_sidecar=True)
+    assert served["gpu"].describe() == "28 CPUs, 192Gi, 2 GPU"
+    assert largest_pods(ClusterConfig(gpus_per_step=2), rl=True, rl_sidecar=True)["gpu"].gpus == 3
 
 
 @pytest.mark.slow

@@ -182,11 +182,16 @@ def test_the_core_image_without_safetensors_fails_the_value_models_eval(rehearse
         rehearsal.run(rehearsal.workflow(1), only=["eval"])
 
 
-def _rl_rehearsal(rehearsed: Rehearsed, drop: set[str] | None = None) -> Rehearsal:
-    """The rehearsed run's venvs and S3 with the rl image's venv, and a ConfigMap of the same file with rl.enabled."""
-    work = rehearsed.rehearsal.work / ("rl" if not drop else f"rl-without-{'-'.join(sorted(drop))}")
+def _rl_rehearsal(rehearsed: Rehearsed, drop: set[str] | None = None, *, served: bool = False) -> Rehearsal:
+    """The rehearsed run's venvs and S3 with the rl image's venv, and a ConfigMap of the same file with rl.enabled
+    (with `served`: rl.rollout_engine = 'served', the rl step's SGLang sidecar)."""
+    name = "rl-served" if served else "rl" if not drop else f"rl-without-{'-'.join(sorted(drop))}"
+    work = rehearsed.rehearsal.work / name
     venvs = {**rehearsed.rehearsal.venvs, "rl": build_image_venv("rl", work / "venv", drop=drop or ())}
-    return Rehearsal(venvs, work, rehearsed.rehearsal.endpoint, configmap_content(rehearsal_config_text(RL)))
+    if served:  # `burnqed serve` stands in for SGLang, and merges the pushed adapters with peft (SGLang's own loader)
+        venvs[SERVING] = build_image_venv(SERVING, work / "venv-sglang", add={"peft"})
+    also = {"rl": {**RL["rl"], "rollout_engine": "served"}} if served else RL
+    return Rehearsal(venvs, work, rehearsed.rehearsal.endpoint, configmap_content(rehearsal_config_text(also)))
 
 
 def test_the_rl_step_runs_in_the_rl_image_on_iteration_0s_sft(rehearsed: Rehearsed) -> None:
@@ -201,6 +206,25 @@ def test_the_rl_step_runs_in_the_rl_image_on_iteration_0s_sft(rehearsed: Rehears
     assert record["sft"] == f"{root}/iter_0/sft" and record["steps"] == 2 and record["method"] == "lora"
     assert store.read_bytes(f"{root}/iter_0/rl/sft.json") == store.read_bytes(f"{root}/iter_0/sft/sft.json")
     print(f"\nrehearsal: the rl step {run.seconds:.0f} s ({run.cpu_seconds:.0f} CPU s)")
+
+
+def test_the_served_rl_step_runs_against_its_sidecar_in_the_rl_and_serving_images(rehearsed: Rehearsed) -> None:
+    """rl.rollout_engine = 'served': the pod's sidecar from its rendered command (the base model fetched, LoRA on),
+    the trainer in the rl image pointed at it on loopback, each step's adapter pushed to it by path."""
+    rehearsal = _rl_rehearsal(rehearsed, served=True)
+    if rehearsed.store.is_done(f"{rehearsed.root}/iter_0/rl"):  # the trainer engine's output: this step's is another
+        _forget(rehearsed, "iter_0/rl")
+    template = next(t for t in rehearsal.workflow(0)["spec"]["templates"] if t["name"] == "rl")
+    (sidecar,) = template["sidecars"]
+    assert sidecar["name"] == "sglang" and "--enable-lora" in sidecar["args"]
+    (run,) = rehearsal.run(rehearsal.workflow(0), only=["rl"])
+    assert (run.task, run.image) == ("rl", "rl")
+    store, root = rehearsed.store, rehearsed.root
+    record = json.loads(store.read_bytes(f"{root}/iter_0/rl/rl.json"))
+    assert (record["rollout_engine"], record["method"], record["steps"]) == ("served", "lora", 2)
+    rollouts = [json.loads(line) for line in store.read_bytes(f"{root}/iter_0/rl/rollouts.jsonl").splitlines()]
+    assert [(r["step"], r["weights_version"]) for r in rollouts] == [(1, 0)] * 4 + [(2, 1)] * 4
+    print(f"\nrehearsal: the served rl step {run.seconds:.0f} s ({run.cpu_seconds:.0f} CPU s)")
 
 
 def test_the_rl_image_without_trl_fails_the_rl_step(rehearsed: Rehearsed) -> None:

@@ -10,7 +10,12 @@ The reward path under this engine: tests/rl/test_reward.py's engine test."""
 from __future__ import annotations
 
 import json
+import stat
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -18,11 +23,18 @@ from typing import Any
 import httpx
 import pytest
 
-from burnqed.config import Config, RlConfig
+from burnqed.config import Config, RlConfig, load_config
 from burnqed.errors import PolicyError
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.server import ModelServer
-from burnqed.rl.served import ServedRollouts, check_health, local_server, sample_seed, trainer_logprobs
+from burnqed.rl.served import (
+    ServedRollouts,
+    check_health,
+    local_server,
+    sample_seed,
+    served_engine,
+    trainer_logprobs,
+)
 from burnqed.stages.rl import RL_RECORD, ROLLOUTS, RlRequest, RlSettings, run_rl, select_theorems
 from burnqed.storage import Store
 from tests.rl.helpers import THEOREMS, build_policy
@@ -197,6 +209,65 @@ def test_the_served_engine_needs_temperature_one_and_a_server_that_answers(lora_
     check_health(lora_server.url)
     with pytest.raises(PolicyError, match=r"^rl.server_url http://127.0.0.1:9 cannot be reached: "):
         check_health("http://127.0.0.1:9")
+    # the rl pod's sidecar being started (policy.wait_for_start): a refused connection is waited for, up to wait_s
+    started = time.monotonic()
+    with pytest.raises(PolicyError, match=r"^rl.server_url http://127.0.0.1:9 cannot be reached after 0.1 s "
+                                          r"\(policy.ready_timeout_s\): "):
+        check_health("http://127.0.0.1:9", wait_s=0.1, wait_for_start=True, poll_s=0.02)
+    assert 0.1 <= time.monotonic() - started < 5
+
+
+@contextmanager
+def health_after(loading: int) -> Iterator[tuple[str, list[int]]]:
+    """A server whose /health answers 503 (SGLang loading) `loading` times, then 200: its URL and the answers."""
+    answers: list[int] = []
+
+    class Health(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status = 503 if len(answers) < loading else 200
+            answers.append(status)
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Health)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", answers
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+
+
+def test_a_loading_server_is_waited_for_up_to_the_policys_ready_timeout() -> None:
+    with health_after(2) as (url, answers):
+        check_health(url, wait_s=30, poll_s=0.02)
+        assert answers == [503, 503, 200]
+    with health_after(100) as (url, answers), pytest.raises(
+            PolicyError, match=rf"^rl.server_url {url} is not ready after 0.1 s \(policy.ready_timeout_s\): GET "
+                               r"/health answered 503$"):
+        check_health(url, wait_s=0.1, poll_s=0.02)
+    with health_after(1) as (url, answers), pytest.raises(PolicyError, match=r"is not ready: GET /health answered 503"):
+        check_health(url)  # no wait: the first answer decides
+    # the stage waits as the configuration says (the cluster's rl step: its sidecar, started beside it)
+    settings = RlSettings.from_config(load_config(sets=["policy.ready_timeout_s=900", "policy.wait_for_start=true"],
+                                                       environ={}))
+    assert (settings.server_wait_s, settings.server_starting) == (900.0, True)
+    assert (RlSettings.from_config(Config()).server_wait_s, RlSettings.from_config(Config()).server_starting) == (
+        600.0, False)
+
+
+def test_the_pushed_versions_folder_is_readable_by_a_server_of_another_uid(lora_server: ModelServer,
+                                                                           tiny_model_dir: Path) -> None:
+    rl = RlConfig(rollout_engine="served", server_url=lora_server.url)
+    with served_engine(rl, lora=True, base=tiny_model_dir, sft=tiny_model_dir, device="cpu") as engine:
+        assert engine.url == lora_server.url and stat.S_IMODE(engine.weights_dir.stat().st_mode) == 0o755
+    assert not engine.weights_dir.exists()
 
 
 @pytest.fixture(scope="module")
