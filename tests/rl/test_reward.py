@@ -540,18 +540,18 @@ def test_close_is_idempotent_and_a_reward_never_called_closes_at_once() -> None:
     reward = LeanReward(THEOREMS, lambda: pytest.fail("no pool is opened"), DEFAULT_GUARD, RewardSettings(fmt=FMT))
     reward.close()
     reward.close()  # nothing was started
-    with reward:
-        assert reward.run(asyncio.sleep(0, result=7)) == 7  # the loop thread starts
-        # a daemon: a reward nobody closed cannot keep the interpreter from exiting
-        assert [t.daemon for t in threading.enumerate() if t.name == "burnqed-reward"] == [True]
-    reward.close()  # after the context's own close
-    assert [t for t in threading.enumerate() if t.name == "burnqed-reward"] == []
     gc.collect()  # what earlier tests left is collected first: below, only this reward's loop could warn
-    with warnings.catch_warnings(record=True) as caught:  # its loop was closed, not left to the collector
+    with warnings.catch_warnings(record=True) as caught:  # its loop is closed, not left to the collector
         warnings.simplefilter("always")
+        with reward:
+            assert reward.run(asyncio.sleep(0, result=7)) == 7  # the loop thread starts
+            # a daemon: a reward nobody closed cannot keep the interpreter from exiting
+            assert [t.daemon for t in threading.enumerate() if t.name == "burnqed-reward"] == [True]
+        reward.close()  # after the context's own close
         del reward
         gc.collect()
-    assert [str(w.message) for w in caught if "event loop" in str(w.message)] == []
+    assert [t for t in threading.enumerate() if t.name == "burnqed-reward"] == []
+    assert [str(w.message) for w in caught if "unclosed event loop" in str(w.message)] == []
 
 
 def test_a_reward_called_again_after_close_enters_a_new_pool_on_a_new_loop() -> None:
