@@ -2,7 +2,8 @@
 tasks counted apart, both shown in the eval's table, the per-theorem table and the report's proofs; the theorem set's
 digest follows the header and the answer. The produced answer checked against the reference (on minilean, a made-up
 problem in PutnamBench's form): `100` for `3 ≤ SOL` (reference 5) is proved and counted "answer produced", never
-"answer produced (reference answer)", in the table, eval.json's fields, the report's proofs and `compare`."""
+"answer produced (reference answer)", in the table, eval.json's fields, the report's proofs and `compare`. minilean
+answers in this process (`InProcessReplayPool`; tests/search/test_answer_check.py checks one through a process)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, check_answers, eval_job, theorem_digest
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.pool import LeanPool
+from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import TheoremResult
 from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
@@ -29,6 +30,8 @@ from burnqed.report.core import _proofs_markdown
 from burnqed.report.tables import ProofRow
 from burnqed.search.answer_check import AnswerCheck
 from burnqed.storage import Store
+from leankit.version import PantographVersion
+from tests.doubles.line_servers import MiniLean
 from tests.doubles.policy_double import ScriptedPolicy
 from tests.search.test_answers import completion, search
 
@@ -107,6 +110,13 @@ SLOT = "putnam_mock_solution"
 AT_LEAST_THREE = Theorem(name="putnam_mock", signature=f": 3 ≤ {SLOT}", header=f"abbrev {SLOT} : ℕ := sorry\n-- 5",
                          source="putnam", answer=Answer(name=SLOT, type="ℕ", task=AnswerTask.PRODUCED, reference="5"))
 MINILEAN = [sys.executable, "-m", "minilean", "--pantograph-version", "0.3.4"]
+LEAN = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0, compile_timeout_s=10.0,
+                  ready_timeout_s=20.0)
+
+
+def minilean_pool() -> InProcessReplayPool:
+    """One minilean worker at 0.3.4 in this process, two theorems a lease."""
+    return InProcessReplayPool(lambda: MiniLean(version=PantographVersion.parse("0.3.4")), 1, theorems_per_worker=2)
 
 
 def mock_file(answer: str) -> str:
@@ -125,10 +135,8 @@ def whole_mock(answer: str) -> TheoremResult:
 def checked(attempts: list[list[TheoremResult]], theorems: list[Theorem]) -> AnswerChecks:
     """`eval.run.check_answers` on a one-worker minilean pool."""
     async def go() -> AnswerChecks:
-        config = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0,
-                            compile_timeout_s=10.0, ready_timeout_s=20.0)
-        async with LeanPool.from_config(config, 1, theorems_per_worker=2) as pool:
-            return await check_answers(theorems, attempts, pool, TacticGuard.from_config(config))
+        async with minilean_pool() as pool:
+            return await check_answers(theorems, attempts, pool, TacticGuard.from_config(LEAN))
 
     return asyncio.run(go())
 
@@ -204,11 +212,9 @@ def test_an_eval_on_minilean_counts_a_wrong_answer_proved_but_not_with_the_refer
     wrong = completion("100", f"  norm_num [{SLOT}]", theorem=theorem)
     cfg = load_config(sets=["search.mode=whole", "policy.prompt_format=deepseek-tactic", "search.num_proofs=1",
                             "search.min_proofs=1", "search.timeout_s=30"])
-    lean = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0, compile_timeout_s=10.0,
-                      ready_timeout_s=20.0)
 
     async def go() -> EvalResult:
-        async with LeanPool.from_config(lean, 1, theorems_per_worker=2) as pool:
+        async with minilean_pool() as pool:
             return await eval_job(TheoremIndex(name="putnam-made-up", theorems=[AT_LEAST_THREE]),
                                   EvalJobSettings.from_config(cfg, [1, 2]), pass_n=1, pool=pool, pool_size=1,
                                   policy=ScriptedPolicy(lambda _: [(wrong, -0.1)], key=lambda prompt: prompt),

@@ -37,17 +37,17 @@ def test_force_deletes_only_what_an_eval_wrote_and_keeps_the_lease(tmp_path: Pat
     assert is_complete(str(prefix), store=store)  # nothing deleted
 
 
-@pytest.mark.slow  # two evals on the tiny model
+@pytest.mark.slow  # two evals on the tiny model, the command in this process (`cli`)
 def test_an_eval_keeps_its_trajectories_force_starts_them_over_and_show_draws_them(
         tiny_model_dir: Path, tmp_path: Path, store: Store) -> None:
     from burnqed.cli import app
-    from tests.processes import burnqed
+    from tests.processes import cli
     from tests.search.helpers import small_index
 
     common = ["--theorems", str(small_index(tmp_path, count=2)), "--budgets", "2", "--set",
               f"policy.model={tiny_model_dir}", "--set", "lean.workers=1", "--set", "search.max_nodes=2"]
     out, kept = tmp_path / "r.json", tmp_path / "r.trajectories"
-    first = burnqed("eval", "--output", str(out), *common)
+    first = cli("eval", "--output", str(out), *common)
     assert first.returncode == 0, first.stderr
     # the show it names repeats the --sets it reads (storage settings, pipeline.eval_modes): none of these
     assert first.stdout.splitlines()[-1] == (
@@ -55,7 +55,7 @@ def test_an_eval_keeps_its_trajectories_force_starts_them_over_and_show_draws_th
     assert is_complete(str(kept), store=store)
     names = sorted(result.name for result in read_results(str(kept), store=store))
     assert len(names) == 2
-    again = burnqed("eval", "--output", str(out), "--force", *common)
+    again = cli("eval", "--output", str(out), "--force", *common)
     assert again.returncode == 0, again.stderr
     assert f"--force: the trajectories under {kept} start over" in again.stderr
     parts = committed_parts(str(kept), store=store)

@@ -2,7 +2,8 @@
 part is a file anyone can edit. Whole mode on minilean (made-up problems, one in PutnamBench's answer form): an honest
 resume scores what the interrupted eval did; a part edited so that its proof is false (its last tactic `sorry`, a
 wrong answer, another statement, no text, tactics that are not the text's, a denied tactic) is scored not proved,
-`recheck_failed`, the detail saying why, and the other theorems still count. Step mode on the replay double too."""
+`recheck_failed`, the detail saying why, and the other theorems still count. Step mode on the replay double too.
+Lean answers in this process (`InProcessReplayPool`: what the recheck makes of a reply is the subject, not the pipe)."""
 
 from __future__ import annotations
 
@@ -23,13 +24,14 @@ from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job, recheck_committed
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.lean.pool import LeanPool
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
 from burnqed.storage import Store
 from burnqed.trajectory.reader import is_complete, read_results
 from leankit.corpus import load_corpus
+from leankit.version import PantographVersion
 from minilean.replay.replay_server import ReplayServer
+from tests.doubles.line_servers import MiniLean
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 SLOT = "putnam_mock_solution"
@@ -40,6 +42,7 @@ INDEX = TheoremIndex(name="made-up", theorems=[MOCK, PLAIN])
 MINILEAN = [sys.executable, "-m", "minilean", "--pantograph-version", "0.3.4"]
 LEAN = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0, compile_timeout_s=10.0,
                   ready_timeout_s=20.0)
+VERSION = PantographVersion.parse("0.3.4")
 GUARD = TacticGuard.from_config(LEAN)
 MOCK_FILE = f"abbrev {SLOT} : ℕ := (5)\n-- 5\n\ntheorem putnam_mock : 3 ≤ {SLOT} := by\n  norm_num [{SLOT}]\n"
 PLAIN_FILE = "theorem plain_sum : 2 + 2 = 4 := by\n  norm_num\n"
@@ -60,11 +63,16 @@ def evaluate(prefix: Path, store: Store, *, resume: bool = False) -> tuple[EvalR
     policy = ScriptedPolicy(answer, key=lambda prompt: prompt)
 
     async def go() -> EvalResult:
-        async with LeanPool.from_config(LEAN, 1, theorems_per_worker=4) as pool:
+        async with minilean_pool() as pool:
             return await eval_job(INDEX, EvalJobSettings.from_config(cfg, [1, 2]), pass_n=1, pool=pool, pool_size=1,
                                   policy=policy, trajectories=str(prefix), resume=resume, store=store)
 
     return asyncio.run(go()), policy
+
+
+def minilean_pool() -> InProcessReplayPool:
+    """One minilean worker at 0.3.4 in this process, four theorems a lease."""
+    return InProcessReplayPool(lambda: MiniLean(version=VERSION), 1, theorems_per_worker=4)
 
 
 def scored(result: EvalResult) -> list[dict[str, Any]]:
@@ -91,7 +99,7 @@ def copy(prefix: Path, to: Path) -> Path:
 def recheck(results: list[TheoremResult], guard: TacticGuard = GUARD) -> list[TheoremResult]:
     """`eval.run.recheck_committed` on a one-worker minilean pool."""
     async def go() -> list[TheoremResult]:
-        async with LeanPool.from_config(LEAN, 1, theorems_per_worker=4) as pool:
+        async with minilean_pool() as pool:
             return await recheck_committed(results, INDEX.theorems, pool, guard)
 
     return asyncio.run(go())

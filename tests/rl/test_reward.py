@@ -1,5 +1,7 @@
 """The RL reward is the verifier (docs/training.md, "Reward from Lean's verdict"): against the strict Pantograph double
-over real pipes, at 0.3.4 and at the newest supported version, through a Lean pool with verifier workers.
+at 0.3.4 and at the newest supported version, through a Lean pool with verifier workers, in this process
+(tests/doubles/line_servers.py); the hung compile and the crashed verifier, and the answer check the watchdog cuts,
+over real pipes.
 
 Every exploit of the soundness tests' tables earns exactly 0.0: with the default guard each is refused before Lean
 (no compile is sent); with an open guard (as if the deny list missed a spelling) the ones the double emulates as Lean
@@ -34,6 +36,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.pool import LeanPool
 from burnqed.records.enums import DeclarationForm
 from burnqed.records.theorem import Theorem
@@ -44,8 +47,9 @@ from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import whole_prompt
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat
-from leankit.version import SUPPORTED
+from leankit.version import SUPPORTED, PantographVersion
 from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer, MiniLean
 from tests.lean.test_guard_soundness import KERNEL_OFF, ONLY_BY, RESOURCE_OPTIONS
 from tests.lean.test_kernel_net import STACK
 from tests.search.test_answers import DENIED_BY, OPEN, SMUGGLED, THEOREM, completion
@@ -98,18 +102,28 @@ def config(version: str, log: Path, verifiers: int = 2) -> LeanConfig:
                       ready_timeout_s=10.0, verifier_workers=verifiers)
 
 
+def in_process(version: str, log: Path, verifiers: int) -> LeanPool:
+    """`config`'s pool with the double in this process (tests/doubles/line_servers.py), its verifier workers too."""
+    def worker() -> InProcessReplay:
+        return InProcessReplay(DoubleServer(version, log=log))
+
+    return LeanPool(worker, 1, theorems_per_worker=4, recycle_requests=10**12, recycle_seconds=float("inf"),
+                    verifier_factory=worker, verifiers=verifiers)
+
+
 @pytest.fixture
 def make(tmp_path: Path) -> Iterator[Callable[..., LeanReward]]:
-    """A reward over THEOREMS on the double (at `version`, `verifiers` verifier workers, logging to tmp_path/log);
-    closed after the test."""
+    """A reward over THEOREMS on the double (at `version`, `verifiers` verifier workers, logging to tmp_path/log), in
+    this process unless `process`; closed after the test."""
     made: list[LeanReward] = []
 
     def build(version: str, guard: TacticGuard = DEFAULT_GUARD, verifiers: int = 2,
-              failed: tuple[FailedProof, ...] = ()) -> LeanReward:
+              failed: tuple[FailedProof, ...] = (), process: bool = False) -> LeanReward:
         lean = config(version, tmp_path / "log", verifiers)
         settings = RewardSettings(fmt=FMT, repair=REPAIR if failed else None)
-        reward = LeanReward(THEOREMS, lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4), guard, settings,
-                            failed)
+        pool = ((lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4)) if process else
+                (lambda: in_process(version, tmp_path / "log", verifiers)))
+        reward = LeanReward(THEOREMS, pool, guard, settings, failed)
         made.append(reward)
         return reward
 
@@ -209,7 +223,8 @@ def test_a_verified_proof_earns_one_and_the_file_compiled_is_whole_modes(version
 @pytest.mark.parametrize("version", VERSIONS)
 def test_a_hung_compile_and_a_crashed_verifier_earn_zero_and_the_next_completion_its_verdict(
         version: str, make, tmp_path: Path) -> None:
-    reward = make(version, OPEN_GUARD, verifiers=1)  # one verifier: the compiles queue behind the hang and the crash
+    # one verifier: the compiles queue behind the hang and the crash; the double's process: the client's watchdog
+    reward = make(version, OPEN_GUARD, verifiers=1, process=True)
     batch = [(FALSE, body("compilehang")), (FALSE, body(STACK[0])), (HONEST, HONEST_PROOF)]
     assert call(reward, batch) == [0.0, 0.0, 1.0]
     stats = reward.last
@@ -583,16 +598,16 @@ def test_the_pool_is_entered_at_the_first_call_and_left_by_close_and_a_conversat
 def test_an_answer_task_pays_only_an_answer_lean_shows_equal_to_the_reference() -> None:
     """On minilean (which decides these as Lean does), a made-up problem in PutnamBench's form: `100` proves
     `3 ≤ SOL` but is not the reference 5 (0.0); `2 + 3` is (1.0); a theorem with no reference pays nothing."""
-    from tests.eval.test_answers import AT_LEAST_THREE, MINILEAN
+    from tests.eval.test_answers import AT_LEAST_THREE
 
     unreferenced = AT_LEAST_THREE.model_copy(update={
         "name": "putnam_mock_unreferenced", "answer": AT_LEAST_THREE.answer.model_copy(  # type: ignore[union-attr]
             update={"reference": None})})
-    lean = LeanConfig(command=MINILEAN, pantograph_version="0.3.4", tactic_timeout_s=10.0, compile_timeout_s=10.0,
-                      ready_timeout_s=20.0)
     theorem = "theorem {} : 3 ≤ putnam_mock_solution := by\n"
     proof = "  norm_num [putnam_mock_solution]"
-    with LeanReward([AT_LEAST_THREE, unreferenced], lambda: LeanPool.from_config(lean, 1, theorems_per_worker=4),
+    minilean = PantographVersion.parse("0.3.4")
+    with LeanReward([AT_LEAST_THREE, unreferenced],
+                    lambda: InProcessReplayPool(lambda: MiniLean(version=minilean), 1, theorems_per_worker=4),
                     DEFAULT_GUARD, RewardSettings(fmt=FMT)) as reward:
         batch = [(AT_LEAST_THREE, completion("100", proof, theorem.format("putnam_mock"))),
                  (AT_LEAST_THREE, completion("2 + 3", proof, theorem.format("putnam_mock"))),

@@ -21,7 +21,7 @@ from burnqed.sft.manifests import EXPORT_RECORD, SFT_RECORD, DataCounts, ExportR
 from burnqed.stages.rl import untrained_format
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat
-from tests.processes import burnqed, burnqed_in_process
+from tests.processes import burnqed_in_process
 from tests.rl.helpers import build_policy, write_index
 from tests.shared import shared_artifact
 from tests.trajectory.factories import simple_theorem, write_trajectory
@@ -159,14 +159,15 @@ def test_an_sft_output_never_trained_on_whole_proofs_is_said_before_rl(tmp_path:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(300)  # the policy (built once per run), and a process loading torch and training two steps
+@pytest.mark.timeout(300)  # the policy (built once per run), and rl training two steps in this process (`cli`)
 def test_rl_with_no_theorems_prompts_no_test_theorem(tiny_model_dir: Path, tmp_path: Path,
                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
     policy = shared_artifact(tmp_path_factory, "rl-policy", lambda folder: build_policy(tiny_model_dir,
                                                                                          folder / "sft")) / "sft"
     output = tmp_path / "rl"
-    done = burnqed("rl", "--sft", str(policy), "--output", str(output), "--set", "rl.max_steps=2", "--set",
-                   "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "rl.prompts_per_step=8")
+    done = burnqed_in_process("rl", "--sft", str(policy), "--output", str(output), "--set", "rl.max_steps=2",
+                              "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set",
+                              "rl.prompts_per_step=8")
     assert done.returncode == 0, done.stderr
     said = [line for line in done.stderr.splitlines() if line.startswith(("decontamination:", "warning:"))]
     assert said == [

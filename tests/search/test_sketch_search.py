@@ -2,7 +2,7 @@
 own goal, against the strict Pantograph double at 0.3.4 and the newest version and against minilean, in-process;
 the assembled proof counts only through the soundness path; the subgoal cache's proofs are re-checked and never served
 to another context; re-planning keeps proved subgoals and tells the planner what failed; budget shares hold; and
-`burnqed search` / `burnqed eval` run end to end in sketch mode."""
+`burnqed search` / `burnqed eval` run end to end in sketch mode (the commands in this process, `cli`)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ from burnqed.trajectory.reader import read_results
 from leankit.version import SUPPORTED, PantographVersion
 from tests.doubles.line_servers import DoubleServer, MiniLean
 from tests.doubles.policy_double import ScriptedPolicy
-from tests.processes import burnqed
+from tests.processes import cli
 from tests.search.helpers import small_index
 
 V = PantographVersion.parse
@@ -337,7 +337,7 @@ def test_search_and_eval_run_in_sketch_mode_on_the_embedded_world(tiny_model_dir
             "--set", "search.sketch_plans=2", "--set", "planner.max_new_tokens=24", "--set",
             "search.proof_min_tokens=16", "--set",
             "policy.max_new_tokens=16", "--set", "policy.num_candidates=2"]
-    done = burnqed("search", "--theorems", str(index), "--output", str(tmp_path / "traj"), "--set",
+    done = cli("search", "--theorems", str(index), "--output", str(tmp_path / "traj"), "--set",
                    "search.max_nodes=4", *sets)
     assert done.returncode == 0, done.stderr
     results = read_results(f"file://{tmp_path / 'traj'}", store=store)
@@ -349,7 +349,7 @@ def test_search_and_eval_run_in_sketch_mode_on_the_embedded_world(tiny_model_dir
     reached = sum(len(s.subgoals) for r in results for s in r.sketches)
     assert counted["hits"] == subgoals_from_cache(results) and counted["lookups"] <= reached
     out = tmp_path / "r.json"
-    done = burnqed("eval", "--theorems", str(index), "--output", str(out), "--budgets", "2,4", *sets)
+    done = cli("eval", "--theorems", str(index), "--output", str(out), "--budgets", "2,4", *sets)
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
     assert (result.mode, result.budget_unit, result.total) == ("sketch", "expansions", 2)
