@@ -24,6 +24,7 @@ CHANGED: dict[str, Any] = {
     "sft.warmup_steps": 0, "sft.batch_size": 8, "sft.grad_accum": 2, "sft.max_length": 1024, "sft.packing": False,
     "sft.base_subsample": 100, "sft.positive_upsample": 10, "sft.eval_fraction": 0.2, "sft.weight_decay": 0.01,
     "sft.max_grad_norm": 0.5, "sft.seed": 1, "sft.joint_weight": 0.5, "sft.joint_groups": 4,
+    "sft.later_epochs": 2.0, "sft.proofs_per_theorem": "shortest",
     "ebm.hidden_dims": [32], "ebm.dropout": 0.0, "ebm.spectral_norm": False, "ebm.first_layer_scale": 1.0,
     "ebm.init_temperature": 2.0, "ebm.negatives": 3, "ebm.sibling_ratio": 0.5, "ebm.same_theorem_ratio": 0.4,
     "ebm.other_theorem_ratio": 0.2, "ebm.farther_negatives": 0, "ebm.depth_loss_weight": 0.1,
@@ -77,8 +78,9 @@ def test_changing_a_listed_setting_refuses_the_checkpoints_in_one_line_naming_it
     after = training_settings(*changed(key, CHANGED[key]))
     with pytest.raises(InputError) as caught:
         store.prepare(after, fresh=False)
+    was = "unset" if before[key] is None else json.dumps(before[key])  # a setting left at None reads "unset"
     assert str(caught.value) == (f"checkpoints in {store.local} were written under other settings: {key} was "
-                                 f"{json.dumps(before[key])}, is {json.dumps(CHANGED[key])}; {ADVICE}")
+                                 f"{was}, is {json.dumps(CHANGED[key])}; {ADVICE}")
     assert store.latest() == store.local / "checkpoint-4"  # refused, nothing deleted
 
 
