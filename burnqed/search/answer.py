@@ -30,8 +30,9 @@ from leankit.normal_form import statement_normal_form
 @dataclass(frozen=True, slots=True)
 class AnswerSlot:
     """Where `theorem`'s answer slot stands: the one place that decides how a theorem whose slot is open (task *answer
-    produced*, no value yet: `records.Theorem.answer_open`) is treated otherwise than any theorem (docs/search.md,
-    "Answers"). A theorem without a slot, with its answer given, or filled by a proof has no open slot.
+    produced*, no value yet: `records.theorem.Theorem.answer_open`) is treated otherwise than any theorem
+    (docs/search.md, "Answers"). A theorem without a slot, with its answer given, or filled by a proof has no open
+    slot.
 
         slot = AnswerSlot(theorem)
         slot.name                     # the open slot the whole and repair prompts open, else None
@@ -82,7 +83,7 @@ class AnswerSlot:
     def compiled(self, answer: str | None, guard: TacticGuard) -> Theorem | str:
         """The theorem a proof that gives `answer` is compiled as (its header the one compiled under): the theorem
         itself without an open slot (`answer` unread); with one, the theorem with `answer` filled in
-        (`records.Theorem.with_answer`), or why there is none: no answer, or one `lean.soundness.check_answer`
+        (`records.theorem.Theorem.with_answer`), or why there is none: no answer, or one `lean.soundness.check_answer`
         refuses."""
         if self.name is None:
             return self.theorem
