@@ -326,6 +326,15 @@ def finished_output(store: Store, output: str) -> Finished | None:
     return Finished(output, _written_at(data), made)
 
 
+def finished_start(store: Store, output: str) -> Finished | None:
+    """The start record at `output` (`burnqed start`'s) as a finished output, or None when there is none."""
+    from burnqed.eval.best_so_far import StartRecord
+
+    if not store.exists(output):
+        return None
+    return Finished(output, None, store.read_model(output, StartRecord, "start record").made_from)
+
+
 def _finished_eval(store: Store, output: str) -> Finished | None:
     from burnqed.eval.result import load_eval_result
 
@@ -591,7 +600,7 @@ def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], 
     built = builder(line, load(stage_sets(line)), store)
     recorded = True
     for output, now in built:
-        found = finished_output(store, output)
+        found = finished_start(store, output) if line.command == "start" else finished_output(store, output)
         if found is None:
             continue
         if found.made_from is None or found.partial:

@@ -185,3 +185,28 @@ def test_the_report_draws_both_arms_across_iterations_and_names_the_next_start(t
     pytest.importorskip("matplotlib")
     write_report(report, tmp_path / "report")
     assert (tmp_path / "report" / "learning_curve.png").stat().st_size > 0
+
+
+def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_changed(tmp_path: Path,
+                                                                                  store: Store) -> None:
+    from burnqed.runner.reuse import stage_verdict
+
+    at = _publish_run(tmp_path, store)
+    argv = iteration_of(Config(), at.root, 3).stage("start").argv_for(0)
+
+    def verdict() -> tuple[str | None, bool]:
+        found = stage_verdict(argv, lambda sets: Config(), store, grammar=command_grammar())
+        return found.difference, found.recorded
+
+    assert verdict() == (None, True)  # nothing finished there yet
+    assert burnqed_in_process(*argv).returncode == 0
+    record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
+    assert sorted(record["made_from"]["inputs"]) == ["iter_0 eval", "iter_1 eval", "iter_1 eval-noebm", "iter_2 eval",
+                                                     "iter_2 eval-noebm"]
+    assert record["made_from"]["settings"] == {"--root": at.root, "--iter": 3, "pipeline.start": "best"}
+    # a re-run of the finished iteration reuses it (it was read as an eval result and refused: issue 69)
+    assert verdict() == (None, True)
+    write_eval_result(result(5, iteration=2), at.eval_result(2, with_ebm=False), store=store)  # iteration 2 redone
+    difference, recorded = verdict()
+    assert recorded and difference is not None
+    assert difference.startswith(f"iter_2 eval-noebm {at.eval_result(2, with_ebm=False)} was made again since")
