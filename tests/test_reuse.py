@@ -155,14 +155,16 @@ def test_only_the_keys_of_a_stage_identity_count() -> None:
 
 
 def test_the_expert_iteration_variants_redo_the_stage_they_shape(tmp_path: Path, store: Store) -> None:
-    """Issue 69's settings: one proof per theorem and steps scaled with the data make another SFT output; a larger
-    budget on the unsolved another search from iteration 1, which reads iteration i-1's trajectories for it (none at
-    iteration 0, so iteration 0 is reused): a finished search made without it is redone."""
-    sft = identity_values(Config(), "sft")
-    for setting, key in (("sft.proofs_per_theorem=shortest", "sft.proofs_per_theorem"),
-                         ("sft.later_epochs=2", "sft.later_epochs")):
-        changed = identity_values(load_config(sets=[setting]), "sft")
-        assert [k for k in sft if changed[k] != sft[k]] == [key]
+    """Issue 69's settings: one proof per theorem and steps scaled with the data make another SFT output from
+    iteration 1 (iteration 0 reads neither: the defaults' is reused); a larger budget on the unsolved another search
+    from iteration 1, which reads iteration i-1's trajectories for it (none at iteration 0, so iteration 0 is
+    reused): a finished search made without it is redone."""
+    data = str(tmp_path / "data")
+    for setting, difference in (("sft.proofs_per_theorem=shortest", "sft.proofs_per_theorem was 'all', now 'shortest'"),
+                                ("sft.later_epochs=2", "sft.later_epochs was unset, now 2.0")):
+        defaults, changed = ([sft_inputs(cfg, store, data=data, trajectories=(), init=None, iteration=i)
+                              for i in (0, 1)] for cfg in (Config(), load_config(sets=[setting])))
+        assert (defaults[0].difference(changed[0]), defaults[1].difference(changed[1])) == (None, difference)
     root = f"file://{tmp_path}/run"
     grown = load_config(sets=["search.unsolved_budget_factor=2"])
     for i in (0, 1):

@@ -143,3 +143,31 @@ def test_train_ebm_force_trains_again(ebm_run: tuple[str, str, str], monkeypatch
     assert forced.exit_code == 0, forced.output
     [request] = calls
     assert request.force and request.made_from.settings["ebm.steps"] == 5
+
+
+def test_settings_only_later_iterations_read_leave_iteration_0_reused_and_redo_iteration_1(
+        sft_run: tuple[str, str], tmp_path: Path, store: Store) -> None:
+    """`sft.later_epochs` and `sft.proofs_per_theorem` (marked `sft-later`) enter SFT's identity from iteration 1
+    only: a variant that changes them reuses the defaults' iteration 0 and not their iteration 1."""
+    from burnqed.config import Config
+    from burnqed.config.identity import identity_keys
+
+    assert identity_keys(Config, "sft-later") == ("sft.later_epochs", "sft.proofs_per_theorem")
+    assert not set(identity_keys(Config, "sft-later")) & set(identity_keys(Config, "sft"))
+    variant = ("--set", "sft.later_epochs=2", "--set", "sft.proofs_per_theorem=shortest")
+    data, out = sft_run
+    reused = burnqed("sft", "--data", data, "--output", out, *variant)
+    assert (reused.exit_code, reused.stdout) == (
+        0, f"reusing {out} (finished {finished_at(store, out)}, same inputs); --force redoes it\n")
+    trajectories, later = f"file://{tmp_path}/traj", str(tmp_path / "sft-1")
+    write_trajectory(trajectories, [simple_theorem("t", proved=True)], store=store)
+    publish(store, later, "sft", sft_inputs(load_config(), store, data=data, trajectories=[trajectories], init=out,
+                                            iteration=1))
+    one = ("sft", "--iter", "1", "--data", data, "--trajectories", trajectories, "--init", out, "--output", later)
+    assert burnqed(*one).exit_code == 0
+    for setting, what in ((variant[:2], "sft.later_epochs was unset, now 2.0"),
+                          (variant[2:], "sft.proofs_per_theorem was 'all', now 'shortest'")):
+        refused = burnqed(*one, *setting)
+        assert (refused.exit_code, refused.stderr) == (
+            2, f"error: {later} is a finished sft output made with other inputs: {what}; --force redoes it, or "
+            "choose another --output\n")

@@ -40,6 +40,7 @@ def start(
     from burnqed.errors import InputError
     from burnqed.eval.best_so_far import choose_start, load_results
     from burnqed.layout import Layout
+    from burnqed.runner.reuse import start_inputs
 
     if output is not None and not output.endswith(".json"):
         raise InputError(f"--output {output}: a start record is a .json file")
@@ -55,7 +56,8 @@ def start(
     if output is None:
         output = at.start(iteration)
         store.check_writable(output)
-    record = choose_start(load_results(at, iteration, store), iteration, at, rl=cfg.rl.enabled)
+    record = choose_start(load_results(at, iteration, store), iteration, at, rl=cfg.rl.enabled).model_copy(
+        update={"made_from": start_inputs(cfg, store, root=at.root, iteration=iteration)})
     store.write_bytes(output, (record.model_dump_json(indent=1) + "\n").encode())
     for reason in record.reasons:
         typer.echo(f"start of iteration {iteration}: {reason}")

@@ -102,7 +102,8 @@ class PipelineConfig(Section):
         description="Go/no-go: stop when an iteration's main eval gains less than this (a fraction: 0.05 is 5 points) "
         "over the step before on the same theorems: iteration i-1's main eval, or for iteration 0 the base "
         "policy's eval (eval-base). The gain is (newly solved - lost) / theorems, the difference of the two solve "
-        "rates; 0 stops an iteration that got worse.",
+        "rates; 0 stops an iteration that got worse. With start = 'best' the gain of iteration i ≥ 1 is shown, not a "
+        "stop: a worse iteration is not the next one's start.",
         json_schema_extra=shapes("report"),
     )
     gate_max_lost: int | None = Field(

@@ -13,6 +13,9 @@ from burnqed.config.section import Section
 from burnqed.records.enums import SearchMode
 
 TRAINS = shapes("sft", "sft-checkpoints")  # what is trained, and how: the output and its checkpoints
+# what iterations ≥ 1 train, and how: SFT's identity from iteration 1 (`runner.reuse.sft_inputs`), so that runs that
+# differ only there share iteration 0; a checkpoint resumes under the same values at every iteration
+LATER = shapes("sft-later", "sft-checkpoints")
 CADENCE = neutral("a cadence: when progress is logged, measured or saved")
 EFFECTIVE = ("its effective value (proof examples), which search.mode, search.repair_rounds and rl.enabled set "
              "when unset")
@@ -80,7 +83,7 @@ class SftConfig(Section):
         "(packed rows with packing), ceil(later_epochs × rows / (batch_size × grad_accum)) optimizer steps, instead "
         "of warm_steps (a warm start) or max_steps (from the base); unset = those fixed counts. Iteration 0 keeps "
         "max_steps.",
-        json_schema_extra=TRAINS,
+        json_schema_extra=LATER,
     )
     batch_size: int = Field(
         default=4, ge=1,
@@ -147,7 +150,7 @@ class SftConfig(Section):
         "among every search of it in the earlier trajectories (docs/training.md, 'One proof per theorem'): 'all' of "
         "them, or one: the 'shortest' (fewest tactics, then fewest characters, then the newest) or the 'newest' (the "
         "last iteration's that proved it, the proof its search found last). Sketch searches' proofs need 'all'.",
-        json_schema_extra=TRAINS,
+        json_schema_extra=LATER,
     )
     proof_examples: bool | None = Field(
         default=None,

@@ -23,6 +23,7 @@ from burnqed import storage
 from burnqed.errors import InputError
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout
+from burnqed.provenance import StageInputs
 
 LLM, EBM = "llm", "llm+ebm"
 
@@ -61,6 +62,8 @@ class StartRecord(BaseModel):
                                      "the last measured one helped (or none was ever measured).")
     scores: list[ArmScore] = Field(description="The earlier iterations' evals read, in order.")
     reasons: list[str] = Field(description="Why, one line a decision.")
+    made_from: StageInputs | None = Field(default=None, description="The evals read (stamped) and the settings: what "
+                                          "a re-run of the start stage compares (`runner.reuse`); None: not recorded.")
 
 
 def score(iteration: int, results: dict[tuple[int, str], EvalResult]) -> ArmScore:

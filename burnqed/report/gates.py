@@ -1,6 +1,7 @@
 """The go/no-go gates of an iteration report (docs/pipeline.md, "Report and go/no-go gates"): the baseline's floor
 and the gain over the step before, both blocking, read theorem by theorem (`paired_change`: new, lost, Newcombe's
-paired 95 % interval), and whether the value model helps (a warning).
+paired 95 % interval), and whether the value model helps (a warning). With pipeline.start = "best" the measured
+gain of iteration i ≥ 1 is shown but not a stop: the policy gate (a warning) says what iteration i+1 starts from.
 
     gates = go_no_go(rows, iteration, cfg.pipeline, results, base)   # rows: every eval arm's budget rows
     decision = Report(..., gates=gates).decision                      # go, no-go by the gate that decided, or none
@@ -27,7 +28,8 @@ def go_no_go(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
            results: dict[tuple[int, str], EvalResult], base: EvalResult | None) -> list[Gate]:
     """The go/no-go gates of iteration `iteration` (docs/pipeline.md, "Report and go/no-go gates"): the baseline's
     floor, the gain over the step before (iteration i-1's main eval, or for iteration 0 the base eval when there is
-    one), both blocking, and whether the value model helps (a warning)."""
+    one), both blocking (a measured gain not from iteration 1 under pipeline.start = "best": `_gain_gate`), and
+    whether the value model helps (a warning)."""
     gates: list[Gate] = []
     # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
     raw = _best(rows, 0, "base")
@@ -89,9 +91,22 @@ def _gain_gate(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],
     """The gain gate: iteration `iteration`'s main eval against the step before's on the same theorems
     (`paired_change`), passed when the difference (with `gate_gain_interval`, the lower end of its 95 % interval)
     reaches `gate_min_gain` and no more than `gate_max_lost` theorems were lost. None for iteration 0 without a base
-    eval (nothing before it)."""
+    eval (nothing before it). Blocking, but a gain measured from iteration 1 under pipeline.start = "best" is shown,
+    not a stop: there a worse iteration is not the next one's start (`eval.best_so_far.choose_start`). A missing or
+    unlike eval stays a stop (no decision) whatever the setting: the start would be chosen from no measurement."""
     if iteration == 0 and base is None:
         return None
+    gate = _gain_check(iteration, cfg, rows, results, base)
+    if iteration >= 1 and cfg.start == "best" and gate.change is not None:
+        after = "" if gate.passed else (" — not a stop with pipeline.start = \"best\": the next iteration starts from "
+                                        "the best so far (the policy gate)")
+        return gate.model_copy(update={"blocking": False, "detail": gate.detail + after})
+    return gate
+
+
+def _gain_check(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],
+                results: dict[tuple[int, str], EvalResult], base: EvalResult | None) -> Gate:
+    """`_gain_gate`'s comparison, as a blocking gate."""
     arm = _main_arm(rows, iteration)
     now = results.get((iteration, arm))
     before: EvalResult | None = base

@@ -145,14 +145,16 @@ def trace_inputs(cfg: Config, *, repo: str, commit: str, build_deps: bool) -> St
 
 def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[str], init: str | None,
                iteration: int) -> StageInputs:
-    """`sft`: the prepared data, the trajectories, the warm start and the base model, the training keys (with the
-    value model's when `sft.joint` trains its head too) and whether proof and sketch examples train (`proof examples`,
-    `sketch examples`: the effective `sft.proof_examples` and `sft.sketch_examples`; an output recorded before sketch
-    examples existed was made without them)."""
+    """`sft`: the prepared data, the trajectories, the warm start and the base model, the training keys (from
+    iteration 1 with those only a later iteration reads, `sft-later`, and the value model's when `sft.joint` trains
+    its head too) and whether proof and sketch examples train (`proof examples`, `sketch examples`: the effective
+    `sft.proof_examples` and `sft.sketch_examples`; an output recorded before sketch examples existed was made without
+    them)."""
+    later = identity_values(cfg, "sft-later") if iteration >= 1 else {}
     joint = identity_values(cfg, "sft-joint") if cfg.sft.joint and iteration >= 1 else {}
     inputs = {"--data": stamp(data, store), **_listed("--trajectories", trajectories, store),
               "--init": stamp(init, store), "base model": stamp(cfg.sft.base_model, store)}
-    return _made(inputs, {"--iter": iteration, **identity_values(cfg, "sft"), **joint,
+    return _made(inputs, {"--iter": iteration, **identity_values(cfg, "sft"), **later, **joint,
                           "proof examples": proof_examples_on(cfg.sft, cfg.search, cfg.rl),
                           "sketch examples": sketch_examples_on(cfg.sft, cfg.search)},
                  before={"sketch examples": False})
@@ -324,6 +326,15 @@ def finished_output(store: Store, output: str) -> Finished | None:
     inputs_uri = join(output, INPUTS_NAME)  # a trajectory prefix: what it was made from is beside its marker
     made = store.read_model(inputs_uri, StageInputs, "record of inputs") if store.exists(inputs_uri) else None
     return Finished(output, _written_at(data), made)
+
+
+def finished_start(store: Store, output: str) -> Finished | None:
+    """The start record at `output` (`burnqed start`'s) as a finished output, or None when there is none."""
+    from burnqed.eval.best_so_far import StartRecord
+
+    if not store.exists(output):
+        return None
+    return Finished(output, None, store.read_model(output, StartRecord, "start record").made_from)
 
 
 def _finished_eval(store: Store, output: str) -> Finished | None:
@@ -591,7 +602,7 @@ def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], 
     built = builder(line, load(stage_sets(line)), store)
     recorded = True
     for output, now in built:
-        found = finished_output(store, output)
+        found = finished_start(store, output) if line.command == "start" else finished_output(store, output)
         if found is None:
             continue
         if found.made_from is None or found.partial:

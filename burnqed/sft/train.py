@@ -165,7 +165,7 @@ def scale_steps(plan: TrainPlan, cfg: SftConfig, iteration: int, rows: int) -> T
     """`sft.later_epochs` at an iteration ≥ 1: the plan's steps become that many passes over the `rows` training rows
     (packed rows with packing), ceil(epochs × rows / (batch_size × grad_accum)), so that the steps grow with the
     data; otherwise the plan as it is (warm_steps or max_steps)."""
-    if cfg.later_epochs is None or iteration == 0:
+    if iteration == 0 or cfg.later_epochs is None:  # iteration 0 does not read it (`sft-later`)
         return plan
     return replace(plan, steps=max(1, math.ceil(cfg.later_epochs * rows / (cfg.batch_size * cfg.grad_accum))))
 
@@ -210,9 +210,11 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
 
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
-    positives = read_positives(request.trajectories, store=store, keep=cfg.proofs_per_theorem)
+    # iteration 0 has no trajectories (`check_request`) and reads no `sft-later` setting: it stays out of its identity
+    keep = cfg.proofs_per_theorem if request.iteration >= 1 else "all"
+    positives = read_positives(request.trajectories, store=store, keep=keep)
     if proof_examples:
-        positives += read_proof_examples(request.trajectories, store=store, keep=cfg.proofs_per_theorem)
+        positives += read_proof_examples(request.trajectories, store=store, keep=keep)
     sketches = read_sketch_examples(request.trajectories if sketch_examples else (), store=store)
     positives += sketches.examples
     init_dir = store.local_input(request.init) if request.init else None

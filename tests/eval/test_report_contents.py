@@ -248,7 +248,7 @@ def test_the_headline_iterate_prints(root: str, store: Store) -> None:
         "  WARN policy: LLM only 2/8 vs the best so far, iteration 0's 4/8, at budget 50: the next iteration starts "
         "from iteration 0's policy (no-go)",
         "  PASS ebm-helps: LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget",
-        "  decision: go: the baseline and gain gates passed",
+        "  decision: go: the baseline gate passed",
     ]
 
 

@@ -102,12 +102,19 @@ def test_a_later_iteration_that_got_worse_names_the_gain_gate_and_a_better_one_g
     at = Layout(f"file://{tmp_path}")
     publish(at.eval_result(0), eval_result(SEVEN, set(SEVEN[:6])), store)
     publish(at.eval_result(1), eval_result(SEVEN, set(SEVEN[1:6]), iteration=1), store)
-    worse = build_report(at.root, 1, PipelineConfig(), store=store)
-    assert worse.decision == ("no-go by the gain gate: iteration 1 vs 0: 1 theorem lost and no gain (6/7 → 5/7; "
-                              "difference -14.3 pts, 95% interval -49.5 to +24.4) (gate: the difference ≥ +0.0 pts; "
-                              "not met: the difference ≥ +0.0 pts)")
+    detail = ("iteration 1 vs 0: 1 theorem lost and no gain (6/7 → 5/7; difference -14.3 pts, 95% interval -49.5 to "
+              "+24.4) (gate: the difference ≥ +0.0 pts; not met: the difference ≥ +0.0 pts)")
+    worse = build_report(at.root, 1, PipelineConfig(start="previous"), store=store)
+    assert (worse.go, worse.decision) == (False, f"no-go by the gain gate: {detail}")
+    # under pipeline.start = "best" (the default) the worse iteration is not the next one's start: shown, not a stop
+    best = build_report(at.root, 1, PipelineConfig(), store=store)
+    assert [(g.name, g.passed, g.blocking) for g in best.gates] == [("baseline", True, True), ("gain", False, False),
+                                                                     ("policy", False, False)]
+    assert best.gates[1].detail == (f"{detail} — not a stop with pipeline.start = \"best\": the next iteration "
+                                    "starts from the best so far (the policy gate)")
+    assert (best.go, best.decision) == (True, "go: the baseline gate passed")
     publish(at.eval_result(1), eval_result(SEVEN, set(SEVEN[1:]), iteration=1), store)  # t0 lost, t6 new
-    even = build_report(at.root, 1, PipelineConfig(), store=store)
+    even = build_report(at.root, 1, PipelineConfig(start="previous"), store=store)
     assert (even.go, even.decision) == (True, "go: the baseline and gain gates passed")
     assert even.gates[1].detail == ("iteration 1 vs 0: 1 gained and 1 lost (6/7 → 6/7; difference +0.0 pts, 95% "
                                     "interval -40.7 to +40.7) (gate: the difference ≥ +0.0 pts)")
@@ -134,12 +141,17 @@ def test_lost_theorems_beyond_gate_max_lost_stop_a_gain(tmp_path: Path, store: S
     at = Layout(f"file://{tmp_path}")
     publish(at.eval_result(0), eval_result(SEVEN, {"t0", "t1"}), store)
     publish(at.eval_result(1), eval_result(SEVEN, {"t1", "t2", "t3", "t4"}, iteration=1), store)  # +3, -1
-    assert build_report(at.root, 1, PipelineConfig(), store=store).go
-    report = build_report(at.root, 1, PipelineConfig(gate_max_lost=0), store=store)
+    assert build_report(at.root, 1, PipelineConfig(start="previous"), store=store).go
+    report = build_report(at.root, 1, PipelineConfig(start="previous", gate_max_lost=0), store=store)
     assert report.decision == ("no-go by the gain gate: iteration 1 vs 0: 3 gained and 1 lost (2/7 → 4/7; difference "
                                "+28.6 pts, 95% interval -21.4 to +63.9) (gate: the difference ≥ +0.0 pts, at most 0 "
                                "lost; not met: at most 0 lost)")
-    assert build_report(at.root, 1, PipelineConfig(gate_max_lost=1), store=store).go
+    assert build_report(at.root, 1, PipelineConfig(start="previous", gate_max_lost=1), store=store).go
+    # under pipeline.start = "best" the same failed gain is a warning: the decision is the baseline's
+    best = build_report(at.root, 1, PipelineConfig(gate_max_lost=0), store=store)
+    assert [(g.name, g.passed, g.blocking) for g in best.gates[:2]] == [("baseline", True, True),
+                                                                         ("gain", False, False)]
+    assert (best.go, best.decision) == (True, "go: the baseline gate passed")
 
 
 def test_a_floor_and_a_gain_failing_together_name_the_floor_first(tmp_path: Path, store: Store) -> None:

@@ -1,22 +1,26 @@
 """Never below the best so far (issue 69, point 3): iteration i starts from the best policy by its LLM-only eval and
 the best value model where it helped, and searches with its value model only when the last measured one helped; a
-no-go iteration followed by the next one starts from the best iteration's models, read back from the start record
-the stages read and from what the sft, train-ebm and search stages are made from."""
+no-go iteration does not stop `run-all`, and the next one starts from the best iteration's models, read back from the
+start record its start stage wrote and from what the sft, train-ebm and search stages are made from."""
 
 from __future__ import annotations
 
 import json
+import shlex
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from burnqed import storage
 from burnqed.cli import command_grammar
-from burnqed.config import Config, PipelineConfig
+from burnqed.config import Config, PipelineConfig, load_config
+from burnqed.data.index import bundled_index_path
 from burnqed.errors import InputError
 from burnqed.eval.best_so_far import choose_start, load_results
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.result import EvalResult, write_eval_result
+from burnqed.eval.result import EvalResult, load_eval_result, write_eval_result
 from burnqed.layout import Layout
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.report.build import build_report, write_report
@@ -24,7 +28,8 @@ from burnqed.report.gates import go_no_go
 from burnqed.runner import reuse
 from burnqed.runner.plan import iteration_of
 from burnqed.storage import Store
-from tests.processes import burnqed_in_process
+from burnqed.trajectory.schema import CompletionMarker
+from tests.processes import burnqed_in_process, cli
 
 SEVEN = [f"t{k}" for k in range(7)]
 
@@ -112,35 +117,76 @@ def _publish_run(tmp_path: Path, store: Store) -> Layout:
     return at
 
 
-def test_after_a_no_go_the_next_iteration_loads_the_best_iterations_models(tmp_path: Path, store: Store) -> None:
+def _finished_run(tmp_path: Path, store: Store) -> Layout:
+    """`_publish_run` with every stage of iterations 0..2 finished as the runner sees it (iteration 0's base eval
+    solves 2; the start records the start stages wrote; trajectory and stage markers; the evals iteration 2 runs
+    again recording what they were made from; the theorem index search reads), but iteration 2's report."""
     at = _publish_run(tmp_path, store)
-    assert set(load_results(at, 3, store)) == set(ARMS)
-    plan = iteration_of(Config(), at.root, 3)
-    assert plan.names[:2] == ["start", "sft"]
-    done = burnqed_in_process(*plan.stage("start").argv_for(0))
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == ("start of iteration 3: policy: iteration 1's (5/7 LLM only at budget 50, "
-                                           "the best so far; iteration 2 solved 4: no-go, not its start)")
-    record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
-    assert (record["policy"], record["value_model"], record["search_value_model"]) == (
-        at.sft(1), at.ebm(1), False)
-    # What the stages load, as each builds its record of inputs from its command line (`reuse.BUILDERS`, the same
-    # builders the commands call): SFT warm-starts from iteration 1's policy, train-ebm from its value model, and
-    # search drops the value model.
-    cfg = Config()
+    write_eval_result(result(2), at.eval_base(), store=store)
+    marker = CompletionMarker(run_id="r", iteration=0, parts=[], theorems=0, proved=0, rows=0,
+                              written_at=datetime(2026, 1, 1, tzinfo=UTC)).model_dump_json().encode()
+    grammar = command_grammar()
+    for j in range(3):
+        for stage in iteration_of(Config(), at.root, j).stages:
+            line = reuse.parse_command_line(stage.argv_for(0), grammar)
+            if stage.name == "start":
+                write_start = choose_start(load_results(at, j, store), j, at).model_dump_json().encode()
+                store.write_bytes(stage.outputs[0], write_start)
+            elif line.command == "eval" and j == 2:
+                [(uri, made)] = reuse.BUILDERS["eval"](line, load_config(sets=reuse.stage_sets(line)), store)
+                write_eval_result(load_eval_result(uri, store=store).model_copy(update={"made_from": made}), uri,
+                                  store=store)
+            elif line.command != "eval" and (j, stage.name) != (2, "report"):
+                for uri in stage.all_outputs():
+                    store.write_bytes(storage.join(uri, storage.MARKER_NAME), marker)
+    store.write_bytes(storage.join(at.root, "iter_0", "data", "theorems.json"), bundled_index_path().read_bytes())
+    return at
 
-    def made_from(stage: str) -> dict[str, str | None]:
-        argv = plan.stage(stage).argv_for(0)
+
+@pytest.mark.slow  # two run-alls: iteration 2's report and iteration 3's start each run as a stage (~40 s)
+def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_iterations_models(
+        tmp_path: Path, store: Store) -> None:
+    at = _finished_run(tmp_path, store)
+    root = str(tmp_path / "runs")
+    gain = ("WARN gain: iteration 2 vs 1: 3 theorems lost and no gain (6/7 → 3/7; difference -42.9 pts, 95% interval "
+            "-72.3 to +6.1) (gate: the difference ≥ +0.0 pts; not met: the difference ≥ +0.0 pts) — not a stop with "
+            "pipeline.start = \"best\": the next iteration starts from the best so far (the policy gate)")
+    # under pipeline.start = "previous" iteration 3 would start from iteration 2: the failed gain stops the run
+    previous = cli("run-all", "--root", root, "--iters", "2-3", "--set", "pipeline.start=previous")
+    assert previous.returncode == 3, previous.stderr[-3000:]
+    assert "STOP gain: iteration 2 vs 1: 3 theorems lost and no gain" in previous.stdout
+    assert "stopping after iteration 2: a go/no-go gate of iteration 2 failed" in previous.stderr
+    assert not (tmp_path / "runs" / "iter_3").exists()
+    shutil.rmtree(tmp_path / "runs" / "iter_2" / "report")
+    # the defaults ("best"): the same no-go is shown, the run goes on, and iteration 3 starts from iteration 1
+    done = cli("run-all", "--root", root, "--iters", "2-3")
+    assert gain in done.stdout and "  decision: go: the baseline gate passed" in done.stdout
+    assert "stopping after" not in done.stderr
+    assert "[start] start of iteration 3: policy: iteration 1's (5/7 LLM only at budget 50, the best so far; " \
+           "iteration 2 solved 4: no-go, not its start)" in done.stdout
+    # iteration 3's start stage ran and its sft stage started (this run root has no tactic pairs for it to train on)
+    assert done.returncode == 2 and "error: iteration 3: stage sft refused its input" in done.stderr, done.stderr
+    assert f"[sft] error: tactic pairs {tmp_path}/runs/iter_0/data/pairs.parquet do not exist" in done.stderr
+    record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
+    assert (record["policy_from"], record["policy"], record["value_model_from"], record["value_model"],
+            record["search_value_model"]) == (1, at.sft(1), 1, at.ebm(1), False)
+    # What the stages load, from the command lines this run gave them (sft's as it printed it; train-ebm's and
+    # search's as the plan gives them) through the start record iteration 3's start stage wrote: each builds its
+    # record of inputs with these builders (`reuse.BUILDERS`) after reading the record (`read_start`).
+    [ran_sft] = [line.split("$ burnqed ", 1)[1] for line in done.stderr.splitlines() if "$ burnqed sft " in line]
+    plan = iteration_of(Config(), at.root, 3)
+
+    def made_from(argv: list[str]) -> dict[str, str | None]:
         if "--theorems" in argv:  # the search's training theorems: the embedded corpus (the run has no data)
             at_theorems = argv.index("--theorems")
             argv = argv[:at_theorems] + argv[at_theorems + 4:]  # --theorems INDEX --split SPLITS
         line = reuse.parse_command_line(argv, command_grammar())
-        [(_, inputs)] = reuse.BUILDERS[line.command](line, cfg, store)
+        [(_, inputs)] = reuse.BUILDERS[line.command](line, Config(), store)
         return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
 
-    assert made_from("sft") == {"--init": at.sft(1)}
-    assert made_from("train-ebm") == {"--init": at.ebm(1)}
-    assert made_from("search") == {"--ebm": None}
+    assert made_from(shlex.split(ran_sft)) == {"--init": at.sft(1)}
+    assert made_from(plan.stage("train-ebm").argv_for(0)) == {"--init": at.ebm(1)}
+    assert made_from(plan.stage("search").argv_for(0)) == {"--ebm": None}
 
 
 def test_the_variants_start_from_the_previous_iteration_or_the_base() -> None:
@@ -185,3 +231,28 @@ def test_the_report_draws_both_arms_across_iterations_and_names_the_next_start(t
     pytest.importorskip("matplotlib")
     write_report(report, tmp_path / "report")
     assert (tmp_path / "report" / "learning_curve.png").stat().st_size > 0
+
+
+def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_changed(tmp_path: Path,
+                                                                                  store: Store) -> None:
+    from burnqed.runner.reuse import stage_verdict
+
+    at = _publish_run(tmp_path, store)
+    argv = iteration_of(Config(), at.root, 3).stage("start").argv_for(0)
+
+    def verdict() -> tuple[str | None, bool]:
+        found = stage_verdict(argv, lambda sets: Config(), store, grammar=command_grammar())
+        return found.difference, found.recorded
+
+    assert verdict() == (None, True)  # nothing finished there yet
+    assert burnqed_in_process(*argv).returncode == 0
+    record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
+    assert sorted(record["made_from"]["inputs"]) == ["iter_0 eval", "iter_1 eval", "iter_1 eval-noebm", "iter_2 eval",
+                                                     "iter_2 eval-noebm"]
+    assert record["made_from"]["settings"] == {"--root": at.root, "--iter": 3, "pipeline.start": "best"}
+    # a re-run of the finished iteration reuses it (it was read as an eval result and refused: issue 69)
+    assert verdict() == (None, True)
+    write_eval_result(result(5, iteration=2), at.eval_result(2, with_ebm=False), store=store)  # iteration 2 redone
+    difference, recorded = verdict()
+    assert recorded and difference is not None
+    assert difference.startswith(f"iter_2 eval-noebm {at.eval_result(2, with_ebm=False)} was made again since")

@@ -1,5 +1,6 @@
 """SFT on the tiny model: the loss falls, a crashed run resumes where its checkpoint left off (locally and from a
-remote copy), LoRA exports merge exactly, QLoRA trains on CPU, and iteration 1 warm-starts from iteration 0."""
+remote copy), LoRA exports merge exactly, QLoRA trains on CPU, iteration 1 warm-starts from iteration 0, and
+iteration 0 reads no setting that only later iterations read (`sft-later`)."""
 
 from __future__ import annotations
 
@@ -389,3 +390,40 @@ def test_iteration_zero_with_proof_examples_trains_the_whole_format_on_the_datas
     assert (plain.train_examples, plain.proof_examples) == (9, 0)
     proofs = sft(tmp_path, cfg, name="proofs", proof_examples=True).record.data_counts
     assert (proofs.train_examples, proofs.base_pairs, proofs.proof_examples) == (9 + 4, 9, 4)
+
+
+class Watched(SftConfig):
+    """The SFT section, recording in `READ` the name of every field read from it as an attribute."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in SftConfig.model_fields:
+            READ.add(name)
+        return super().__getattribute__(name)
+
+
+READ: set[str] = set()
+
+
+@pytest.mark.slow
+def test_the_settings_only_later_iterations_read_are_not_read_at_iteration_0(tmp_path: Path, tiny_model_dir: Path,
+                                                                            store: Store) -> None:
+    """A field marked `sft-later` (`config.identity`) stays out of iteration 0's identity, so iteration 0 must not
+    read it: a new one read there fails here (and iteration 1 reads each, so the watch sees reads)."""
+    from burnqed.config import Config
+    from burnqed.config.identity import identity_keys
+
+    later = {key.removeprefix("sft.") for key in identity_keys(Config, "sft-later")}
+    assert later == {"later_epochs", "proofs_per_theorem"}
+    cfg = Watched(**config(tiny_model_dir, method="lora", lora_r=4, lora_alpha=8, max_steps=2, warm_steps=2,
+                           later_epochs=1.0, proofs_per_theorem="shortest").model_dump())
+    READ.clear()
+    sft(tmp_path, cfg, name="iter0", proof_examples=True)
+    assert "max_steps" in READ and READ & later == set()
+    edges = [edge(1, 0, EdgeOutcome.CLOSED)]
+    label_edges(edges, [1], proved=True)
+    trajectories = f"file://{tmp_path}/traj0"
+    write_trajectory(trajectories, [(result("searched_thm", True, edges=1, depth=1), edges)], store=store)
+    READ.clear()
+    sft(tmp_path, cfg, name="iter1", iteration=1, trajectories=(trajectories,), init=str(tmp_path / "iter0"),
+        proof_examples=True)
+    assert later <= READ
