@@ -85,10 +85,18 @@ def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) 
                            stop=stop_strings(fmt or policy.prompt_format))
 
 
+# The fields of an engine's settings that neither a `[search]` field of their name nor `settings_from_config` fills:
+# the stage running the engine attaches them (`attempt`: eval's pass k, `eval.run.pass_engine`; `journal`:
+# `search_job`, on its output; `cache`: the run's subgoal cache, `search_job`, or a pass's own). Every other field
+# comes from the section or from `settings_from_config` (tests/search/test_job.py checks each mode's engines).
+ATTACHED = ("attempt", "journal", "cache")
+
+
 def engine_settings(engine: type[Engine], search: SearchConfig, **given: Any) -> Engine:
     """The settings dataclass `engine` with the fields `given`, and each other field it declares from the `search`
     field of the same name (a list as a tuple): a search setting keeps its name from the `[search]` section to the
-    engine that reads it, so it reaches that engine by being declared in both."""
+    engine that reads it, so it reaches that engine (in `burnqed search` and in eval) by being declared in both
+    (CONTRIBUTING.md, "A new search knob")."""
     declared = {field.name for field in dataclasses.fields(engine)}
     named: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
                              for name, value in search if name in declared and name not in given}

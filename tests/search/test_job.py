@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from burnqed.config import Config, load_config
+from burnqed.config import Config, PolicyConfig, SearchConfig, load_config
 from burnqed.errors import InputError, PolicyError
 from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.start import start_theorem
@@ -20,7 +21,11 @@ from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.journal import Counters, EntryRecord, FileJournal, NodeRecord, ProofRecord, RoundRecord
 from burnqed.search.runner import parse_shard, select_shard
-from burnqed.stages.search import JobSettings, SearchReport, search_job, unsolved_in
+from burnqed.search.sketching import SketchSettings
+from burnqed.search.step import StepSettings
+from burnqed.search.whole import WholeSettings
+from burnqed.stages import search as stage
+from burnqed.stages.search import ATTACHED, JobSettings, SearchReport, engine_settings, search_job, unsolved_in
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from leankit.corpus import load_corpus
@@ -204,21 +209,60 @@ def test_job_settings_come_from_the_sections_and_pace_the_run_by_the_pool() -> N
 
 
 def test_a_search_setting_reaches_each_engine_that_declares_its_name() -> None:
-    from burnqed.config import SearchConfig
-    from burnqed.search.step import StepSettings
-    from burnqed.search.whole import WholeSettings
-    from burnqed.stages.search import engine_settings
-
     search = SearchConfig(revisit_penalty=2.5, probe_tactics=["simp"], max_nodes=7, timeout_s=9.0, max_proofs=11)
     step = engine_settings(StepSettings, search, max_nodes=3)
     assert (step.revisit_penalty, step.probe_tactics, step.timeout_s) == (2.5, ("simp",), 9.0)  # a list as a tuple
     assert step.max_nodes == 3  # a field given wins over the section's
     whole = engine_settings(WholeSettings, search)
     assert (whole.max_proofs, whole.timeout_s) == (11, 9.0)
-    names = {key for key in SearchConfig.model_fields if key in {f.name for f in dataclasses.fields(StepSettings)}}
-    assert sorted(names) == ["alpha", "expand_batch", "max_depth", "max_nodes", "probe_logprob", "probe_tactics",
-                             "revisit_penalty", "revisit_temperature", "revisits", "speculate", "stop_at_first",
-                             "timeout_s", "value_ramp_depth", "value_reference", "value_weight", "verify"]
+
+
+def engine_sources(mode: str, subgoal_mode: str, monkeypatch: pytest.MonkeyPatch) -> dict[type, set[str]]:
+    """Each engine settings class `settings_from_config` builds in `mode` (sketch: with its subgoals in
+    `subgoal_mode`) → the fields it gives that class besides the `[search]` fields of their names."""
+    given: dict[type, set[str]] = {}
+    build = stage.engine_settings
+
+    def recording(engine: type[Any], search: SearchConfig, **fields: Any) -> Any:
+        given.setdefault(engine, set()).update(fields)
+        return build(engine, search, **fields)
+
+    monkeypatch.setattr(stage, "engine_settings", recording)
+    stage.settings_from_config(SearchConfig(mode=mode, sketch_subgoal_mode=subgoal_mode), PolicyConfig())
+    return given
+
+
+def unsourced(engine: type[Any], given: set[str]) -> list[str]:
+    """The fields of `engine` that no `[search]` field of their name fills, `settings_from_config` does not give and
+    no stage attaches (`stages.search.ATTACHED`): they would keep their defaults whatever the configuration says."""
+    return sorted({f.name for f in dataclasses.fields(engine)} - set(SearchConfig.model_fields) - given
+                  - set(ATTACHED))
+
+
+@pytest.mark.parametrize(("mode", "subgoal_mode"), [("step", "step"), ("whole", "step"), ("hybrid", "step"),
+                                                    ("sketch", "step"), ("sketch", "hybrid")])
+def test_every_field_of_an_engines_settings_comes_from_the_configuration(
+        mode: str, subgoal_mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A search knob is a `[search]` field and an engine settings field of one name (CONTRIBUTING.md, "A new search
+    knob"): an engine field under another name, or with no field in the section, is caught here."""
+    given = engine_sources(mode, subgoal_mode, monkeypatch)
+    built = {"step": {StepSettings}, "whole": {WholeSettings}, "hybrid": {HybridSettings},
+             "sketch": {SketchSettings, StepSettings if subgoal_mode == "step" else HybridSettings}}[mode]
+    assert set(given) == built
+    assert not set(ATTACHED) & (set(SearchConfig.model_fields) | set().union(*given.values()))  # attached: only so
+    assert {engine.__name__: unsourced(engine, fields) for engine, fields in given.items()} == {
+        engine.__name__: [] for engine in built}
+
+
+def test_an_engine_field_the_configuration_does_not_fill_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    given = engine_sources("step", "step", monkeypatch)[StepSettings]
+    grown = dataclasses.make_dataclass("GrownStepSettings", [("max_tactics_tried", int, 0)], bases=(StepSettings,),
+                                       frozen=True)
+    assert unsourced(grown, given) == ["max_tactics_tried"]
+    every = {f.name for engine in (StepSettings, WholeSettings, HybridSettings, SketchSettings)
+             for f in dataclasses.fields(engine)}
+    assert sorted(set(ATTACHED) - every) == []  # no stale name in the stage's list
+    assert unsourced(StepSettings, given - {"seed"}) == ["seed"]  # one settings_from_config stopped giving
 
 
 def test_theorems_the_last_iteration_left_unsolved_are_searched_at_the_larger_budget(tmp_path: Path,
