@@ -162,7 +162,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
 
     async def search(self) -> FailureReason | None:
         """Start and search, no result built, no journal resumed and Lean's failures not classified (a sketch's
-        subgoal search: the sketch search reads `proofs`, `edges`, `rounds`); why it ended."""
+        subgoal search: the sketch search reads `core.proofs`, `core.edges`, `rounds`); why it ended."""
         await self._start()
         return await self._loop()
 

@@ -108,7 +108,7 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
     in one policy request within the time left (`sampling` with one sample each, seeded `seed(failure, round)`); each
     revision is one proof sampled, checked by `check` when the search is not past its limits, and the revisions that
     failed again are revised in the next round, up to `repair.rounds`. A repair prompt the policy refused ends its
-    chain, its reason added to the search's `refusals`."""
+    chain, its reason added to the search's `core.refusals`."""
     settings, core = search.settings, search.core
     repair = settings.repair
     for round_ in range(1, repair.rounds + 1):

@@ -122,7 +122,7 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     async def search(self) -> FailureReason | None:
         """Start and search, no result built and Lean's failures not classified (a sketch's subgoal search: the
-        sketch search reads `proofs`, `edges`, `expanded`); why it ended."""
+        sketch search reads `core.proofs`, `core.edges`, `expanded`); why it ended."""
         await self._start()
         try:
             return await self._loop()
@@ -131,7 +131,7 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     async def replay(self, tactics: list[str]) -> FailureReason | None:
         """Apply `tactics` in order from the root (a proof found elsewhere, nothing sampled): proved when the last one
-        closes every goal (and only the last), its rows in `edges`; why not."""
+        closes every goal (and only the last), its rows in `core.edges`; why not."""
         await self._start()
         assert self.tree is not None
         node = self.tree.root
