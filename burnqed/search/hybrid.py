@@ -33,7 +33,7 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, TacticKind, TacticResult, first_line, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason
 from burnqed.records.theorem import Theorem
-from burnqed.search.answer import AnswerSlot, read_attempt
+from burnqed.search.answer import read_attempt
 from burnqed.search.journal import (
     Counters,
     EntryRecord,
@@ -50,8 +50,8 @@ from burnqed.search.rebuild import SharedWorkerSearch
 from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
+    EngineCore,
     Proof,
-    Proofs,
     SearchOutcome,
     Spent,
     ask_within,
@@ -130,32 +130,18 @@ class HybridSettings:
 class HybridSearch(SharedWorkerSearch[TrieNode]):
     """One theorem's hybrid search; `run()` once."""
 
-    lean: CountingLean  # counts the requests this theorem sends (its results' lean_calls)
+    core: EngineCore[CountingLean]
 
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings,
                  guard: TacticGuard, value: ValueFn | None = None, root: Root | None = None) -> None:
-        self.theorem = theorem
-        self.slot = AnswerSlot(theorem)
-        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
-        self.lean = CountingLean(lean)
-        self.root = root if root is not None else Root()  # the theorem's start, or a sketch's subgoal
-        self.seed_key = self.root.seed_key or theorem.name  # what the sampling seeds are keyed on
-        self.policy = policy
+        self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks, root,
+                                  value)  # proofs' budget: proofs sampled before the round + the position in it
         self.settings = settings
-        self.guard = guard
-        self.value = value
-        self.meter = self.root.meter_for(settings.marks, self.lean)
-        self.start_generation = lean.generation
-        self.own_restarts = 0  # this theorem's requests that crashed or hung the (shared) worker
         self.trie: ProofTrie | None = None
-        self.edges: list[Edge] = []
-        self.proofs = Proofs()  # budget: proofs sampled before the round + the completion's position in it
         self.rounds = 0
         self.sampled = 0
-        self.refusals: list[str] = []
         self.repaired = 0  # failed attempts revised (repair chains started)
         self.revisions = 0
-        self.waits = Waits()
         self.resumed_from = 0
         self._curve_saved = 0  # the usage curve's entries already in the journal
         # What the current round changed, for its checkpoint.
@@ -176,7 +162,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
 
     async def search(self) -> FailureReason | None:
         """Start and search, no result built, no journal resumed and Lean's failures not classified (a sketch's
-        subgoal search: the sketch search reads `proofs`, `edges`, `rounds`); why it ended."""
+        subgoal search: the sketch search reads `core.proofs`, `core.edges`, `rounds`); why it ended."""
         await self._start()
         return await self._loop()
 
@@ -190,46 +176,46 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         settings = self.settings
         assert self.trie is not None
         while True:
-            self.meter.reach(self.sampled)
-            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.sampled,
-                                     settings.max_proofs, FailureReason.MAX_PROOFS)
+            self.core.meter.reach(self.sampled)
+            stop = self.core.proofs.limit(settings.stop_at_first, self.core.meter.elapsed(), settings.timeout_s,
+                                          self.sampled, settings.max_proofs, FailureReason.MAX_PROOFS)
             if stop is not None:
                 return stop.reason
             if self.rounds >= settings.max_rounds:
-                return self.proofs.ending(FailureReason.MAX_ROUNDS)
+                return self.core.proofs.ending(FailureReason.MAX_ROUNDS)
             node = self.trie.best(settings.priority, settings.max_depth)
             if node is None:
-                return self.proofs.ending(FailureReason.EXHAUSTED)
+                return self.core.proofs.ending(FailureReason.EXHAUSTED)
             finished = await self._round(node)
-            if self.root.book is not None:
-                self.root.book(self.rounds)
+            if self.core.root.book is not None:
+                self.core.root.book(self.rounds)
             await self._checkpoint()
             if not finished:
-                return self.proofs.ending(FailureReason.TIMEOUT)
+                return self.core.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 
     async def _start(self) -> None:
-        if self.root.goal is not None:  # a goal already in the worker: nothing to start
-            goals: tuple[Goal, ...] = (self.root.goal,)
+        if self.core.root.goal is not None:  # a goal already in the worker: nothing to start
+            goals: tuple[Goal, ...] = (self.core.root.goal,)
             root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals),
-                            state_id=self.root.state_id, generation=self.root.generation)
-            self.start_generation = root.generation
+                            state_id=self.core.root.state_id, generation=self.core.root.generation)
+            self.core.start_generation = root.generation
             self.trie = ProofTrie(root)
             return
-        if not self.slot.started:  # the open root: asked with the answer prompt, never started (its slot is sorry)
-            assert self.slot.name is not None
-            self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.slot.name,)))
+        if not self.core.slot.started:  # the open root: asked with the answer prompt, never started (its slot is sorry)
+            assert self.core.slot.name is not None
+            self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.core.slot.name,)))
             self._new_nodes.append(self.trie.root)
             await self._checkpoint()
             return
         started = time.perf_counter()
         try:
-            state_id, goals = await start_theorem(self.lean, self.theorem)
+            state_id, goals = await start_theorem(self.core.lean, self.core.theorem)
         finally:
-            self.waits.lean_s += time.perf_counter() - started
+            self.core.waits.lean_s += time.perf_counter() - started
         root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
-                        generation=self.lean.generation)
+                        generation=self.core.lean.generation)
         self.trie = ProofTrie(root)
         self._new_nodes.append(root)
         await self._checkpoint()
@@ -245,24 +231,25 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """The theorem `node` is a state of: the one searched, or (an open answer) the one its answer's root fills."""
         start = node.start()
         if start.answer is None:
-            return self.theorem
+            return self.core.theorem
         if start.id not in self._filled:
-            self._filled[start.id] = self.theorem.with_answer(start.answer)
+            self._filled[start.id] = self.core.theorem.with_answer(start.answer)
         return self._filled[start.id]
 
     def _open_root(self, node: TrieNode) -> bool:
         """`node` is the open root of a theorem whose answer is open (it samples answers with their proofs)."""
-        return node.parent is None and self.slot.open
+        return node.parent is None and self.core.slot.open
 
     def _context(self, node: TrieNode) -> str | None:
         """What a proof prompt at `node` shows above its state: the declaration, under the header with the answer
         filled in when the answer is open (the model sees the answer it proves; never the reference comment)."""
         answer = node.start().answer
         if answer is None:
-            return self.declaration
-        assert self.theorem.answer is not None and self.theorem.header is not None
-        slot = self.theorem.answer.name
-        return f"{fill_slot(answer_header(self.theorem.header, slot), slot, answer)}\n\n{self.declaration or ''}"
+            return self.core.declaration
+        assert self.core.theorem.answer is not None and self.core.theorem.header is not None
+        slot = self.core.theorem.answer.name
+        header = fill_slot(answer_header(self.core.theorem.header, slot), slot, answer)
+        return f"{header}\n\n{self.core.declaration or ''}"
 
     # ------------------------------------------------------------------------------------------- rounds
 
@@ -275,15 +262,15 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
         answering = self._open_root(node)
         if answering:  # the answer prompt, as whole mode asks it; each round numbers its samples on (new answers)
-            prompt = build_statement_prompt(settings.whole_fmt, self.declaration or "", self.theorem.header,
-                                            slot=self.slot.name)
+            prompt = build_statement_prompt(settings.whole_fmt, self.core.declaration or "", self.core.theorem.header,
+                                            slot=self.core.slot.name)
             sampling = dataclasses.replace(sampling, stop=stop_strings(settings.whole_fmt))
         else:
             prompt = build_prompt(settings.fmt, node.state, self._context(node))
-        seeds = expansion_seeds(settings.seed, self.seed_key, [node.id], sampling.n,
+        seeds = expansion_seeds(settings.seed, self.core.seed_key, [node.id], sampling.n,
                                 first_sample=self.sampled if answering else 0, attempt=settings.attempt)
-        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
-                                  lambda: ask(self.policy, [prompt], sampling, seeds))
+        answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(),
+                                  lambda: ask(self.core.policy, [prompt], sampling, seeds))
         if answer.completions is None:
             return False
         (completions,), gen_s = answer.completions, answer.seconds
@@ -297,20 +284,20 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         gen_ms = gen_s * 1000 / max(len(completions), 1)
         for position, completion in enumerate(completions, start=1):
             self.sampled += 1
-            self.meter.add_tokens(completion.n_tokens)
-            if self.meter.elapsed() < settings.timeout_s:  # past the time limit the rest is only counted
+            self.core.meter.add_tokens(completion.n_tokens)
+            if self.core.meter.elapsed() < settings.timeout_s:  # past the time limit the rest is only counted
                 failure = await (self._answered(completion, settings.whole_fmt, gen_ms, before + position, opened)
                                  if answering else self._replay(node, completion, gen_ms, before + position, opened))
                 if failure is not None:
                     failures.append(failure)
-            self.meter.reach(self.sampled)
+            self.core.meter.reach(self.sampled)
         assert self.trie is not None
         root, seed = self.trie.root, settings.seed
         revision_seed = None if seed is None else (  # keyed on the row where the attempt failed
-            lambda failure, _: sample_seed(seed, self.seed_key, -failure.edge.node_id, 0, settings.attempt))
+            lambda failure, _: sample_seed(seed, self.core.seed_key, -failure.edge.node_id, 0, settings.attempt))
 
         def check(completion: Completion, gen_ms: float, failure: Failure) -> Awaitable[Failure | None]:
-            if self.slot.open:  # a file again: its answer (the attempt's when it gives none) picks the trie
+            if self.core.slot.open:  # a file again: its answer (the attempt's when it gives none) picks the trie
                 return self._answered(completion, settings.repair.fmt, gen_ms, self.sampled, opened,
                                       revises=failure.edge, kept=failure.answer)
             return self._replay(root, completion, gen_ms, self.sampled, opened, revises=failure.edge)  # from the root
@@ -330,7 +317,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         and proof, the answer by its whitespace-collapsed text."""
         assert self.trie is not None
         root = self.trie.root
-        attempt = read_attempt(self.theorem, fmt, completion.text, self.guard, kept=kept)
+        attempt = read_attempt(self.core.theorem, fmt, completion.text, self.core.guard, kept=kept)
         body = join_tactics(attempt.tactics, indent="")
         answer_key = " ".join((attempt.answer or "").split())
         key = answer_key if attempt.theorem is not None else f"{answer_key}\0{normalize_tactic(body)}"
@@ -356,7 +343,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """Start `theorem` (the open one filled with `answer`): the root of the answer's trie, or the failure row
         when Lean cannot start it (an answer it cannot elaborate). Either way the open root's entry for `key`."""
         assert self.trie is not None
-        shape = check_header(self.theorem.header, theorem.header)  # the compile's pinned shape, before Lean
+        shape = check_header(self.core.theorem.header, theorem.header)  # the compile's pinned shape, before Lean
         if not shape.ok:
             row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
                                  f"{shape.reason}", completion, gen_ms, revises)
@@ -365,7 +352,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             return entry
         started = time.perf_counter()
         try:
-            state_id, goals = await start_theorem(self.lean, theorem)
+            state_id, goals = await start_theorem(self.core.lean, theorem)
         except LeanStartError:
             raise
         except LeanError as exc:
@@ -375,10 +362,10 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             self._entry(self.trie.root, key, entry)
             return entry
         finally:
-            self.waits.lean_s += time.perf_counter() - started
+            self.core.waits.lean_s += time.perf_counter() - started
         node = TrieNode(self.trie.new_id(), self.trie.root, 0, None, pretty_state(goals),
                         tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
-                        state_id=state_id, generation=self.lean.generation, answer=answer.strip())
+                        state_id=state_id, generation=self.core.lean.generation, answer=answer.strip())
         self._filled[node.id] = theorem
         self.trie.add(node)
         self._new_nodes.append(node)
@@ -398,7 +385,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         if revises is not None:
             edge.revision, edge.revises = revises.revision + 1, revises.node_id
         _share([edge], completion, gen_ms)
-        self.edges.append(edge)
+        self.core.edges.append(edge)
         self._new_edges.append(edge)
         return edge
 
@@ -474,7 +461,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         edge = tactic_row(self.trie.new_id(), node.id, node.depth + 1, node.state, tactic, result)
         if revision is not None:
             edge.revision, edge.revises = revision.revision + 1, revision.node_id
-        self.edges.append(edge)
+        self.core.edges.append(edge)
         self._new_edges.append(edge)
         created.append(edge)
         if result.kind is not TacticKind.SUCCESS or result.state_id is None:
@@ -496,7 +483,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             self._entry(node, key, TrieEntry(edge.node_id, failure=pruned))
             return None
         child = TrieNode(edge.node_id, node, node.depth + 1, tactic, state, targets, prior=prior,
-                         state_id=result.state_id, generation=self.lean.generation,
+                         state_id=result.state_id, generation=self.core.lean.generation,
                          unchanged=unchanged_run(node, targets), haves=have_run(node, tactic))
         self.trie.add(child)
         self._new_nodes.append(child)
@@ -512,13 +499,13 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """Count a closing path only on the soundness rules (a subgoal's: as far as its own search can tell,
         `accept_subgoal`). True when it is a proof (verified, or unverified with search.verify off)."""
         tactics = [*node.path(), tactic]
-        if self.root.subgoal:
-            return self.proofs.accept(edge, accept_subgoal(final, tactics, self.guard), tactics, self.rounds,
-                                      revision) is not None
-        verdict = await verify_closing(self.lean, self._theorem_at(node), self.guard, tactics, final,
+        if self.core.root.subgoal:
+            return self.core.proofs.accept(edge, accept_subgoal(final, tactics, self.core.guard), tactics, self.rounds,
+                                           revision) is not None
+        verdict = await verify_closing(self.core.lean, self._theorem_at(node), self.core.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
-                                       charge=self._charge_lean, index_header=self.theorem.header)
-        proof = self.proofs.count(edge, verdict, tactics, budget, revision)
+                                       charge=self._charge_lean, index_header=self.core.theorem.header)
+        proof = self.core.proofs.count(edge, verdict, tactics, budget, revision)
         if proof is None:
             return False
         proof.answer = node.start().answer
@@ -528,14 +515,14 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     async def _score(self, opened: list[TrieNode]) -> None:
         """The value model's energies of the round's new open nodes (one call), then their rows' priorities."""
         fresh = [node for node in opened if node.targets]
-        if self.value is not None and fresh:
+        if self.core.value is not None and fresh:
             starts: dict[int, list[TrieNode]] = {}  # one call per theorem started (an open answer: per answer)
             for node in fresh:
                 starts.setdefault(node.start().id, []).append(node)
             for group in starts.values():
                 started = time.perf_counter()
-                energies = await self.value.energies(group[0].start().state, [node.state for node in group])
-                self.waits.value_s += time.perf_counter() - started
+                energies = await self.core.value.energies(group[0].start().state, [node.state for node in group])
+                self.core.waits.value_s += time.perf_counter() - started
                 for node, energy in zip(group, energies, strict=True):
                     node.energy = energy
                     self._touched[node.id] = node
@@ -549,10 +536,10 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         """The policy could not be asked about `node` (its prompt does not fit): a failed expansion row, and the
         node is never asked about again (it would be refused alike)."""
         assert self.trie is not None
-        self.refusals.append(reason)
+        self.core.refusals.append(reason)
         self._mark_dead(node)
         edge = refusal_row(self.trie.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms)
-        self.edges.append(edge)
+        self.core.edges.append(edge)
         self._new_edges.append(edge)
 
     # ------------------------------------------------------------------------------------- checkpoints
@@ -560,12 +547,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     def fingerprint(self) -> str:
         """What the trie depends on: a checkpoint made under anything else is not resumed."""
         s = self.settings
-        deny = "\1".join(pattern.pattern for pattern in self.guard.patterns)
-        parts: tuple[object, ...] = (self.theorem.name, self.declaration, self.theorem.header, s.fmt, s.max_depth,
-                                     s.verify, deny, self.guard.max_chars)
+        deny = "\1".join(pattern.pattern for pattern in self.core.guard.patterns)
+        parts: tuple[object, ...] = (self.core.theorem.name, self.core.declaration, self.core.theorem.header, s.fmt,
+                                     s.max_depth, s.verify, deny, self.core.guard.max_chars)
         if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
             parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
-        if self.slot.open:  # the answer prompt's format decides the forest's answers
+        if self.core.slot.open:  # the answer prompt's format decides the forest's answers
             parts = (*parts, s.whole_fmt)
         text = "\0".join(map(str, parts))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -577,14 +564,15 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             return
         assert self.trie is not None
         record = RoundRecord(
-            theorem=self.theorem.name,
+            theorem=self.core.theorem.name,
             round=self.rounds,
             fingerprint=self.fingerprint(),
             counters=Counters(
-                rounds=self.rounds, sampled=self.sampled, tokens=self.meter.tokens, lean_calls=self.meter.lean_calls,
-                elapsed_s=self.meter.elapsed(), policy_s=self.waits.policy_s, lean_s=self.waits.lean_s,
-                value_s=self.waits.value_s,
-                rejected=self.proofs.rejected, refusals=list(self.refusals), next_id=self.trie.next_id,
+                rounds=self.rounds, sampled=self.sampled, tokens=self.core.meter.tokens,
+                lean_calls=self.core.meter.lean_calls,
+                elapsed_s=self.core.meter.elapsed(), policy_s=self.core.waits.policy_s, lean_s=self.core.waits.lean_s,
+                value_s=self.core.waits.value_s,
+                rejected=self.core.proofs.rejected, refusals=list(self.core.refusals), next_id=self.trie.next_id,
                 repaired=self.repaired, revisions=self.revisions,
             ),
             nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
@@ -598,12 +586,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             proofs=[ProofRecord(edge=p.edge, proof=p.proof, tactics=p.tactics, depth=len(p.tactics),
                                 budget=p.budget, verified=verified, revision=p.revision)
                     for p, verified in self._new_proofs],
-            usage=list(self.meter.recorded),
-            curve=self.meter.curve(self._curve_saved),
+            usage=list(self.core.meter.recorded),
+            curve=self.core.meter.curve(self._curve_saved),
         )
-        self._curve_saved = len(self.meter.curve_tokens)
+        self._curve_saved = len(self.core.meter.curve_tokens)
         self._reset_round()
-        await asyncio.to_thread(journal.append, self.theorem.name, record)
+        await asyncio.to_thread(journal.append, self.core.theorem.name, record)
 
     def _changed(self) -> list[TrieNode]:
         """The nodes the round created or whose statistics it changed."""
@@ -617,28 +605,27 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         journal = self.settings.journal
         if journal is None:
             return False
-        records = journal.load(self.theorem.name)
+        records = journal.load(self.core.theorem.name)
         if not records:
             return False
         if any(record.fingerprint != self.fingerprint() for record in records):
             log.warning("%s: its checkpoint was made under other settings; searching it from the start",
-                        self.theorem.name)
-            journal.clear(self.theorem.name)
+                        self.core.theorem.name)
+            journal.clear(self.core.theorem.name)
             return False
-        self.trie, self.edges = rebuild_trie(records)
+        self.trie, self.core.edges = rebuild_trie(records)
         self._journaled = [found for record in records for found in record.proofs]  # counted once re-checked
         last = records[-1].counters
-        self.rounds, self.sampled, self.proofs.rejected, self.refusals = last.rounds, last.sampled, last.rejected, [
-            *last.refusals
-        ]
-        self.waits = Waits(last.policy_s, last.lean_s, last.value_s)
+        self.rounds, self.sampled = last.rounds, last.sampled
+        self.core.proofs.rejected, self.core.refusals = last.rejected, [*last.refusals]
+        self.core.waits = Waits(last.policy_s, last.lean_s, last.value_s)
         self.repaired, self.revisions = last.repaired, last.revisions
-        self.meter = UsageMeter(self.settings.marks, self.lean, tokens_before=last.tokens, calls_before=last.lean_calls,
-                                seconds_before=last.elapsed_s)
-        self.meter.restore(records[-1].usage, joined_curve(records), last.sampled)
-        self._curve_saved = len(self.meter.curve_tokens)
+        self.core.meter = UsageMeter(self.settings.marks, self.core.lean, tokens_before=last.tokens,
+                                     calls_before=last.lean_calls, seconds_before=last.elapsed_s)
+        self.core.meter.restore(records[-1].usage, joined_curve(records), last.sampled)
+        self._curve_saved = len(self.core.meter.curve_tokens)
         self.resumed_from = last.rounds
-        log.info("%s: resumed at round %d (%d proofs sampled)", self.theorem.name, last.rounds, last.sampled)
+        log.info("%s: resumed at round %d (%d proofs sampled)", self.core.theorem.name, last.rounds, last.sampled)
         return True
 
     async def _recheck_journaled(self) -> None:
@@ -646,21 +633,21 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         path replayed from the theorem's start in Lean, the soundness rules, the compile). One that does not is a
         rejected proof, its closing entry a failure (never followed as closed again), and the result says why."""
         assert self.trie is not None
-        rows = {edge.node_id: edge for edge in self.edges}
+        rows = {edge.node_id: edge for edge in self.core.edges}
         for found in self._journaled:
             node, verdict = await recheck_proof(
-                found, self.trie, rows, lean=self.lean, guard=self.guard, compile=self.settings.verify,
+                found, self.trie, rows, lean=self.core.lean, guard=self.core.guard, compile=self.settings.verify,
                 theorem_at=self._theorem_at, apply_at=self._apply_at, charge=self._charge_lean,
-                index_header=self.theorem.header)
+                index_header=self.core.theorem.header)
             if verdict.ok:  # verified or not as the check says, whatever the journal says
-                (self.proofs.verified if verdict.verified else self.proofs.unverified).append(
+                (self.core.proofs.verified if verdict.verified else self.core.proofs.unverified).append(
                     Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,
                           node.start().answer if node is not None else None))
                 continue
             why = verdict.reason
-            self.proofs.rejected += 1
+            self.core.proofs.rejected += 1
             self._unproved.append(f"a proof its journal holds (row {found.edge}) did not check again: {why}")
-            log.warning("%s: %s", self.theorem.name, self._unproved[-1])
+            log.warning("%s: %s", self.core.theorem.name, self._unproved[-1])
             if node is not None and found.tactics:
                 self._entry(node, normalize_tactic(found.tactics[-1]), TrieEntry(found.edge, failure=first_line(why)))
         self._journaled = []
@@ -668,14 +655,12 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
     # ------------------------------------------------------------------------------------------ result
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        if self._unproved and not self.proofs.found() and detail is None:
+        if self._unproved and not self.core.proofs.found() and detail is None:
             detail = "; ".join(self._unproved)
-        ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
-        spent = Spent.of(self.meter.elapsed(), self.waits)
-        result = final_result(self.theorem, self.declaration, SearchMode.HYBRID, self.proofs, self.edges, ending, spent,
-                              self.meter, nodes_expanded=self.rounds, proofs_sampled=self.sampled,
-                              rejected_prompts=len(self.refusals), repaired=self.repaired, revisions=self.revisions)
-        return SearchOutcome(result, self.edges)
+        ending = refused_ending(reason, detail, bool(self.core.proofs.verified), self.core.refusals)
+        result = final_result(self.core, SearchMode.HYBRID, ending, Spent.of(self.core), nodes_expanded=self.rounds,
+                              proofs_sampled=self.sampled, repaired=self.repaired, revisions=self.revisions)
+        return SearchOutcome(result, self.core.edges)
 
 
 def _share(rows: list[Edge], completion: Completion, gen_ms: float) -> None:

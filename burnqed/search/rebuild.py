@@ -1,10 +1,10 @@
 """One theorem's Lean side on a shared worker: starting the theorem, guarded tactics, restarts counted per cause,
 and rebuilding a node after the worker was replaced (docs/search.md, "Shared workers").
 
-Step and hybrid search inherit `SharedWorkerSearch` and give it their `Waits` (where Lean time is booked) and,
-where a dead node must be recorded elsewhere too, `_mark_dead`; their nodes (`search.tree.Node`,
-`search.trie.TrieNode`) are `Rebuildable`. Whole search, which keeps no states beyond the root, uses
-`burnqed.lean.start.start_theorem`.
+Step and hybrid search inherit `SharedWorkerSearch` and give it their `EngineCore` (`core`: the theorem, Lean, the
+root, the `Waits` where Lean time is booked) and, where a dead node must be recorded elsewhere too, `_mark_dead`;
+their nodes (`search.tree.Node`, `search.trie.TrieNode`) are `Rebuildable`. Whole search, which keeps no states
+beyond the root, uses `burnqed.lean.start.start_theorem`.
 """
 
 from __future__ import annotations
@@ -48,24 +48,36 @@ class LeanGone(Exception):
     """The worker kept failing: the theorem ends with a Lean error."""
 
 
-class SharedWorkerSearch(Generic[N]):
-    """The Lean requests of one theorem's search on a worker it shares with other theorems.
+class WorkerSide(Protocol):
+    """What the shared-worker requests read and count of a search's state (`search.skeleton.EngineCore`): the
+    theorem, Lean, the guard, the root (where the search starts: its goal and the goals dropped from every reply, how
+    a replaced worker gives the root again), the timers (where Lean's time is booked), the worker generation of the
+    root and this theorem's requests that crashed or hung the worker (states_lost results)."""
 
-    Subclasses set `theorem`, `lean`, `guard`, `root` (where the search starts: its goal and the goals dropped from
-    every reply, how a replaced worker gives the root again), `waits` (where Lean's time is booked),
-    `start_generation` (the worker generation of the root) and `own_restarts` (0) in their constructor."""
+    @property
+    def theorem(self) -> Theorem: ...
+    @property
+    def lean(self) -> LeanEnv: ...
+    @property
+    def guard(self) -> TacticGuard: ...
+    @property
+    def root(self) -> Root: ...
+    @property
+    def waits(self) -> Waits: ...
 
-    theorem: Theorem
-    lean: LeanEnv
-    guard: TacticGuard
-    root: Root
-    waits: Waits
     start_generation: int
-    own_restarts: int  # this theorem's requests that crashed or hung the worker (states_lost results)
+    own_restarts: int
+
+
+class SharedWorkerSearch(Generic[N]):
+    """The Lean requests of one theorem's search on a worker it shares with other theorems: subclasses set `core`
+    (their `EngineCore`) in their constructor."""
+
+    core: WorkerSide
 
     def _charge_lean(self, seconds: float) -> None:
         """Book `seconds` spent waiting for Lean."""
-        self.waits.lean_s += seconds
+        self.core.waits.lean_s += seconds
 
     def _mark_dead(self, node: N) -> None:
         """`node` could not be rebuilt: it is never expanded again."""
@@ -75,7 +87,7 @@ class SharedWorkerSearch(Generic[N]):
         """The node's state id in the worker's current process, replaying its tactic path when the process was
         replaced since (or the node was restored from a checkpoint); None when the replay does not reproduce it
         (the node is then dead)."""
-        generation = self.lean.generation
+        generation = self.core.lean.generation
         if node.state_id is not None and node.generation == generation:
             return node.state_id
         self._check_restarts(generation)
@@ -99,16 +111,16 @@ class SharedWorkerSearch(Generic[N]):
     def _started_by(self, node: N) -> Theorem | None:
         """The theorem whose start gives `node` its state (the searched one at the root), or None when the node's
         state comes from its parent by its tactic. Hybrid search of an open answer starts each answer's theorem."""
-        return self.theorem if node.parent is None else None
+        return self.core.theorem if node.parent is None else None
 
     async def _restart_root(self, theorem: Theorem) -> int:
         """The state id of `theorem`'s start in a new worker process (a worker that cannot be started stops the
         run); a search from a goal already in the worker (`Root.restart`) gets its state again its own way."""
         started = time.perf_counter()
         try:
-            if self.root.restart is not None:
-                return await self.root.restart()
-            return await start_goal(self.lean, theorem)
+            if self.core.root.restart is not None:
+                return await self.core.root.restart()
+            return await start_goal(self.core.lean, theorem)
         except LeanStartError:
             raise
         except LeanError as exc:
@@ -119,25 +131,25 @@ class SharedWorkerSearch(Generic[N]):
     def _goal_at(self, node: N) -> int | None:
         """The goal of `node`'s state a tactic there works on (`goal.tactic`'s goalId); None: the first. A search
         that starts from one goal of a state holding several (a sketch's subgoal) names it at its root."""
-        return self.root.goal_at(node.parent is None)
+        return self.core.root.goal_at(node.parent is None)
 
     async def _apply(self, state_id: int, tactic: str, goal_id: int | None = None) -> TacticResult:
         """`tactic` at `state_id` (on goal `goal_id`, else the first), unless the guard refuses it (then the refusal,
         Lean never sees it); the goals the root leaves out of every reply (`Root.siblings`) dropped."""
-        refusal = self.guard.refusal(tactic)
+        refusal = self.core.guard.refusal(tactic)
         if refusal is not None:
             return refusal
         started = time.perf_counter()
         try:
             if goal_id is None:
-                result = await self.lean.tactic(state_id, tactic)
+                result = await self.core.lean.tactic(state_id, tactic)
             else:
-                result = await self.lean.tactic(state_id, tactic, goal_id)
+                result = await self.core.lean.tactic(state_id, tactic, goal_id)
         finally:
             self._charge_lean(time.perf_counter() - started)
         if result.states_lost:
-            self.own_restarts += 1  # this request crashed or hung the worker
-        return own_goals(result, self.root.siblings)
+            self.core.own_restarts += 1  # this request crashed or hung the worker
+        return own_goals(result, self.core.root.siblings)
 
     async def _apply_at(self, node: N, tactic: str) -> TacticResult | None:
         """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
@@ -145,23 +157,23 @@ class SharedWorkerSearch(Generic[N]):
         a neighbour's tactic replaced the process meanwhile (`LeanStatesLostError`) is tried again on the rebuilt
         node."""
         while True:
-            generation = self.lean.generation
+            generation = self.core.lean.generation
             try:
                 state_id = await self._materialize(node)
                 if state_id is None:
                     return None
                 return await self._apply(state_id, tactic, self._goal_at(node))
             except LeanStatesLostError as exc:
-                if self.lean.generation == generation:
+                if self.core.lean.generation == generation:
                     raise LeanGone(f"Lean refused this theorem's state ids: {first_line(str(exc))}") from exc
 
     def _check_restarts(self, generation: int) -> None:
         """Only this theorem's own crashes count against MAX_RESTARTS; replacements caused by the theorems it
         shares the worker with have the larger MAX_SHARED_RESTARTS."""
-        replaced = generation - self.start_generation
-        if self.own_restarts > MAX_RESTARTS:
-            raise LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.own_restarts} times")
-        if replaced - self.own_restarts > MAX_SHARED_RESTARTS:
+        replaced = generation - self.core.start_generation
+        if self.core.own_restarts > MAX_RESTARTS:
+            raise LeanGone(f"this theorem's tactics crashed or hung the Lean worker {self.core.own_restarts} times")
+        if replaced - self.core.own_restarts > MAX_SHARED_RESTARTS:
             raise LeanGone(
-                f"the shared Lean worker was replaced {replaced} times ({self.own_restarts} by this theorem)"
+                f"the shared Lean worker was replaced {replaced} times ({self.core.own_restarts} by this theorem)"
             )

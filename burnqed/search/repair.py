@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Protocol
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.soundness import body_line, compile_text
-from burnqed.policy.base import Completion, Policy, Sampling, ask, context_problem
+from burnqed.policy.base import Completion, Sampling, ask, context_problem
 from burnqed.records.enums import SearchMode
 from burnqed.records.replies import CompileResult, TacticKind, pretty_state
 from burnqed.records.results import Edge
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
-from burnqed.search.skeleton import Proofs, ask_within
-from burnqed.search.usage import UsageMeter, Waits
+from burnqed.search.skeleton import EngineCore, ask_within
+from burnqed.search.usage import CountingLean
 from burnqed.text.completion import join_tactics
 from burnqed.text.feedback import Feedback, FeedbackMessage, cap_messages
 from burnqed.text.prompt import BLOCK_INDENT, PromptFormat, build_repair_prompt, repair_format, stop_strings
@@ -79,34 +79,25 @@ class RepairLimits(Protocol):
 
 
 class Repairing(Protocol):
-    """A search that repairs (`WholeSearch`, `HybridSearch`): what `revise` reads, and the counters it adds to."""
+    """A search that repairs (`WholeSearch`, `HybridSearch`): what `revise` reads, and the counters it adds to. Of
+    its `core` it reads the theorem, declaration and policy and adds to the proofs' limits, the meter, the refusals
+    (every prompt the policy refused, its reason: `rejected_prompts`) and the waits (where the policy's time is
+    booked)."""
 
     @property
     def settings(self) -> RepairLimits: ...
     @property
-    def policy(self) -> Policy: ...
-    @property
-    def theorem(self) -> Theorem: ...
-    @property
-    def declaration(self) -> str | None: ...
-    @property
-    def proofs(self) -> Proofs: ...
-    @property
-    def meter(self) -> UsageMeter: ...
-    @property
-    def refusals(self) -> list[str]: ...  # every prompt the policy refused, its reason: `rejected_prompts`
+    def core(self) -> EngineCore[CountingLean]: ...
 
     sampled: int  # proofs sampled (the budget): every revision is one
-    @property
-    def waits(self) -> Waits: ...  # where the policy's time is booked
     repaired: int  # fresh attempts revised (repair chains started)
     revisions: int  # revisions sampled
 
 
 def past_limits(search: Repairing) -> bool:
     """A proof was found (stop_at_first) or the time is up: what is sampled now is counted, not checked."""
-    settings = search.settings
-    return (settings.stop_at_first and search.proofs.found()) or search.meter.elapsed() >= settings.timeout_s
+    settings, core = search.settings, search.core
+    return (settings.stop_at_first and core.proofs.found()) or core.meter.elapsed() >= settings.timeout_s
 
 
 async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
@@ -117,19 +108,19 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
     in one policy request within the time left (`sampling` with one sample each, seeded `seed(failure, round)`); each
     revision is one proof sampled, checked by `check` when the search is not past its limits, and the revisions that
     failed again are revised in the next round, up to `repair.rounds`. A repair prompt the policy refused ends its
-    chain, its reason added to the search's `refusals`."""
-    settings = search.settings
+    chain, its reason added to the search's `core.refusals`."""
+    settings, core = search.settings, search.core
     repair = settings.repair
     for round_ in range(1, repair.rounds + 1):
         if not failures or past_limits(search) or search.sampled >= settings.max_proofs:
             return
         asked = dataclasses.replace(sampling, n=1, stop=stop_strings(repair.fmt))
         batch = failures[: settings.max_proofs - search.sampled]
-        prompts = [repair_prompt(repair.fmt, search.theorem, search.declaration, failure.feedback,
-                                 failure.edge.revision, failure.answer) for failure in batch]
+        prompts = [repair_prompt(repair.fmt, core.theorem, core.declaration, failure.feedback, failure.edge.revision,
+                                 failure.answer) for failure in batch]
         seeds = None if seed is None else [[seed(failure, round_)] for failure in batch]
-        answer = await ask_within(search.waits, settings.timeout_s - search.meter.elapsed(),
-                                  functools.partial(ask, search.policy, prompts, asked, seeds))
+        answer = await ask_within(core.waits, settings.timeout_s - core.meter.elapsed(),
+                                  functools.partial(ask, core.policy, prompts, asked, seeds))
         if answer.completions is None:
             return
         gen_ms = answer.seconds * 1000 / len(batch)
@@ -137,18 +128,18 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
         for index, (failure, completions) in enumerate(zip(batch, answer.completions, strict=True)):
             refusal = answer.refusal(index)
             if refusal is not None:
-                search.refusals.append(refusal)
+                core.refusals.append(refusal)
                 continue
             for completion in completions:
                 search.sampled += 1
                 search.revisions += 1
                 search.repaired += failure.edge.revision == 0
-                search.meter.add_tokens(completion.n_tokens)
+                core.meter.add_tokens(completion.n_tokens)
                 if not past_limits(search):
                     revised = await check(completion, gen_ms, failure)
                     if revised is not None:
                         failures.append(revised)
-                search.meter.reach(search.sampled)
+                core.meter.reach(search.sampled)
 
 
 def repair_prompt(fmt: PromptFormat, theorem: Theorem, declaration: str | None, feedback: Feedback, round_: int,

@@ -1,12 +1,13 @@
 """What the search engines share, once (docs/search.md, "One skeleton"): plain functions each engine calls
-around its own algorithm, not a base class to inherit.
+around its own algorithm, not a base class to inherit, and the one state every engine holds.
 
+    self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks, root, value)
     return await run_search(start, loop, finish)     # start errors and a worker that keeps dying, classified
     answer = await ask_within(waits, left_s, lambda: ask(policy, prompts, sampling, seeds))  # None: out of time
     verdict = await verify_closing(lean, theorem, guard, tactics, final, compile=..., reclose=..., charge=...,
                                     index_header=...)
     proof = proofs.count(edge, verdict, tactics, budget)   # None: the closing row then says why it does not count
-    result = final_result(theorem, declaration, mode, proofs, edges, reason, detail, spent, meter, ...)
+    result = final_result(core, mode, ending, Spent.of(core), nodes_expanded=..., ...)
 
 What each function decides (Lean's failures classified, when a closing path counts, the result's labels and proof
 shown) is the table of that docs section; only verified proofs count.
@@ -18,19 +19,22 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
 
 from burnqed.errors import LeanError, LeanProtocolError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, verify_proof
-from burnqed.policy.base import Completion, prompt_error
-from burnqed.records.enums import SearchMode
+from burnqed.policy.base import Completion, Policy, prompt_error
+from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import TacticKind, TacticResult, first_line
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.rebuild import LeanGone
-from burnqed.search.usage import UsageMeter, Waits
+from burnqed.search.root import Root
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.value import ValueFn
 from burnqed.trajectory.labels import label_edges
 
 EDGE_OUTCOME = {
@@ -223,6 +227,52 @@ class Proofs:
         return proof
 
 
+# ------------------------------------------------------------------------------------------ the state
+
+L = TypeVar("L", bound=CountingLean)
+
+
+@dataclass(slots=True)
+class EngineCore(Generic[L]):
+    """One theorem's search as every engine holds it (`EngineCore.of`, once in its constructor): what it searches
+    and with what, and what it has spent and found so far. The engine adds only its own algorithm's fields.
+
+        self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks,
+                                  root, value)
+        self.core.waits.policy_s          # its one set of timers: the policy, Lean, the value model
+        self.core.proofs.count(...)       # its proofs, refusals, rows and meter, read by `final_result`
+
+    `lean` counts this search's Lean requests (a sketch search's also its elaborations: `CountingSketchLean`).
+    `start_generation` is the worker generation of its root (set again once the root exists) and `own_restarts`
+    the worker crashes or hangs its own requests caused (`search.rebuild`)."""
+
+    theorem: Theorem
+    slot: AnswerSlot  # where its answer slot stands
+    declaration: str | None  # what the prompts show; recorded in the result
+    lean: L
+    policy: Policy
+    guard: TacticGuard
+    value: ValueFn | None
+    root: Root  # the theorem's start, or a sketch's subgoal
+    seed_key: str  # what the sampling seeds are keyed on
+    meter: UsageMeter  # its clock is the search's
+    start_generation: int
+    waits: Waits = field(default_factory=Waits)
+    proofs: Proofs = field(default_factory=Proofs)
+    refusals: list[str] = field(default_factory=list)  # why the policy could not answer, one entry per refused prompt
+    edges: list[Edge] = field(default_factory=list)
+    own_restarts: int = 0
+
+    @classmethod
+    def of(cls, theorem: Theorem, lean: L, policy: Policy, guard: TacticGuard, form: DeclarationForm,
+           marks: tuple[int, ...], root: Root | None = None, value: ValueFn | None = None) -> EngineCore[L]:
+        """The state of a search of `theorem` not started yet, from `root` (None: the theorem's start), its meter
+        marked at the budgets `marks` (the root's meter when it brings one)."""
+        root = root if root is not None else Root()
+        return cls(theorem, AnswerSlot(theorem), theorem.declaration(form), lean, policy, guard, value, root,
+                   root.seed_key or theorem.name, root.meter_for(marks, lean), lean.generation)
+
+
 # ------------------------------------------------------------------------------------------------- rows
 
 
@@ -270,29 +320,26 @@ class Spent:
     value_s: float = 0.0
 
     @classmethod
-    def of(cls, elapsed_s: float, waits: Waits) -> Spent:
-        """The result's clocks: the search's wall time and its waits."""
-        return cls(elapsed_s, waits.policy_s, waits.lean_s, waits.value_s)
+    def of(cls, core: EngineCore[Any]) -> Spent:
+        """The result's clocks: the search's wall time (its meter's) and its waits, now."""
+        waits = core.waits
+        return cls(core.meter.elapsed(), waits.policy_s, waits.lean_s, waits.value_s)
 
 
 def final_result(
-    theorem: Theorem,
-    declaration: str | None,
+    core: EngineCore[Any],
     mode: SearchMode,
-    proofs: Proofs,
-    edges: list[Edge],
     ending: Ending,
     spent: Spent,
-    meter: UsageMeter,
     *,
     nodes_expanded: int = 0,
     proofs_sampled: int = 0,
-    rejected_prompts: int = 0,
     repaired: int = 0,
     revisions: int = 0,
 ) -> TheoremResult:
-    """Label `edges` (only verified proofs' paths positive; an unverified path stays unknown, never trained on) and
-    build the theorem's result."""
+    """Label `core`'s rows (only verified proofs' paths positive; an unverified path stays unknown, never trained on)
+    and build the theorem's result from `core` (its proofs, rows, refused prompts and meter) and the engine's counts."""
+    theorem, proofs, edges, meter = core.theorem, core.proofs, core.edges, core.meter
     proved = bool(proofs.verified)
     reason, detail = ending
     label_edges(edges, [proof.edge for proof in proofs.verified], proved)
@@ -304,9 +351,9 @@ def final_result(
         detail = "a proof passed the step-level rules; search.verify=false skipped the compile"
     return TheoremResult(
         name=theorem.name,
-        declaration=declaration,
+        declaration=core.declaration,
         header=theorem.header,
-        answer=AnswerSlot(theorem).stored(shown.answer if shown else None),
+        answer=core.slot.stored(shown.answer if shown else None),
         mode=mode,
         proved=proved,
         unverified=unverified is not None,
@@ -320,7 +367,7 @@ def final_result(
         edges=len(edges),
         depth=len(shown.tactics) if shown else None,
         rejected_proofs=proofs.rejected,
-        rejected_prompts=rejected_prompts,
+        rejected_prompts=len(core.refusals),
         time_s=round(spent.time_s, 6),
         policy_s=round(spent.policy_s, 6),
         lean_s=round(spent.lean_s, 6),

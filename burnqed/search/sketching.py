@@ -49,6 +49,7 @@ from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.repair import RepairSettings
 from burnqed.search.root import Root
 from burnqed.search.skeleton import (
+    EngineCore,
     Proof,
     Proofs,
     SearchOutcome,
@@ -60,7 +61,7 @@ from burnqed.search.skeleton import (
 )
 from burnqed.search.step import StepSearch, StepSettings
 from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey, subgoal_key
-from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
@@ -187,34 +188,24 @@ class SketchSearch:
     def __init__(self, theorem: Theorem, lean: SketchEnv, policy: Policy, settings: SketchSettings,
                  guard: TacticGuard, value: ValueFn | None = None, *, planner: Policy | None = None,
                  cache: SubgoalCache | None = None) -> None:
-        self.theorem = theorem
-        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
-        self.lean = CountingSketchLean(lean)
-        self.policy = policy
+        self.core = EngineCore.of(theorem, CountingSketchLean(lean), policy, guard, settings.form, settings.marks,
+                                  value=value)  # proofs: assembled; waits: its subgoal searches' included
+        # own_restarts: worker replacements a sketch's elaboration caused
         self.planner = planner or policy
         self.settings = settings
-        self.guard = guard
-        self.value = value
         self.cache = cache if cache is not None else (settings.cache if settings.cache is not None else SubgoalCache())
-        self.meter = UsageMeter(settings.marks, self.lean)
-        self.edges: list[Edge] = []
         self.next_id = 1
         self.spent = 0  # units: planner requests + subgoal expansions / rounds
         self.sketches: list[_Tried] = []
-        self.proofs = Proofs()  # assembled proofs; rejected: those the soundness path refused
         self.kept: dict[str, tuple[str, list[str]]] = {}  # subgoal key digest → (key text, a proof Lean accepted)
-        self.refusals: list[str] = []
-        self.waits = Waits()  # its subgoal searches' waits included
         self.root_id = 0
-        self.root_generation = lean.generation
         self.root_state = ""
-        self.restarts = 0  # worker replacements a sketch's elaboration caused
         self.gen_ms = 0.0
         self.sampled = 0  # sketches asked for (the planner's sample numbers)
         self.leaves: list[int] = []  # the counted proof's subgoal closing rows
 
     async def run(self) -> SearchOutcome:
-        if self.theorem.statement is None:
+        if self.core.theorem.statement is None:
             return self._finish(FailureReason.START_ERROR, "sketch mode needs the theorem's statement (it prompts "
                                 "with it and compiles the assembled proof); this theorem names only a constant to copy")
         return await run_search(self._start, self._loop, self._finish)
@@ -222,19 +213,19 @@ class SketchSearch:
     async def _start(self) -> None:
         started = time.perf_counter()
         try:
-            self.root_id, goals = await start_theorem(self.lean, self.theorem)
-            self.root_generation = self.lean.generation
+            self.root_id, goals = await start_theorem(self.core.lean, self.core.theorem)
+            self.core.start_generation = self.core.lean.generation
             self.root_state = pretty_state(goals)
         finally:
-            self.waits.lean_s += time.perf_counter() - started
+            self.core.waits.lean_s += time.perf_counter() - started
 
     def _book(self, units: int) -> None:
         self.spent = units
-        self.meter.reach(self.spent)
+        self.core.meter.reach(self.spent)
 
     def _out_of(self) -> FailureReason | None:
         """Why no more can be spent: the time, or the budget."""
-        if self.meter.elapsed() >= self.settings.timeout_s:
+        if self.core.meter.elapsed() >= self.settings.timeout_s:
             return FailureReason.TIMEOUT
         if self.spent >= self.settings.max_nodes:
             return FailureReason.MAX_NODES
@@ -242,47 +233,48 @@ class SketchSearch:
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
-        declaration = self.declaration or ""
-        prompt = build_sketch_prompt(settings.fmt, declaration, self.theorem.header)
+        declaration = self.core.declaration or ""
+        prompt = build_sketch_prompt(settings.fmt, declaration, self.core.theorem.header)
         for round_ in range(settings.sketch_rounds + 1):
             stop = self._out_of()
             if stop is not None:
-                return self.proofs.ending(stop)
+                return self.core.proofs.ending(stop)
             completions = await self._plan(prompt)
             if completions is None:
-                return self.proofs.ending(FailureReason.TIMEOUT)
+                return self.core.proofs.ending(FailureReason.TIMEOUT)
             if not completions:
-                return self.proofs.ending(FailureReason.PROMPT_REJECTED if self.refusals else FailureReason.EXHAUSTED)
+                return self.core.proofs.ending(
+                    FailureReason.PROMPT_REJECTED if self.core.refusals else FailureReason.EXHAUSTED)
             tried = await self._try_all(completions, round_)
-            if self.proofs.verified:
+            if self.core.proofs.verified:
                 return None
             stop = self._out_of()
             if stop is not None:
-                return self.proofs.ending(stop)
+                return self.core.proofs.ending(stop)
             failed = _to_show(tried)
             if failed is None:
                 break
-            prompt = build_replan_prompt(settings.fmt, declaration, self.theorem.header, failed.record.body,
+            prompt = build_replan_prompt(settings.fmt, declaration, self.core.theorem.header, failed.record.body,
                                          failed.failures)
-        return self.proofs.ending(FailureReason.EXHAUSTED)
+        return self.core.proofs.ending(FailureReason.EXHAUSTED)
 
     async def _plan(self, prompt: str) -> list[Completion] | None:
         """One planner request (one unit); None when the time ran out waiting, [] when the prompt was refused."""
         settings = self.settings
-        seeds = expansion_seeds(settings.seed, self.theorem.name, [0], settings.sampling.n,
+        seeds = expansion_seeds(settings.seed, self.core.theorem.name, [0], settings.sampling.n,
                                 first_sample=self.sampled, attempt=settings.attempt)
-        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
+        answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(),
                                   lambda: ask(self.planner, [prompt], settings.sampling, seeds))
         if answer.completions is None:
             return None
         (completions,), gen_s = answer.completions, answer.seconds
         self.sampled += settings.sampling.n
-        self.meter.add_tokens(sum(c.n_tokens for c in completions))
+        self.core.meter.add_tokens(sum(c.n_tokens for c in completions))
         self._book(self.spent + 1)
         refusal = answer.refusal()
         if refusal is not None:
-            self.refusals.append(refusal)
-            self.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
+            self.core.refusals.append(refusal)
+            self.core.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
             return []
         self.gen_ms = gen_s * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
         return completions
@@ -299,7 +291,7 @@ class SketchSearch:
         tried: list[_Tried] = []
         seen: set[str] = set()
         for completion in completions:
-            if (self.proofs.verified and self.settings.stop_at_first) or self._out_of() is not None:
+            if (self.core.proofs.verified and self.settings.stop_at_first) or self._out_of() is not None:
                 break
             key = normalize_tactic(extract_completion(self.settings.fmt, completion.text))
             if key in seen:  # its tokens count (the request's); it adds no row
@@ -315,7 +307,7 @@ class SketchSearch:
                    state_after=None, outcome=EdgeOutcome.REFUSED, error=None, logprob=completion.logprob,
                    n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=self.gen_ms,
                    timestamp_ms=int(time.time() * 1000))
-        self.edges.append(row)
+        self.core.edges.append(row)
         record = SketchAttempt(round=round_, body=text, outcome=SketchOutcome.REFUSED, tokens=completion.n_tokens)
         tried = _Tried(record, row)
         self.sketches.append(tried)
@@ -324,7 +316,7 @@ class SketchSearch:
             record.outcome, record.detail, row.error = SketchOutcome.UNREADABLE, read, first_line(read)
             tried.failures.append(_cap(f"no sketch could be read: {read}"))
             return tried
-        checked = self.guard.sketch_refusal(text)
+        checked = self.core.guard.sketch_refusal(text)
         if isinstance(checked, SketchResult):
             reason = checked.errors[0] if checked.errors else "refused by the tactic guard"
             record.detail, row.error = reason, first_line(reason)
@@ -342,9 +334,10 @@ class SketchSearch:
             row.error = first_line(message)
             tried.failures.append(_cap(f"Lean did not accept the sketch: {message}"))
             if elaborated.states_lost:
-                self.restarts += 1
-                if self.restarts > MAX_RESTARTS:
-                    raise LeanGone(f"this theorem's sketches crashed or hung the Lean worker {self.restarts} times")
+                self.core.own_restarts += 1
+                if self.core.own_restarts > MAX_RESTARTS:
+                    raise LeanGone(
+                        f"this theorem's sketches crashed or hung the Lean worker {self.core.own_restarts} times")
             return tried
         record.outcome = SketchOutcome.ELABORATED
         row.outcome = EdgeOutcome.OK
@@ -360,30 +353,30 @@ class SketchSearch:
         try:
             for _ in range(MAX_SHARED_RESTARTS):
                 try:
-                    return await self.lean.draft_sketch(await self._root(), sketch)
+                    return await self.core.lean.draft_sketch(await self._root(), sketch)
                 except LeanStatesLostError:  # a neighbour's tactic replaced the shared worker meanwhile
                     continue
             raise LeanGone(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while elaborating a sketch")
         finally:
-            self.waits.lean_s += time.perf_counter() - started
+            self.core.waits.lean_s += time.perf_counter() - started
 
     async def _root(self) -> int:
         """The theorem's start in the worker's current process (started again after the worker was replaced)."""
-        if self.lean.generation != self.root_generation:
+        if self.core.lean.generation != self.core.start_generation:
             try:
-                self.root_id = await start_goal(self.lean, self.theorem)
+                self.root_id = await start_goal(self.core.lean, self.core.theorem)
             except LeanStartError:
                 raise
             except LeanError as exc:
                 raise LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
-            self.root_generation = self.lean.generation
+            self.core.start_generation = self.core.lean.generation
         return self.root_id
 
     async def _subgoals(self, tried: _Tried, sketch: Sketch, elaborated: SketchResult) -> None:
         """Prove each subgoal in order (kept, cached, else searched); the first that is not proved ends the sketch's
         subgoals (the rest are recorded as not searched)."""
         assert elaborated.state_id is not None
-        generation = self.lean.generation
+        generation = self.core.lean.generation
         goals = [subgoal.goal for subgoal in sorted(elaborated.subgoals, key=lambda s: s.goal_id)]
         sketch_index = len(self.sketches) - 1
         for subgoal in elaborated.subgoals:
@@ -396,8 +389,8 @@ class SketchSearch:
                 continue
             root = Root(subgoal.goal, subgoal.state_id, generation, subgoal.goal_id, siblings,
                         functools.partial(self._redraft, sketch, subgoal.goal_id),
-                        f"{self.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}")
-            key = subgoal_key(subgoal.goal, self.theorem.header)
+                        f"{self.core.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}")
+            key = subgoal_key(subgoal.goal, self.core.theorem.header)
             proved = await self._prove(tried, root, key, attempt)
             if not proved:
                 failure = attempt.detail or "not proved"
@@ -407,7 +400,7 @@ class SketchSearch:
     async def _redraft(self, sketch: Sketch, goal_id: int) -> int:
         """The sketch elaborated again on a replaced worker: the theorem started, drafted; the new state's id."""
         try:
-            again = await self.lean.draft_sketch(await self._root(), sketch)
+            again = await self.core.lean.draft_sketch(await self._root(), sketch)
         except LeanStartError:
             raise
         except LeanError as exc:
@@ -433,7 +426,7 @@ class SketchSearch:
                 return await self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
             self.cache.record_rejected(key, tactics)
         units = min(self.settings.share, self.settings.max_nodes - self.spent)
-        if units <= 0 or self.meter.elapsed() >= self.settings.timeout_s:
+        if units <= 0 or self.core.meter.elapsed() >= self.settings.timeout_s:
             attempt.detail = "not searched: the theorem's budget or time was spent"
             return False
         end = await self._search(root, units)
@@ -452,40 +445,42 @@ class SketchSearch:
         attempt.proved, attempt.tactics, attempt.source = True, end.tactics, source
         tried.leaves.append(end.leaf)
         self.kept.setdefault(key.digest, (key.text, end.tactics))
-        await asyncio.to_thread(self.cache.store, key, end.tactics, self.theorem.name)
+        await asyncio.to_thread(self.cache.store, key, end.tactics, self.core.theorem.name)
         return True
 
     async def _replay(self, root: Root, tactics: list[str]) -> SubgoalEnd:
         """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
-        search = StepSearch(self.theorem, self.lean, self.policy, StepSettings(max_nodes=0), self.guard, None,
-                            dataclasses.replace(root, meter=_ShareMeter(self.meter)))
+        core = self.core
+        search = StepSearch(core.theorem, core.lean, core.policy, StepSettings(max_nodes=0), core.guard, None,
+                            dataclasses.replace(root, meter=_ShareMeter(core.meter)))
         started = time.perf_counter()
         try:
             reason = await search.replay(tactics)
-            return SubgoalEnd.of(search.proofs, search.edges, search.expanded, reason)
+            return SubgoalEnd.of(search.core.proofs, search.core.edges, search.expanded, reason)
         finally:
-            self.waits.lean_s += time.perf_counter() - started
+            self.core.waits.lean_s += time.perf_counter() - started
 
     async def _search(self, root: Root, units: int) -> SubgoalEnd:
         """The subgoal's own search, `units` of budget, the theorem's time left."""
         base = self.spent
-        left = max(self.settings.timeout_s - self.meter.elapsed(), 0.0)
-        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_ShareMeter(self.meter))
+        left = max(self.settings.timeout_s - self.core.meter.elapsed(), 0.0)
+        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_ShareMeter(self.core.meter))
         subgoal = subgoal_budget(self.settings.subgoal, units)
         run: dict[str, Any] = {"timeout_s": left, "stop_at_first": True, "marks": (), "attempt": self.settings.attempt}
+        core = self.core
         search: StepSearch | HybridSearch
         if isinstance(subgoal, HybridSettings):
             hybrid = dataclasses.replace(subgoal, journal=None, **run)
-            search = HybridSearch(self.theorem, self.lean, self.policy, hybrid, self.guard, self.value, root)
+            search = HybridSearch(core.theorem, core.lean, core.policy, hybrid, core.guard, core.value, root)
         else:
-            search = StepSearch(self.theorem, self.lean, self.policy, dataclasses.replace(subgoal, **run), self.guard,
-                                self.value, root)
+            search = StepSearch(core.theorem, core.lean, core.policy, dataclasses.replace(subgoal, **run), core.guard,
+                                core.value, root)
         try:
             reason = await search.search()
             spent = search.rounds if isinstance(search, HybridSearch) else search.expanded
-            return SubgoalEnd.of(search.proofs, search.edges, spent, reason)
+            return SubgoalEnd.of(search.core.proofs, search.core.edges, spent, reason)
         finally:
-            self.waits.add(search.waits)
+            self.core.waits.add(search.core.waits)
 
     def _adopt(self, tried: _Tried, end: SubgoalEnd) -> None:
         """Renumber a subgoal search's rows into the theorem's tree under the sketch's row (its root, local id 0);
@@ -500,42 +495,40 @@ class SketchSearch:
             self.next_id = max(edge.node_id for edge in end.edges) + 1
         if end.leaf is not None:
             end.leaf += offset
-        self.edges.extend(end.edges)
+        self.core.edges.extend(end.edges)
 
     async def _count(self, tried: _Tried, sketch: Sketch) -> None:
         """The assembled proof through the soundness path: guard on every tactic, compile, axioms, kernel recheck."""
         proofs = [attempt.tactics for attempt in tried.record.subgoals]
         body = sketch.filled(proofs)
         tactics = split_proof(body, split_have=False)
-        allowed = check_path(tactics, self.guard)
-        attempt = WholeAttempt(body, tactics, self.theorem, None if allowed.ok else allowed.reason)
+        allowed = check_path(tactics, self.core.guard)
+        attempt = WholeAttempt(body, tactics, self.core.theorem, None if allowed.ok else allowed.reason)
         started = time.perf_counter()
-        verdict = await check_whole(self.lean, self.theorem, attempt)
-        self.waits.lean_s += time.perf_counter() - started
+        verdict = await check_whole(self.core.lean, self.core.theorem, attempt)
+        self.core.waits.lean_s += time.perf_counter() - started
         if verdict.verified:
             tried.record.verified = True
-            self.proofs.verified.append(Proof(tried.leaves[0], verdict.proof, tactics, self.spent))
+            self.core.proofs.verified.append(Proof(tried.leaves[0], verdict.proof, tactics, self.spent))
             if not self.leaves:
                 self.leaves = list(tried.leaves)
             return
-        self.proofs.rejected += 1
+        self.core.proofs.rejected += 1
         tried.row.error = f"not counted: {first_line(verdict.reason)}"
         tried.failures.append(_cap(f"every subgoal was proved, but the assembled proof does not count: "
                                    f"{verdict.reason}"))
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        if reason is FailureReason.PROMPT_REJECTED and self.refusals:
-            detail = f"the planner refused the sketch prompt: {first_line(self.refusals[-1])}"
+        if reason is FailureReason.PROMPT_REJECTED and self.core.refusals:
+            detail = f"the planner refused the sketch prompt: {first_line(self.core.refusals[-1])}"
         elif reason is not None and detail is None and self.sketches:
             detail = _summary(self.sketches)
-        spent = Spent.of(self.meter.elapsed(), self.waits)
-        result = final_result(self.theorem, self.declaration, SearchMode.SKETCH, self.proofs, self.edges,
-                              (reason, detail), spent, self.meter, nodes_expanded=self.spent,
-                              rejected_prompts=len(self.refusals))
+        result = final_result(self.core, SearchMode.SKETCH, (reason, detail), Spent.of(self.core),
+                              nodes_expanded=self.spent)
         if result.proved:  # every subgoal's closing row of the counted proof is a leaf of it
-            label_edges(self.edges, self.leaves, True)
+            label_edges(self.core.edges, self.leaves, True)
         result.sketches = [tried.record for tried in self.sketches]
-        return SearchOutcome(result, self.edges)
+        return SearchOutcome(result, self.core.edges)
 
 
 def _cap(text: str) -> str:

@@ -34,7 +34,7 @@ from burnqed.search.repair import tactic_feedback
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.scoring import node_score
 from burnqed.search.skeleton import (
-    Proofs,
+    EngineCore,
     SearchOutcome,
     Spent,
     ask_within,
@@ -46,7 +46,7 @@ from burnqed.search.skeleton import (
     verify_closing,
 )
 from burnqed.search.tree import Node, SearchTree
-from burnqed.search.usage import CountingLean, Waits
+from burnqed.search.usage import CountingLean
 from burnqed.search.value import ValueFn
 from burnqed.text.completion import normalize_tactic
 from burnqed.text.prompt import PromptFormat, build_prompt
@@ -90,7 +90,7 @@ class StepSettings:
 class StepSearch(SharedWorkerSearch[Node]):
     """One theorem's search; `run()` once. Split into methods only for readability."""
 
-    lean: CountingLean  # counts the requests this theorem sends (its results' lean_calls)
+    core: EngineCore[CountingLean]
 
     def __init__(
         self,
@@ -102,23 +102,10 @@ class StepSearch(SharedWorkerSearch[Node]):
         value: ValueFn | None = None,
         root: Root | None = None,
     ) -> None:
-        self.theorem = theorem
-        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
-        self.lean = CountingLean(lean)
-        self.root = root if root is not None else Root()  # the theorem's start, or a sketch's subgoal
-        self.seed_key = self.root.seed_key or theorem.name  # what the sampling seeds are keyed on
-        self.policy = policy
+        self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks, root,
+                                  value)  # proofs' budget: expansions when found
         self.settings = settings
-        self.guard = guard
-        self.value = value
-        self.meter = self.root.meter_for(settings.marks, self.lean)  # its clock is the search's
-        self.waits = Waits()
-        self.edges: list[Edge] = []
         self.expanded = 0
-        self.start_generation = lean.generation  # the generation of the root node (set again once it exists)
-        self.own_restarts = 0  # this theorem's requests that crashed or hung the worker (states_lost results)
-        self.proofs = Proofs()  # budget: expansions when found
-        self.refusals: list[str] = []  # why the policy could not answer an expansion, one entry per node
         self.tree: SearchTree | None = None
         self.ahead: dict[int, asyncio.Task[list[list[Completion]]]] = {}  # node id → the policy's answer, asked ahead
         self.speculated = 0
@@ -135,7 +122,7 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     async def search(self) -> FailureReason | None:
         """Start and search, no result built and Lean's failures not classified (a sketch's subgoal search: the
-        sketch search reads `proofs`, `edges`, `expanded`); why it ended."""
+        sketch search reads `core.proofs`, `core.edges`, `expanded`); why it ended."""
         await self._start()
         try:
             return await self._loop()
@@ -144,7 +131,7 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     async def replay(self, tactics: list[str]) -> FailureReason | None:
         """Apply `tactics` in order from the root (a proof found elsewhere, nothing sampled): proved when the last one
-        closes every goal (and only the last), its rows in `edges`; why not."""
+        closes every goal (and only the last), its rows in `core.edges`; why not."""
         await self._start()
         assert self.tree is not None
         node = self.tree.root
@@ -153,7 +140,7 @@ class StepSearch(SharedWorkerSearch[Node]):
             if result is None:
                 break
             edge = tactic_row(self.tree.new_id(), node.id, node.depth + 1, node.state, tactic, result)
-            self.edges.append(edge)
+            self.core.edges.append(edge)
             if result.kind is not TacticKind.SUCCESS or result.state_id is None:
                 break
             if not result.goals:
@@ -165,43 +152,44 @@ class StepSearch(SharedWorkerSearch[Node]):
                 break
             edge.state_after = pretty_state(result.goals)
             node = Node(edge.node_id, node, node.depth + 1, tactic, edge.state_after, result.goals, result.state_id,
-                        self.lean.generation)
-        return None if self.proofs.verified else FailureReason.EXHAUSTED
+                        self.core.lean.generation)
+        return None if self.core.proofs.verified else FailureReason.EXHAUSTED
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
         assert self.tree is not None
         while True:
-            self.meter.reach(self.expanded)
-            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.expanded,
-                                     settings.max_nodes, FailureReason.MAX_NODES)
+            self.core.meter.reach(self.expanded)
+            stop = self.core.proofs.limit(settings.stop_at_first, self.core.meter.elapsed(), settings.timeout_s,
+                                          self.expanded, settings.max_nodes, FailureReason.MAX_NODES)
             if stop is not None:
                 return stop.reason
             batch = self.tree.pop(min(settings.expand_batch, settings.max_nodes - self.expanded), settings.max_depth)
             if not batch:
-                return self.proofs.ending(FailureReason.EXHAUSTED)
+                return self.core.proofs.ending(FailureReason.EXHAUSTED)
             answered = await self._expand(batch)
-            if self.root.book is not None:
-                self.root.book(self.expanded)
+            if self.core.root.book is not None:
+                self.core.root.book(self.expanded)
             if not answered:
-                return self.proofs.ending(FailureReason.TIMEOUT)
+                return self.core.proofs.ending(FailureReason.TIMEOUT)
 
     # ---------------------------------------------------------------------------------------- lean side
 
     async def _start(self) -> None:
-        if self.root.goal is not None:  # a goal already in the worker: nothing to start
-            goals: tuple[Goal, ...] = (self.root.goal,)
-            node = Node(0, None, 0, None, pretty_state(goals), goals, self.root.state_id, self.root.generation)
-            self.start_generation = node.generation
+        if self.core.root.goal is not None:  # a goal already in the worker: nothing to start
+            goals: tuple[Goal, ...] = (self.core.root.goal,)
+            start = self.core.root
+            node = Node(0, None, 0, None, pretty_state(goals), goals, start.state_id, start.generation)
+            self.core.start_generation = node.generation
             self.tree = SearchTree(node)
             return
         started = time.perf_counter()
         try:
-            state_id, goals = await start_theorem(self.lean, self.theorem)
+            state_id, goals = await start_theorem(self.core.lean, self.core.theorem)
         finally:
-            self.waits.lean_s += time.perf_counter() - started
-        root = Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.lean.generation)
-        self.start_generation = root.generation
+            self.core.waits.lean_s += time.perf_counter() - started
+        root = Node(0, None, 0, None, pretty_state(goals), goals, state_id, self.core.lean.generation)
+        self.core.start_generation = root.generation
         self.tree = SearchTree(root)
 
     # ------------------------------------------------------------------------------------- expansion
@@ -218,8 +206,8 @@ class StepSearch(SharedWorkerSearch[Node]):
             answers: dict[int, list[Completion]] = {}
             for sampling in dict.fromkeys(self._sampling(n) for n in fresh):  # first visits, revisits: one ask each
                 nodes = [n for n in fresh if self._sampling(n) == sampling]
-                prompts = [build_prompt(settings.fmt, n.state, self.declaration) for n in nodes]
-                got = await ask(self.policy, prompts, sampling, self._seeds(nodes))
+                prompts = [build_prompt(settings.fmt, n.state, self.core.declaration) for n in nodes]
+                got = await ask(self.core.policy, prompts, sampling, self._seeds(nodes))
                 answers.update(zip((n.id for n in nodes), got, strict=True))
             return [answers[n.id] for n in fresh]
 
@@ -229,11 +217,11 @@ class StepSearch(SharedWorkerSearch[Node]):
             by_node.update((node_id, answer[0]) for node_id, answer in zip(ahead, answers[1:], strict=True))
             return [by_node[node.id] for node in batch]
 
-        answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(), in_batch_order)
+        answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(), in_batch_order)
         if answer.completions is None:
             return False
         completions, gen_s = answer.completions, answer.seconds
-        self.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
+        self.core.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
         self.expanded += len(batch)
         children: list[tuple[Node, Edge]] = []
         refused: set[int] = set()  # nodes whose prompt the policy cannot take: asking again cannot help
@@ -249,7 +237,8 @@ class StepSearch(SharedWorkerSearch[Node]):
             ))
             gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
             for candidate in candidates:
-                if self.meter.elapsed() >= settings.timeout_s or (self.proofs.found() and settings.stop_at_first):
+                if (self.core.meter.elapsed() >= settings.timeout_s
+                        or (self.core.proofs.found() and settings.stop_at_first)):
                     break
                 child = await self._try(node, candidate, gen_ms)
                 if child is not None:
@@ -279,8 +268,8 @@ class StepSearch(SharedWorkerSearch[Node]):
     def _record_refusal(self, node: Node, reason: str, gen_ms: float) -> None:
         """A failed expansion as a trajectory row: the policy could not be asked about `node`."""
         assert self.tree is not None
-        self.refusals.append(reason)
-        self.edges.append(refusal_row(self.tree.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms))
+        self.core.refusals.append(reason)
+        self.core.edges.append(refusal_row(self.tree.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms))
 
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
@@ -292,7 +281,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         depth = node.depth + 1
         edge = tactic_row(edge_id, node.id, depth, node.state, candidate.tactic, result,
                           logprob=candidate.logprob, n_tokens=candidate.n_tokens, gen_ms=gen_ms)
-        self.edges.append(edge)
+        self.core.edges.append(edge)
         if result.kind in (TacticKind.ERROR, TacticKind.PARSE_ERROR) and self.settings.feedback_tokens is not None:
             attempt = [*node.path(), candidate.tactic]
             edge.feedback = tactic_feedback(attempt, len(attempt) - 1, "\n".join(result.errors) or result.reason,
@@ -309,7 +298,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         if not self.tree.is_new_state(state):
             return None
         child = Node(
-            edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.lean.generation,
+            edge_id, node, depth, candidate.tactic, state, result.goals, result.state_id, self.core.lean.generation,
             node.cum_logprob + candidate.logprob,
         )
         self._speculate(child)
@@ -322,12 +311,12 @@ class StepSearch(SharedWorkerSearch[Node]):
             len(self.ahead) >= settings.speculate
             or child.depth >= settings.max_depth
             or self.expanded >= settings.max_nodes
-            or (self.proofs.found() and settings.stop_at_first)
+            or (self.core.proofs.found() and settings.stop_at_first)
         ):
             return
-        prompt = build_prompt(settings.fmt, child.state, self.declaration)
+        prompt = build_prompt(settings.fmt, child.state, self.core.declaration)
         self.ahead[child.id] = asyncio.get_running_loop().create_task(
-            ask(self.policy, [prompt], settings.sampling, self._seeds([child])))
+            ask(self.core.policy, [prompt], settings.sampling, self._seeds([child])))
         self.speculated += 1
 
     def _seeds(self, nodes: list[Node]) -> list[list[int]] | None:
@@ -338,7 +327,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         if self.settings.seed is None:
             return None
         return [row for node in nodes
-                for row in expansion_seeds(self.settings.seed, self.seed_key, [node.id], n,
+                for row in expansion_seeds(self.settings.seed, self.core.seed_key, [node.id], n,
                                            first_sample=node.visits * n, attempt=self.settings.attempt) or []]
 
     def _drop_speculation(self) -> None:
@@ -349,20 +338,20 @@ class StepSearch(SharedWorkerSearch[Node]):
             if not task.done():
                 task.cancel()
             elif not task.cancelled() and task.exception() is None:  # a failed ask nobody needed is not an error
-                self.meter.add_tokens(sum(c.n_tokens for answer in task.result() for c in answer))
+                self.core.meter.add_tokens(sum(c.n_tokens for answer in task.result() for c in answer))
         self.ahead.clear()
 
     async def _verify(self, node: Node, tactic: str, final: TacticResult, edge: Edge) -> None:
         """Count the path to `node` and on by `tactic`, which closed every goal, only on the soundness rules (a
         subgoal's: as far as its own search can tell, `accept_subgoal`)."""
         tactics = [*node.path(), tactic]
-        if self.root.subgoal:
-            self.proofs.accept(edge, accept_subgoal(final, tactics, self.guard), tactics, self.expanded)
+        if self.core.root.subgoal:
+            self.core.proofs.accept(edge, accept_subgoal(final, tactics, self.core.guard), tactics, self.expanded)
             return
-        verdict = await verify_closing(self.lean, self.theorem, self.guard, tactics, final,
+        verdict = await verify_closing(self.core.lean, self.core.theorem, self.core.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
-                                       charge=self._charge_lean, index_header=self.theorem.header)
-        self.proofs.count(edge, verdict, tactics, self.expanded)
+                                       charge=self._charge_lean, index_header=self.core.theorem.header)
+        self.core.proofs.count(edge, verdict, tactics, self.expanded)
 
     async def _score(self, children: Sequence[tuple[Node, Edge]]) -> None:
         """Score the expansion's new children (one value call for all of them) and push them."""
@@ -374,13 +363,13 @@ class StepSearch(SharedWorkerSearch[Node]):
             return
         energies: list[float | None] = [None] * len(first_by_state)
         reference = 0.0
-        if self.value is not None:
+        if self.core.value is not None:
             started = time.perf_counter()
             root = self.tree.root.state
             ask_root = self.settings.value_reference == "root" and self.root_energy is None
-            values = await self.value.energies(
+            values = await self.core.value.energies(
                 root, [*([root] if ask_root else []), *(child.state for child, _ in first_by_state.values())])
-            self.waits.value_s += time.perf_counter() - started
+            self.core.waits.value_s += time.perf_counter() - started
             if ask_root:
                 self.root_energy, values = values[0], values[1:]
             energies = list(values)
@@ -401,11 +390,9 @@ class StepSearch(SharedWorkerSearch[Node]):
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         self._drop_speculation()  # before the totals: answered asks ahead count their tokens
-        ending = refused_ending(reason, detail, bool(self.proofs.verified), self.refusals)
-        result = final_result(self.theorem, self.declaration, SearchMode.STEP, self.proofs, self.edges, ending,
-                              Spent.of(self.meter.elapsed(), self.waits),
-                              self.meter, nodes_expanded=self.expanded, rejected_prompts=len(self.refusals))
-        return SearchOutcome(result, self.edges, self.speculated, self.speculation_used)
+        ending = refused_ending(reason, detail, bool(self.core.proofs.verified), self.core.refusals)
+        result = final_result(self.core, SearchMode.STEP, ending, Spent.of(self.core), nodes_expanded=self.expanded)
+        return SearchOutcome(result, self.core.edges, self.speculated, self.speculation_used)
 
 
 async def prove(

@@ -43,8 +43,8 @@ from burnqed.search.repair import (
     revise,
 )
 from burnqed.search.skeleton import (
+    EngineCore,
     Proof,
-    Proofs,
     SearchOutcome,
     Spent,
     ask_within,
@@ -52,7 +52,7 @@ from burnqed.search.skeleton import (
     refusal_row,
     run_search,
 )
-from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.usage import CountingLean
 from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
 from burnqed.text.prompt import PromptFormat, build_statement_prompt
 
@@ -78,67 +78,59 @@ class WholeSearch:
 
     def __init__(self, theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,
                  guard: TacticGuard) -> None:
-        self.theorem = theorem
-        self.slot = AnswerSlot(theorem)
-        self.declaration = theorem.declaration(settings.form)  # what the prompts show; recorded in the result
-        self.lean = CountingLean(lean)
-        self.policy = policy
+        self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form,
+                                  settings.marks)  # proofs: verified only (only the compile counts a whole proof)
         self.settings = settings
-        self.guard = guard
-        self.meter = UsageMeter(settings.marks, self.lean)
-        self.edges: list[Edge] = []
-        self.proofs = Proofs()  # verified only (only the compile counts a whole proof); budget: proofs sampled
         self.checked: set[str] = set()  # normalised bodies already checked
-        self.sampled = 0
-        self.refusals: list[str] = []  # the statement prompt's and the repair prompts' the policy refused
+        self.sampled = 0  # the budget; the proofs' budget
         self.repaired = 0  # fresh proofs revised (repair chains started)
         self.revisions = 0
-        self.waits = Waits()  # no value model: its value_s stays 0
         self.root_state = ""
         self.root_id = 0
 
     async def run(self) -> SearchOutcome:
-        if self.theorem.statement is None:
+        if self.core.theorem.statement is None:
             return self._finish(FailureReason.START_ERROR, "whole mode needs the theorem's statement (it prompts with "
                                 "it and compiles it); this theorem names only a constant to copy")
         return await run_search(self._start, self._loop, self._finish)
 
     async def _start(self) -> None:
-        if not self.slot.started:  # each attempt is the theorem with its own answer: compiled whole
+        if not self.core.slot.started:  # each attempt is the theorem with its own answer: compiled whole
             return
         started = time.perf_counter()
         try:
-            self.root_id, goals = await start_theorem(self.lean, self.theorem)
+            self.root_id, goals = await start_theorem(self.core.lean, self.core.theorem)
             self.root_state = pretty_state(goals)
         finally:
-            self.waits.lean_s += time.perf_counter() - started
+            self.core.waits.lean_s += time.perf_counter() - started
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
-        prompt = whole_prompt(self.theorem, settings.fmt, settings.form)
+        prompt = whole_prompt(self.core.theorem, settings.fmt, settings.form)
         seed = settings.seed
         revision_seed = None if seed is None else (  # round k's revision of the proof at position p
-            lambda failure, round_: sample_seed(seed, self.theorem.name, round_, failure.position, settings.attempt))
+            lambda failure, round_: sample_seed(seed, self.core.theorem.name, round_, failure.position,
+                                                settings.attempt))
         while True:
-            stop = self.proofs.limit(settings.stop_at_first, self.meter.elapsed(), settings.timeout_s, self.sampled,
-                                     settings.max_proofs, FailureReason.MAX_PROOFS)
+            stop = self.core.proofs.limit(settings.stop_at_first, self.core.meter.elapsed(), settings.timeout_s,
+                                          self.sampled, settings.max_proofs, FailureReason.MAX_PROOFS)
             if stop is not None:
                 return stop.reason
             n = min(settings.sampling.n, settings.max_proofs - self.sampled)
-            seeds = expansion_seeds(settings.seed, self.theorem.name, [0], n, first_sample=self.sampled,
+            seeds = expansion_seeds(settings.seed, self.core.theorem.name, [0], n, first_sample=self.sampled,
                                     attempt=settings.attempt)
             sampling = dataclasses.replace(settings.sampling, n=n)
-            answer = await ask_within(self.waits, settings.timeout_s - self.meter.elapsed(),
-                                      functools.partial(ask, self.policy, [prompt], sampling, seeds))
+            answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(),
+                                      functools.partial(ask, self.core.policy, [prompt], sampling, seeds))
             if answer.completions is None:
-                return self.proofs.ending(FailureReason.TIMEOUT)
+                return self.core.proofs.ending(FailureReason.TIMEOUT)
             (completions,), gen_s = answer.completions, answer.seconds
             refusal = answer.refusal()
             if refusal is not None:
                 self._refused(refusal, gen_s * 1000)
-                return self.proofs.ending(FailureReason.PROMPT_REJECTED)
+                return self.core.proofs.ending(FailureReason.PROMPT_REJECTED)
             if not completions:  # asked again, it would answer nothing again
-                return self.proofs.ending(FailureReason.EXHAUSTED)
+                return self.core.proofs.ending(FailureReason.EXHAUSTED)
             failures = await self._check_all(completions, gen_s * 1000 / len(completions))
             await revise(self, failures, settings.sampling, revision_seed,
                          lambda completion, gen_ms, failure: self._check(completion, gen_ms, revises=failure.edge,
@@ -151,12 +143,12 @@ class WholeSearch:
         failures = []
         for completion in completions:
             self.sampled += 1
-            self.meter.add_tokens(completion.n_tokens)
+            self.core.meter.add_tokens(completion.n_tokens)
             if not past_limits(self):
                 failure = await self._check(completion, gen_ms)
                 if failure is not None:
                     failures.append(failure)
-            self.meter.reach(self.sampled)
+            self.core.meter.reach(self.sampled)
         return failures
 
     async def _check(self, completion: Completion, gen_ms: float, revises: Edge | None = None,
@@ -164,65 +156,63 @@ class WholeSearch:
         """Check one proof (a revision of `revises`' proof when given, whose answer was `kept`); the failure when it
         failed with Lean's messages and repair is on."""
         fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
-        attempt = read_whole(self.theorem, fmt, completion.text, self.guard, kept=kept)
+        attempt = read_whole(self.core.theorem, fmt, completion.text, self.core.guard, kept=kept)
         answer, tactics = attempt.answer, attempt.tactics
         if not attempt.key.strip("\0") or attempt.key in self.checked:
             return None
         self.checked.add(attempt.key)
         edge = Edge(
-            node_id=len(self.edges) + 1, parent_id=0, depth=1, state_before=self.root_state, tactic=attempt.body,
+            node_id=len(self.core.edges) + 1, parent_id=0, depth=1, state_before=self.root_state, tactic=attempt.body,
             state_after=None, outcome=EdgeOutcome.ERROR, error=None, logprob=completion.logprob,
             n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=gen_ms,
             timestamp_ms=int(time.time() * 1000),
             revision=0 if revises is None else revises.revision + 1,
             revises=None if revises is None else revises.node_id,
         )
-        self.edges.append(edge)
+        self.core.edges.append(edge)
         if attempt.refusal is not None:
             edge.outcome, edge.error = EdgeOutcome.REFUSED, first_line(attempt.refusal)
-            self.proofs.rejected += 1
+            self.core.proofs.rejected += 1
             return None
         started = time.perf_counter()
-        verdict = await check_whole(self.lean, self.theorem, attempt)
+        verdict = await check_whole(self.core.lean, self.core.theorem, attempt)
         proof = verdict.proof
         assert proof is not None  # the statement exists (checked in run)
         elapsed = time.perf_counter() - started
-        self.waits.lean_s += elapsed
+        self.core.waits.lean_s += elapsed
         edge.lean_ms = elapsed * 1000
         if verdict.verified:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
-            self.proofs.verified.append(Proof(edge.node_id, proof, tactics, self.sampled, edge.revision, answer))
+            self.core.proofs.verified.append(Proof(edge.node_id, proof, tactics, self.sampled, edge.revision, answer))
             return None
         edge.error = f"not counted: {first_line(verdict.reason)}"
-        self.proofs.rejected += 1
+        self.core.proofs.rejected += 1
         if not self.settings.repair.on:
             return None
-        messages = compile_messages(proof, tactics, self.theorem.name, verdict.result)
+        messages = compile_messages(proof, tactics, self.core.theorem.name, verdict.result)
         if messages is None:
             return None
         goal = None
-        if self.slot.started:  # an open answer's attempts have no started goal to replay from
+        if self.core.slot.started:  # an open answer's attempts have no started goal to replay from
             started = time.perf_counter()
-            goal = await goal_at(self.lean, self.root_id, self.root_state, tactics, messages)
-            self.waits.lean_s += time.perf_counter() - started
+            goal = await goal_at(self.core.lean, self.root_id, self.root_state, tactics, messages)
+            self.core.waits.lean_s += time.perf_counter() - started
         feedback = failed_proof_feedback(tactics, messages, self.settings.repair, goal)
         edge.feedback = feedback.to_json()
         return Failure(edge, feedback, self.sampled, answer)
 
     def _refused(self, reason: str, gen_ms: float) -> None:
         """The statement prompt does not fit the model: every request would be refused alike."""
-        self.refusals.append(reason)
-        self.edges.append(refusal_row(len(self.edges) + 1, 0, 1, self.root_state, reason, gen_ms))
+        self.core.refusals.append(reason)
+        self.core.edges.append(refusal_row(len(self.core.edges) + 1, 0, 1, self.root_state, reason, gen_ms))
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        if not self.proofs.verified and reason is FailureReason.PROMPT_REJECTED and self.refusals:  # the statement's
-            detail = f"the policy refused the statement prompt: {first_line(self.refusals[-1])}"
-        spent = Spent.of(self.meter.elapsed(), self.waits)
-        result = final_result(self.theorem, self.declaration, SearchMode.WHOLE, self.proofs, self.edges,
-                              (reason, detail), spent, self.meter, proofs_sampled=self.sampled,
-                              rejected_prompts=len(self.refusals),
-                              repaired=self.repaired, revisions=self.revisions)
-        return SearchOutcome(result, self.edges)
+        if not self.core.proofs.verified and reason is FailureReason.PROMPT_REJECTED and self.core.refusals:
+            # the statement's prompt (a repair prompt's refusal ends only its chain)
+            detail = f"the policy refused the statement prompt: {first_line(self.core.refusals[-1])}"
+        result = final_result(self.core, SearchMode.WHOLE, (reason, detail), Spent.of(self.core),
+                              proofs_sampled=self.sampled, repaired=self.repaired, revisions=self.revisions)
+        return SearchOutcome(result, self.core.edges)
 
 
 def whole_prompt(theorem: Theorem, fmt: PromptFormat, form: DeclarationForm) -> str:

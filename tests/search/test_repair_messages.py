@@ -20,6 +20,7 @@ import pytest
 
 from burnqed.config import PolicyConfig, SearchConfig
 from burnqed.errors import LeanError, LeanStartError
+from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import assemble_proof, body_line, compile_text
 from burnqed.lean.start import start_theorem
@@ -27,6 +28,7 @@ from burnqed.policy.base import Completion, Sampling, Seeds, refused
 from burnqed.records.replies import CompileMessage, CompileResult, CompileUnit, TacticResult, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome
 from burnqed.records.theorem import Theorem
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.repair import (
     Failure,
     RepairSettings,
@@ -40,8 +42,9 @@ from burnqed.search.repair import (
     tactic_feedback,
     unsolved_feedback,
 )
-from burnqed.search.skeleton import Proof, Proofs
-from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.root import Root
+from burnqed.search.skeleton import EngineCore, Proof
+from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat, build_repair_prompt
 from leankit.corpus import load_corpus
@@ -265,20 +268,21 @@ class Limits:
 
 @dataclass
 class Searching:
-    """A search that repairs, reduced to what `revise` reads and counts (`repair.Repairing`)."""
+    """A search that repairs, reduced to what `revise` reads and counts (`repair.Repairing`): its settings, its state
+    (`core`: theorem `t`, asked of `policy`, spending on `meter`) and its counters."""
 
     settings: Limits
     policy: ScriptedPolicy
     sampled: int = 0
-    theorem: Theorem = ROUNDS_THEOREM
-    declaration: str | None = "theorem t : True"
-    proofs: Proofs = field(default_factory=Proofs)
     meter: UsageMeter = field(default_factory=lambda: UsageMeter((), CountingLean(InProcessReplay(ReplayServer(
         CORPUS)))))
-    refusals: list[str] = field(default_factory=list)
-    waits: Waits = field(default_factory=Waits)
     repaired: int = 0
     revisions: int = 0
+    core: EngineCore[CountingLean] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.core = EngineCore(ROUNDS_THEOREM, AnswerSlot(ROUNDS_THEOREM), "theorem t : True", self.meter.lean,
+                               self.policy, TacticGuard(()), None, Root(), "t", self.meter, 0)
 
 
 class Stopped(UsageMeter):
@@ -319,7 +323,7 @@ class Checker:
         node = failure.edge.node_id
         self.calls.append((completion.text, node, gen_ms))
         if node in self.proving:
-            self.search.proofs.verified.append(Proof(node, "proof", ["fix"], self.search.sampled))
+            self.search.core.proofs.verified.append(Proof(node, "proof", ["fix"], self.search.sampled))
         if node not in self.again:
             return None
         return failed(self.again[node], failure.edge.revision + 1, self.search.sampled)
@@ -356,13 +360,13 @@ def test_a_repair_round_revises_each_failure_once_in_order_then_those_that_faile
     assert policy.samplings == [Sampling(n=1, temperature=0.6, max_new_tokens=77, stop=stop)] * 2
     assert policy.seeds == [[[1001], [1002], [1003]], [[2002]]]  # 11 was sampled second
     # Each revision is one proof sampled, its tokens counted; chains started by a fresh attempt's revision.
-    assert (search.sampled, search.revisions, search.repaired, search.meter.tokens) == (5, 4, 2, 12)
-    assert search.meter.curve_tokens == [3, 3, 6, 9, 12]  # the curve after each revision
-    assert search.refusals == []
+    assert (search.sampled, search.revisions, search.repaired, search.core.meter.tokens) == (5, 4, 2, 12)
+    assert search.core.meter.curve_tokens == [3, 3, 6, 9, 12]  # the curve after each revision
+    assert search.core.refusals == []
     # A round's wait shared by its revisions.
     gen = [gen_ms for _, _, gen_ms in checker.calls]
     assert gen[0] == gen[1] == gen[2] > 0 and gen[3] > 0
-    assert 3 * gen[0] + gen[3] == pytest.approx(search.waits.policy_s * 1000)
+    assert 3 * gen[0] + gen[3] == pytest.approx(search.core.waits.policy_s * 1000)
 
 
 def test_repair_stops_after_repair_rounds_rounds() -> None:
@@ -389,23 +393,23 @@ def test_a_repair_prompt_the_policy_refuses_ends_its_chain_and_counts_as_a_refus
     checker = Checker(search, again={2: 12})
     rounds(search, [failed(1, 0, 1), failed(2, 0, 2), failed(3, 0, 3)], checker)
     assert [node for _, node, _ in checker.calls] == [1, 3]
-    assert search.refusals == ["too long"]
-    assert (search.sampled, search.revisions, search.repaired, search.meter.tokens) == (2, 2, 2, 6)
+    assert search.core.refusals == ["too long"]
+    assert (search.sampled, search.revisions, search.repaired, search.core.meter.tokens) == (2, 2, 2, 6)
 
 
 def test_past_the_first_proof_or_the_time_or_the_budget_no_repair_round_starts() -> None:
     fresh = [failed(1, 0, 1)]
     proved = Searching(Limits(), answering_each())
-    proved.proofs.verified.append(Proof(7, "proof", ["simp"], 1))
+    proved.core.proofs.verified.append(Proof(7, "proof", ["simp"], 1))
     rounds(proved, fresh, Checker(proved))
     assert proved.policy.calls == []
     anyway = Searching(Limits(stop_at_first=False), answering_each())  # a proof found, the search goes on
-    anyway.proofs.unverified.append(Proof(7, "proof", ["simp"], 1))
+    anyway.core.proofs.unverified.append(Proof(7, "proof", ["simp"], 1))
     checker = Checker(anyway)
     rounds(anyway, fresh, checker)
     assert [node for _, node, _ in checker.calls] == [1]
     unverified = Searching(Limits(), answering_each())  # an unverified proof ends a search too
-    unverified.proofs.unverified.append(Proof(7, "proof", ["simp"], 1))
+    unverified.core.proofs.unverified.append(Proof(7, "proof", ["simp"], 1))
     rounds(unverified, fresh, Checker(unverified))
     assert unverified.policy.calls == []
     late = Searching(Limits(timeout_s=0.0), answering_each())
@@ -430,8 +434,8 @@ def test_after_a_revision_proves_the_theorem_the_rounds_revisions_are_counted_no
     checker = Checker(search, again={3: 13}, proving=frozenset({2}))
     rounds(search, [failed(1, 0, 1), failed(2, 0, 2), failed(3, 0, 3)], checker)
     assert [node for _, node, _ in checker.calls] == [1, 2]  # the third is sampled, never checked nor revised
-    assert (search.sampled, search.revisions, search.repaired, search.meter.tokens) == (3, 3, 3, 9)
-    assert search.meter.curve_tokens == [3, 6, 9] and len(search.policy.calls) == 1
+    assert (search.sampled, search.revisions, search.repaired, search.core.meter.tokens) == (3, 3, 3, 9)
+    assert search.core.meter.curve_tokens == [3, 6, 9] and len(search.policy.calls) == 1
 
 
 def test_a_policy_that_answers_fewer_prompts_than_it_was_asked_is_an_error_not_a_lost_revision() -> None:
@@ -450,6 +454,6 @@ def test_a_repair_round_that_runs_out_of_time_samples_nothing() -> None:
     search = Searching(Limits(timeout_s=0.05), slow)
     checker = Checker(search)
     rounds(search, [failed(1, 0, 1)], checker)
-    assert checker.calls == [] and (search.sampled, search.revisions, search.meter.tokens) == (0, 0, 0)
+    assert checker.calls == [] and (search.sampled, search.revisions, search.core.meter.tokens) == (0, 0, 0)
     # the wait is cut at the time left (timeout_s less what the search spent before it), counted as policy time
-    assert 0.0 < search.waits.policy_s <= search.meter.elapsed() < 1.0 and search.meter.elapsed() >= 0.05
+    assert 0.0 < search.core.waits.policy_s <= search.core.meter.elapsed() < 1.0 and search.core.meter.elapsed() >= 0.05

@@ -14,15 +14,19 @@ from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStartError, Le
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict
-from burnqed.records.enums import SearchMode
+from burnqed.policy.base import Policy
+from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, TacticKind, TacticResult
-from burnqed.records.results import EdgeOutcome, FailureReason, UsageCurve
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, UsageCurve
 from burnqed.records.theorem import Theorem
 from burnqed.search import skeleton
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.rebuild import LeanGone
+from burnqed.search.root import Root
 from burnqed.search.skeleton import (
     LOST_RECLOSE,
     UNVERIFIED_ROW,
+    EngineCore,
     Proofs,
     SearchOutcome,
     Spent,
@@ -34,7 +38,8 @@ from burnqed.search.skeleton import (
     tactic_row,
     verify_closing,
 )
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.value import ValueFn
 
 THEOREM = Theorem(name="t", statement="1 + 1 = 2", header="open Nat")
 CLOSED = TacticResult(TacticKind.SUCCESS, state_id=7)
@@ -216,6 +221,14 @@ def meter() -> UsageMeter:
 SPENT = Spent(1.23456789, 0.1111111, 0.2222222, 0.3333333)
 
 
+def core(proofs: Proofs, edges: list[Edge], declaration: str | None = None,
+         refusals: tuple[str, ...] = ()) -> EngineCore[CountingLean]:
+    """A search's state as `final_result` reads it: its proofs, rows, refusals and meter (no Lean, no policy)."""
+    return EngineCore(THEOREM, AnswerSlot(THEOREM), declaration, CountingLean(cast(LeanEnv, None)),
+                      cast(Policy, None), cast(TacticGuard, None), None, Root(), "t", meter(), 0, proofs=proofs,
+                      edges=edges, refusals=list(refusals))
+
+
 def test_the_result_shows_the_verified_proof_of_the_smallest_budget_and_labels_its_path() -> None:
     proofs = Proofs()
     root = tactic_row(1, 0, 1, "⊢ a", "intro", OPEN)
@@ -223,9 +236,8 @@ def test_the_result_shows_the_verified_proof_of_the_smallest_budget_and_labels_i
     edges = [root, late, early, refusal_row(4, 0, 1, "⊢ a", "too long", 5.0)]
     proofs.count(late, Verdict(True, proof="late", compiled=True), ["intro", "a"], 9)
     proofs.count(early, Verdict(True, proof="early", compiled=True), ["intro", "b"], 4)
-    result = final_result(THEOREM, "theorem t : 1 + 1 = 2", SearchMode.HYBRID, proofs, edges,
-                          (FailureReason.TIMEOUT, "x"), SPENT, meter(), nodes_expanded=3, proofs_sampled=11,
-                          rejected_prompts=1)
+    result = final_result(core(proofs, edges, "theorem t : 1 + 1 = 2", ("too long",)), SearchMode.HYBRID,
+                          (FailureReason.TIMEOUT, "x"), SPENT, nodes_expanded=3, proofs_sampled=11)
     assert result.proved and not result.unverified and result.failure_reason is None and result.detail is None
     assert (result.proof, result.tactics, result.budget_at_proof, result.depth) == ("early", ["intro", "b"], 4, 2)
     assert (result.repaired, result.revisions, result.revision_at_proof) == (0, 0, 0)  # no repair: a first proof
@@ -244,8 +256,7 @@ def test_the_result_of_an_unverified_or_no_proof() -> None:
     proofs.count(first, Verdict(True, proof="second found first", compiled=False), ["b"], 5)
     proofs.count(second, Verdict(True, proof="smaller budget", compiled=False), ["a", "b"], 2)
     proofs.count(closing_row(3), Verdict(False, "sorry"), ["sorry"], 6)
-    result = final_result(THEOREM, None, SearchMode.STEP, proofs, [first, second], (FailureReason.TIMEOUT, "t"),
-                          SPENT, meter())
+    result = final_result(core(proofs, [first, second]), SearchMode.STEP, (FailureReason.TIMEOUT, "t"), SPENT)
     assert not result.proved and result.unverified and result.failure_reason is FailureReason.UNVERIFIED
     assert result.detail == "a proof passed the step-level rules; search.verify=false skipped the compile"
     assert (result.proof, result.tactics, result.depth, result.budget_at_proof) == ("smaller budget", ["a", "b"], 2,
@@ -253,13 +264,46 @@ def test_the_result_of_an_unverified_or_no_proof() -> None:
     assert (result.nodes_expanded, result.proofs_sampled, result.rejected_prompts, result.rejected_proofs) == (
         0, 0, 0, 1)
     assert not any(e.on_proof_path for e in (first, second))
-    nothing = final_result(THEOREM, None, SearchMode.WHOLE, Proofs(), [], (None, None), SPENT, meter())
+    nothing = final_result(core(Proofs(), []), SearchMode.WHOLE, (None, None), SPENT)
     assert (nothing.failure_reason, nothing.detail, nothing.proof, nothing.tactics, nothing.depth) == (
         FailureReason.EXHAUSTED, None, None, [], None)
     assert not nothing.unverified
-    timed = final_result(THEOREM, None, SearchMode.WHOLE, Proofs(), [], (FailureReason.TIMEOUT, "slow"), SPENT,
-                         meter())
+    timed = final_result(core(Proofs(), []), SearchMode.WHOLE, (FailureReason.TIMEOUT, "slow"), SPENT)
     assert (timed.failure_reason, timed.detail) == (FailureReason.TIMEOUT, "slow")
+
+
+class Worker:
+    """A worker at generation 3, as a search's state reads it when built."""
+
+    generation = 3
+
+
+def test_a_search_state_is_built_once_from_the_theorem_its_root_and_its_marks() -> None:
+    theorem = Theorem(name="u", statement="∀ (n : Nat), n = n")
+    lean, policy, guard = CountingLean(cast(LeanEnv, Worker())), cast(Policy, object()), cast(TacticGuard, object())
+    state = EngineCore.of(theorem, lean, policy, guard, DeclarationForm.FORALL, (2, 5))
+    assert (state.theorem, state.lean, state.policy, state.guard, state.value) == (theorem, lean, policy, guard, None)
+    assert (state.slot, state.declaration) == (AnswerSlot(theorem), "theorem u : ∀ (n : Nat), n = n")
+    assert (state.root, state.seed_key, state.start_generation, state.own_restarts) == (Root(), "u", 3, 0)
+    assert (state.meter.marks, state.meter.lean, state.meter.tokens) == ([2, 5], lean, 0)
+    assert (state.waits, state.proofs, state.refusals, state.edges) == (Waits(), Proofs(), [], [])
+    binder = EngineCore.of(theorem, lean, policy, guard, DeclarationForm.BINDER, ())
+    assert binder.declaration == "theorem u (n : Nat) : n = n"
+    assert binder.waits is not state.waits and binder.proofs is not state.proofs  # each search its own
+    # A sketch's subgoal: its root's seed key and meter (the sketch's, whose tokens go to the theorem's too).
+    shared, value = meter(), cast(ValueFn, object())
+    sub = EngineCore.of(theorem, lean, policy, guard, DeclarationForm.BINDER, (7,), Root(seed_key="u/g1",
+                                                                                          meter=shared), value)
+    assert (sub.seed_key, sub.meter, sub.value, sub.root.seed_key) == ("u/g1", shared, value, "u/g1")
+
+
+def test_the_clocks_are_the_meters_wall_time_and_the_waits() -> None:
+    state = core(Proofs(), [])
+    state.waits = Waits(0.5, 0.25, 0.125)
+    before = state.meter.elapsed()
+    spent = Spent.of(state)
+    assert (spent.policy_s, spent.lean_s, spent.value_s) == (0.5, 0.25, 0.125)
+    assert before <= spent.time_s <= state.meter.elapsed()
 
 
 def test_the_meter_records_the_curve_after_every_unit_and_a_resume_without_one_leaves_it_unknown() -> None:
