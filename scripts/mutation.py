@@ -98,7 +98,7 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "leankit/commands.py": (None, COMMANDS_TESTS),
     "burnqed/search/skeleton.py": (
         ("run_search", "verify_closing", "Proofs.found", "Proofs.ending", "Proofs.limit", "Proofs.count",
-         "Proofs.accept", "refused_ending", "final_result"),
+         "Proofs.accept", "refused_ending", "final_result", "EngineCore.of", "Spent.of"),
         ["tests/search/test_skeleton.py", *VERIFY_TESTS],
     ),
     "burnqed/search/repair.py": (None, REPAIR_TESTS),
