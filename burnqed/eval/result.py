@@ -531,11 +531,17 @@ def git_commit(path: Path | None = None) -> str | None:
         git_commit()                 # 'a3f1…' (40 hex digits) in a checkout, None elsewhere
 
     Read from the repository's own files (`.git` or a worktree's `.git` file, HEAD, the loose ref, packed-refs), which
-    are read afresh on every call, so a commit or checkout made since is seen; the `git` process answers only where
-    that reading is not sure to say what git would (no `.git` found on the way up, GIT_DIR and friends set, another
-    owner or file system, an unborn branch, a reftable or SHA-256 repository)."""
+    are read afresh on every call, so a commit or checkout made since is seen; no `.git` up to the root or the file
+    system's edge is None, as git says. The `git` process answers only where that reading is not sure to say what
+    git would (GIT_DIR and friends set, a folder that looks like a bare repository, another owner's repository, an
+    unborn branch, a reftable or SHA-256 repository)."""
     found = _commit_from_files(path)
+    if found == NO_REPOSITORY:
+        return None
     return found if found is not None else _commit_from_git(path)
+
+
+NO_REPOSITORY = ""  # `_commit_from_files`: no repository holds the folder (git would say "not a git repository")
 
 
 _GIT_ENV = ("GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_CEILING_DIRECTORIES",
@@ -548,8 +554,8 @@ def _is_sha1(text: str) -> bool:
 
 
 def _commit_from_files(start: Path | None) -> str | None:
-    """HEAD's commit from the files of the repository above `start` (default: the current directory); None where
-    git itself must be asked."""
+    """HEAD's commit from the files of the repository above `start` (default: the current directory); NO_REPOSITORY
+    where there is none; None where git itself must be asked."""
     if any(name in os.environ for name in _GIT_ENV):
         return None
     try:
@@ -557,7 +563,9 @@ def _commit_from_files(start: Path | None) -> str | None:
         device = here.stat().st_dev
         for folder in (here, *here.parents):
             if folder.stat().st_dev != device:
-                return None  # git stops at a file system's edge unless told otherwise
+                return NO_REPOSITORY  # git stops at a file system's edge (GIT_DISCOVERY_ACROSS_FILESYSTEM unset)
+            if (folder / "HEAD").is_file() and (folder / "objects").is_dir() and (folder / "refs").is_dir():
+                return None  # a git directory itself (bare, or inside .git): git's own reading
             dot_git = folder / ".git"
             if dot_git.is_dir():
                 git_dir = dot_git
@@ -574,7 +582,7 @@ def _commit_from_files(start: Path | None) -> str | None:
             if (git_dir / "commondir").is_file():
                 common = (git_dir / (git_dir / "commondir").read_text(encoding="utf-8").strip()).resolve()
             return _resolve_ref(git_dir, common, "HEAD")
-        return None
+        return NO_REPOSITORY
     except (OSError, UnicodeDecodeError, ValueError):
         return None
 

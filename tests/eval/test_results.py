@@ -438,13 +438,28 @@ def test_git_commit_reads_the_repository_files_afresh(monkeypatch: pytest.Monkey
     assert git_commit(repo) == first
 
 
+def test_git_commit_outside_any_repository_is_none_without_asking_git(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path):
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"git was started: {args}")
+
+    plain = tmp_path / "plain" / "deeper"
+    plain.mkdir(parents=True)
+    monkeypatch.setattr(subprocess, "run", no_process)
+    assert git_commit(plain) is None
+    monkeypatch.chdir(plain)
+    assert git_commit() is None
+
+
 def test_git_commit_asks_git_where_the_files_are_not_enough(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
-    """An unborn branch is None as git says; GIT_DIR set is git's answer for the repository it names."""
+    """An unborn branch is None as git says; a bare repository and GIT_DIR set are git's answers."""
     repo = tmp_path / "repo"
     repo.mkdir()
     _git(repo, "init", "-q", "-b", "main")
     assert git_commit(repo) is None
     _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    _git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "bare.git"))
+    assert git_commit(tmp_path / "bare.git") == _git(repo, "rev-parse", "HEAD")
     other = tmp_path / "other"
     other.mkdir()
     _git(other, "init", "-q", "-b", "main")
