@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 # One torch thread per process, unless the caller says otherwise: the tests run tiny models, on which a second
 # thread costs more than it gives, and two workers share the cores with the processes they start (measured on 2
@@ -26,6 +27,10 @@ pin_cpu_kernels()
 
 from burnqed.storage import Store  # noqa: E402
 from tests.shared import shared_artifact  # noqa: E402
+
+if TYPE_CHECKING:
+    from burnqed.config import LeanConfig
+    from burnqed.lean.lease import PoolWorker
 
 DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
 
@@ -130,6 +135,33 @@ def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
         s3fs.S3FileSystem.clear_instance_cache()
         yield f"s3://{bucket}/run"
         s3fs.S3FileSystem.clear_instance_cache()
+
+
+@pytest.fixture
+def minilean_in_process(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """The Lean of a command run through `cli()` in this process (eval, search, iterate's stages, rl) answered by
+    minilean in this process, where `lean.command` is `{python} -m minilean` (the default): the pools' worker factory
+    (`burnqed.lean.pool.worker_from_config`) replaced for the test. Opt in where what a command makes of Lean's
+    replies is the subject, not the worker's process: `pytestmark = pytest.mark.usefixtures("minilean_in_process")`.
+    The list it gives fills with the in-process workers made. Any other `lean.command` (the double, a fallback
+    module, `--version`, another user) and `cli(..., process=True)` keep their processes; so must a test of a crash,
+    a hang, a watchdog, a recycle or a tactic that sleeps (an in-process peer blocks the event loop while it thinks:
+    tests/doubles/line_servers.py says where it is more lenient than a process)."""
+    from burnqed.lean import pool
+    from tests.doubles.line_servers import minilean_worker
+
+    made: list[object] = []
+    as_process = pool.worker_from_config
+
+    def worker(config: LeanConfig) -> PoolWorker:
+        in_process = minilean_worker(config)
+        if in_process is None:
+            return as_process(config)
+        made.append(in_process)
+        return in_process
+
+    monkeypatch.setattr(pool, "worker_from_config", worker)
+    return made
 
 
 @pytest.fixture

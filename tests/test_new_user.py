@@ -11,6 +11,10 @@ import pytest
 
 from tests.processes import cli
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 
 def error_line(done: subprocess.CompletedProcess[str]) -> str:
     """The one error line: the last line of stderr, with no traceback before it."""

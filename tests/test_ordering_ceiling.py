@@ -22,6 +22,10 @@ from burnqed.trajectory.reader import read_edges
 from leankit.normal_form import state_up_to_names
 from tests.processes import cli
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 ROOT = Path(__file__).parents[1]
 GOAL = "x : ℕ\nh₀ : x = 2\n⊢ x + x = 4 ∧ x = 2"
 LEFT = "x : ℕ\nh₀ : x = 2\n⊢ x + x = 4"

@@ -70,6 +70,17 @@ class _Slot:
     rss_at: float = -1e9
 
 
+def worker_from_config(config: LeanConfig) -> PoolWorker:
+    """The worker `LeanPool.from_config` starts for `config`, searching and verifying alike: a `LeanWorker`, the
+    process `lean.command` names. The one place a configured pool makes a worker, looked up at each start, so that
+    a test may replace it (pytest's monkeypatch) to answer a command's Lean from its own process:
+
+        monkeypatch.setattr(burnqed.lean.pool, "worker_from_config", lambda config: InProcessReplay(...))
+
+    Nothing else reads it; the verdicts are the worker's replies, read by the same client code either way."""
+    return LeanWorker.from_config(config)
+
+
 class LeanPool:
     """`size` workers shared by up to `size × theorems_per_worker` theorems; see the module docstring."""
 
@@ -118,13 +129,13 @@ class LeanPool:
         if config.workers is not None:  # a count the user asked for (unset, it is what fits): check it
             check_workers_fit(config.workers, config.verifier_workers, config.worker_memory_mb)
         return cls(
-            lambda: LeanWorker.from_config(config),
+            lambda: worker_from_config(config),
             size if size is not None else config.resolved_workers(),
             theorems_per_worker=theorems_per_worker,
             recycle_requests=config.recycle_requests,
             recycle_seconds=config.recycle_seconds,
             recycle_rss_mb=config.recycle_rss_mb,
-            verifier_factory=lambda: LeanWorker.from_config(verifier),
+            verifier_factory=lambda: worker_from_config(verifier),
             verifiers=config.verifier_workers,
         )
 

@@ -26,6 +26,10 @@ from burnqed.storage import StageMarker, Store
 from tests.data.samples import write_all_sources
 from tests.processes import cli
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 
 @pytest.mark.slow
 def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Path, store: Store) -> None:

@@ -32,6 +32,10 @@ from leankit.corpus import load_corpus
 from leankit.world.checked import embedded_world
 from tests.processes import cli
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 # The first train theorem of the bundled corpus and of the checked world of seed 0, restated with other names, a
 # named hypothesis for the arrow and another spacing; and one that restates nothing.
 BUNDLED = ("algebra_2x_plus_3_eq_11", "∀ (x : ℝ), 2 * x + 3 = 11 → x = 4")

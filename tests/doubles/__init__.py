@@ -4,7 +4,8 @@ is. Each module's docstring says where it is more lenient than the real peer and
 - `lean_double.py`: Pantograph's `repl` (0.2.25, 0.3.0-0.3.16), a process: requests parsed as the emulated version
   parses them, that version's reply shapes and scope rules; any tactic not in its list succeeds (no Lean).
 - `line_servers.py`: the same Lean peers as objects in this process (`MiniLean`: minilean's server; `DoubleServer`:
-  the double above) for `InProcessReplay`, where the wire is not what a test checks.
+  the double above) for `InProcessReplay`, where the wire is not what a test checks; `minilean_worker`: the worker
+  a configured pool gets for `{python} -m minilean` under the `minilean_in_process` fixture.
 - `fake_argo.py`: the Argo Server's REST API (v4.1.2): its routes, request decoding and CreateWorkflow /
   SubmitWorkflow refusals; the workflow spec is not type-checked (test_validate does that with Argo's schema).
 - `fake_kube.py`: the Kubernetes API server (bearer auth, 401/403/404 `Status`, label selectors, the service proxy

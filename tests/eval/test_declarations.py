@@ -27,6 +27,10 @@ from tests.doubles.policy_double import ScriptedPolicy
 from tests.minilean.test_fallback import CAST_REASON, SQRT_REASON
 from tests.processes import cli
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 
 @pytest.mark.slow  # one eval of three theorems on the tiny model and the embedded Lean
 def test_an_example_a_broken_statement_and_two_theorems_are_all_four_accounted_for(

@@ -17,6 +17,10 @@ from burnqed.storage.place_lease import LEASE_NAME
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from tests.trajectory.factories import simple_theorem, write_trajectory
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 
 def test_the_default_prefix_is_named_after_the_result() -> None:
     assert trajectories_beside("runs/iter_0/eval/eval.json") == "runs/iter_0/eval/eval.trajectories"

@@ -399,6 +399,76 @@ def test_git_commit_without_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     assert git_commit(tmp_path) is None
 
 
+def _git(repo: Path, *args: str) -> str:
+    """`git -C repo args…` with a throwaway identity; its stdout stripped."""
+    identity = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    return subprocess.run(["git", *identity, "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def test_git_commit_reads_the_repository_files_afresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """HEAD through its branch, a loose then a packed ref, a commit made after a first call, a detached HEAD, a
+    sub-folder and a worktree's `.git` file: each the commit git names, with no git on PATH (the files answer)."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    first = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    second = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "worktree", "add", "-q", "--detach", str(tmp_path / "tree"), first)
+    (repo / "sub" / "deeper").mkdir(parents=True)
+    with monkeypatch.context() as without_git:
+        without_git.setenv("PATH", str(tmp_path / "no-bin"))
+        assert git_commit(repo) == second
+        assert git_commit(repo / "sub" / "deeper") == second
+        assert (tmp_path / "tree" / ".git").is_file()
+        assert git_commit(tmp_path / "tree") == first
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "three")
+    third = _git(repo, "rev-parse", "HEAD")
+    _git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    _git(tmp_path / "tree", "checkout", "-q", "--detach", second)
+    with monkeypatch.context() as without_git:
+        without_git.setenv("PATH", str(tmp_path / "no-bin"))
+        assert git_commit(repo) == third
+        assert git_commit(tmp_path / "tree") == second
+    _git(repo, "checkout", "-q", "--detach", first)
+    assert (repo / ".git" / "HEAD").read_text().strip() == first
+    assert git_commit(repo) == first
+
+
+def test_git_commit_outside_any_repository_is_none_without_asking_git(monkeypatch: pytest.MonkeyPatch,
+                                                                       tmp_path: Path):
+    def no_process(*args: object, **kwargs: object) -> None:
+        raise AssertionError(f"git was started: {args}")
+
+    plain = tmp_path / "plain" / "deeper"
+    plain.mkdir(parents=True)
+    monkeypatch.setattr(subprocess, "run", no_process)
+    assert git_commit(plain) is None
+    monkeypatch.chdir(plain)
+    assert git_commit() is None
+
+
+def test_git_commit_asks_git_where_the_files_are_not_enough(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """An unborn branch is None as git says; a bare repository and GIT_DIR set are git's answers."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    assert git_commit(repo) is None
+    _git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    _git(tmp_path, "clone", "-q", "--bare", str(repo), str(tmp_path / "bare.git"))
+    assert git_commit(tmp_path / "bare.git") == _git(repo, "rev-parse", "HEAD")
+    other = tmp_path / "other"
+    other.mkdir()
+    _git(other, "init", "-q", "-b", "main")
+    _git(other, "commit", "-q", "--allow-empty", "-m", "elsewhere")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    assert git_commit(repo) == _git(other, "rev-parse", "HEAD") != _git(repo, "--git-dir", str(repo / ".git"),
+                                                                        "rev-parse", "HEAD")
+
+
 def test_lean_backend_label():
     assert lean_backend_label(Config().lean.command) == "minilean"
     assert lean_backend_label(["/usr/bin/python3", "-m", "minilean", "--pantograph-version", "0.3.4"]) == "minilean"

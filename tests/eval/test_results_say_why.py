@@ -20,6 +20,10 @@ from tests.rl.helpers import write_index
 from tests.rl.test_theorem_choice import sft_record
 from tests.trajectory.factories import result
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 DIFFERENTIABLE = "Lean could not start the goal: the theorem does not elaborate: unknown identifier 'Differentiable'"
 
 

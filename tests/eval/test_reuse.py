@@ -21,7 +21,9 @@ from burnqed.storage import Store
 from tests.eval.test_report import publish
 from tests.processes import burnqed_in_process as burnqed
 
-pytestmark = pytest.mark.slow  # every test runs `burnqed` a few times, the first eval loads torch and the model
+# Every test runs `burnqed` a few times, the first eval loads torch and the model; what the commands decide is the
+# subject, not the Lean worker's process: minilean answers in this process (tests/conftest.py `minilean_in_process`).
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("minilean_in_process")]
 
 
 def _index(path: Path, count: int) -> Path:

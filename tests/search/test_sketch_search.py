@@ -37,6 +37,10 @@ from tests.doubles.policy_double import ScriptedPolicy
 from tests.processes import cli
 from tests.search.helpers import small_index
 
+# What the commands make of Lean's replies is the subject, not the worker's process: minilean answers in this
+# process (tests/conftest.py `minilean_in_process`).
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 V = PantographVersion.parse
 NEWEST = str(SUPPORTED[-1])
 GUARD = TacticGuard.from_config(LeanConfig())
