@@ -188,6 +188,19 @@ def test_proofs_count_only_what_passed_and_say_why_on_the_row() -> None:
     assert proofs.ending(FailureReason.TIMEOUT) is None
 
 
+def test_a_sketch_subgoal_accepted_is_a_textless_proof_and_a_refused_one_counts_nothing() -> None:
+    proofs = Proofs()
+    refused = closing_row(1)
+    assert proofs.accept(refused, Verdict(False, "the goal is not the subgoal's"), ["exact h"], 1, 2) is None
+    assert (proofs.verified, proofs.unverified, proofs.rejected) == ([], [], 1)
+    assert refused.error == "not counted: the goal is not the subgoal's" and not proofs.found()
+    taken = closing_row(4)
+    proof = proofs.accept(taken, Verdict(True, proof="ignored"), ["simp", "rfl"], 4, 1)
+    assert proof is not None and (proof.edge, proof.proof, proof.tactics, proof.budget, proof.revision) == (
+        4, None, ["simp", "rfl"], 4, 1)
+    assert proofs.verified == [proof] and proofs.unverified == [] and taken.error is None and proofs.rejected == 1
+
+
 def test_limits_in_order_first_proof_time_budget() -> None:
     proofs = Proofs()
     over = FailureReason.MAX_NODES
