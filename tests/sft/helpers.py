@@ -1,13 +1,38 @@
-"""Builders for the SFT tests: a prepared-data folder from the bundled corpus (`burnqed.data.pairs.corpus_pairs`)."""
+"""Builders for the SFT tests: a prepared-data folder from the bundled corpus (`burnqed.data.pairs.corpus_pairs`);
+and, for the data-parallel stop tests (SFT's and RL's), the processes `burnqed` starts under torchrun and the command
+its stop line names."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
+import psutil
+
 from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs, write_pairs
+from tests.processes import descendants
 
 
 def write_data_folder(folder: Path, pairs: list[TacticPair] | None = None) -> Path:
     """A prepared-data folder holding just `pairs.parquet` (what `burnqed sft` reads)."""
     write_pairs(folder / PAIRS_FILE, corpus_pairs() if pairs is None else pairs)
     return folder
+
+
+def launched(pid: int) -> list[psutil.Process]:
+    """Every live process below the `burnqed` command `pid`, checked to hold torchrun and its two processes."""
+    below = descendants(pid)
+    lines = [" ".join(process.cmdline()) for process in below]
+    assert sum("-m torch.distributed.run " in line for line in lines) == 1, lines
+    assert sum(" -m burnqed.cli " in line and "torch.distributed.run" not in line for line in lines) == 2, lines
+    return below
+
+
+def continue_command(stderr: str, command: str, signal_name: str, output: Path) -> list[str]:
+    """The arguments of the command that the stop line of a 2-process `burnqed COMMAND` to `output` names (the
+    line checked whole: the only `error:` line of `stderr`)."""
+    prefix = (f"error: burnqed {command} (2 processes) stopped by {signal_name}; the checkpoints under "
+              f"{output}-checkpoints are kept: continue with `burnqed {command} ")
+    [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert line.startswith(prefix) and line.endswith("`"), line
+    return [command, *shlex.split(line[len(prefix):-1])]

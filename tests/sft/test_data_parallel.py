@@ -1,17 +1,22 @@
 """Data-parallel SFT and joint training: 2 CPU processes (torchrun, gloo) follow the 1-process loss curve at the
-same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun)."""
+same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun); a stop
+of the command ends torchrun and both processes before the command exits, and the command its line names resumes."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.launch import launch_argv, needs_launch
+from tests.processes import background, survivors, wait_for
+from tests.sft.helpers import continue_command, launched, write_data_folder
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,8 +68,6 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # two children, one of them torchrun's two processes
 def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tiny_model_dir: Path) -> None:
-    from tests.sft.helpers import write_data_folder
-
     write_data_folder(tmp_path / "data")
     keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
             "sft.lora_alpha": 8, "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": 4,
@@ -78,3 +81,40 @@ def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tin
         curves.append([point["loss"] for point in history if point["loss"] is not None])
     assert len(curves[0]) == 4
     assert curves[1] == pytest.approx(curves[0], abs=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # three runs of torchrun's two processes
+def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_line_resumes_the_curve(
+        tmp_path: Path, tiny_model_dir: Path) -> None:
+    write_data_folder(tmp_path / "data")
+    keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
+            "sft.lora_alpha": 8, "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": 12,
+            "sft.warmup_steps": 0, "sft.save_steps": 1, "sft.logging_steps": 1, "sft.eval_steps": 100,
+            "sft.processes": 2}
+    args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), *sets(keys)]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    done = cli(*args, "--output", str(whole))
+    assert done.returncode == 0, done.stderr[-3000:]
+    checkpoints = Path(f"{stopped}-checkpoints")
+    with background(*args, "--output", str(stopped)) as proc:  # a process group of its own, as in a terminal
+        wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*"))
+                 or proc.poll() is not None, timeout=400)
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        below = launched(proc.pid)
+        os.kill(proc.pid, signal.SIGTERM)  # what Kubernetes sends: the command alone, not torchrun's sessions
+        assert proc.wait(timeout=60) == 143
+        # None outlives the command (before: torchrun was killed, both processes trained on and published).
+        assert survivors(below, grace=0) == []
+        assert proc.stderr is not None
+        command = continue_command(proc.stderr.read(), "sft", "SIGTERM", stopped)
+    assert not stopped.exists()
+    resumed = cli(*command)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.stderr.count("sft: resuming from checkpoint-") == 1  # process 0's line
+    record, uninterrupted = (json.loads((folder / "sft.json").read_text()) for folder in (stopped, whole))
+    assert 1 <= record["resumed_from_step"] < 12
+    curve = [point["loss"] for point in record["history"] if point["loss"] is not None]
+    assert len(curve) == 12
+    assert curve == pytest.approx([point["loss"] for point in uninterrupted["history"] if point["loss"] is not None],
+                                  abs=1e-4)
