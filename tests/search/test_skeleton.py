@@ -195,9 +195,9 @@ def test_a_sketch_subgoal_accepted_is_a_textless_proof_and_a_refused_one_counts_
     assert (proofs.verified, proofs.unverified, proofs.rejected) == ([], [], 1)
     assert refused.error == "not counted: the goal is not the subgoal's" and not proofs.found()
     taken = closing_row(4)
-    proof = proofs.accept(taken, Verdict(True, proof="ignored"), ["simp", "rfl"], 4, 1)
+    proof = proofs.accept(taken, Verdict(True, proof="ignored"), ["simp", "rfl"], 4)  # a fresh attempt: revision 0
     assert proof is not None and (proof.edge, proof.proof, proof.tactics, proof.budget, proof.revision) == (
-        4, None, ["simp", "rfl"], 4, 1)
+        4, None, ["simp", "rfl"], 4, 0)
     assert proofs.verified == [proof] and proofs.unverified == [] and taken.error is None and proofs.rejected == 1
 
 
