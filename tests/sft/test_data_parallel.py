@@ -1,5 +1,7 @@
 """Data-parallel SFT and joint training: 2 CPU processes (torchrun, gloo) follow the 1-process loss curve at the
-same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun)."""
+same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun: a
+process, the subject). The 1-process curves are trained in the test's process (the joint one by `run_sft`, the plain
+one by the app through tests/processes.py `cli`): what they are, not a process, is compared."""
 
 from __future__ import annotations
 
@@ -12,12 +14,14 @@ from pathlib import Path
 import pytest
 
 from burnqed.sft.launch import launch_argv, needs_launch
+from tests.processes import cli
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def launched(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m burnqed.cli ARGS` in a process of its own, as a user starts one that launches torchrun."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("WORLD_SIZE", None)
     return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True, env=env,
@@ -47,8 +51,8 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
     one = json.loads((tmp_path / "joint" / "joint" / "joint.json").read_text())
     keys = {f"sft.{k}": v for k, v in cfg.model_dump(mode="json").items() if v is not None}
     keys |= {f"ebm.{k}": v for k, v in ebm.model_dump(mode="json").items() if v is not None}
-    done = cli("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories", f"file://{tmp_path}/traj0",
-               "--output", str(tmp_path / "two"), *sets({**keys, "sft.processes": 2}))
+    done = launched("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories",
+                    f"file://{tmp_path}/traj0", "--output", str(tmp_path / "two"), *sets({**keys, "sft.processes": 2}))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("sft iteration 1 (lora)") == 1  # process 0 alone prints the summary
     two = json.loads((tmp_path / "two" / "joint" / "joint.json").read_text())
@@ -61,7 +65,7 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # two children, one of them torchrun's two processes
+@pytest.mark.timeout(600)  # one run in this process, then torchrun's two processes
 def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tiny_model_dir: Path) -> None:
     from tests.sft.helpers import write_data_folder
 
@@ -71,8 +75,9 @@ def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tin
             "sft.warmup_steps": 0, "sft.save_steps": 100, "sft.logging_steps": 1, "sft.eval_steps": 100}
     curves = []
     for name, processes in (("one", 1), ("two", 2)):
-        done = cli("sft", "--iter", "0", "--data", str(tmp_path / "data"), "--output", str(tmp_path / name),
-                   *sets({**keys, "sft.processes": processes}))
+        args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), "--output", str(tmp_path / name),
+                *sets({**keys, "sft.processes": processes})]
+        done = launched(*args) if processes > 1 else cli(*args, env={"WORLD_SIZE": None})
         assert done.returncode == 0, done.stderr[-3000:]
         history = json.loads((tmp_path / name / "sft.json").read_text())["history"]
         curves.append([point["loss"] for point in history if point["loss"] is not None])
