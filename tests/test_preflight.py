@@ -107,6 +107,7 @@ def test_s3_endpoint_that_does_not_answer_is_an_infrastructure_error(tmp_path: P
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("minilean_in_process")  # the Lean the passing preflight starts: not the subject here
 def test_s3_bucket_that_does_not_exist_is_a_bad_path(s3_root: str) -> None:
     import s3fs
 

@@ -8,7 +8,8 @@ answering 403 to everything, as S3 does for a bad key), a folder no process can 
 root too), a folder made read-only with chmod (skipped only for root, which ignores it), a full disk (the write
 refused with ENOSPC), an output path through a symlink loop, a dangling link or a file, and a disk that fills or
 turns read-only halfway through a stage's writes (tests/doubles/filling_disk.py). Two cases run `burnqed` as a
-user would, in a subprocess, to show the line end to end.
+user would, in a subprocess, to show the line end to end. The Lean of a command run in this process (eval, search,
+lean check) is minilean in this process too (`minilean_in_process`): the storage, not Lean's pipe, is the subject.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ CREDENTIALS: dict[str, str | None] = {
     "AWS_DEFAULT_REGION": "us-east-1",
 }
 UNWRITABLE = "/proc/burnqed-nonexistent"  # no process, root included, can create files under /proc
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
 
 # command → its arguments with the URI `u` (an s3:// prefix or a local folder) and a local scratch folder `t`
 Args = Callable[[str, Path], list[str]]

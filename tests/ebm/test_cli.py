@@ -65,6 +65,7 @@ def invoke(*args: str) -> Result:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("minilean_in_process")  # the eval's and the search's Lean: the value model is the subject
 def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[str], tiny_model_dir: Path,
                                                            tmp_path: Path, store: Store) -> None:
     model = ["--set", f"policy.model={tiny_model_dir}"]
@@ -128,6 +129,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("minilean_in_process")
 def test_clear_refusals(tmp_path: Path, store: Store) -> None:
     no_proofs = tmp_path / "t"
     write_trajectory(str(no_proofs), [(result("A"), unproved_tree()), (result("B"), unproved_tree())], store=store)

@@ -1,6 +1,8 @@
 """The prover's commands end to end, as a user runs them: the `burnqed` CLI in this process (tests/processes.py
 `cli`), as a process where a signal stops it or where it serves (`background`); replay Lean workers; the tiny model
-in-process or behind `burnqed serve`."""
+in-process or behind `burnqed serve`. Where a command run by `cli` has the default Lean (`{python} -m minilean`),
+minilean answers in this process (`minilean_in_process`): what the commands make of its replies is the subject;
+the replay Lean (`lean.command` set), the commands started by `background` and the recheck keep their processes."""
 
 from __future__ import annotations
 
@@ -28,6 +30,7 @@ from leankit.corpus import load_corpus
 from tests.processes import background, cli, wait_for
 from tests.search.helpers import REPLAY, as_forall_declaration, slowed
 
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
 SLOWED = slowed(20)  # while a signal must land mid-run
 ALL_NAMES = sorted(t.name for t in load_local_theorem_index(bundled_index_path()).theorems)
 

@@ -1,6 +1,8 @@
 """Data-parallel SFT and joint training: 2 CPU processes (torchrun, gloo) follow the 1-process loss curve at the
-same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun); a stop
-of the command ends torchrun and both processes before the command exits, and the command its line names resumes."""
+same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun: a
+process, the subject); a stop of the command ends torchrun and both processes before the command exits, and the
+command its line names resumes. The 1-process curves are trained in the test's process (the joint one by `run_sft`,
+the plain one by the app through tests/processes.py `cli`): what they are, not a process, is compared."""
 
 from __future__ import annotations
 
@@ -15,14 +17,15 @@ import pytest
 
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.launch import launch_argv, needs_launch
-from tests.processes import background, survivors, wait_for
+from tests.processes import background, cli, survivors, wait_for
 from tests.sft.helpers import continue_command, launched, write_data_folder
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
+def command_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m burnqed.cli ARGS` in a process of its own, as a user starts one that launches torchrun."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("WORLD_SIZE", None)
     return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True, env=env,
@@ -52,8 +55,9 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
     one = json.loads((tmp_path / "joint" / "joint" / "joint.json").read_text())
     keys = {f"sft.{k}": v for k, v in cfg.model_dump(mode="json").items() if v is not None}
     keys |= {f"ebm.{k}": v for k, v in ebm.model_dump(mode="json").items() if v is not None}
-    done = cli("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories", f"file://{tmp_path}/traj0",
-               "--output", str(tmp_path / "two"), *sets({**keys, "sft.processes": 2}))
+    done = command_process("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories",
+                           f"file://{tmp_path}/traj0", "--output", str(tmp_path / "two"),
+                           *sets({**keys, "sft.processes": 2}))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("sft iteration 1 (lora)") == 1  # process 0 alone prints the summary
     two = json.loads((tmp_path / "two" / "joint" / "joint.json").read_text())
@@ -66,7 +70,7 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # two children, one of them torchrun's two processes
+@pytest.mark.timeout(600)  # one run in this process, then torchrun's two processes
 def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tiny_model_dir: Path) -> None:
     write_data_folder(tmp_path / "data")
     keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
@@ -74,8 +78,9 @@ def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tin
             "sft.warmup_steps": 0, "sft.save_steps": 100, "sft.logging_steps": 1, "sft.eval_steps": 100}
     curves = []
     for name, processes in (("one", 1), ("two", 2)):
-        done = cli("sft", "--iter", "0", "--data", str(tmp_path / "data"), "--output", str(tmp_path / name),
-                   *sets({**keys, "sft.processes": processes}))
+        args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), "--output", str(tmp_path / name),
+                *sets({**keys, "sft.processes": processes})]
+        done = command_process(*args) if processes > 1 else cli(*args, env={"WORLD_SIZE": None})
         assert done.returncode == 0, done.stderr[-3000:]
         history = json.loads((tmp_path / name / "sft.json").read_text())["history"]
         curves.append([point["loss"] for point in history if point["loss"] is not None])
@@ -94,7 +99,7 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
             "sft.processes": 2}
     args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), *sets(keys)]
     whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    done = cli(*args, "--output", str(whole))
+    done = command_process(*args, "--output", str(whole))
     assert done.returncode == 0, done.stderr[-3000:]
     checkpoints = Path(f"{stopped}-checkpoints")
     with background(*args, "--output", str(stopped)) as proc:  # a process group of its own, as in a terminal
@@ -109,7 +114,7 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
         assert proc.stderr is not None
         command = continue_command(proc.stderr.read(), "sft", "SIGTERM", stopped)
     assert not stopped.exists()
-    resumed = cli(*command)
+    resumed = command_process(*command)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert resumed.stderr.count("sft: resuming from checkpoint-") == 1  # process 0's line
     record, uninterrupted = (json.loads((folder / "sft.json").read_text()) for folder in (stopped, whole))
