@@ -21,7 +21,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.pipeline.iteration import NO_ORPHAN_S, alive_after, iterate, iterate_env, start_iterate, wait_until
+from tests.pipeline.iteration import (
+    NO_ORPHAN_S,
+    alive_after,
+    iterate,
+    iterate_env,
+    iterate_in_process,
+    start_iterate,
+    wait_until,
+)
+from tests.processes import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -247,7 +256,7 @@ def test_iterate_force_with_another_sft_learning_rate_redoes_sft_and_every_stage
     changed = ("--set", "sft.learning_rate=0.001")
     # Refused without --force, before any stage. (The copy's SFT records the data folder of the shared run, which
     # differs first: a run moved elsewhere is redone from SFT on, like a run with another sft.learning_rate.)
-    refused = iterate(str(root), 0, env, *changed)
+    refused = iterate_in_process(str(root), 0, env, *changed)
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert refused.stderr.splitlines()[-1].startswith(
         "error: iteration 0: stage sft finished with other inputs than this run gives it: --data was ")
@@ -263,7 +272,7 @@ def test_iterate_force_with_another_sft_learning_rate_redoes_sft_and_every_stage
     assert " --resume " not in "".join(line for line in done.stderr.splitlines() if line.startswith("  $ burnqed "))
     assert json.loads((root / "iter_0" / "sft" / "sft.json").read_text())["learning_rate"] == 0.001
     assert {name: (root / "iter_0" / name).read_bytes() for name in kept} == kept
-    again = iterate(str(root), 0, env, *changed)  # the redone run is this setting's now: nothing to do
+    again = iterate_in_process(str(root), 0, env, *changed)  # the redone run is this setting's now: nothing to do
     assert again.returncode == 0 and "nothing to do, all stages finished" in again.stdout, again.stderr[-3000:]
 
 
@@ -277,8 +286,7 @@ def test_iterate_with_a_model_that_names_no_folder_is_refused_before_any_stage(i
                          ("./tiny-model", f"error: model folder {tmp_path}/tiny-model is missing config.json, weights "
                           "(model.safetensors or model.safetensors.index.json or pytorch_model.bin), a tokenizer "
                           "(tokenizer.json or tokenizer.model); it is not a model folder\n")):
-        done = subprocess.run([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", "0", "--root", "run",
-                               "--model", given], cwd=tmp_path, env=iterate_env(iterate_home), capture_output=True,
-                              text=True, timeout=300, check=False)
+        done = cli("iterate", "--iter", "0", "--root", "run", "--model", given, cwd=tmp_path,
+                   env={**iterate_env(iterate_home), "BURNQED_CONFIG": None})  # refused before any stage
         assert (done.returncode, done.stderr) == (2, error)
         assert not (tmp_path / "run").exists()  # no stage ran, nothing written
