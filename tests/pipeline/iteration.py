@@ -80,6 +80,15 @@ def iterate(root: str, iteration: int, env: dict[str, str], *extra: str) -> subp
                            *extra], env=env, capture_output=True, text=True, timeout=ITERATE_TIMEOUT_S, check=False)
 
 
+def iterate_in_process(root: str, iteration: int, env: dict[str, str],
+                       *extra: str) -> subprocess.CompletedProcess[str]:
+    """`burnqed iterate --iter ITERATION --root ROOT` in this process (tests/processes.py `cli`), for a run that
+    starts no stage (all done already, or refused before any): its exit code, stdout and stderr as `iterate` gives."""
+    from tests.processes import cli
+
+    return cli("iterate", "--iter", str(iteration), "--root", root, *extra, env={**env, "BURNQED_CONFIG": None})
+
+
 def start_iterate(root: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
     """`burnqed iterate --iter 0` in a session of its own, stderr captured."""
     return subprocess.Popen([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", "0", "--root", str(root),

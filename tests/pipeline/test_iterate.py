@@ -17,10 +17,14 @@ import pytest
 
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
-from tests.pipeline.iteration import RECORD, Interruptions, iterate, iterate_env
+from tests.pipeline.iteration import RECORD, Interruptions, iterate, iterate_env, iterate_in_process
 
 # Whole iterations as subprocesses: minutes on a shared 2-core machine, beyond the default per-test timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
+
+# Iteration 1's warm SFT and EBM as small as what is asserted of them needs (a model trained on, an EBM search and
+# eval score with): 10 steps in place of sft.warm_steps' 40, an EBM of 60 steps and one hidden layer of 32.
+ITERATION_1 = {"BURNQED_SFT__WARM_STEPS": "10", "BURNQED_EBM__STEPS": "60", "BURNQED_EBM__HIDDEN_DIMS": "[32]"}
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +92,7 @@ def test_the_stopped_iteration_finishes_on_rerun_without_searching_anything_twic
 def test_rerunning_a_finished_iteration_does_no_work(iteration_0: Path, iterate_home: Path) -> None:
     root = iteration_0 / "run"
     before = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
-    again = iterate(str(root), 0, iterate_env(iterate_home))
+    again = iterate_in_process(str(root), 0, iterate_env(iterate_home))  # no stage starts: in this process
     assert again.returncode == 0, again.stderr[-2000:]
     assert "nothing to do, all stages finished" in again.stdout
     assert again.stderr.count("done already, skipped") == 9
@@ -99,7 +103,7 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteratio
                                                                         tmp_path: Path, store: Store) -> None:
     run = tmp_path / "run"
     shutil.copytree(iteration_0 / "run" / "iter_0", run / "iter_0", symlinks=True)  # the shared run stays as it is
-    done = iterate(str(run), 1, iterate_env(iterate_home))
+    done = iterate(str(run), 1, iterate_env(iterate_home, ITERATION_1))
     assert done.returncode == 0, done.stderr[-3000:]
     it1 = run / "iter_1"
     assert (it1 / "ebm" / "_SUCCESS.json").exists()

@@ -21,7 +21,16 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.pipeline.iteration import NO_ORPHAN_S, alive_after, iterate, iterate_env, start_iterate, wait_until
+from tests.pipeline.iteration import (
+    NO_ORPHAN_S,
+    alive_after,
+    iterate,
+    iterate_env,
+    iterate_in_process,
+    start_iterate,
+    wait_until,
+)
+from tests.processes import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -46,6 +55,47 @@ RL_CIRCUMSTANCES = {
     "trajectories/_SUCCESS.json": {"written_at"},
     "trajectories/part-000000.json": {"written_at"},
 }
+
+
+def ctrl_c_when(ready: Path, what: str, root: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
+    """`burnqed iterate --iter 0 --root ROOT ARGS` stopped by Ctrl-C (SIGINT to its group: the terminal's foreground
+    group; its stages have their own) once `ready` exists: its exit code and stderr, after checking that none of its
+    processes outlives it."""
+    proc = start_iterate(root, env, *args)
+    try:
+        wait_until(ready.exists, proc, what)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal's foreground group (iterate; stages have their own)
+        code = proc.wait(timeout=NO_ORPHAN_S)
+        assert proc.stderr is not None
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert alive_after(children, NO_ORPHAN_S) == []
+    return code, stderr
+
+
+def kill_9_when(ready: Path, what: str, stage: str, root: Path, env: dict[str, str], *args: str) -> int:
+    """`burnqed iterate --iter 0 --root ROOT ARGS` and its stage `stage` SIGKILLed together, as when the machine goes,
+    once `ready` exists: the killed iterate's pid, after checking that none of its processes outlives it."""
+    proc = start_iterate(root, env, *args)
+    try:
+        wait_until(ready.exists, proc, what)
+        processes = psutil.Process(proc.pid).children(recursive=True)
+        running = next(p for p in processes if p.cmdline()[3:4] == [stage])  # python -m burnqed.cli STAGE …
+        os.killpg(proc.pid, signal.SIGKILL)  # everything at once, as when the machine goes: iterate and its stage
+        os.killpg(running.pid, signal.SIGKILL)
+        proc.wait(timeout=NO_ORPHAN_S)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+    assert alive_after(processes, NO_ORPHAN_S) == []
+    return proc.pid
 
 
 @pytest.fixture
@@ -73,20 +123,9 @@ def test_ctrl_c_while_sft_checkpoints_then_the_printed_command_trains_the_same_m
     data_root: Path, iteration_0: Path, iterate_home: Path
 ) -> None:
     env = iterate_env(iterate_home)
-    proc = start_iterate(data_root, env, "--only", "sft")
     checkpoints = data_root / "iter_0" / "sft-checkpoints"
-    try:
-        wait_until((checkpoints / FIRST_CHECKPOINT / "trainer_state.json").exists, proc, "SFT's first checkpoint")
-        children = psutil.Process(proc.pid).children(recursive=True)
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal's foreground group (iterate; stages have their own)
-        code = proc.wait(timeout=NO_ORPHAN_S)
-        assert proc.stderr is not None
-        stderr = proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert alive_after(children, NO_ORPHAN_S) == []
+    code, stderr = ctrl_c_when(checkpoints / FIRST_CHECKPOINT / "trainer_state.json", "SFT's first checkpoint",
+                               data_root, env, "--only", "sft")
     assert code == 128 + signal.SIGINT, stderr[-3000:]
     assert (checkpoints / "README.md").is_file()  # TRL's model card beside the checkpoint: what the continue refused
     printed = re.fullmatch(r"error: .* stopped by SIGINT; .*: continue with `burnqed (.+)`", stderr.splitlines()[-1])
@@ -103,27 +142,14 @@ def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_mode
     data_root: Path, iteration_0: Path, iterate_home: Path
 ) -> None:
     env = iterate_env(iterate_home)
-    proc = start_iterate(data_root, env, "--only", "sft")
     checkpoint = data_root / "iter_0" / "sft-checkpoints" / FIRST_CHECKPOINT
-    try:
-        wait_until(checkpoint.exists, proc, "SFT's first checkpoint")  # the trainer has begun to write it
-        processes = psutil.Process(proc.pid).children(recursive=True)
-        stage = next(p for p in processes if p.cmdline()[3:4] == ["sft"])  # python -m burnqed.cli sft …
-        os.killpg(proc.pid, signal.SIGKILL)  # everything at once, as when the machine goes: iterate and its stage
-        os.killpg(stage.pid, signal.SIGKILL)
-        proc.wait(timeout=NO_ORPHAN_S)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
-    assert alive_after(processes, NO_ORPHAN_S) == []
+    # the trainer has begun to write the checkpoint
+    killed = kill_9_when(checkpoint, "SFT's first checkpoint", "sft", data_root, env, "--only", "sft")
     assert (checkpoint.parent / "README.md").is_file()  # written before the checkpoint at every save
     assert not (data_root / "iter_0" / "sft").exists()
     done = iterate(str(data_root), 0, env, "--only", "sft")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"taking over the lease of run root file://{data_root} from pid {proc.pid}" in done.stderr
+    assert f"taking over the lease of run root file://{data_root} from pid {killed}" in done.stderr
     # resumed from the checkpoint when the kill came after its last file, else started over: the same model
     record = assert_same_sft(data_root, iteration_0)
     assert record["resumed_from_step"] in (20, None)
@@ -184,20 +210,9 @@ def test_ctrl_c_while_rl_checkpoints_then_the_printed_command_trains_the_same_mo
 ) -> None:
     root = sft_root(iteration_0, tmp_path / "run")
     env = iterate_env(iterate_home)
-    proc = start_iterate(root, env, *RL_RUN)
     checkpoints = root / "iter_0" / "rl-checkpoints"
-    try:
-        wait_until((checkpoints / RL_STOP_AT).exists, proc, "RL's second checkpoint")  # the trainer is writing it
-        children = psutil.Process(proc.pid).children(recursive=True)
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal's foreground group (iterate; stages have their own)
-        code = proc.wait(timeout=NO_ORPHAN_S)
-        assert proc.stderr is not None
-        stderr = proc.stderr.read()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert alive_after(children, NO_ORPHAN_S) == []
+    # the trainer is writing RL_STOP_AT
+    code, stderr = ctrl_c_when(checkpoints / RL_STOP_AT, "RL's second checkpoint", root, env, *RL_RUN)
     assert code == 128 + signal.SIGINT, stderr[-3000:]
     assert not (root / "iter_0" / "rl").exists()
     # one line says what stopped and how to continue: the stage, stopped by its runner, says nothing of its own
@@ -219,26 +234,13 @@ def test_kill_9_while_rl_checkpoints_then_the_same_command_trains_the_same_model
 ) -> None:
     root = sft_root(iteration_0, tmp_path / "run")
     env = iterate_env(iterate_home)
-    proc = start_iterate(root, env, *RL_RUN)
     checkpoints = root / "iter_0" / "rl-checkpoints"
-    try:
-        wait_until((checkpoints / RL_STOP_AT).exists, proc, "RL's second checkpoint")  # the trainer is writing it
-        processes = psutil.Process(proc.pid).children(recursive=True)
-        stage = next(p for p in processes if p.cmdline()[3:4] == ["rl"])  # python -m burnqed.cli rl …
-        os.killpg(proc.pid, signal.SIGKILL)  # everything at once, as when the machine goes: iterate and its stage
-        os.killpg(stage.pid, signal.SIGKILL)
-        proc.wait(timeout=NO_ORPHAN_S)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
-    assert alive_after(processes, NO_ORPHAN_S) == []
+    # the trainer is writing RL_STOP_AT
+    killed = kill_9_when(checkpoints / RL_STOP_AT, "RL's second checkpoint", "rl", root, env, *RL_RUN)
     assert not (root / "iter_0" / "rl").exists()
     done = iterate(str(root), 0, env, *RL_RUN)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"taking over the lease of run root file://{root} from pid {proc.pid}" in done.stderr
+    assert f"taking over the lease of run root file://{root} from pid {killed}" in done.stderr
     # resumed from checkpoint-2 when the kill came after its last file, else from checkpoint-1: the same model
     record = assert_same_rl(root, rl_reference)
     assert record["resumed_from_step"] in (1, 2)
@@ -254,7 +256,7 @@ def test_iterate_force_with_another_sft_learning_rate_redoes_sft_and_every_stage
     changed = ("--set", "sft.learning_rate=0.001")
     # Refused without --force, before any stage. (The copy's SFT records the data folder of the shared run, which
     # differs first: a run moved elsewhere is redone from SFT on, like a run with another sft.learning_rate.)
-    refused = iterate(str(root), 0, env, *changed)
+    refused = iterate_in_process(str(root), 0, env, *changed)
     assert refused.returncode == 2, refused.stderr[-3000:]
     assert refused.stderr.splitlines()[-1].startswith(
         "error: iteration 0: stage sft finished with other inputs than this run gives it: --data was ")
@@ -270,7 +272,7 @@ def test_iterate_force_with_another_sft_learning_rate_redoes_sft_and_every_stage
     assert " --resume " not in "".join(line for line in done.stderr.splitlines() if line.startswith("  $ burnqed "))
     assert json.loads((root / "iter_0" / "sft" / "sft.json").read_text())["learning_rate"] == 0.001
     assert {name: (root / "iter_0" / name).read_bytes() for name in kept} == kept
-    again = iterate(str(root), 0, env, *changed)  # the redone run is this setting's now: nothing to do
+    again = iterate_in_process(str(root), 0, env, *changed)  # the redone run is this setting's now: nothing to do
     assert again.returncode == 0 and "nothing to do, all stages finished" in again.stdout, again.stderr[-3000:]
 
 
@@ -284,8 +286,7 @@ def test_iterate_with_a_model_that_names_no_folder_is_refused_before_any_stage(i
                          ("./tiny-model", f"error: model folder {tmp_path}/tiny-model is missing config.json, weights "
                           "(model.safetensors or model.safetensors.index.json or pytorch_model.bin), a tokenizer "
                           "(tokenizer.json or tokenizer.model); it is not a model folder\n")):
-        done = subprocess.run([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", "0", "--root", "run",
-                               "--model", given], cwd=tmp_path, env=iterate_env(iterate_home), capture_output=True,
-                              text=True, timeout=300, check=False)
+        done = cli("iterate", "--iter", "0", "--root", "run", "--model", given, cwd=tmp_path,
+                   env={**iterate_env(iterate_home), "BURNQED_CONFIG": None})  # refused before any stage
         assert (done.returncode, done.stderr) == (2, error)
         assert not (tmp_path / "run").exists()  # no stage ran, nothing written
