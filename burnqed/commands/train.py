@@ -68,7 +68,7 @@ def sft(
     from burnqed.config.sft import proof_examples_on, sketch_examples_on
     from burnqed.data.theorems import check_training_inputs
     from burnqed.runner.reuse import sft_inputs
-    from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch
+    from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch, stops_with_continue
     from burnqed.sft.train import SftRequest, run_sft
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
@@ -94,10 +94,11 @@ def sft(
         return
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force, made_from=made_from)
-    outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format,
-                      proof_examples=proof_examples_on(cfg.sft, cfg.search, cfg.rl),
-                      sketch_examples=sketch_examples_on(cfg.sft, cfg.search), store=store,
-                      form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
+    with stops_with_continue("sft", output):  # a stop: one line with the command that resumes
+        outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format,
+                          proof_examples=proof_examples_on(cfg.sft, cfg.search, cfg.rl),
+                          sketch_examples=sketch_examples_on(cfg.sft, cfg.search), store=store,
+                          form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():
         typer.echo(decontaminated, err=True)  # with the summary: a damaged input stays a refusal of one line
         typer.echo(outcome.summary)
@@ -176,7 +177,7 @@ def rl(
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
-    from burnqed.sft.launch import World, is_main_process, needs_launch
+    from burnqed.sft.launch import World, is_main_process, needs_launch, stops_with_continue
     from burnqed.stages.rl import (
         RlRequest,
         RlSettings,
@@ -208,9 +209,10 @@ def rl(
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
                         trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
     workers = max(1, cfg.lean.resolved_workers() // World.from_env().size)  # data-parallel: each pool its share
-    outcome = run_rl(request, selection, settings, store=store,
-                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
-                                                            theorems_per_worker=cfg.search.theorems_per_worker))
+    with stops_with_continue("rl", output):  # a stop: one line with the command that resumes
+        outcome = run_rl(request, selection, settings, store=store,
+                         open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
+                                                                theorems_per_worker=cfg.search.theorems_per_worker))
     if is_main_process():
         typer.echo(outcome.summary)
 

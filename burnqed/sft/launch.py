@@ -56,13 +56,11 @@ def launch(processes: int, args: Sequence[str]) -> int:
     of them), then one `StoppedError` line names the command that continues from the newest checkpoint. If this
     command is killed outright, Linux sends torchrun SIGKILL (`dies_with_parent`) and its processes follow it
     (`follow_launcher`)."""
-    from burnqed.base.signals import dies_with_parent, same_command, stop_on_signals
+    from burnqed.base.signals import dies_with_parent
 
     output = args[list(args).index("--output") + 1] if "--output" in args else None
-    kept = f"the checkpoints under {output}-checkpoints are kept" if output else "the checkpoints are kept"
     env = {**os.environ, LAUNCHER_ENV: str(os.getpid())}
-    with stop_on_signals(f"burnqed {args[0]} ({processes} processes)", kept=kept,
-                         continue_with=same_command(drop=("--force",))):
+    with stops_with_continue(args[0], output, processes):
         # preexec_fn runs prctl alone in the child and takes no lock (what makes one unsafe beside threads)
         proc = subprocess.Popen(launch_argv(processes, args), env=env, process_group=0,
                                 preexec_fn=dies_with_parent())  # noqa: PLW1509
@@ -71,6 +69,21 @@ def launch(processes: int, args: Sequence[str]) -> int:
         except BaseException:
             stop_torchrun(proc)
             raise
+
+
+def stops_with_continue(command: str, output: str | None,
+                        processes: int = 1) -> contextlib.AbstractContextManager[object]:
+    """The stop of `burnqed COMMAND` to `output` (sft, rl) in `processes` processes, one or the torchrun launcher:
+    one `StoppedError` line naming the checkpoints kept and the command that continues from the newest of them
+    (this process's command line without --force: `base.signals.stop_on_signals`, `same_command`). Inside a process
+    torchrun started it does nothing: the launcher prints the one line."""
+    from burnqed.base.signals import same_command, stop_on_signals
+
+    if LAUNCHED in os.environ:
+        return contextlib.nullcontext()
+    what = f"burnqed {command}" + (f" ({processes} processes)" if processes > 1 else "")
+    kept = f"the checkpoints under {output}-checkpoints are kept" if output else "the checkpoints are kept"
+    return stop_on_signals(what, kept=kept, continue_with=same_command(drop=("--force",)))
 
 
 def stop_torchrun(proc: subprocess.Popen[bytes]) -> None:

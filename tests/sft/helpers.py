@@ -28,10 +28,11 @@ def launched(pid: int) -> list[psutil.Process]:
     return below
 
 
-def continue_command(stderr: str, command: str, signal_name: str, output: Path) -> list[str]:
-    """The arguments of the command that the stop line of a 2-process `burnqed COMMAND` to `output` names (the
-    line checked whole: the only `error:` line of `stderr`)."""
-    prefix = (f"error: burnqed {command} (2 processes) stopped by {signal_name}; the checkpoints under "
+def continue_command(stderr: str, command: str, signal_name: str, output: Path, processes: int = 2) -> list[str]:
+    """The arguments of the command that the stop line of a `processes`-process `burnqed COMMAND` to `output` names
+    (the line checked whole: the only `error:` line of `stderr`)."""
+    what = f"burnqed {command} ({processes} processes)" if processes > 1 else f"burnqed {command}"
+    prefix = (f"error: {what} stopped by {signal_name}; the checkpoints under "
               f"{output}-checkpoints are kept: continue with `burnqed {command} ")
     [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert line.startswith(prefix) and line.endswith("`"), line

@@ -1,8 +1,9 @@
 """Data-parallel SFT and joint training: 2 CPU processes (torchrun, gloo) follow the 1-process loss curve at the
 same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun: a
 process, the subject); a stop of the command ends torchrun and both processes before the command exits, and the
-command its line names resumes. The 1-process curves are trained in the test's process (the joint one by `run_sft`,
-the plain one by the app through tests/processes.py `cli`): what they are, not a process, is compared."""
+command its line names resumes; the one-process command's stop prints the same kind of line. The 1-process curves
+are trained in the test's process (the joint one by `run_sft`, the plain one by the app through tests/processes.py
+`cli`): what they are, not a process, is compared."""
 
 from __future__ import annotations
 
@@ -121,5 +122,40 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
     assert 1 <= record["resumed_from_step"] < 12
     curve = [point["loss"] for point in record["history"] if point["loss"] is not None]
     assert len(curve) == 12
+    assert curve == pytest.approx([point["loss"] for point in uninterrupted["history"] if point["loss"] is not None],
+                                  abs=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)  # three runs of one process
+def test_ctrl_c_to_the_one_process_command_prints_the_command_that_resumes_the_curve(tmp_path: Path,
+                                                                                     tiny_model_dir: Path) -> None:
+    write_data_folder(tmp_path / "data")
+    keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
+            "sft.lora_alpha": 8, "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": 8,
+            "sft.warmup_steps": 0, "sft.save_steps": 1, "sft.logging_steps": 1, "sft.eval_steps": 100}
+    args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), *sets(keys)]
+    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
+    done = cli(*args, "--output", str(whole), env={"WORLD_SIZE": None})  # in this process: its curve is the subject
+    assert done.returncode == 0, done.stderr[-3000:]
+    checkpoints = Path(f"{stopped}-checkpoints")
+    with background(*args, "--output", str(stopped), "--force") as proc:
+        wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*"))
+                 or proc.poll() is not None, timeout=300)
+        assert proc.poll() is None, "the run finished before it could be stopped"
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal
+        assert proc.wait(timeout=60) == 130
+        assert proc.stderr is not None
+        # before: `error: stopped by SIGINT`, no command; now the line of the 2-process command, without --force
+        command = continue_command(proc.stderr.read(), "sft", "SIGINT", stopped, processes=1)
+    assert command == [*args, "--output", str(stopped)]
+    assert not stopped.exists()
+    resumed = cli(*command, env={"WORLD_SIZE": None})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert resumed.stderr.count("sft: resuming from checkpoint-") == 1
+    record, uninterrupted = (json.loads((folder / "sft.json").read_text()) for folder in (stopped, whole))
+    assert 1 <= record["resumed_from_step"] < 8
+    curve = [point["loss"] for point in record["history"] if point["loss"] is not None]
+    assert len(curve) == 8
     assert curve == pytest.approx([point["loss"] for point in uninterrupted["history"] if point["loss"] is not None],
                                   abs=1e-4)
