@@ -15,6 +15,7 @@ torch/transformers/trl/peft load inside the commands: `burnqed --help` stays lig
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Annotated
 
@@ -209,10 +210,9 @@ def rl(
     request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
                         trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
     workers = max(1, cfg.lean.resolved_workers() // World.from_env().size)  # data-parallel: each pool its share
+    pool = partial(LeanPool.from_config, cfg.lean, size=workers, theorems_per_worker=cfg.search.theorems_per_worker)
     with stops_with_continue("rl", output):  # a stop: one line with the command that resumes
-        outcome = run_rl(request, selection, settings, store=store,
-                         open_pool=lambda: LeanPool.from_config(cfg.lean, size=workers,
-                                                                theorems_per_worker=cfg.search.theorems_per_worker))
+        outcome = run_rl(request, selection, settings, store=store, open_pool=pool)
     if is_main_process():
         typer.echo(outcome.summary)
 
