@@ -10,6 +10,7 @@ be signalled or killed; and the Lean workers a command started, to check that no
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import Any
 
 import psutil
 
@@ -60,8 +62,6 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
 
     from typer.testing import CliRunner
 
-    from burnqed.cli import app
-
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: object = None,
              line: str | None = None) -> None:
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
@@ -79,7 +79,7 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
                 warnings.simplefilter("ignore", category)
             warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
             warnings.showwarning = show
-            done = CliRunner().invoke(app, args, env=dict(env or {}), prog_name="burnqed")
+            code, exception, stdout, stderr = _run_command(CliRunner(), args, env)
     finally:
         for handler in root.handlers:
             handler.close()
@@ -87,9 +87,48 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
         root.setLevel(level)
         sys.argv[:] = argv
         _forget_filesystems()
-    if done.exception is not None and not isinstance(done.exception, SystemExit):
-        raise done.exception  # a bug keeps its traceback, as in the process
-    return subprocess.CompletedProcess(["burnqed", *args], done.exit_code, done.stdout, done.stderr)
+    if exception is not None:
+        raise exception  # a bug keeps its traceback, as in the process
+    return subprocess.CompletedProcess(["burnqed", *args], code, stdout, stderr)
+
+
+@functools.cache
+def _command() -> Any:
+    """The app's click command, built once per process (typer.main.get_command, ~0.1 CPU-s a build): typer's
+    `CliRunner.invoke` builds it again at every call."""
+    import typer.main
+
+    from burnqed.cli import app
+
+    return typer.main.get_command(app)
+
+
+def _run_command(runner: Any, args: list[str], env: Mapping[str, str | None] | None) -> tuple[int, BaseException | None,
+                                                                                          str, str]:
+    """What typer's `CliRunner.invoke(app, args, env=env, prog_name="burnqed")` does, on the cached command, inside
+    the runner's public `isolation` (stdin, stdout, stderr and the environment swapped): the exit code, a bug's
+    exception (None for an exit), stdout and stderr."""
+    code, exception = 0, None
+    with runner.isolation(env=dict(env or {})) as (out, err, _):
+        try:
+            _command().main(args=args, prog_name="burnqed")
+        except SystemExit as stop:
+            if stop.code is None or isinstance(stop.code, int):
+                code = stop.code or 0
+            else:  # sys.exit("text"): the text on stdout and 1, as typer's runner gives it
+                sys.stdout.write(f"{stop.code}\n")
+                code = 1
+        except Exception as error:
+            code, exception = 1, error
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            stdout, stderr = out.getvalue(), err.getvalue()
+    return code, exception, _text(stdout), _text(stderr)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace").replace("\r\n", "\n")
 
 
 def _forget_filesystems() -> None:
