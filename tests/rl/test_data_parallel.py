@@ -71,12 +71,18 @@ def rollouts_of(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (folder / ROLLOUTS).read_text(encoding="utf-8").splitlines()]
 
 
+SETS = {"rl.max_steps": 3, "rl.save_steps": 1, "rl.prompts_per_step": 2, "rl.num_generations": 2,
+        "rl.max_completion_tokens": 12, "lean.workers": 1, "rl.theorems": "all"}
+
+
 def run(policy: Path, output: Path, index: Path, **keys: object) -> list[dict[str, Any]]:
-    """`burnqed rl` for 3 steps of 2 prompts × 2 completions on the tiny policy (with `keys` set); its rollouts."""
-    sets = {"rl.max_steps": 3, "rl.save_steps": 2, "rl.prompts_per_step": 2, "rl.num_generations": 2,
-            "rl.max_completion_tokens": 12, "lean.workers": 1, "rl.theorems": "all", **keys}
-    done = burnqed("rl", "--sft", str(policy / "sft"), "--theorems", str(index), "--output", str(output),
-                   *(arg for key, value in sets.items() for arg in ("--set", f"{key}={value}")), timeout=600)
+    """`burnqed rl` for 3 steps of 2 prompts × 2 completions on the tiny policy (with `keys` set); its rollouts. One
+    process runs in this process (`burnqed_in_process`), two in a process of their own: torchrun's processes print
+    to the inherited stdout, which only a process of the command's own captures."""
+    sets = {**SETS, **keys}
+    args = ["rl", "--sft", str(policy / "sft"), "--theorems", str(index), "--output", str(output),
+            *(arg for key, value in sets.items() for arg in ("--set", f"{key}={value}"))]
+    done = burnqed(*args, timeout=600) if sets.get("rl.processes", 1) != 1 else burnqed_in_process(*args)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("rl iteration 0 (full)") == 1  # process 0 alone prints the summary
     assert sum(line.startswith("rl: step 2/3") for line in done.stderr.splitlines()) == 1  # and the progress
@@ -84,9 +90,18 @@ def run(policy: Path, output: Path, index: Path, **keys: object) -> list[dict[st
     return rollouts_of(output)
 
 
+@pytest.fixture(scope="module")
+def sampled(policy: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run of two processes at temperature 1 (a checkpoint each step): the sampled run of the reward-curve test and
+    the uninterrupted output the stopped runs resume to (one run for both)."""
+    folder = tmp_path_factory.mktemp("rl-two-processes")
+    run(policy, folder / "sampled", write_index(folder / "theorems.json"), **{"rl.processes": 2})
+    return folder / "sampled"
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # three runs, two of them torchrun's two processes, each loading torch and the tiny policy
-def test_two_processes_give_the_one_process_reward_curve_where_sampling_is_the_same(policy: Path,
+def test_two_processes_give_the_one_process_reward_curve_where_sampling_is_the_same(policy: Path, sampled: Path,
                                                                                      tmp_path: Path) -> None:
     index = write_index(tmp_path / "theorems.json")
     # Near-greedy sampling (rl.temperature 0.001): the completions do not depend on the sampler's seed.
@@ -102,15 +117,15 @@ def test_two_processes_give_the_one_process_reward_curve_where_sampling_is_the_s
     assert json.loads((tmp_path / "two" / RL_RECORD).read_text(encoding="utf-8"))["settings"]["processes"] == 2
     # At temperature 1 the same prompts, the global batch of 4 a step, and the step log of every process's rollouts;
     # the completions and rewards are another draw (the module's docstring).
-    sampled = run(policy, tmp_path / "sampled", index, **{"rl.processes": 2})
-    assert [(r["step"], r["prompt"]) for r in sampled] == [(r["step"], r["prompt"]) for r in one]
-    for step in steps_of(tmp_path / "sampled"):
-        rewards = [r["reward"] for r in sampled if r["step"] == step["step"]]
+    drawn = rollouts_of(sampled)
+    assert [(r["step"], r["prompt"]) for r in drawn] == [(r["step"], r["prompt"]) for r in one]
+    for step in steps_of(sampled):
+        rewards = [r["reward"] for r in drawn if r["step"] == step["step"]]
         assert step["completions"] == len(rewards) == 4
         assert step["mean_reward"] == pytest.approx(sum(rewards) / 4) and step["verified"] == rewards.count(1.0)
-        assert step["tokens_generated"] == sum(r["tokens"] for r in sampled if r["step"] == step["step"])
+        assert step["tokens_generated"] == sum(r["tokens"] for r in drawn if r["step"] == step["step"])
     # The update through DDP moved the weights (a group held both rewards: step 2's mean 0.25 of 4, measured).
-    trained = (tmp_path / "sampled" / "model.safetensors").read_bytes()
+    trained = (sampled / "model.safetensors").read_bytes()
     assert trained != (policy / "sft" / "model.safetensors").read_bytes()
 
 
@@ -133,18 +148,14 @@ def same_output(resumed: Path, whole: Path, stderr: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(1500)  # five runs of torchrun's two processes
+@pytest.mark.timeout(1500)  # four runs of torchrun's two processes (and the uninterrupted one: `sampled`)
 def test_two_processes_stopped_by_ctrl_c_or_killed_outright_end_with_the_command_and_resume_to_the_whole_output(
-        policy: Path, tmp_path: Path) -> None:
+        policy: Path, sampled: Path, tmp_path: Path) -> None:
     index = write_index(tmp_path / "theorems.json")
-    args = ["--sft", str(policy / "sft"), "--theorems", str(index), "--set", "rl.processes=2",
-            "--set", "rl.max_steps=4", "--set", "rl.save_steps=1", "--set", "rl.prompts_per_step=2",
-            "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1",
-            "--set", "rl.theorems=all"]
-    whole, stopped, killed = tmp_path / "whole", tmp_path / "stopped", tmp_path / "killed"
-    done = burnqed("rl", *args, "--output", str(whole), timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert [r["step"] for r in rollouts_of(whole)] == [step for step in (1, 2, 3, 4) for _ in range(4)]
+    args = ["--sft", str(policy / "sft"), "--theorems", str(index),
+            *(arg for key, value in {**SETS, "rl.processes": 2}.items() for arg in ("--set", f"{key}={value}"))]
+    whole, stopped, killed = sampled, tmp_path / "stopped", tmp_path / "killed"
+    assert [r["step"] for r in rollouts_of(whole)] == [step for step in (1, 2, 3) for _ in range(4)]
 
     # Ctrl-C in a terminal: SIGINT to the command's process group, which torchrun's processes (each in a session of
     # its own) are not in. The command stops torchrun and both processes before it exits (before: torchrun passed

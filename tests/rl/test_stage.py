@@ -46,7 +46,7 @@ from burnqed.stages.rl import (
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback
 from burnqed.trajectory.reader import read_edges, read_results
-from tests.processes import background, burnqed, wait_for
+from tests.processes import background, burnqed, burnqed_in_process, wait_for
 from tests.rl.helpers import THEOREMS, build_policy, failed_search, write_index
 from tests.shared import shared_artifact
 from tests.trajectory.factories import write_trajectory
@@ -159,16 +159,19 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
             "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1",
             "--set", f"rl.rollout_engine={engine}"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    assert burnqed("rl", *args, "--output", str(whole)).returncode == 0
+    # The uninterrupted reference in this process: what a process leaves behind is the subject of the killed run alone.
+    # (8 steps: fewer hold no group with both rewards, measured at 3; a step after the first costs about a second.)
+    reference = burnqed_in_process("rl", *args, "--output", str(whole))
+    assert reference.returncode == 0, reference.stderr
     with background("rl", *args, "--output", str(killed)) as proc:
         checkpoints = Path(f"{killed}-checkpoints")
         wait_for(lambda: any((c / CHECKPOINT_MARK).is_file() for c in checkpoints.glob("checkpoint-*"))
-                 or proc.poll() is not None)
+                 or proc.poll() is not None, timeout=400)  # continuous: 10-20 s a step on a loaded machine
         assert proc.poll() is None, "the run finished before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert not killed.exists()
-    resumed = burnqed("rl", *args, "--output", str(killed))
+    resumed = burnqed("rl", *args, "--output", str(killed), timeout=600)
     assert resumed.returncode == 0, resumed.stderr
     assert "rl: resuming from checkpoint-" in resumed.stderr
     assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
