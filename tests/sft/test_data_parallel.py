@@ -3,7 +3,9 @@ same global batch, through `burnqed sft` with sft.processes = 2 (the command lau
 process, the subject); a stop of the command ends torchrun and both processes before the command exits, and the
 command its line names resumes; the one-process command's stop prints the same kind of line. The 1-process curves
 are trained in the test's process (the joint one by `run_sft`, the plain one by the app through tests/processes.py
-`cli`): what they are, not a process, is compared."""
+`cli`): what they are, not a process, is compared. The plain curves of one and two processes (`curves`) are trained
+once for the module: the two-process test compares them, and each stop test resumes to the uninterrupted curve of
+its own process count."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.launch import launch_argv, needs_launch
 from tests.processes import background, cli, survivors, wait_for
@@ -35,6 +38,39 @@ def command_process(*args: str) -> subprocess.CompletedProcess[str]:
 
 def sets(values: dict[str, object]) -> list[str]:
     return [arg for key, value in values.items() for arg in ("--set", f"{key}={json.dumps(value)}")]
+
+
+# The plain SFT runs of this module: 8 steps, a checkpoint after each (where a stop test lands its signal).
+STEPS = 8
+KEYS = {"sft.base_model": None, "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4, "sft.lora_alpha": 8,
+        "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": STEPS, "sft.warmup_steps": 0,
+        "sft.save_steps": 1, "sft.logging_steps": 1, "sft.eval_steps": 100}
+
+
+def plain_args(data: Path, tiny: Path, processes: int) -> list[str]:
+    """`burnqed sft --iter 0` on `data` with the module's settings (KEYS) on `tiny`, in `processes` processes."""
+    return ["sft", "--iter", "0", "--data", str(data),
+            *sets({**KEYS, "sft.base_model": str(tiny), "sft.processes": processes})]
+
+
+def loss_curve(output: Path) -> list[float]:
+    return [point["loss"] for point in json.loads((output / "sft.json").read_text())["history"]
+            if point["loss"] is not None]
+
+
+@pytest.fixture(scope="module")
+def curves(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> dict[int, list[float]]:
+    """The uninterrupted loss curves of the module's plain SFT run, by process count: one process in this one (the
+    app through `cli`, one torch thread as the tests have), two under torchrun (the command launches itself)."""
+    folder = tmp_path_factory.mktemp("curves")
+    data = write_data_folder(folder / "data")
+    with cpu_threads("cpu", 1):
+        one = cli(*plain_args(data, tiny_model_dir, 1), "--output", str(folder / "one"), env={"WORLD_SIZE": None})
+    assert one.returncode == 0, one.stderr[-3000:]
+    two = command_process(*plain_args(data, tiny_model_dir, 2), "--output", str(folder / "two"))
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert two.stdout.count("sft iteration 0 (lora)") == 1  # process 0 alone prints the summary
+    return {1: loss_curve(folder / "one"), 2: loss_curve(folder / "two")}
 
 
 def test_the_launcher_runs_the_same_command_under_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -71,37 +107,18 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # one run in this process, then torchrun's two processes
-def test_two_processes_follow_the_one_process_sft_loss_curve(tmp_path: Path, tiny_model_dir: Path) -> None:
-    write_data_folder(tmp_path / "data")
-    keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
-            "sft.lora_alpha": 8, "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": 4,
-            "sft.warmup_steps": 0, "sft.save_steps": 100, "sft.logging_steps": 1, "sft.eval_steps": 100}
-    curves = []
-    for name, processes in (("one", 1), ("two", 2)):
-        args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), "--output", str(tmp_path / name),
-                *sets({**keys, "sft.processes": processes})]
-        done = command_process(*args) if processes > 1 else cli(*args, env={"WORLD_SIZE": None})
-        assert done.returncode == 0, done.stderr[-3000:]
-        history = json.loads((tmp_path / name / "sft.json").read_text())["history"]
-        curves.append([point["loss"] for point in history if point["loss"] is not None])
-    assert len(curves[0]) == 4
-    assert curves[1] == pytest.approx(curves[0], abs=1e-4)
+@pytest.mark.timeout(600)  # one run in this process, then torchrun's two processes (`curves`)
+def test_two_processes_follow_the_one_process_sft_loss_curve(curves: dict[int, list[float]]) -> None:
+    assert len(curves[1]) == STEPS
+    assert curves[2] == pytest.approx(curves[1], abs=1e-4)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(900)  # three runs of torchrun's two processes
+@pytest.mark.timeout(900)  # two runs of torchrun's two processes, the uninterrupted one's in `curves`
 def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_line_resumes_the_curve(
-        tmp_path: Path, tiny_model_dir: Path) -> None:
-    write_data_folder(tmp_path / "data")
-    keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
-            "sft.lora_alpha": 8, "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": 12,
-            "sft.warmup_steps": 0, "sft.save_steps": 1, "sft.logging_steps": 1, "sft.eval_steps": 100,
-            "sft.processes": 2}
-    args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), *sets(keys)]
-    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    done = command_process(*args, "--output", str(whole))
-    assert done.returncode == 0, done.stderr[-3000:]
+        tmp_path: Path, tiny_model_dir: Path, curves: dict[int, list[float]]) -> None:
+    args = plain_args(write_data_folder(tmp_path / "data"), tiny_model_dir, 2)
+    stopped = tmp_path / "stopped"
     checkpoints = Path(f"{stopped}-checkpoints")
     with background(*args, "--output", str(stopped)) as proc:  # a process group of its own, as in a terminal
         wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*"))
@@ -118,26 +135,17 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
     resumed = command_process(*command)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert resumed.stderr.count("sft: resuming from checkpoint-") == 1  # process 0's line
-    record, uninterrupted = (json.loads((folder / "sft.json").read_text()) for folder in (stopped, whole))
-    assert 1 <= record["resumed_from_step"] < 12
-    curve = [point["loss"] for point in record["history"] if point["loss"] is not None]
-    assert len(curve) == 12
-    assert curve == pytest.approx([point["loss"] for point in uninterrupted["history"] if point["loss"] is not None],
-                                  abs=1e-4)
+    assert 1 <= json.loads((stopped / "sft.json").read_text())["resumed_from_step"] < STEPS
+    assert len(loss_curve(stopped)) == STEPS
+    assert loss_curve(stopped) == pytest.approx(curves[2], abs=1e-4)
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # three runs of one process
-def test_ctrl_c_to_the_one_process_command_prints_the_command_that_resumes_the_curve(tmp_path: Path,
-                                                                                     tiny_model_dir: Path) -> None:
-    write_data_folder(tmp_path / "data")
-    keys = {"sft.base_model": str(tiny_model_dir), "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4,
-            "sft.lora_alpha": 8, "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": 8,
-            "sft.warmup_steps": 0, "sft.save_steps": 1, "sft.logging_steps": 1, "sft.eval_steps": 100}
-    args = ["sft", "--iter", "0", "--data", str(tmp_path / "data"), *sets(keys)]
-    whole, stopped = tmp_path / "whole", tmp_path / "stopped"
-    done = cli(*args, "--output", str(whole), env={"WORLD_SIZE": None})  # in this process: its curve is the subject
-    assert done.returncode == 0, done.stderr[-3000:]
+@pytest.mark.timeout(600)  # two runs of one process, the uninterrupted one's in `curves`
+def test_ctrl_c_to_the_one_process_command_prints_the_command_that_resumes_the_curve(
+        tmp_path: Path, tiny_model_dir: Path, curves: dict[int, list[float]]) -> None:
+    args = plain_args(write_data_folder(tmp_path / "data"), tiny_model_dir, 1)
+    stopped = tmp_path / "stopped"
     checkpoints = Path(f"{stopped}-checkpoints")
     with background(*args, "--output", str(stopped), "--force") as proc:
         wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*"))
@@ -153,9 +161,6 @@ def test_ctrl_c_to_the_one_process_command_prints_the_command_that_resumes_the_c
     resumed = cli(*command, env={"WORLD_SIZE": None})
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert resumed.stderr.count("sft: resuming from checkpoint-") == 1
-    record, uninterrupted = (json.loads((folder / "sft.json").read_text()) for folder in (stopped, whole))
-    assert 1 <= record["resumed_from_step"] < 8
-    curve = [point["loss"] for point in record["history"] if point["loss"] is not None]
-    assert len(curve) == 8
-    assert curve == pytest.approx([point["loss"] for point in uninterrupted["history"] if point["loss"] is not None],
-                                  abs=1e-4)
+    assert 1 <= json.loads((stopped / "sft.json").read_text())["resumed_from_step"] < STEPS
+    assert len(loss_curve(stopped)) == STEPS
+    assert loss_curve(stopped) == pytest.approx(curves[1], abs=1e-4)

@@ -111,6 +111,15 @@ def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_mod
     checkpoints = tmp_path / "sft-checkpoints"
     assert (checkpoints / "checkpoint-4" / STATE_FILE).is_file() and not (tmp_path / "sft").exists()
 
+    # Checkpoints written under other training settings are refused in one line naming the setting, and kept.
+    with pytest.raises(InputError) as refused:
+        run_sft(SftRequest(iteration=0, data=str(data), output=str(tmp_path / "sft")),
+                cfg.model_copy(update={"seed": 1}), FMT, echo=lambda _: None, store=store)
+    assert str(refused.value) == (f"checkpoints in {checkpoints} were written under other settings: "
+                                  "sft.seed was 0, is 1; resume with the same ones, or pass --force to start over "
+                                  "(deletes them)")
+    assert (checkpoints / "checkpoint-4" / STATE_FILE).is_file() and not (tmp_path / "sft").exists()
+
     # The re-run resumes under a configuration with a field added later and a lowered learning rate (neither is
     # in sft.checkpoints.TRAINING_KEYS): the optimizer continues, at the new peak rate from step 5 on.
     class Later(SftConfig):
@@ -135,17 +144,6 @@ def test_a_crashed_run_resumes_from_its_last_checkpoint(tmp_path: Path, tiny_mod
     assert [rates["resumed"][step] for step in range(1, 5)] == [rates["whole"][step] for step in range(1, 5)]
     assert [rates["resumed"][step] for step in range(5, 9)] == pytest.approx(
         [rates["whole"][step] / 4 for step in range(5, 9)], rel=1e-9)
-
-    # Checkpoints written under other training settings are refused in one line naming the setting.
-    with pytest.raises(KeyboardInterrupt):
-        run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
-                cfg, FMT, echo=lambda _: None, callbacks=[Steps(crash_at=4)], store=store)
-    with pytest.raises(InputError) as refused:
-        run_sft(SftRequest(iteration=0, data=str(tmp_path / "data"), output=str(tmp_path / "other")),
-                cfg.model_copy(update={"seed": 1}), FMT, echo=lambda _: None, store=store)
-    assert str(refused.value) == (f"checkpoints in {tmp_path}/other-checkpoints were written under other settings: "
-                                  "sft.seed was 0, is 1; resume with the same ones, or pass --force to start over "
-                                  "(deletes them)")
 
 
 def test_a_resumed_schedule_runs_at_the_configured_peaks_from_its_position_and_reports_them() -> None:
