@@ -37,19 +37,21 @@ from tests.trajectory.factories import result, write_trajectory
 
 @pytest.fixture(scope="module")
 def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The bundled corpus's train theorems searched twice (in-process replay): by the tiny test model (30 expansions per
-    theorem; it proves only one-tactic theorems, which give no positive state) and by the corpus oracle
-    (multi-step proofs, like an earlier iteration's stronger policy)."""
+    """The bundled corpus's train theorems searched twice (in-process replay): by the tiny test model (10 expansions per
+    theorem; it proves only one-tactic theorems, which give no positive state: its failed edges are the negatives,
+    and its generation is the fixture's whole cost) and by the corpus oracle (30 expansions; multi-step proofs, like
+    an earlier iteration's stronger policy)."""
     store = Store(cache_dir=tmp_path_factory.mktemp("cache"))  # module-scoped: its own store
     root = tmp_path_factory.mktemp("search")
     corpus = load_corpus()
-    cfg = load_config(sets=["search.max_nodes=30", "search.checkpoint_every=20"])
     theorems = [Theorem.from_recorded(s) for s in corpus.theorems if s.split != "test"]  # train-ebm refuses test ones
 
     async def run() -> None:
         policy = LocalPolicy(LocalModel.load(tiny_model_dir, device="cpu", seed=0))
         try:
-            for out, searcher in ((root / "tiny", policy), (root / "oracle", ScriptedPolicy(corpus_oracle(corpus)))):
+            for out, searcher, nodes in ((root / "tiny", policy, 10),
+                                         (root / "oracle", ScriptedPolicy(corpus_oracle(corpus)), 30)):
+                cfg = load_config(sets=[f"search.max_nodes={nodes}", "search.checkpoint_every=20"])
                 pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
                 await search_job(theorems, str(out), pool=pool, pool_size=2, policy=searcher,
                                  settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), store=store)

@@ -21,11 +21,13 @@ import pytest
 from burnqed.lean import payloads
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.commands import PantographCommands
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import assemble_proof, check_proof_text
 from burnqed.records.replies import TacticKind
 from burnqed.records.theorem import Theorem
-from leankit.corpus import load_corpus
+from leankit.corpus import Corpus, load_corpus
 from leankit.version import SUPPORTED, PantographVersion
+from minilean.replay.replay_server import ReplayServer, with_conformance
 from minilean.schema import request_problem
 from tests.conftest import double_argv
 
@@ -242,9 +244,22 @@ def test_the_strict_double_accepts_every_request_at_every_version(version: str, 
         check_payload(command, payload, V(version))
 
 
+@pytest.fixture(scope="module")
+def replay_corpus() -> Corpus:
+    """The corpus `python -m minilean.replay` answers from (the embedded world and the conformance theorems), built
+    once for the module."""
+    from leankit.world import embedded_corpus
+
+    return with_conformance(embedded_corpus())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", VERSIONS)
-def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_version(version: str) -> None:
+def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_version(
+        version: str, replay_corpus: Corpus) -> None:
+    """The replay server in this process (its requests are judged by its own `handle`, as in its process; the
+    client's start and the replay's version greeting over the pipe: the strict double's test above, and
+    tests/lean/test_version.py), sent first the `options.set` a `LeanWorker` sends after `ready.`."""
     spec = load_corpus().by_name("algebra_2x_plus_3_eq_11")
     assert spec is not None
     # restated in binder form: `x` in context
@@ -252,15 +267,15 @@ def test_the_replay_server_accepts_every_request_and_verifies_a_proof_at_every_v
     assert proof is not None
 
     async def run() -> None:
-        argv = [sys.executable, "-m", "minilean.replay", "--pantograph-version", version, "Mathlib"]
-        async with LeanWorker(argv, ready_timeout_s=20) as lean:
-            assert lean.version == V(version)
-            binder_form = f"theorem {spec.name} (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
-            header = spec.header if V(version).repl_scope else None
-            await every_command(lean, spec.statement, None, "intro x h₀", (header, binder_form))
-            verdict = await check_proof_text(lean, spec.name, proof,
-                                              index_header=Theorem.from_recorded(spec).header)
-            assert verdict.ok and verdict.compiled, verdict.reason
+        lean = InProcessReplay(ReplayServer(replay_corpus, version=V(version)))
+        assert await lean.request("options.set", payloads.options_set(V(version), timeout_ms=25000,
+                                                                      automatic_mode=True)) == {}
+        assert lean.version == V(version)
+        binder_form = f"theorem {spec.name} (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
+        header = spec.header if V(version).repl_scope else None
+        await every_command(lean, spec.statement, None, "intro x h₀", (header, binder_form))
+        verdict = await check_proof_text(lean, spec.name, proof, index_header=Theorem.from_recorded(spec).header)
+        assert verdict.ok and verdict.compiled, verdict.reason
 
     asyncio.run(run())
 
