@@ -64,7 +64,7 @@ OVERRIDES: dict[str, dict[str, dict[str, Any]]] = {
     # the data: the embedded sources for the hub datasets (pipeline.benchmark keeps its URI: the embedded test
     # theorems are uploaded there)
     "data": {
-        "data": {"sources": [{"kind": "bundled", "limit": 20}, {"kind": "world", "limit": 20}]},
+        "data": {"sources": [{"kind": "bundled", "limit": 8}, {"kind": "world", "limit": 8}]},
     },
     # the Lean server: the embedded default (minilean, which the embedded data's checked world is written for, with
     # the replay server behind it) for Pantograph + Mathlib (lean.cwd: the image's Mathlib project)
@@ -228,6 +228,7 @@ class Rehearsal:
     configmap: tuple[str, str]       # (name, burnqed.toml)
     runs: list[StepRun] = field(default_factory=list)
     sidecars: list[tuple[str, subprocess.Popen[bytes], Path]] = field(default_factory=list)  # the running pod's
+    commands: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (where, image, argv): exit 0
 
     def config(self) -> Config:
         """The configuration the pods read (the ConfigMap's content)."""
@@ -369,6 +370,7 @@ class Rehearsal:
             time.sleep(0.2)
         if status != 0:
             raise _failure(where, image, status, log.read_text(errors="replace"))
+        self.commands.append((where, image, tuple(argv)))
 
     @contextmanager
     def _sidecar(self, where: str, container: Mapping[str, Any], volumes: Mapping[str, Path],

@@ -1,49 +1,33 @@
-"""Each step placed in the core image runs with only what the core image installs: the commands of the core
-image's steps (search and eval with the value model against a sidecar, merge-trajectories, data prepare, fetch)
-run as real subprocesses in which every module the image lacks fails to import (tests/cluster/in_image.py, from
-burnqed/cluster/images.toml). The sidecar is `burnqed serve` on the tiny model (it has its own image); the value
-model is trained by train-ebm as the train image would. The in-process policy runs there on the tiny model (read
-without transformers on the CPU); a control run on a folder that needs transformers fails there, so the restriction
-is real. burnqed.policy.modelfolder reads a tokenizer with burnqed's dependencies and the `modelfolder` extra alone
-(no torch, no transformers)."""
+"""Each step placed in the core image runs with only what the core image installs. The workflow's own core-image steps
+(data prepare, fetch --require-done, search and eval with the value model against the sidecar's `burnqed serve`
+and encoder, merge-trajectories, report, start) run in a venv holding only the core image's distributions in the
+rehearsal (tests/cluster/test_rehearsal.py, which asserts each of those commands ran there); here, as real
+subprocesses in which every module the image lacks fails to import (tests/cluster/in_image.py, from
+burnqed/cluster/images.toml): the smoke workflow's `lean selftest`, the sidecar's fetch, and the in-process policy
+on the tiny model (read without transformers on the CPU), with a control run on a folder that needs transformers,
+which fails there, so the restriction is real. burnqed.policy.modelfolder reads a tokenizer with burnqed's
+dependencies and the `modelfolder` extra alone (no torch, no transformers)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.cluster.images import requirements
-from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path
-from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
 from burnqed.policy.modelfolder import PROBE_TEXT, encode_texts, load_tokenizer
-from burnqed.records.theorem import Theorem
-from burnqed.stages.search import JobSettings, search_job
-from burnqed.storage import Store
-from burnqed.trajectory.reader import read_results
-from leankit.corpus import load_corpus
-from minilean.replay.replay_server import ReplayServer
 from tests.cluster.conftest import by_name
 from tests.cluster.in_image import denied_beyond
 from tests.cluster.test_fetch import deepseek_shaped_base
 from tests.conftest import double_argv
-from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
 
 ROOT = Path(__file__).parents[2]
 
@@ -57,30 +41,6 @@ def with_root(*argv: str, timeout: float = 300) -> subprocess.CompletedProcess[s
 
 def in_core(*args: str) -> subprocess.CompletedProcess[str]:
     return with_root("-m", "tests.cluster.in_image", "core", *args)
-
-
-@contextmanager
-def sidecar(model: Path, log: Path) -> Iterator[str]:
-    """`burnqed serve` on the tiny model (unrestricted: the sidecar has its own image), its log in a file (a pipe
-    nobody reads would fill up and stall it); yields its URL."""
-    with log.open("w") as sink:
-        proc = subprocess.Popen([sys.executable, "-m", "burnqed.cli", "serve", "--model", str(model), "--port", "0"],
-                                stdout=sink, stderr=sink, start_new_session=True)
-        try:
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline:
-                found = re.search(r"(http://\S+)", log.read_text())
-                if found:
-                    yield found.group(1).rstrip("/")
-                    break
-                if proc.poll() is not None:
-                    raise AssertionError(f"burnqed serve exited: {log.read_text()}")
-                time.sleep(0.2)
-            else:
-                raise AssertionError("burnqed serve did not report its address")
-        finally:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
 
 
 def test_the_core_images_steps_are_the_ones_covered_here(rendered) -> None:
@@ -151,52 +111,11 @@ def test_the_model_folder_module_reads_a_tokenizer_with_only_the_modelfolder_ext
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Path, tmp_path: Path,
-                                                              store: Store) -> None:
-    # an earlier iteration's trajectories (the corpus oracle) and its value model, trained as in the train image
-    corpus = load_corpus()
-    cfg = load_config(sets=["search.max_nodes=30"])
-    oracle = tmp_path / "oracle"
-
-    async def search_oracle() -> None:
-        pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
-        train = [Theorem.from_recorded(s) for s in corpus.theorems if s.split != "test"]  # train-ebm refuses test ones
-        await search_job(train, str(oracle), pool=pool, pool_size=2,
-                         policy=ScriptedPolicy(corpus_oracle(corpus)),
-                         settings=JobSettings.from_config(cfg.search, cfg.policy, cfg.lean), store=store)
-
-    asyncio.run(search_oracle())
-    ebm = tmp_path / "ebm"
-    trained = CliRunner().invoke(app, ["train-ebm", "--trajectories", str(oracle), "--output", str(ebm), "--iter", "1",
-                                       "--set", "ebm.steps=20", "--set", f"policy.model={tiny_model_dir}"])
-    assert trained.exit_code == 0, trained.output
-
-    searched = tmp_path / "search"
-    # the sidecar: SGLang's API and burnqed's encoder, in an image of their own
-    with sidecar(tiny_model_dir, tmp_path / "serve.log") as url:
-        search = in_core("search", "--ebm", str(ebm), "--output", str(searched),
-                         "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2",
-                         "--set", "search.max_nodes=4", "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
-                         "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
-                         "--set", "ebm.device=cpu")
-        # the bundled test theorems, as the search: the embedded world's modules are data prepare's below
-        evaluated = in_core("eval", "--ebm", str(ebm), "--output", str(tmp_path / "eval.json"), "--budgets", "2",
-                            "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2",
-                            "--set", "policy.backend=sglang", "--set", f"policy.url={url}",
-                            "--set", "ebm.encoder_backend=serve", "--set", f"ebm.encoder_url={url}",
-                            "--set", "ebm.device=cpu")
-    assert search.returncode == 0, search.stderr
-    assert evaluated.returncode == 0, evaluated.stderr
-    assert len(read_results(str(searched), store=store)) == 15
-    merged = in_core("merge-trajectories", str(searched), "--output", str(tmp_path / "merged"))
-    assert merged.returncode == 0, merged.stderr
-    prepared = in_core("data", "prepare", "--output", str(tmp_path / "data"))
-    assert prepared.returncode == 0, prepared.stderr
-    fetched = in_core("fetch", str(ebm), str(tmp_path / "fetched"), "--require-done")
-    assert fetched.returncode == 0, fetched.stderr
-
+def test_core_image_steps_import_only_what_the_image_installs(tiny_model_dir: Path, tmp_path: Path) -> None:
+    """The in-process policy's search, which no workflow step runs (the workflows' search and eval ask the sidecar:
+    those run in the core image's venv in the rehearsal, tests/cluster/test_rehearsal.py)."""
     # the in-process policy on the CPU reads the tiny model without transformers (decoder.load_torch_llama,
-    # modelfolder.TokenizersOnlyTokenizer), so it runs there too ...
+    # modelfolder.TokenizersOnlyTokenizer), so it runs in the core image ...
     local = in_core("search", "--output", str(tmp_path / "local"), "--theorems", str(bundled_index_path("test")),
                     "--set", f"policy.model={tiny_model_dir}", "--set", "lean.workers=1", "--set", "search.max_nodes=2")
     assert local.returncode == 0, local.stderr

@@ -20,6 +20,7 @@ import pytest
 
 from burnqed.data.index import bundled_index_path
 from burnqed.storage import Store
+from burnqed.trajectory.reader import read_results
 from tests.cluster.image_venv import SERVING, ImageVenv, build_image_venv, venv_env
 from tests.cluster.rehearsal import (
     BUCKET,
@@ -34,7 +35,7 @@ from tests.cluster.rehearsal import (
 )
 
 pytestmark = [pytest.mark.rehearsal, pytest.mark.slow, pytest.mark.timeout(3600)]
-BENCHMARK_THEOREMS = 8  # of the embedded test split, uploaded to pipeline.benchmark's URI
+BENCHMARK_THEOREMS = 3  # of the embedded test split, uploaded to pipeline.benchmark's URI
 
 
 @dataclass
@@ -123,6 +124,18 @@ def test_iterations_0_and_1_run_end_to_end_each_step_in_its_image(rehearsed: Reh
         assert store.is_done(f"{root}/iter_1/{stage}"), stage
     evaluated = json.loads(store.read_bytes(f"{root}/iter_1/eval/eval.json"))
     assert evaluated  # the value model's eval (search with --ebm against the sidecar's encoder)
+    # the core image's commands each ran in its venv (what tests/cluster/test_image_imports.py ran them for): the
+    # value model's search and eval against the sidecar's policy and encoder, the init containers' fetch
+    core = [argv for _, image, argv in rehearsed.rehearsal.commands if image == "core"]
+    assert {argv[1] for argv in core} == {"data", "eval", "fetch", "search", "merge-trajectories", "report", "start"}
+    assert ["data", "prepare"] in [list(argv[1:3]) for argv in core]
+    assert any("--require-done" in argv for argv in core if argv[1] == "fetch")
+    for command in ("search", "eval"):
+        assert any("--ebm" in argv and "ebm.encoder_backend=serve" in argv and "policy.backend=sglang" in argv
+                   for argv in core if argv[1] == command), command
+    theorems = json.loads(store.read_bytes(f"{root}/iter_0/data/theorems.json"))["theorems"]
+    searched = read_results(f"{root}/iter_1/search/shard-0", store=store)
+    assert len(searched) == sum(t["split"] in ("train", "pool") for t in theorems) > 0  # every theorem recorded
     wall = {i: round(sum(run.seconds for run in runs)) for i, runs in rehearsed.iterations.items()}
     cpu = {i: round(sum(run.cpu_seconds for run in runs)) for i, runs in rehearsed.iterations.items()}
     print(f"\nrehearsal: {rehearsed.seconds:.0f} s in all with the venvs and uploads; iteration 0 {wall[0]} s "
