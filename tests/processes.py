@@ -60,8 +60,6 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
     import logging
     import warnings
 
-    from typer.testing import CliRunner
-
     def show(message: Warning | str, category: type[Warning], filename: str, lineno: int, file: object = None,
              line: str | None = None) -> None:
         sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
@@ -79,7 +77,7 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
                 warnings.simplefilter("ignore", category)
             warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
             warnings.showwarning = show
-            code, exception, stdout, stderr = _run_command(CliRunner(), args, env)
+            code, exception, stdout, stderr = _run_command(args, env)
     finally:
         for handler in root.handlers:
             handler.close()
@@ -103,13 +101,14 @@ def _command() -> Any:
     return typer.main.get_command(app)
 
 
-def _run_command(runner: Any, args: list[str], env: Mapping[str, str | None] | None) -> tuple[int, BaseException | None,
-                                                                                          str, str]:
-    """What typer's `CliRunner.invoke(app, args, env=env, prog_name="burnqed")` does, on the cached command, inside
+def _run_command(args: list[str], env: Mapping[str, str | None] | None) -> tuple[int, BaseException | None, str, str]:
+    """What typer's `CliRunner().invoke(app, args, env=env, prog_name="burnqed")` does, on the cached command, inside
     the runner's public `isolation` (stdin, stdout, stderr and the environment swapped): the exit code, a bug's
     exception (None for an exit), stdout and stderr."""
+    from typer.testing import CliRunner
+
     code, exception = 0, None
-    with runner.isolation(env=dict(env or {})) as (out, err, _):
+    with CliRunner().isolation(env=dict(env or {})) as (out, err, _):
         try:
             _command().main(args=args, prog_name="burnqed")
         except SystemExit as stop:
