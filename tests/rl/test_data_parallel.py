@@ -75,13 +75,18 @@ SETS = {"rl.max_steps": 3, "rl.save_steps": 1, "rl.prompts_per_step": 2, "rl.num
         "rl.max_completion_tokens": 12, "lean.workers": 1, "rl.theorems": "all"}
 
 
+def rl_args(policy: Path, index: Path, sets: dict[str, object]) -> list[str]:
+    """The arguments of `burnqed rl` on the tiny policy's SFT and `index` with `sets`, but its --output."""
+    return ["--sft", str(policy / "sft"), "--theorems", str(index),
+            *(arg for key, value in sets.items() for arg in ("--set", f"{key}={value}"))]
+
+
 def run(policy: Path, output: Path, index: Path, **keys: object) -> list[dict[str, Any]]:
     """`burnqed rl` for 3 steps of 2 prompts × 2 completions on the tiny policy (with `keys` set); its rollouts. One
     process runs in this process (`burnqed_in_process`), two in a process of their own: torchrun's processes print
     to the inherited stdout, which only a process of the command's own captures."""
     sets = {**SETS, **keys}
-    args = ["rl", "--sft", str(policy / "sft"), "--theorems", str(index), "--output", str(output),
-            *(arg for key, value in sets.items() for arg in ("--set", f"{key}={value}"))]
+    args = ["rl", *rl_args(policy, index, sets), "--output", str(output)]
     done = burnqed(*args, timeout=600) if sets.get("rl.processes", 1) != 1 else burnqed_in_process(*args)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("rl iteration 0 (full)") == 1  # process 0 alone prints the summary
@@ -152,8 +157,7 @@ def same_output(resumed: Path, whole: Path, stderr: str) -> None:
 def test_two_processes_stopped_by_ctrl_c_or_killed_outright_end_with_the_command_and_resume_to_the_whole_output(
         policy: Path, sampled: Path, tmp_path: Path) -> None:
     index = write_index(tmp_path / "theorems.json")
-    args = ["--sft", str(policy / "sft"), "--theorems", str(index),
-            *(arg for key, value in {**SETS, "rl.processes": 2}.items() for arg in ("--set", f"{key}={value}"))]
+    args = rl_args(policy, index, {**SETS, "rl.processes": 2})
     whole, stopped, killed = sampled, tmp_path / "stopped", tmp_path / "killed"
     assert [r["step"] for r in rollouts_of(whole)] == [step for step in (1, 2, 3) for _ in range(4)]
 
