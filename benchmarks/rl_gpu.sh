@@ -12,7 +12,9 @@
 #                                   # RUNS="TOKENS:PROMPTS:GROUP ..." (default "1024:8:8 4096:4:4"), ROLLOUTS=a,b,
 #                                   # PARALLEL=1: the engines of a run at the same time, each in its own process on
 #                                   # the one GPU (when the device time cannot hold them one after the other; each
-#                                   # sees the other's kernels and CPU load: say so beside the figures)
+#                                   # sees the other's kernels and CPU load: say so beside the figures),
+#                                   # REUSE_SFT=1: the first run too takes the SFT output an earlier call left in
+#                                   # /tmp/rl-gpu (a second call on the same warm machine, one engine per call)
 #
 # Needs python3 with torch (CUDA), peft, accelerate, huggingface_hub, tokenizers, safetensors, pandas, pyarrow,
 # psutil, httpx, rich, fsspec, xxhash (the device image's), and in .whl/ the wheels of what it lacks or holds at
@@ -60,7 +62,7 @@ for run in ${RUNS:-1024:8:8 4096:4:4}; do
     IFS=: read -r tokens prompts group <<< "$run"
     budget=$(left)
     [ "$budget" -gt 30 ] || { echo "no time left for $run" | tee -a "$OUT/runs.log"; break; }
-    reuse=$([ "$first" = 1 ] || echo --reuse-sft)
+    reuse=$([ "$first" = 1 ] && [ "${REUSE_SFT:-0}" != 1 ] || echo --reuse-sft)
     first=0
     common=(--work "$work" --model 7b --tiny .whl/tiny --steps 1 --sft-steps 1 --full-length
             --set rl.max_completion_tokens="$tokens" --set rl.max_prompt_tokens=128
