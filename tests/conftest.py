@@ -223,6 +223,18 @@ if os.environ.get("BURNQED_COUNT_PROCESSES"):  # the opt-in process count (tests
             terminalreporter.write_line(line)
 
 
+if os.environ.get("BURNQED_CPU_ACCOUNT"):  # the opt-in CPU account per test (tests/counting/cpu.py)
+    from tests.counting import cpu
+
+    @pytest.hookimpl(wrapper=True, specname="pytest_runtest_protocol")  # beside the process count's wrapper
+    def pytest_runtest_protocol_cpu(item: pytest.Item) -> Generator[None, object, object]:
+        before, began = cpu.used(), time.monotonic()
+        try:
+            return (yield)
+        finally:
+            cpu.record(Path(os.environ["BURNQED_CPU_ACCOUNT"]), item.nodeid, time.monotonic() - began, before)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {module: k for k, module in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order

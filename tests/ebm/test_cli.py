@@ -67,6 +67,7 @@ def invoke(*args: str) -> Result:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # ~50 s in the suite, 111 s alone at load 8 when it builds the session's tiny model itself
 @pytest.mark.usefixtures("minilean_in_process")  # the eval's and the search's Lean: the value model is the subject
 def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[str], tiny_model_dir: Path,
                                                            tmp_path: Path, store: Store) -> None:
