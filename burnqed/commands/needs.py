@@ -6,8 +6,9 @@ that knows it (docs/cluster.md, "Images and what runs where"; `render` reads the
     [n.distribution for n in needs if n.distribution not in image.distributions()]   # what an image lacks
 
 Each need is every distribution of one of burnqed's extras (pyproject.toml: `train` for sft, rl and export, `value`
-for the value model, `hub` for data sources named on the Hugging Face hub, `modelfolder` for `fetch
---model-folder`, `report` for the report's plots), so the table names extras, not packages. A missing one is found by
+for the value model, `hub` for data sources named on the Hugging Face hub, `modelfolder` (tokenizers) for `fetch
+--model-folder`, a local value-model encoder and the served model's tokenizer check, `report` for the report's
+plots), so the table names extras, not packages. A missing one is found by
 asking importlib for its module's spec, without importing it: the refusal comes in the command's first second, not
 when a lazy import is reached minutes in. tests/cluster/test_rehearsal.py records what each rehearsed step imported
 and fails when it imported a distribution of an extra its command's needs do not name.
@@ -75,8 +76,14 @@ def command_needs(command: str, cfg: Config, *, ebm: bool = False, model_folder:
     if command in ("sft", "rl", "export"):
         needs += trainer_needs("merging the adapter with peft" if command == "export" else
                                "training with TRL and peft")
-    if ebm or command == "train-ebm" or (command == "sft" and cfg.sft.joint):
+    value_model = ebm or command == "train-ebm" or (command == "sft" and cfg.sft.joint)
+    if value_model:
         needs += value_model_needs("the value model" + (" (--ebm)" if ebm else ""))
+    if value_model and cfg.ebm.encoder_backend == "local":
+        needs += extra_needs("modelfolder", "the value model's encoder in this process (ebm.encoder_backend = 'local')")
+    if command in ("search", "eval") and cfg.policy.backend == "sglang" and cfg.policy.model:
+        needs += extra_needs("modelfolder", "checking the served model's tokenizer (policy.backend = 'sglang', "
+                                            "policy.model)")
     if command == "data prepare":
         from burnqed.cluster.images import hub_sources
 

@@ -33,10 +33,17 @@ def test_each_command_needs_the_extras_of_what_it_does() -> None:
     assert table("rl", served) == table("rl")
     joint = Config.model_validate({"sft": {"joint": True}})
     assert table("sft", joint) == table("sft")  # the value model's torch and safetensors: in the train extra already
+    served = Config.model_validate({"policy": {"backend": "sglang", "model": "s3://b/base"},
+                                    "ebm": {"encoder_backend": "serve"}})
     for command in ("eval", "search"):
-        assert table(command) == []
-        assert table(command, ebm=True) == [("torch", "value"), ("safetensors", "value")]
-    assert table("train-ebm") == [("torch", "value"), ("safetensors", "value")]
+        assert table(command) == table(command, Config.model_validate({"policy": {"backend": "sglang"}})) == []
+        assert table(command, ebm=True) == [("torch", "value"), ("safetensors", "value"),
+                                            ("tokenizers", "modelfolder")]  # the default encoder: local
+        assert table(command, served) == [("tokenizers", "modelfolder")]  # the probe of the served model's tokenizer
+        assert table(command, served, ebm=True) == [("torch", "value"), ("safetensors", "value"),
+                                                    ("tokenizers", "modelfolder")]
+    assert table("train-ebm", served) == [("torch", "value"), ("safetensors", "value")]
+    assert table("train-ebm") == [("torch", "value"), ("safetensors", "value"), ("tokenizers", "modelfolder")]
     hub = Config.model_validate({"data": {"sources": [{"kind": "lean-github", "path": "internlm/Lean-Github"}]}})
     local = Config.model_validate({"data": {"sources": [{"kind": "lean-github", "path": "s3://b/lean.jsonl"}]}})
     assert table("data prepare", hub) == [("datasets", "hub")] and table("data prepare", local) == []
