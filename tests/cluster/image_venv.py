@@ -7,6 +7,7 @@ the image.
 
     venv = build_image_venv("core", tmp / "core")                  # venv.python, venv.bin
     venv = build_image_venv("train", tmp / "t", drop={"datasets"})  # the train image without datasets
+    env = venv_env(venv, {IMPORTS_ENV: "/tmp/x.json"})  # its process writes what it imported there at exit
 
 burnqed itself is this checkout's packages (`burnqed`, `leankit`, `minilean`; the Dockerfiles install the checkout),
 with a `burnqed` console script. The serving side (`SERVING`, the `/opt/burnqed` environment of the sglang image) holds

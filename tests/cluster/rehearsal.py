@@ -14,7 +14,9 @@ rendered `env`, the Secret its `envFrom` names (moto's credentials and endpoint)
 config volume holds the ConfigMap's `burnqed.toml`, emptyDirs are per pod (shared by its containers). A path under
 a mountPath in an argument or variable is moved to that folder, and the pod's loopback ports (the sidecar's PORT
 and EMBED_PORT) to free ones. A main or init container that exits non-zero raises `StepFailed` naming the task,
-the container, the image and the module that failed to import.
+the container, the image and the module that failed to import. Each main and init container's process (not its
+children) records the top-level modules it imported and the packages its command checked at its start
+(`Rehearsal.imports`, from the venv's sitecustomize: tests/cluster/image_venv.py).
 
 What differs from a pod, and why: the containers run as this user (no runAsUser, no SETUID: `lean.run_as_uid`,
 pinned by render as BURNQED_LEAN__RUN_AS_UID, is left out, tests/cluster/test_lean_credentials.py checks it as
