@@ -8,8 +8,9 @@
     lean_image_warning(cfg)                          # the core image's Pantograph is not lean.pantograph_version's
 
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
-only after earlier steps spent their GPU hours (the rl step: `rl_requirements`); `fetch_requirements` refuses a core
-image without `tokenizers`.
+only after earlier steps spent their GPU hours (the rl step: `rl_requirements`), reading the table each command
+checks at its own start (`burnqed.commands.needs`, `stage_needs`); `fetch_requirements` refuses a core image without
+`tokenizers`.
 The extras' packages come from pyproject.toml beside the package, else from the installed package's metadata.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed import storage
+from burnqed.commands.needs import Need, command_needs
 from burnqed.config import Config
 from burnqed.errors import ConfigError
 from burnqed.runner.plan import Stage
@@ -32,7 +34,6 @@ from burnqed.runner.plan import Stage
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
 TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with
 TRIPLES = "lean_triples"  # the table of images.toml that holds the Lean triples (every other table is an image)
-RL_TRAINS = ("torch", "transformers", "peft", "trl", "datasets")  # what `burnqed rl` imports to train (the train extra)
 HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name, as burnqed.data.rows.is_hub_name reads it
 
 
@@ -90,9 +91,24 @@ def requirements(extras: Iterable[str]) -> tuple[str, ...]:
     first, from its torch_index), burnqed's dependencies and each extra's, following `burnqed[X]` inside an extra
     (not itself listed). `ConfigError` for an extra pyproject.toml does not define. The one walk of the extras: the
     tests' image environments (tests/cluster/image_venv.py) resolve these further."""
+    return ("torch", *_walk(["", *extras]))
+
+
+def extra_requirements(extra: str) -> tuple[str, ...]:
+    """The requirement strings of burnqed[EXTRA] alone ('' for burnqed's own dependencies), following `burnqed[X]`
+    inside it: what `burnqed.commands.needs` checks a command for."""
+    return _walk([extra])
+
+
+def requirement_name(requirement: str) -> str:
+    """The normalised distribution name of a requirement string (`trl>=1.16,<2` -> `trl`)."""
+    return _name(requirement)
+
+
+def _walk(pending: list[str]) -> tuple[str, ...]:
     groups = _dependency_groups()
-    found: list[str] = ["torch"]
-    pending, seen = ["", *extras], set()
+    found: list[str] = []
+    seen: set[str] = set()
     while pending:
         group = pending.pop()
         if group in seen:
@@ -204,7 +220,7 @@ def fetch_requirements(image: Image, *, where: str) -> None:
 def rl_requirements(cfg: Config, image: Image, *, gpu: bool, where: str) -> None:
     """ConfigError unless `image` and its container can run `burnqed rl`: the trainer's packages (the `train`
     extra), the reward's Lean (Pantograph and Mathlib in the image), and a CUDA GPU when sft.device asks for one."""
-    lacking = [name for name in RL_TRAINS if name not in image.distributions()]
+    lacking = [need.distribution for need in lacking_needs(command_needs("rl", cfg), image)]
     if lacking:
         raise ConfigError(f"{where} trains with TRL's GRPOTrainer, which needs {', '.join(lacking)}, not in the "
                           f"{image.name} image (extras {', '.join(image.extras)} in burnqed/cluster/images.toml): add "
@@ -230,28 +246,44 @@ def uses_value_model(stage: Stage) -> bool:
     return stage.ebm is not None or stage.argv[:1] == ("train-ebm",)
 
 
+def lacking_needs(needs: Iterable[Need], image: Image) -> list[Need]:
+    """The needs (burnqed.commands.needs) whose distribution `image` does not install."""
+    return [need for need in needs if need.distribution not in image.distributions()]
+
+
+def stage_needs(stage: Stage, cfg: Config) -> tuple[Need, ...]:
+    """What the step's command imports beyond burnqed's dependencies (`burnqed.commands.needs.command_needs`, the
+    table the command itself checks at its start)."""
+    command = " ".join(stage.argv[:2]) if stage.argv[:1] == ("data",) else stage.argv[0]
+    return command_needs(command, cfg, ebm=stage.ebm is not None, model_folder="--model-folder" in stage.argv)
+
+
 def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, where: str) -> list[tuple[str, str]]:
     """The environment pins of the step's main container (the value model's device); `ConfigError` when the step
     cannot run there (docs/cluster.md, "Images and what runs where")."""
-    have = image.distributions()
     if stage.argv[:1] == ("rl",):
         rl_requirements(cfg, image, gpu=gpu, where=where)
-    if stage.argv[:2] == ("data", "prepare"):
-        hub = hub_sources(cfg)
-        if hub and "datasets" not in have:
-            raise ConfigError(
-                f"{where}: data.sources {', '.join(hub)} are Hugging Face hub names, read with the `datasets` package, "
-                f"which the {image.name} image does not install (extras {', '.join(image.extras)} in "
-                "burnqed/cluster/images.toml): add the `hub` extra there and rebuild, or give the sources as s3:// "
-                "URIs of downloaded copies"
-            )
-    if not uses_value_model(stage):
-        return []
-    lacking = [name for name in ("torch", "safetensors") if name not in have]
-    if lacking:
-        raise ConfigError(f"{where} loads the value model, which needs {' and '.join(lacking)}, not in the "
+    lacking = lacking_needs(stage_needs(stage, cfg), image)
+    hub = [need.distribution for need in lacking if need.extra == "hub"]
+    if hub:
+        raise ConfigError(
+            f"{where}: data.sources {', '.join(hub_sources(cfg))} are Hugging Face hub names, read with the "
+            f"`{hub[0]}` package, which the {image.name} image does not install (extras {', '.join(image.extras)} in "
+            "burnqed/cluster/images.toml): add the `hub` extra there and rebuild, or give the sources as s3:// "
+            "URIs of downloaded copies"
+        )
+    value = [need.distribution for need in lacking if need.extra == "value"]
+    if value:
+        raise ConfigError(f"{where} loads the value model, which needs {' and '.join(value)}, not in the "
                           f"{image.name} image (extras {', '.join(image.extras)} in burnqed/cluster/images.toml): add "
                           "the `value` extra there and rebuild")
+    if lacking:
+        need = lacking[0]
+        raise ConfigError(f"{where}: {need.why} needs {', '.join(n.distribution for n in lacking)}, not in the "
+                          f"{image.name} image (extras {', '.join(image.extras)} in burnqed/cluster/images.toml): add "
+                          f"the `{need.extra}` extra there and rebuild")
+    if not uses_value_model(stage):
+        return []
     has_gpu = gpu and image.cuda
     device = cfg.ebm.device
     if device == "auto":

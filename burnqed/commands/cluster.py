@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, carried, configure, reports_errors, setup, suggestion
+from burnqed.commands.needs import check_installed, command_needs
 from burnqed.commands.vocabulary import Command, Group
 from burnqed.errors import BurnqedError, ConfigError, InputError
 
@@ -208,7 +209,8 @@ def fetch(
     """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
     from burnqed.cluster.fetch import fetch as fetch_artifact
 
-    store = setup(config, set_).store
+    cfg, store = setup(config, set_)
+    check_installed("fetch", command_needs("fetch", cfg, model_folder=model_folder))
     report = fetch_artifact(uri, dest, require_done=require_done, model_folder=model_folder, store=store)
     if report.skipped:
         typer.echo(f"{dest} already holds {uri}")

@@ -22,6 +22,7 @@ import typer
 
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.needs import check_installed, command_needs
 from burnqed.commands.vocabulary import Command, Group, ModelOption, StartOption, model_set
 from burnqed.storage import Store
 
@@ -183,6 +184,7 @@ def train_ebm(
 
     started = time.perf_counter()
     cfg, store = setup(config, model_set(model, set_), output=output, folder=True, stage="train-ebm")
+    check_installed("train-ebm", command_needs("train-ebm", cfg))
     if start is not None:  # --start names the best value model so far (none: train afresh): it replaces --init
         from burnqed.eval.best_so_far import read_start
 

@@ -30,6 +30,7 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
+from burnqed.commands.needs import check_installed, command_needs
 from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
 from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, StartOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
@@ -134,6 +135,7 @@ def search(
         if not (begun := read_start(start, store)).search_value_model:
             typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
             ebm = None
+    check_installed("search", command_needs("search", cfg, ebm=ebm is not None))  # before the Lean pool starts
     settings = _job_settings(cfg, unsolved_from, store=store)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
@@ -280,6 +282,7 @@ def evaluate(
     from burnqed.runner.reuse import eval_inputs
 
     cfg, store = setup(config, model_set(model, set_))
+    check_installed("eval", command_needs("eval", cfg, ebm=ebm is not None))  # before the Lean pool starts
     budget_list = eval_budgets(budgets, cfg.pipeline)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
                           trajectories=trajectories_out, resume=resume, keep_trajectories=not no_trajectories_out)

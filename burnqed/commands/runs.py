@@ -30,6 +30,7 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
+from burnqed.commands.needs import check_installed, command_needs
 from burnqed.commands.vocabulary import IterationModelOption, model_set
 from burnqed.errors import InputError
 
@@ -232,6 +233,7 @@ def report(
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
+    check_installed("report", command_needs("report", cfg))
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
     carry = carried(root=root, config=config, sets=set_)

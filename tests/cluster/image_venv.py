@@ -7,6 +7,7 @@ the image.
 
     venv = build_image_venv("core", tmp / "core")                  # venv.python, venv.bin
     venv = build_image_venv("train", tmp / "t", drop={"datasets"})  # the train image without datasets
+    env = venv_env(venv, {IMPORTS_ENV: "/tmp/x.json"})  # its process writes what it imported there at exit
 
 burnqed itself is this checkout's packages (`burnqed`, `leankit`, `minilean`; the Dockerfiles install the checkout),
 with a `burnqed` console script. The serving side (`SERVING`, the `/opt/burnqed` environment of the sglang image) holds
@@ -143,7 +144,29 @@ def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = (), add: I
     script = dest / "bin" / "burnqed"
     script.write_text(f"#!{dest / 'bin' / 'python'}\nimport sys\nfrom burnqed.cli import main\nsys.exit(main())\n")
     script.chmod(0o755)
+    (site / "sitecustomize.py").write_text(RECORDER, encoding="utf-8")
     return venv
+
+
+IMPORTS_ENV = "BURNQED_REHEARSAL_IMPORTS"
+# Each image venv's sitecustomize: with IMPORTS_ENV naming a file, the process started with it (not its children:
+# the variable is taken out of its environment) writes there at exit the top-level modules it imported and the
+# distributions its command checked it could import (burnqed.commands.needs.CHECKED).
+RECORDER = f"""import atexit, json, os, sys
+
+_path = os.environ.pop({IMPORTS_ENV!r}, None)
+
+
+def _record(path=_path):
+    needs = sys.modules.get("burnqed.commands.needs")
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump({{"modules": sorted({{name.partition(".")[0] for name in list(sys.modules)}}),
+                   "checked": sorted(getattr(needs, "CHECKED", ()))}}, out)
+
+
+if _path:
+    atexit.register(_record)
+"""
 
 
 def site_packages(dest: Path) -> Path:

@@ -14,7 +14,9 @@ rendered `env`, the Secret its `envFrom` names (moto's credentials and endpoint)
 config volume holds the ConfigMap's `burnqed.toml`, emptyDirs are per pod (shared by its containers). A path under
 a mountPath in an argument or variable is moved to that folder, and the pod's loopback ports (the sidecar's PORT
 and EMBED_PORT) to free ones. A main or init container that exits non-zero raises `StepFailed` naming the task,
-the container, the image and the module that failed to import.
+the container, the image and the module that failed to import. Each main and init container's process (not its
+children) records the top-level modules it imported and the packages its command checked at its start
+(`Rehearsal.imports`, from the venv's sitecustomize: tests/cluster/image_venv.py).
 
 What differs from a pod, and why: the containers run as this user (no runAsUser, no SETUID: `lean.run_as_uid`,
 pinned by render as BURNQED_LEAN__RUN_AS_UID, is left out, tests/cluster/test_lean_credentials.py checks it as
@@ -45,7 +47,7 @@ from burnqed.cluster.render import render_workflow
 from burnqed.cluster.source import load_text
 from burnqed.config import Config
 from burnqed.config.lean import LeanConfig
-from tests.cluster.image_venv import ROOT, SERVING, ImageVenv, venv_env
+from tests.cluster.image_venv import IMPORTS_ENV, ROOT, SERVING, ImageVenv, venv_env
 
 REAL_CONFIG = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
 WORKFLOWS = ROOT / "burnqed" / "workflows"
@@ -166,14 +168,27 @@ class StepRun:
     cpu_seconds: float  # user + system of every process the pod ran
 
 
-MISSING_MODULE = re.compile(r"No module named '([\w.]+)'|the (\w[\w-]*) package \(burnqed\[\w+\]\) is not installed")
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """What a container's process (not its children) imported, and what its command checked it could import
+    (burnqed.commands.needs), as tests/cluster/image_venv.py's sitecustomize recorded them at its exit."""
+
+    where: str
+    image: str
+    argv: tuple[str, ...]
+    modules: frozenset[str]  # top-level module names
+    checked: frozenset[str]  # distributions
+
+
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'|the (\w[\w-]*) package \(burnqed\[\w+\]\) is not installed"
+                            r"|needs the (\w[\w-]*) package, which is not installed")
 
 
 def _failure(where: str, image: str, status: int, log: str) -> StepFailed:
     found = MISSING_MODULE.search(log)
     lines = [line for line in log.splitlines() if line.strip()]
     if found:
-        module = found.group(1) or found.group(2)
+        module = found.group(1) or found.group(2) or found.group(3)
         return StepFailed(f"rehearsal: {where} failed in the {image} image: cannot import {module!r} "
                           f"(exit {status}): {lines[-1] if lines else ''}")
     tail = "\n".join(lines[-15:])
@@ -229,6 +244,7 @@ class Rehearsal:
     runs: list[StepRun] = field(default_factory=list)
     sidecars: list[tuple[str, subprocess.Popen[bytes], Path]] = field(default_factory=list)  # the running pod's
     commands: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (where, image, argv): exit 0
+    imports: list[Imported] = field(default_factory=list)  # what each of those commands imported and checked
 
     def config(self) -> Config:
         """The configuration the pods read (the ConfigMap's content)."""
@@ -353,8 +369,10 @@ class Rehearsal:
         env = self._environment(container, venv, volumes, values, ports, where)
         argv = self._argv(container, volumes, values, ports, where)
         log = pod / f"{container.get('name', 'main')}.log"
+        record = pod / f"{container.get('name', 'main')}.imports.json"
         with log.open("w") as sink:
-            main = subprocess.Popen(argv, env=env, cwd=pod, stdout=sink, stderr=subprocess.STDOUT)
+            main = subprocess.Popen(argv, env={**env, IMPORTS_ENV: str(record)}, cwd=pod, stdout=sink,
+                                    stderr=subprocess.STDOUT)
         deadline = time.monotonic() + 900
         while (status := main.poll()) is None:
             for name, sidecar, sidecar_log in self.sidecars:  # a pod whose sidecar died fails now, not after the
@@ -371,6 +389,9 @@ class Rehearsal:
         if status != 0:
             raise _failure(where, image, status, log.read_text(errors="replace"))
         self.commands.append((where, image, tuple(argv)))
+        recorded = json.loads(record.read_text(encoding="utf-8"))
+        self.imports.append(Imported(where, image, tuple(argv), frozenset(recorded["modules"]),
+                                     frozenset(recorded["checked"])))
 
     @contextmanager
     def _sidecar(self, where: str, container: Mapping[str, Any], volumes: Mapping[str, Path],

@@ -7,6 +7,7 @@ rehearsal naming the step and the module. docs/cluster.md, "Rehearsal"."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.commands.needs import extra_distributions
 from burnqed.data.index import bundled_index_path
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
@@ -36,6 +38,20 @@ from tests.cluster.rehearsal import (
 
 pytestmark = [pytest.mark.rehearsal, pytest.mark.slow, pytest.mark.timeout(3600)]
 BENCHMARK_THEOREMS = 3  # of the embedded test split, uploaded to pipeline.benchmark's URI
+# The extras whose packages a command's early check covers (burnqed.commands.needs): all but k8s (S3's and the
+# cluster's clients, in every image) and trace (in none), by the module each distribution installs
+OPTIONAL = {name.replace("-", "_"): name for extra in ("model", "train", "value", "hub", "modelfolder", "report")
+            for name in extra_distributions(extra)}
+
+
+def assert_imports_checked(rehearsal: Rehearsal) -> None:
+    """Every package of burnqed's extras that a rehearsed container's command imported is one that command's needs
+    name (what it checks at its start, burnqed.commands.needs): a new lazy import of one fails here."""
+    assert rehearsal.imports
+    for run in rehearsal.imports:
+        imported = {OPTIONAL[module] for module in run.modules if module in OPTIONAL}
+        unchecked = sorted(imported - run.checked)
+        assert not unchecked, f"{run.where}: {' '.join(run.argv[1:3])} imports {unchecked} and checks no need for it"
 
 
 @dataclass
@@ -133,6 +149,7 @@ def test_iterations_0_and_1_run_end_to_end_each_step_in_its_image(rehearsed: Reh
     for command in ("search", "eval"):
         assert any("--ebm" in argv and "ebm.encoder_backend=serve" in argv and "policy.backend=sglang" in argv
                    for argv in core if argv[1] == command), command
+    assert_imports_checked(rehearsed.rehearsal)
     theorems = json.loads(store.read_bytes(f"{root}/iter_0/data/theorems.json"))["theorems"]
     searched = read_results(f"{root}/iter_1/search/shard-0", store=store)
     assert len(searched) == sum(t["split"] in ("train", "pool") for t in theorems) > 0  # every theorem recorded
@@ -179,10 +196,17 @@ def _set_aside(rehearsed: Rehearsed, path: str) -> Iterator[None]:
                 fs.put_file(str(Path(aside) / name), f"{key}/{name}")
 
 
+def _refused(line: str) -> str:
+    """The whole StepFailed message of a pod whose main container refused at its start (burnqed.commands.needs)."""
+    return "^" + re.escape(f"rehearsal: {line}") + "$"
+
+
 def test_the_train_image_without_datasets_fails_sft(rehearsed: Rehearsed) -> None:
     rehearsal = _without(rehearsed, "train", "datasets")
-    with _set_aside(rehearsed, "iter_0/sft"), pytest.raises(
-            StepFailed, match=r"^rehearsal: step sft failed in the train image: cannot import 'datasets'"):
+    with _set_aside(rehearsed, "iter_0/sft"), pytest.raises(StepFailed, match=_refused(
+            "step sft failed in the train image: cannot import 'datasets' (exit 2): error: burnqed sft: training "
+            "with TRL and peft needs the datasets package, which is not installed here: pip install "
+            "'burnqed[train]' (the core, train, rl images install it)")):
         rehearsal.run(rehearsal.workflow(0), only=["sft"])
     assert rehearsed.store.is_done(f"{rehearsed.root}/iter_0/sft")
 
@@ -190,8 +214,10 @@ def test_the_train_image_without_datasets_fails_sft(rehearsed: Rehearsed) -> Non
 def test_the_core_image_without_safetensors_fails_the_value_models_eval(rehearsed: Rehearsed) -> None:
     rehearsal = _without(rehearsed, "core", "safetensors")
     _forget(rehearsed, "iter_1/eval/eval.json")
-    with pytest.raises(StepFailed, match=r"^rehearsal: step eval failed in the core image: cannot import "
-                                         r"'safetensors"):
+    with pytest.raises(StepFailed, match=_refused(
+            "step eval failed in the core image: cannot import 'safetensors' (exit 2): error: burnqed eval: the "
+            "value model (--ebm) needs the safetensors package, which is not installed here: pip install "
+            "'burnqed[value]' (the core, train, rl images install it)")):
         rehearsal.run(rehearsal.workflow(1), only=["eval"])
 
 
@@ -217,6 +243,7 @@ def test_the_rl_step_runs_in_the_rl_image_on_iteration_0s_sft(rehearsed: Rehears
     assert store.is_done(f"{root}/iter_0/rl")
     record = json.loads(store.read_bytes(f"{root}/iter_0/rl/rl.json"))
     assert record["sft"] == f"{root}/iter_0/sft" and record["steps"] == 2 and record["method"] == "lora"
+    assert_imports_checked(rehearsal)
     assert store.read_bytes(f"{root}/iter_0/rl/sft.json") == store.read_bytes(f"{root}/iter_0/sft/sft.json")
     print(f"\nrehearsal: the rl step {run.seconds:.0f} s ({run.cpu_seconds:.0f} CPU s)")
 
@@ -235,6 +262,7 @@ def test_the_served_rl_step_runs_against_its_sidecar_in_the_rl_and_serving_image
     store, root = rehearsed.store, rehearsed.root
     record = json.loads(store.read_bytes(f"{root}/iter_0/rl/rl.json"))
     assert (record["rollout_engine"], record["method"], record["steps"]) == ("served", "lora", 2)
+    assert_imports_checked(rehearsal)
     rollouts = [json.loads(line) for line in store.read_bytes(f"{root}/iter_0/rl/rollouts.jsonl").splitlines()]
     assert [(r["step"], r["weights_version"]) for r in rollouts] == [(1, 0)] * 4 + [(2, 1)] * 4
     print(f"\nrehearsal: the served rl step {run.seconds:.0f} s ({run.cpu_seconds:.0f} CPU s)")
@@ -244,5 +272,8 @@ def test_the_rl_image_without_trl_fails_the_rl_step(rehearsed: Rehearsed) -> Non
     rehearsal = _rl_rehearsal(rehearsed, drop={"trl"})
     if rehearsed.store.is_done(f"{rehearsed.root}/iter_0/rl"):  # a finished output is not redone (nor imported for)
         _forget(rehearsed, "iter_0/rl")
-    with pytest.raises(StepFailed, match=r"^rehearsal: step rl failed in the rl image: cannot import 'trl"):
+    with pytest.raises(StepFailed, match=_refused(
+            "step rl failed in the rl image: cannot import 'trl' (exit 2): error: burnqed rl: training with TRL and "
+            "peft needs the trl package, which is not installed here: pip install 'burnqed[train]' (the train, rl "
+            "images install it)")):
         rehearsal.run(rehearsal.workflow(0), only=["rl"])

@@ -164,8 +164,8 @@ def test_a_step_its_image_cannot_run_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^step rl runs its reward's Lean workers in its own container, and the "
                                           r"train image holds no Lean"):
         rl_requirements(cfg, train, gpu=True, where="step rl")
-    with pytest.raises(ConfigError, match=r"^step rl trains with TRL's GRPOTrainer, which needs transformers, peft, "
-                                          r"trl, not in the core image"):
+    with pytest.raises(ConfigError, match=r"^step rl trains with TRL's GRPOTrainer, which needs peft, trl, "
+                                          r"bitsandbytes, transformers, accelerate, not in the core image"):
         rl_requirements(cfg, core, gpu=False, where="step rl")
     with pytest.raises(ConfigError, match=r"^step rl: sft.device = 'cuda', but its container has no CUDA GPU"):
         rl_requirements(cfg, Image("rl", rl.extras, rl.torch_index, False, rl.distributions(), rl.lean_triple,

@@ -1,0 +1,131 @@
+"""What a command needs installed beyond burnqed's own dependencies, checked before it does any work: the one place
+that knows it (docs/cluster.md, "Images and what runs where"; `render` reads the same table against each image).
+
+    needs = command_needs("eval", cfg, ebm=ebm)   # (Need("torch", "value", …), Need("safetensors", "value", …))
+    check_installed("eval", needs)                # ConfigError (exit 2): the first one not installed, in one line
+    [n.distribution for n in needs if n.distribution not in image.distributions()]   # what an image lacks
+
+Each need is every distribution of one of burnqed's extras (pyproject.toml: `train` for sft, rl and export, `value`
+for the value model, `hub` for data sources named on the Hugging Face hub, `modelfolder` (tokenizers) for `fetch
+--model-folder`, a local value-model encoder and the served model's tokenizer check, `report` for the report's
+plots), so the table names extras, not packages. A missing one is found by
+asking importlib for its module's spec, without importing it: the refusal comes in the command's first second, not
+when a lazy import is reached minutes in. tests/cluster/test_rehearsal.py records what each rehearsed step imported
+and fails when it imported a distribution of an extra its command's needs do not name.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from burnqed.errors import ConfigError
+
+if TYPE_CHECKING:
+    from burnqed.config import Config
+
+CHECKED: set[str] = set()  # the distributions this process's command checked (tests/cluster/rehearsal.py reads it)
+
+
+@dataclass(frozen=True, slots=True)
+class Need:
+    """One distribution a command imports, the extra that installs it, and what the command uses it for."""
+
+    distribution: str  # normalised, as pyproject.toml names it: "safetensors"
+    extra: str         # burnqed's extra that installs it: "value"
+    why: str           # "the value model (--ebm)"
+
+    @property
+    def module(self) -> str:
+        """The top-level module the distribution installs (each of burnqed's extras' is its name)."""
+        return self.distribution.replace("-", "_")
+
+
+def extra_distributions(extra: str) -> tuple[str, ...]:
+    """The distributions of burnqed[EXTRA] beyond burnqed's own dependencies, as pyproject.toml declares them
+    (`burnqed[model]` inside an extra followed), in declaration order."""
+    from burnqed.cluster.images import extra_requirements, requirement_name
+
+    base = {requirement_name(r) for r in extra_requirements("")}
+    names = [requirement_name(r) for r in extra_requirements(extra)]
+    return tuple(dict.fromkeys(name for name in names if name not in base))
+
+
+def extra_needs(extra: str, why: str) -> list[Need]:
+    """One need per distribution of burnqed[EXTRA] (`extra_distributions`), each for `why`."""
+    return [Need(name, extra, why) for name in extra_distributions(extra)]
+
+
+def trainer_needs(what: str) -> list[Need]:
+    """What training with TRL and peft on a transformers model imports: the `train` extra."""
+    return extra_needs("train", what)
+
+
+def value_model_needs(what: str) -> list[Need]:
+    """What loading or training the value model's head imports: the `value` extra (torch, safetensors)."""
+    return extra_needs("value", what)
+
+
+def command_needs(command: str, cfg: Config, *, ebm: bool = False, model_folder: bool = False) -> tuple[Need, ...]:
+    """The distributions `burnqed COMMAND` (with `cfg` and the options given) imports beyond burnqed's own
+    dependencies. `command` is the command's words ("data prepare"); `ebm`: --ebm was given; `model_folder`:
+    fetch's --model-folder."""
+    needs: list[Need] = []
+    if command in ("sft", "rl", "export"):
+        needs += trainer_needs("merging the adapter with peft" if command == "export" else
+                               "training with TRL and peft")
+    value_model = ebm or command == "train-ebm" or (command == "sft" and cfg.sft.joint)
+    if value_model:
+        needs += value_model_needs("the value model" + (" (--ebm)" if ebm else ""))
+    if value_model and cfg.ebm.encoder_backend == "local":
+        needs += extra_needs("modelfolder", "the value model's encoder in this process (ebm.encoder_backend = 'local')")
+    if command in ("search", "eval") and cfg.policy.backend == "sglang" and cfg.policy.model:
+        needs += extra_needs("modelfolder", "checking the served model's tokenizer (policy.backend = 'sglang', "
+                                            "policy.model)")
+    if command == "data prepare":
+        from burnqed.cluster.images import hub_sources
+
+        if hub := hub_sources(cfg):
+            needs += extra_needs("hub", f"reading data.sources {', '.join(hub)} from the Hugging Face hub")
+    if command == "fetch" and model_folder:
+        needs += extra_needs("modelfolder", "writing the model folder's tokenizer (--model-folder)")
+    if command == "report":
+        needs += extra_needs("report", "drawing the report's plots")
+    unique: dict[str, Need] = {}
+    for need in needs:  # the first reason for a distribution is the one a refusal gives
+        unique.setdefault(need.distribution, need)
+    return tuple(unique.values())
+
+
+def missing(needs: Iterable[Need]) -> list[Need]:
+    """The needs whose module this interpreter cannot find (nothing is imported; a finder that refuses the name
+    counts as not finding it)."""
+    return [need for need in needs if not _findable(need.module)]
+
+
+def _findable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):  # a meta path finder refusing it; a module set to None in sys.modules
+        return False
+
+
+def check_installed(command: str, needs: Iterable[Need]) -> None:
+    """`ConfigError` (exit 2, one line) naming the first of `needs` that is not installed, the extra that installs
+    it and the images that hold it; records what was checked in `CHECKED`."""
+    needs = list(needs)
+    CHECKED.update(need.distribution for need in needs)
+    lacking = missing(needs)
+    if not lacking:
+        return
+    need = lacking[0]
+    from burnqed.cluster.images import declared
+
+    holding = [name for name, image in declared().items() if need.distribution in image.distributions()]
+    where = f"the {', '.join(holding)} image{'s' if len(holding) > 1 else ''} install it" if holding else \
+        "no image of burnqed/cluster/images.toml installs it"
+    others = f" (also missing: {', '.join(n.distribution for n in lacking[1:])})" if lacking[1:] else ""
+    raise ConfigError(f"burnqed {command}: {need.why} needs the {need.distribution} package, which is not installed "
+                      f"here{others}: pip install 'burnqed[{need.extra}]' ({where})")
