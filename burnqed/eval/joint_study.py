@@ -229,6 +229,19 @@ async def measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[s
                                     cache=cache, store=store, echo=echo, open_encoder=open_encoder)
 
 
+def policy_runs(configurations: Mapping[str, tuple[str, str]]) -> list[tuple[str, list[str]]]:
+    """The configurations in their order, those next to each other with the same policy together: each run is
+    embedded with one encoder (`policy_runs({"A": (p0, e0), "B": (p1, e1), "C": (p1, e2)})` gives `[(p0, ["A"]),
+    (p1, ["B", "C"])]`), one model in memory at a time."""
+    runs: list[tuple[str, list[str]]] = []
+    for name, (policy, _) in configurations.items():
+        if runs and runs[-1][0] == policy:
+            runs[-1][1].append(name)
+        else:
+            runs.append((policy, [name]))
+    return runs
+
+
 async def _measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[str],
                          configurations: Mapping[str, tuple[str, str]], cache: str, store: storage.Store,
                          echo: Echo, open_encoder: OpenEncoder) -> StudyMetrics:
@@ -242,31 +255,35 @@ async def _measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[
     manifests = {name: store.read_model(storage.join(ebm, MANIFEST_FILE), EbmManifest, "value model manifest")
                  for name, (_, ebm) in configurations.items()}  # all three readable before any embedding
     out: dict[str, ConfigurationMetrics] = {}
-    for name, (policy, ebm) in configurations.items():
+    for policy, names in policy_runs(configurations):  # B and C share a policy: one model load, one embedding
         async with open_encoder(cfg, policy, store=store) as (encoder, identity):
-            mismatch = manifests[name].encoder.mismatch(identity)
-            if mismatch is not None:
-                raise InputError(f"configuration {name}: the value model {ebm} was trained on another encoder than "
-                                 f"{policy}'s ({mismatch}); search would refuse it")
+            for name in names:
+                mismatch = manifests[name].encoder.mismatch(identity)
+                if mismatch is not None:
+                    raise InputError(f"configuration {name}: the value model {configurations[name][1]} was trained "
+                                     f"on another encoder than {policy}'s ({mismatch}); search would refuse it")
             embeddings, rows, _ = await embed_dataset(data, cfg.policy.prompt_format, encoder,
                                                       EmbeddingCache(cache, identity, store=store),
                                                       batch=cfg.ebm.encode_batch, chunk=cfg.ebm.cache_chunk)
-        head = load_head(manifests[name].head, store.local_input(ebm) / WEIGHTS_FILE)
+        echo(f"joint-study: {' and '.join(names)} embedded once with {policy}'s encoder")
         health = embedding_health(data, embeddings, rows, seed=cfg.ebm.seed)
-        value = value_health(head, data, embeddings, rows, cfg)
         every = data.split_states("train") + data.split_states("valid")
         projection, explained = _projection(
             embeddings.float(), [(rows[data.states[i].text], data.states[i].depth, data.states[i].positive)
                                  for i in every], cfg.ebm.seed)
-        out[name] = ConfigurationMetrics(name=name, description=DESCRIPTIONS[name], policy=policy, ebm=ebm,
-                                         encoder_digest=identity.digest, embedding=health, value=value,
-                                         projection=projection, explained=explained)
-        probe = "n/a" if health.linear_probe is None else f"{health.linear_probe:.3f}"
-        sibling = ("n/a" if value.sibling_accuracy is None
-                   else f"{value.sibling_accuracy:.3f} (chance {value.sibling_chance or 0:.3f})")
-        echo(f"joint-study {name}: centroid L2 {health.centroid_l2:.4f}, linear probe {probe}, effective rank "
-             f"{health.effective_rank:.2f}; rank-1 {value.rank1:.3f}, energy gap {value.energy_gap:.3f}, sibling "
-             f"accuracy {sibling}")
+        for name in names:
+            ebm = configurations[name][1]
+            head = load_head(manifests[name].head, store.local_input(ebm) / WEIGHTS_FILE)
+            value = value_health(head, data, embeddings, rows, cfg)
+            out[name] = ConfigurationMetrics(name=name, description=DESCRIPTIONS[name], policy=policy, ebm=ebm,
+                                             encoder_digest=identity.digest, embedding=health, value=value,
+                                             projection=projection, explained=explained)
+            probe = "n/a" if health.linear_probe is None else f"{health.linear_probe:.3f}"
+            sibling = ("n/a" if value.sibling_accuracy is None
+                       else f"{value.sibling_accuracy:.3f} (chance {value.sibling_chance or 0:.3f})")
+            echo(f"joint-study {name}: centroid L2 {health.centroid_l2:.4f}, linear probe {probe}, effective rank "
+                 f"{health.effective_rank:.2f}; rank-1 {value.rank1:.3f}, energy gap {value.energy_gap:.3f}, "
+                 f"sibling accuracy {sibling}")
     return StudyMetrics(iteration=iteration, trajectories=list(trajectories), configurations=out,
                         written_at=datetime.now(UTC))
 

@@ -56,6 +56,10 @@ def test_a_joint_iteration_runs_the_study_and_scores_with_the_exported_head(
     only = [arg for name in STAGES for arg in ("--only", name)]
     done = iterate(str(root), 1, iterate_env(iterate_home, QUICK), *only)
     assert done.returncode == 0, done.stderr[-4000:]
+    # the study loads each policy once: A's SFT export, then the iteration's export for both B and C
+    loads = [line.split("joint-study: ")[1].split(" embedded once")[0] for line in done.stderr.splitlines()
+             if " embedded once with " in line]  # "[study-metrics] joint-study: B and C embedded once with …"
+    assert loads == ["A", "B and C"]
     check_joint_run(root)
 
 

@@ -19,6 +19,7 @@ from burnqed.eval.joint_study import (
     ConfigurationMetrics,
     StudyMetrics,
     ValueHealth,
+    policy_runs,
     study_configurations,
     study_evals,
 )
@@ -101,6 +102,14 @@ def test_the_joint_pipeline_runs_the_three_configurations_at_the_same_budgets() 
         assert stage.policy_model == policy and stage.ebm == ebm
         assert study_evals(at, 1)[name] in stage.outputs
     assert {"study-metrics", "study-eval-a", "study-eval-b"} <= set(it.stage("report").after)
+
+
+def test_configurations_with_the_same_policy_next_to_each_other_share_one_encoder() -> None:
+    assert policy_runs({"A": ("p0", "e0"), "B": ("p1", "e1"), "C": ("p1", "e2")}) == [("p0", ["A"]),
+                                                                                      ("p1", ["B", "C"])]
+    assert policy_runs({"A": ("p1", "e0"), "B": ("p0", "e1"), "C": ("p1", "e2")}) == [  # one model at a time
+        ("p1", ["A"]), ("p0", ["B"]), ("p1", ["C"])]
+    assert policy_runs({}) == []
 
 
 def study_metrics(data: EbmDataset) -> StudyMetrics:
