@@ -335,14 +335,17 @@ def test_continuous_batching_is_seeded_by_rl_seed_a_rerun_samples_the_same_rollo
 
 def test_the_engine_becomes_trls_settings_and_continuous_batchings_cache_holds_the_step() -> None:
     assert engine_args(RlConfig()) == {}
-    # 2 × 4 sequences of 512 + 96 tokens: 3 pages of 256 each
+    # 2 × 4 sequences of 512 + 96 tokens: 3 pages of 256 each; a batch holds the step's 8 prompts of 512 tokens
     assert engine_args(RlConfig(rollout_engine="continuous")) == {
         "use_transformers_continuous_batching": True,
-        "transformers_continuous_batching_config": {"num_blocks": 24, "max_memory_percent": 0.9}}
+        "transformers_continuous_batching_config": {"num_blocks": 24, "max_memory_percent": 0.9,
+                                                    "max_batch_tokens": 8 * 512}}
     long = RlConfig(rollout_engine="continuous", max_prompt_tokens=1024, max_completion_tokens=4096,
                     prompts_per_step=8, num_generations=8)
+    # 64 prompts of 1024 tokens: transformers' default batch (8,192 tokens), never more
     assert engine_args(long)["transformers_continuous_batching_config"] == {"num_blocks": 64 * 20,
-                                                                           "max_memory_percent": 0.9}
+                                                                           "max_memory_percent": 0.9,
+                                                                           "max_batch_tokens": 8192}
     assert engine_args(RlConfig(rollout_engine="served")) == {}  # TRL's rollout_func instead (tests/rl/test_served.py)
 
 
