@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -292,13 +293,29 @@ def test_a_steps_prompts_and_solved_prompts_are_counted_by_prompt_not_by_theorem
 @pytest.mark.parametrize("engine", ["trainer", "continuous"])
 def test_under_each_engine_burnqed_rl_samples_scores_cut_completions_zero_and_records_it(
         engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
+    from transformers import TrainerCallback
+
+    class FrozenObjects(TrainerCallback):
+        """gc's frozen objects at each step's start: what the stage lived on before training stays out of the
+        collections (continuous batching's two gc.collect() a step read the step's objects alone)."""
+
+        def __init__(self) -> None:
+            self.counts: list[int] = []
+
+        def on_step_begin(self, *_: object, **__: object) -> None:
+            self.counts.append(gc.get_freeze_count())
+
+    frozen = FrozenObjects()
     # 12 tokens: the taught proofs (`norm_num`, ...) end within them, a longer completion is cut
     cfg = config(rollout_engine=engine, max_completion_tokens=12)
     output = str(tmp_path / "rl")
     lines: list[str] = []
     outcome = run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=output),
                      select_theorems(THEOREMS, "all", set()), RlSettings.from_config(cfg),
-                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=1), store=store, echo=lines.append)
+                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=1), store=store, echo=lines.append,
+                     callbacks=[frozen])
+    assert len(frozen.counts) == 2 and min(frozen.counts) > 100_000  # torch, transformers, TRL, the model
+    assert gc.get_freeze_count() == 0  # unfrozen at the end: the caller's process collects as before
     folder = Path(output)
     record = json.loads((folder / RL_RECORD).read_text(encoding="utf-8"))
     assert record["rollout_engine"] == engine and record["settings"]["rollout_engine"] == engine
