@@ -25,6 +25,7 @@ log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the same rollouts as a who
 
 from __future__ import annotations
 
+import gc
 import math
 import shutil
 import time
@@ -563,9 +564,14 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
             started = time.monotonic()
             from trl.trainer.utils import shutdown_event_loop_in_daemon
 
+            # What lives now (the modules, the model, the trainer) is left out of the cyclic collector until the end:
+            # continuous batching calls gc.collect() twice a step (transformers 5.19, continuous_api.py:859 and 405),
+            # each ~0.6 s over the process's ~550k objects on CPU; frozen, each reads a step's new objects alone.
+            gc.freeze()
             try:
                 trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
             finally:
+                gc.unfreeze()  # back to the collector: a caller's process (tests, iterate in process) as it was
                 reward.close()  # the pool, on TRL's event loop that entered it; then that loop's thread ends
                 shutdown_event_loop_in_daemon(trainer.async_loop_thread, trainer.async_loop)
             seconds = time.monotonic() - started
@@ -732,19 +738,30 @@ def grpo_fields(rl: RlConfig) -> dict[str, Any]:
     return {name: getattr(rl, key) for key, names in GRPO_FIELDS.items() for name in names}
 
 
+# transformers 5.19's continuous batching: max_batch_tokens when none is given (generation/continuous_batching/cache.py,
+# PagedAttentionMemoryHandler); engine_args never asks for more, so a large step batches its prefills as before.
+CONTINUOUS_BATCH_TOKENS = 8192
+
+
 def engine_args(rl: RlConfig) -> dict[str, Any]:
     """GRPOConfig's fields for `rl.rollout_engine`: none for 'trainer' (HF `generate`); for 'continuous'
     transformers' continuous batching with its paged KV cache sized to the step (each of prompts_per_step ×
     num_generations sequences its pages of max_prompt_tokens + max_completion_tokens; else it takes half the free
     memory, TRL's default, which the GPU plan cannot count), refused only past 0.9 of the free memory (TRL's 0.5 would
-    refuse a cache the plan fits). No seed of its own: it draws one from torch's generator, which the trainer seeds
-    with rl.seed and a checkpoint restores (a fixed seed would reset that generator at every step's generation)."""
+    refuse a cache the plan fits), and its batch at most the step's prompt tokens (the default, 8,192, at most): under
+    sdpa/eager attention it allocates and fills a float mask of max_batch_tokens × (cache + batch) tokens twice a
+    step (transformers 5.19, input_outputs.py:126 and 302; 369 MB for 12 pages, ~0.4 s a step on CPU), and the
+    step's prefills fit the smaller batch as they fitted the default (the same batches, the same samples). No seed of
+    its own: it draws one from torch's generator, which the trainer seeds with rl.seed and a checkpoint restores (a
+    fixed seed would reset that generator at every step's generation)."""
     if rl.rollout_engine != "continuous":  # 'trainer': HF generate; 'served': TRL's rollout_func
         return {}
     sequences = rl.prompts_per_step * rl.num_generations
     pages = -(-(rl.max_prompt_tokens + rl.max_completion_tokens) // CONTINUOUS_PAGE_TOKENS)
+    batch_tokens = min(sequences * rl.max_prompt_tokens, CONTINUOUS_BATCH_TOKENS)
     return {"use_transformers_continuous_batching": True,
-            "transformers_continuous_batching_config": {"num_blocks": sequences * pages, "max_memory_percent": 0.9}}
+            "transformers_continuous_batching_config": {"num_blocks": sequences * pages, "max_memory_percent": 0.9,
+                                                        "max_batch_tokens": batch_tokens}}
 
 
 @cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 import json
 import math
 import os
@@ -146,7 +147,7 @@ def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: 
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # three runs of 8 steps; continuous batching's manager costs seconds a step on CPU
+@pytest.mark.timeout(600)  # three runs of 8 steps and the session's tiny policy, on 2 shared cores
 @pytest.mark.parametrize("engine", ["trainer", "continuous", "served"])
 def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
         engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
@@ -166,7 +167,7 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
     with background("rl", *args, "--output", str(killed)) as proc:
         checkpoints = Path(f"{killed}-checkpoints")
         wait_for(lambda: any((c / CHECKPOINT_MARK).is_file() for c in checkpoints.glob("checkpoint-*"))
-                 or proc.poll() is not None, timeout=400)  # continuous: 10-20 s a step on a loaded machine
+                 or proc.poll() is not None, timeout=400)  # a loaded machine: process start and steps 10x slower
         assert proc.poll() is None, "the run finished before it could be killed"
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
@@ -292,13 +293,29 @@ def test_a_steps_prompts_and_solved_prompts_are_counted_by_prompt_not_by_theorem
 @pytest.mark.parametrize("engine", ["trainer", "continuous"])
 def test_under_each_engine_burnqed_rl_samples_scores_cut_completions_zero_and_records_it(
         engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
+    from transformers import TrainerCallback
+
+    class FrozenObjects(TrainerCallback):
+        """gc's frozen objects at each step's start: what the stage lived on before training stays out of the
+        collections (continuous batching's two gc.collect() a step read the step's objects alone)."""
+
+        def __init__(self) -> None:
+            self.counts: list[int] = []
+
+        def on_step_begin(self, *_: object, **__: object) -> None:
+            self.counts.append(gc.get_freeze_count())
+
+    frozen = FrozenObjects()
     # 12 tokens: the taught proofs (`norm_num`, ...) end within them, a longer completion is cut
     cfg = config(rollout_engine=engine, max_completion_tokens=12)
     output = str(tmp_path / "rl")
     lines: list[str] = []
     outcome = run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=output),
                      select_theorems(THEOREMS, "all", set()), RlSettings.from_config(cfg),
-                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=1), store=store, echo=lines.append)
+                     open_pool=lambda: LeanPool.from_config(cfg.lean, size=1), store=store, echo=lines.append,
+                     callbacks=[frozen])
+    assert len(frozen.counts) == 2 and min(frozen.counts) > 100_000  # torch, transformers, TRL, the model
+    assert gc.get_freeze_count() == 0  # unfrozen at the end: the caller's process collects as before
     folder = Path(output)
     record = json.loads((folder / RL_RECORD).read_text(encoding="utf-8"))
     assert record["rollout_engine"] == engine and record["settings"]["rollout_engine"] == engine
@@ -335,14 +352,17 @@ def test_continuous_batching_is_seeded_by_rl_seed_a_rerun_samples_the_same_rollo
 
 def test_the_engine_becomes_trls_settings_and_continuous_batchings_cache_holds_the_step() -> None:
     assert engine_args(RlConfig()) == {}
-    # 2 × 4 sequences of 512 + 96 tokens: 3 pages of 256 each
+    # 2 × 4 sequences of 512 + 96 tokens: 3 pages of 256 each; a batch holds the step's 8 prompts of 512 tokens
     assert engine_args(RlConfig(rollout_engine="continuous")) == {
         "use_transformers_continuous_batching": True,
-        "transformers_continuous_batching_config": {"num_blocks": 24, "max_memory_percent": 0.9}}
+        "transformers_continuous_batching_config": {"num_blocks": 24, "max_memory_percent": 0.9,
+                                                    "max_batch_tokens": 8 * 512}}
     long = RlConfig(rollout_engine="continuous", max_prompt_tokens=1024, max_completion_tokens=4096,
                     prompts_per_step=8, num_generations=8)
+    # 64 prompts of 1024 tokens: transformers' default batch (8,192 tokens), never more
     assert engine_args(long)["transformers_continuous_batching_config"] == {"num_blocks": 64 * 20,
-                                                                           "max_memory_percent": 0.9}
+                                                                           "max_memory_percent": 0.9,
+                                                                           "max_batch_tokens": 8192}
     assert engine_args(RlConfig(rollout_engine="served")) == {}  # TRL's rollout_func instead (tests/rl/test_served.py)
 
 
