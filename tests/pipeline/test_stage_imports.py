@@ -1,48 +1,28 @@
-"""What a stage's process imports: each stage of `burnqed iterate` is a process of its own (a pod on a cluster) that
-pays for every package it imports (transformers' modeling code ~9 CPU-s, torch ~3.5, datasets with pandas ~2), so
-a stage imports only what it uses. Each command runs as the runner runs it, in a fresh interpreter, on the shared
-iteration 0 (tests/pipeline/iteration.py), and reports the heavy packages it loaded."""
+"""What a stage imports: each stage of `burnqed iterate` is a process of its own (a pod on a cluster) that pays for
+every package it imports (transformers' modeling code ~7 CPU-s, torch ~3.5, datasets with pandas ~0.6 after
+transformers), so a stage imports only what it uses. The commands run in this process (tests/processes.py `cli`)
+on the shared iteration 0 (tests/pipeline/iteration.py) with the package they must not use made unimportable
+(`sys.modules[name] = None`: an import of it raises ImportError), which a fresh interpreter would only show by its
+CPU."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from tests.pipeline.iteration import iterate_env
+from tests.processes import cli
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]  # waits for the shared iteration 0
 
-HEAVY = ("torch", "transformers", "trl", "peft", "datasets", "pandas")
-# `burnqed ARGS` in this interpreter as `python -m burnqed.cli ARGS` runs it; then the heavy packages it loaded.
-PROBE = """
-import json, runpy, sys
-heavy = json.loads(sys.argv[2])
-sys.argv = ["burnqed", *json.loads(sys.argv[1])]
-try:
-    runpy.run_module("burnqed.cli", run_name="__main__")
-except SystemExit as stop:
-    code = stop.code
-else:
-    code = 0
-print(json.dumps([code, sorted(m for m in heavy if m in sys.modules)]), file=sys.stderr)
-"""
 
-
-def loaded_by(env: dict[str, str], *args: str) -> tuple[int, str, list[str]]:
-    """`burnqed ARGS` in a fresh interpreter: its exit code, stdout and the `HEAVY` packages it imported."""
-    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args), json.dumps(HEAVY)], env=env,
-                          capture_output=True, text=True, timeout=600, check=False)
-    code, modules = json.loads(done.stderr.strip().splitlines()[-1])
-    return code, done.stdout, modules
-
-
-def test_export_imports_no_datasets(iteration_0: Path, iterate_home: Path, tmp_path: Path) -> None:
+def test_export_builds_no_dataset_and_imports_no_datasets(iteration_0: Path, iterate_home: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "datasets", None)
     sft, output = iteration_0 / "run" / "iter_0" / "sft", tmp_path / "export"
-    code, stdout, modules = loaded_by(iterate_env(iterate_home), "export", "--sft", str(sft), "--output", str(output))
-    assert code == 0, stdout
-    assert stdout.startswith(f"exported {sft} (full) -> {output}: 153,600 params, float32, ")
-    assert modules == ["torch", "transformers"]  # the model it merges and checks; it builds no dataset
+    exported = cli("export", "--sft", str(sft), "--output", str(output),
+                   env={**iterate_env(iterate_home), "BURNQED_CONFIG": None})
+    assert exported.returncode == 0, exported.stderr
+    assert exported.stdout.startswith(f"exported {sft} (full) -> {output}: 153,600 params, float32, ")
