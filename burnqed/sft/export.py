@@ -89,7 +89,7 @@ def _size(n: int) -> str:
 
 def run_export(request: ExportRequest, cfg: SftConfig, *, store: Store) -> ExportOutcome:
     """Export one SFT output (see the module docstring)."""
-    quiet_imports()
+    quiet_imports(datasets=False)  # it builds no dataset
     if store.is_done(request.output) and not request.force:
         record = store.read_model(join(request.output, EXPORT_RECORD), ExportRecord, "export record")
         return ExportOutcome(request.output, record, skipped=True)

@@ -42,14 +42,17 @@ class TrainablePolicy:
     total_params: int
 
 
-def quiet_imports() -> None:
+def quiet_imports(*, datasets: bool = True) -> None:
     """Silence import-time and progress-bar noise: bitsandbytes warns about an optional CPU kernel package (harmless),
-    transformers and datasets draw their own bars; burnqed prints its own progress lines."""
+    transformers and datasets draw their own bars; burnqed prints its own progress lines. `datasets=False` for a
+    caller that builds no dataset (export, reading a tokenizer): silencing its bars imports the whole `datasets`
+    package, pandas included (~2 CPU-s)."""
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     quiet_transformers()
-    from datasets.utils.logging import disable_progress_bar
+    if datasets:
+        from datasets.utils.logging import disable_progress_bar
 
-    disable_progress_bar()
+        disable_progress_bar()
 
 
 @contextmanager
@@ -72,7 +75,7 @@ def load_tokenizer(folder: Path) -> HFTokenizer:
     a base model as downloaded through a copy written by burnqed), with a pad token (EOS when it has none)."""
     from burnqed.policy.modelfolder import load_tokenizer as read_tokenizer
 
-    quiet_imports()
+    quiet_imports(datasets=False)
     tokenizer: HFTokenizer = read_tokenizer(folder)
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
