@@ -9,7 +9,7 @@
 
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
 only after earlier steps spent their GPU hours (the rl step: `rl_requirements`), reading the table each command
-checks at its own start (`burnqed.commands.needs`, `stage_needs`); `fetch_requirements` refuses a core image without
+checks at its own start (`burnqed.cluster.needs`, `stage_needs`); `fetch_requirements` refuses a core image without
 `tokenizers`.
 The extras' packages come from pyproject.toml beside the package, else from the installed package's metadata.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from burnqed import storage
-from burnqed.commands.needs import Need, command_needs
+from burnqed.cluster.needs import Need, command_needs
 from burnqed.config import Config
 from burnqed.errors import ConfigError
 from burnqed.runner.plan import Stage
@@ -96,7 +96,7 @@ def requirements(extras: Iterable[str]) -> tuple[str, ...]:
 
 def extra_requirements(extra: str) -> tuple[str, ...]:
     """The requirement strings of burnqed[EXTRA] alone ('' for burnqed's own dependencies), following `burnqed[X]`
-    inside it: what `burnqed.commands.needs` checks a command for."""
+    inside it: what `burnqed.cluster.needs` checks a command for."""
     return _walk([extra])
 
 
@@ -247,12 +247,12 @@ def uses_value_model(stage: Stage) -> bool:
 
 
 def lacking_needs(needs: Iterable[Need], image: Image) -> list[Need]:
-    """The needs (burnqed.commands.needs) whose distribution `image` does not install."""
+    """The needs (burnqed.cluster.needs) whose distribution `image` does not install."""
     return [need for need in needs if need.distribution not in image.distributions()]
 
 
 def stage_needs(stage: Stage, cfg: Config) -> tuple[Need, ...]:
-    """What the step's command imports beyond burnqed's dependencies (`burnqed.commands.needs.command_needs`, the
+    """What the step's command imports beyond burnqed's dependencies (`burnqed.cluster.needs.command_needs`, the
     table the command itself checks at its start)."""
     command = " ".join(stage.argv[:2]) if stage.argv[:1] == ("data",) else stage.argv[0]
     return command_needs(command, cfg, ebm=stage.ebm is not None, model_folder="--model-folder" in stage.argv)

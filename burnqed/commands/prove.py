@@ -19,6 +19,7 @@ import typer
 
 from burnqed.base import progress
 from burnqed.base.signals import run_async, same_command, stop_on_signals
+from burnqed.cluster.needs import check_installed, command_needs
 from burnqed.commands.kit import (
     ConfigOption,
     SetOption,
@@ -30,7 +31,6 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
-from burnqed.commands.needs import check_installed, command_needs
 from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
 from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, StartOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from burnqed.cluster.needs import check_installed, command_needs
 from burnqed.commands.kit import (
     ConfigOption,
     SetOption,
@@ -30,7 +31,6 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
-from burnqed.commands.needs import check_installed, command_needs
 from burnqed.commands.vocabulary import IterationModelOption, model_set
 from burnqed.errors import InputError
 

@@ -21,8 +21,8 @@ from typing import Annotated
 
 import typer
 
+from burnqed.cluster.needs import check_installed, command_needs
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
-from burnqed.commands.needs import check_installed, command_needs
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
 from burnqed.commands.vocabulary import StartOption

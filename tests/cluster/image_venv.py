@@ -151,14 +151,14 @@ def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = (), add: I
 IMPORTS_ENV = "BURNQED_REHEARSAL_IMPORTS"
 # Each image venv's sitecustomize: with IMPORTS_ENV naming a file, the process started with it (not its children:
 # the variable is taken out of its environment) writes there at exit the top-level modules it imported and the
-# distributions its command checked it could import (burnqed.commands.needs.CHECKED).
+# distributions its command checked it could import (burnqed.cluster.needs.CHECKED).
 RECORDER = f"""import atexit, json, os, sys
 
 _path = os.environ.pop({IMPORTS_ENV!r}, None)
 
 
 def _record(path=_path):
-    needs = sys.modules.get("burnqed.commands.needs")
+    needs = sys.modules.get("burnqed.cluster.needs")
     with open(path, "w", encoding="utf-8") as out:
         json.dump({{"modules": sorted({{name.partition(".")[0] for name in list(sys.modules)}}),
                    "checked": sorted(getattr(needs, "CHECKED", ()))}}, out)

@@ -171,7 +171,7 @@ class StepRun:
 @dataclass(frozen=True, slots=True)
 class Imported:
     """What a container's process (not its children) imported, and what its command checked it could import
-    (burnqed.commands.needs), as tests/cluster/image_venv.py's sitecustomize recorded them at its exit."""
+    (burnqed.cluster.needs), as tests/cluster/image_venv.py's sitecustomize recorded them at its exit."""
 
     where: str
     image: str

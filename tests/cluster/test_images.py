@@ -122,7 +122,7 @@ def test_an_image_without_what_a_step_imports_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^step report: drawing the report's plots needs matplotlib, not in the core "
                                           r"image \(extras k8s, report in burnqed/cluster/images.toml\): add the "
                                           r"`report` extra there and rebuild$"):
-        step_requirements(stages["report"], cfg, bare, gpu=False, where="step report")  # burnqed.commands.needs
+        step_requirements(stages["report"], cfg, bare, gpu=False, where="step report")  # burnqed.cluster.needs
     local = Config.model_validate({"data": {"sources": [{"kind": "lean-github", "path": "s3://b/lean-github.jsonl"}]}})
     assert step_requirements(zero["prepare-data"], local, bare, gpu=False, where="x") == []  # no hub name
 

@@ -1,4 +1,4 @@
-"""The early check of what a command imports beyond burnqed's dependencies (burnqed/commands/needs.py): the table
+"""The early check of what a command imports beyond burnqed's dependencies (burnqed/cluster/needs.py): the table
 per command and settings, and the one-line refusal (exit 2) before any work. That the table names everything a
 command imports: tests/cluster/test_rehearsal.py (`assert_imports_checked`, every rehearsed container's imports)."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from burnqed.cluster.images import declared
+from burnqed.cluster.needs import command_needs, extra_distributions
 from burnqed.commands import needs
-from burnqed.commands.needs import command_needs, extra_distributions
 from burnqed.config import Config
 from tests.processes import cli
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.commands.needs import extra_distributions
+from burnqed.cluster.needs import extra_distributions
 from burnqed.data.index import bundled_index_path
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
@@ -38,7 +38,7 @@ from tests.cluster.rehearsal import (
 
 pytestmark = [pytest.mark.rehearsal, pytest.mark.slow, pytest.mark.timeout(3600)]
 BENCHMARK_THEOREMS = 3  # of the embedded test split, uploaded to pipeline.benchmark's URI
-# The extras whose packages a command's early check covers (burnqed.commands.needs): all but k8s (S3's and the
+# The extras whose packages a command's early check covers (burnqed.cluster.needs): all but k8s (S3's and the
 # cluster's clients, in every image) and trace (in none), by the module each distribution installs
 OPTIONAL = {name.replace("-", "_"): name for extra in ("model", "train", "value", "hub", "modelfolder", "report")
             for name in extra_distributions(extra)}
@@ -46,7 +46,7 @@ OPTIONAL = {name.replace("-", "_"): name for extra in ("model", "train", "value"
 
 def assert_imports_checked(rehearsal: Rehearsal) -> None:
     """Every package of burnqed's extras that a rehearsed container's command imported is one that command's needs
-    name (what it checks at its start, burnqed.commands.needs): a new lazy import of one fails here."""
+    name (what it checks at its start, burnqed.cluster.needs): a new lazy import of one fails here."""
     assert rehearsal.imports
     for run in rehearsal.imports:
         imported = {OPTIONAL[module] for module in run.modules if module in OPTIONAL}
@@ -197,7 +197,7 @@ def _set_aside(rehearsed: Rehearsed, path: str) -> Iterator[None]:
 
 
 def _refused(line: str) -> str:
-    """The whole StepFailed message of a pod whose main container refused at its start (burnqed.commands.needs)."""
+    """The whole StepFailed message of a pod whose main container refused at its start (burnqed.cluster.needs)."""
     return "^" + re.escape(f"rehearsal: {line}") + "$"
 
 
