@@ -10,23 +10,27 @@
 `step_requirements` refuses (ConfigError, exit 2 at render and submit) a step whose command would fail in its pod
 only after earlier steps spent their GPU hours (the rl step: `rl_requirements`), reading the table each command
 checks at its own start (`burnqed.cluster.needs`, `stage_needs`); `fetch_requirements` refuses a core image without
-`tokenizers`.
-The extras' packages come from pyproject.toml beside the package, else from the installed package's metadata.
+`tokenizers`; `check_installed` is a command's own refusal at its start, naming the images that hold what it lacks.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata, resources
-from pathlib import Path
 from typing import Any
 
-from burnqed import storage
-from burnqed.cluster.needs import Need, command_needs
+from burnqed.cluster.needs import (
+    CHECKED,
+    Need,
+    command_needs,
+    hub_sources,
+    missing,
+    requirement_name,
+    walk_extras,
+)
 from burnqed.config import Config
 from burnqed.errors import ConfigError
 from burnqed.runner.plan import Stage
@@ -34,7 +38,6 @@ from burnqed.runner.plan import Stage
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
 TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with
 TRIPLES = "lean_triples"  # the table of images.toml that holds the Lean triples (every other table is an image)
-HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name, as burnqed.data.rows.is_hub_name reads it
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,74 +63,17 @@ class Image:
         return self.provided
 
 
-def _name(requirement: str) -> str:
-    found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?", requirement)
-    if found is None:
-        raise ConfigError(f"cannot read the requirement {requirement!r}")
-    return re.sub(r"[-_.]+", "-", found.group(1)).lower()
-
-
-@cache
-def _dependency_groups() -> dict[str, tuple[str, ...]]:
-    """'' (the base) and each extra -> its requirement strings."""
-    import burnqed
-
-    pyproject = Path(burnqed.__file__).resolve().parents[1] / "pyproject.toml"
-    if pyproject.is_file():
-        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
-        groups = {"": tuple(project.get("dependencies", []))}
-        groups.update({k: tuple(v) for k, v in project.get("optional-dependencies", {}).items()})
-        return groups
-    groups_lists: dict[str, list[str]] = {"": []}
-    for requirement in metadata.requires("burnqed") or []:
-        text, _, marker = requirement.partition(";")
-        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
-        groups_lists.setdefault(extra.group(1) if extra else "", []).append(text.strip())
-    return {k: tuple(v) for k, v in groups_lists.items()}
-
-
 def requirements(extras: Iterable[str]) -> tuple[str, ...]:
     """The requirement strings of what an image with `extras` installs: torch (every image's Dockerfile installs it
     first, from its torch_index), burnqed's dependencies and each extra's, following `burnqed[X]` inside an extra
     (not itself listed). `ConfigError` for an extra pyproject.toml does not define. The one walk of the extras: the
     tests' image environments (tests/cluster/image_venv.py) resolve these further."""
-    return ("torch", *_walk(["", *extras]))
-
-
-def extra_requirements(extra: str) -> tuple[str, ...]:
-    """The requirement strings of burnqed[EXTRA] alone ('' for burnqed's own dependencies), following `burnqed[X]`
-    inside it: what `burnqed.cluster.needs` checks a command for."""
-    return _walk([extra])
-
-
-def requirement_name(requirement: str) -> str:
-    """The normalised distribution name of a requirement string (`trl>=1.16,<2` -> `trl`)."""
-    return _name(requirement)
-
-
-def _walk(pending: list[str]) -> tuple[str, ...]:
-    groups = _dependency_groups()
-    found: list[str] = []
-    seen: set[str] = set()
-    while pending:
-        group = pending.pop()
-        if group in seen:
-            continue
-        seen.add(group)
-        if group not in groups:
-            raise ConfigError(f"images.toml names the extra {group!r}, which pyproject.toml does not define")
-        for requirement in groups[group]:
-            if _name(requirement) == "burnqed":  # burnqed[model] inside an extra
-                inner = re.search(r"\[([^\]]*)\]", requirement)
-                pending += [e.strip() for e in (inner.group(1) if inner else "").split(",") if e.strip()]
-            else:
-                found.append(requirement)
-    return tuple(found)
+    return ("torch", *walk_extras(["", *extras]))
 
 
 def _provided(extras: tuple[str, ...]) -> frozenset[str]:
     """Normalised names of the distributions an image with `extras` installs directly (`requirements`)."""
-    return frozenset(_name(requirement) for requirement in requirements(extras))
+    return frozenset(requirement_name(requirement) for requirement in requirements(extras))
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,13 +180,6 @@ def rl_requirements(cfg: Config, image: Image, *, gpu: bool, where: str) -> None
                           f"{image.name} image's torch is {'a CUDA' if image.cuda else 'the CPU'} build)")
 
 
-def hub_sources(cfg: Config) -> list[str]:
-    """The data sources a pod would load from the Hugging Face hub: no URI scheme, not a path, `org/name`."""
-    paths = [source.path for source in cfg.data.sources if source.path]
-    return [p for p in paths if not storage.is_remote(p) and not p.startswith(("/", ".", "~", "file:"))
-            and HUB_NAME.match(p)]
-
-
 def uses_value_model(stage: Stage) -> bool:
     """Whether the step's burnqed loads the value model's head (scores with it, or trains it)."""
     return stage.ebm is not None or stage.argv[:1] == ("train-ebm",)
@@ -294,3 +233,20 @@ def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, whe
                           f"{image.name} image's torch is {'a CUDA' if image.cuda else 'the CPU'} build): set "
                           "ebm.device = \"auto\" (render pins cuda where a step has a GPU, cpu elsewhere) or \"cpu\"")
     return [(DEVICE_ENV, device)]
+
+
+def check_installed(command: str, needs: Iterable[Need]) -> None:
+    """`ConfigError` (exit 2, one line) naming the first of `needs` that is not installed, the extra that installs
+    it and the images that hold it; records what was checked in `burnqed.cluster.needs.CHECKED`."""
+    needs = list(needs)
+    CHECKED.update(need.distribution for need in needs)
+    lacking = missing(needs)
+    if not lacking:
+        return
+    need = lacking[0]
+    holding = [name for name, image in declared().items() if need.distribution in image.distributions()]
+    where = f"the {', '.join(holding)} image{'s' if len(holding) > 1 else ''} install it" if holding else \
+        "no image of burnqed/cluster/images.toml installs it"
+    others = f" (also missing: {', '.join(n.distribution for n in lacking[1:])})" if lacking[1:] else ""
+    raise ConfigError(f"burnqed {command}: {need.why} needs the {need.distribution} package, which is not installed "
+                      f"here{others}: pip install 'burnqed[{need.extra}]' ({where})")

@@ -2,7 +2,7 @@
 that knows it (docs/cluster.md, "Images and what runs where"; `render` reads the same table against each image).
 
     needs = command_needs("eval", cfg, ebm=ebm)   # (Need("torch", "value", …), Need("safetensors", "value", …))
-    check_installed("eval", needs)                # ConfigError (exit 2): the first one not installed, in one line
+    images.check_installed("eval", needs)         # ConfigError (exit 2): the first one not installed, in one line
     [n.distribution for n in needs if n.distribution not in image.distributions()]   # what an image lacks
 
 Each need is every distribution of one of burnqed's extras (pyproject.toml: `train` for sft, rl and export, `value`
@@ -11,21 +11,30 @@ for the value model, `hub` for data sources named on the Hugging Face hub, `mode
 plots), so the table names extras, not packages. A missing one is found by
 asking importlib for its module's spec, without importing it: the refusal comes in the command's first second, not
 when a lazy import is reached minutes in. tests/cluster/test_rehearsal.py records what each rehearsed step imported
-and fails when it imported a distribution of an extra its command's needs do not name.
+and fails when it imported a distribution of an extra its command's needs do not name. The extras' packages come
+from pyproject.toml beside the package, else from the installed package's metadata (`walk_extras`); the refusal,
+which names the images that install a missing package, is `burnqed.cluster.images.check_installed`.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from burnqed import storage
 from burnqed.errors import ConfigError
 
 if TYPE_CHECKING:
     from burnqed.config import Config
 
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name, as burnqed.data.rows.is_hub_name reads it
 CHECKED: set[str] = set()  # the distributions this process's command checked (tests/cluster/rehearsal.py reads it)
 
 
@@ -46,8 +55,6 @@ class Need:
 def extra_distributions(extra: str) -> tuple[str, ...]:
     """The distributions of burnqed[EXTRA] beyond burnqed's own dependencies, as pyproject.toml declares them
     (`burnqed[model]` inside an extra followed), in declaration order."""
-    from burnqed.cluster.images import extra_requirements, requirement_name
-
     base = {requirement_name(r) for r in extra_requirements("")}
     names = [requirement_name(r) for r in extra_requirements(extra)]
     return tuple(dict.fromkeys(name for name in names if name not in base))
@@ -84,11 +91,8 @@ def command_needs(command: str, cfg: Config, *, ebm: bool = False, model_folder:
     if command in ("search", "eval") and cfg.policy.backend == "sglang" and cfg.policy.model:
         needs += extra_needs("modelfolder", "checking the served model's tokenizer (policy.backend = 'sglang', "
                                             "policy.model)")
-    if command == "data prepare":
-        from burnqed.cluster.images import hub_sources
-
-        if hub := hub_sources(cfg):
-            needs += extra_needs("hub", f"reading data.sources {', '.join(hub)} from the Hugging Face hub")
+    if command == "data prepare" and (hub := hub_sources(cfg)):
+        needs += extra_needs("hub", f"reading data.sources {', '.join(hub)} from the Hugging Face hub")
     if command == "fetch" and model_folder:
         needs += extra_needs("modelfolder", "writing the model folder's tokenizer (--model-folder)")
     if command == "report":
@@ -112,20 +116,62 @@ def _findable(module: str) -> bool:
         return False
 
 
-def check_installed(command: str, needs: Iterable[Need]) -> None:
-    """`ConfigError` (exit 2, one line) naming the first of `needs` that is not installed, the extra that installs
-    it and the images that hold it; records what was checked in `CHECKED`."""
-    needs = list(needs)
-    CHECKED.update(need.distribution for need in needs)
-    lacking = missing(needs)
-    if not lacking:
-        return
-    need = lacking[0]
-    from burnqed.cluster.images import declared
+def requirement_name(requirement: str) -> str:
+    """The normalised distribution name of a requirement string (`trl>=1.16,<2` -> `trl`)."""
+    found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)(\[[^\]]*\])?", requirement)
+    if found is None:
+        raise ConfigError(f"cannot read the requirement {requirement!r}")
+    return re.sub(r"[-_.]+", "-", found.group(1)).lower()
 
-    holding = [name for name, image in declared().items() if need.distribution in image.distributions()]
-    where = f"the {', '.join(holding)} image{'s' if len(holding) > 1 else ''} install it" if holding else \
-        "no image of burnqed/cluster/images.toml installs it"
-    others = f" (also missing: {', '.join(n.distribution for n in lacking[1:])})" if lacking[1:] else ""
-    raise ConfigError(f"burnqed {command}: {need.why} needs the {need.distribution} package, which is not installed "
-                      f"here{others}: pip install 'burnqed[{need.extra}]' ({where})")
+
+@cache
+def _dependency_groups() -> dict[str, tuple[str, ...]]:
+    """'' (the base) and each extra -> its requirement strings."""
+    import burnqed
+
+    pyproject = Path(burnqed.__file__).resolve().parents[1] / "pyproject.toml"
+    if pyproject.is_file():
+        project = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]
+        groups = {"": tuple(project.get("dependencies", []))}
+        groups.update({k: tuple(v) for k, v in project.get("optional-dependencies", {}).items()})
+        return groups
+    groups_lists: dict[str, list[str]] = {"": []}
+    for requirement in metadata.requires("burnqed") or []:
+        text, _, marker = requirement.partition(";")
+        extra = re.search(r"extra\s*==\s*['\"]([^'\"]+)['\"]", marker)
+        groups_lists.setdefault(extra.group(1) if extra else "", []).append(text.strip())
+    return {k: tuple(v) for k, v in groups_lists.items()}
+
+
+def extra_requirements(extra: str) -> tuple[str, ...]:
+    """The requirement strings of burnqed[EXTRA] alone ('' for burnqed's own dependencies), following `burnqed[X]`
+    inside it: what a command is checked for."""
+    return walk_extras([extra])
+
+
+def walk_extras(pending: list[str]) -> tuple[str, ...]:
+    """The requirement strings of the groups `pending` names ('' the base), following `burnqed[X]` inside them."""
+    groups = _dependency_groups()
+    found: list[str] = []
+    seen: set[str] = set()
+    while pending:
+        group = pending.pop()
+        if group in seen:
+            continue
+        seen.add(group)
+        if group not in groups:
+            raise ConfigError(f"images.toml names the extra {group!r}, which pyproject.toml does not define")
+        for requirement in groups[group]:
+            if requirement_name(requirement) == "burnqed":  # burnqed[model] inside an extra
+                inner = re.search(r"\[([^\]]*)\]", requirement)
+                pending += [e.strip() for e in (inner.group(1) if inner else "").split(",") if e.strip()]
+            else:
+                found.append(requirement)
+    return tuple(found)
+
+
+def hub_sources(cfg: Config) -> list[str]:
+    """The data sources a pod would load from the Hugging Face hub: no URI scheme, not a path, `org/name`."""
+    paths = [source.path for source in cfg.data.sources if source.path]
+    return [p for p in paths if not storage.is_remote(p) and not p.startswith(("/", ".", "~", "file:"))
+            and HUB_NAME.match(p)]

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from burnqed.cluster.needs import check_installed, command_needs
+from burnqed.cluster.images import check_installed
+from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import ConfigOption, SetOption, carried, configure, reports_errors, setup, suggestion
 from burnqed.commands.vocabulary import Command, Group
 from burnqed.errors import BurnqedError, ConfigError, InputError

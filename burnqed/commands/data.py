@@ -19,7 +19,8 @@ from typing import Annotated, get_args
 
 import typer
 
-from burnqed.cluster.needs import check_installed, command_needs
+from burnqed.cluster.images import check_installed
+from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group
 from burnqed.config.data import RENAMED_KINDS

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed.base.cpu_kernels import cpu_threads
-from burnqed.cluster.needs import check_installed, command_needs
+from burnqed.cluster.images import check_installed
+from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group, ModelOption, StartOption, model_set
 from burnqed.storage import Store

@@ -19,7 +19,8 @@ import typer
 
 from burnqed.base import progress
 from burnqed.base.signals import run_async, same_command, stop_on_signals
-from burnqed.cluster.needs import check_installed, command_needs
+from burnqed.cluster.images import check_installed
+from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import (
     ConfigOption,
     SetOption,

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.cluster.needs import check_installed, command_needs
+from burnqed.cluster.images import check_installed
+from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import (
     ConfigOption,
     SetOption,

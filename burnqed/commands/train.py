@@ -21,7 +21,8 @@ from typing import Annotated
 
 import typer
 
-from burnqed.cluster.needs import check_installed, command_needs
+from burnqed.cluster.images import check_installed
+from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
@@ -182,41 +183,33 @@ def rl(
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
     from burnqed.sft.launch import World, is_main_process, needs_launch, stops_with_continue
-    from burnqed.stages.rl import (
-        RlRequest,
-        RlSettings,
-        check_model_folder,
-        proved_theorems,
-        run_rl,
-        select_theorems,
-        untrained_format,
-        with_failed_proofs,
-    )
+    from burnqed.stages import rl as stage
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
     check_installed("rl", command_needs("rl", cfg))  # before the theorems are read and the Lean pool starts
     check_checkpoint_folder(store, output)
-    settings = RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
+    settings = stage.RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
     index = rl_index(theorems, split, cfg, store=store)  # without --split: the train split
     decontaminated = check_rl_theorems(index, cfg, store=store)  # refuses test and benchmark theorems by name
     made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
-    check_model_folder(store.local_input(sft), sft)
+    stage.check_model_folder(store.local_input(sft), sft)
     if needs_launch(cfg.rl.processes):  # the checks above ran once, here: each process runs them again, quietly
         return _launch_rl(cfg.rl.processes, sft, output, iteration, theorems, split, trajectories, force, config, set_)
     if is_main_process():
         typer.echo(decontaminated, err=True)
-        if (warning := untrained_format(sft, store=store)) is not None:
+        if (warning := stage.untrained_format(sft, store=store)) is not None:
             typer.echo(warning, err=True)
-    selection = select_theorems(index.theorems, cfg.rl.theorems, proved_theorems(trajectories or (), store=store))
-    selection = with_failed_proofs(selection, trajectories or (), settings, store=store)
-    request = RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
-                        trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
+    proved = stage.proved_theorems(trajectories or (), store=store)
+    selection = stage.select_theorems(index.theorems, cfg.rl.theorems, proved)
+    selection = stage.with_failed_proofs(selection, trajectories or (), settings, store=store)
+    request = stage.RlRequest(iteration=iteration, sft=sft, output=output, theorems=theorems, split=split,
+                              trajectories=tuple(trajectories or ()), force=force, made_from=made_from)
     workers = max(1, cfg.lean.resolved_workers() // World.from_env().size)  # data-parallel: each pool its share
     pool = partial(LeanPool.from_config, cfg.lean, size=workers, theorems_per_worker=cfg.search.theorems_per_worker)
     with stops_with_continue("rl", output):  # a stop: one line with the command that resumes
-        outcome = run_rl(request, selection, settings, store=store, open_pool=pool)
+        outcome = stage.run_rl(request, selection, settings, store=store, open_pool=pool)
     if is_main_process():
         typer.echo(outcome.summary)
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.cluster import needs
 from burnqed.cluster.images import declared
 from burnqed.cluster.needs import command_needs, extra_distributions
-from burnqed.commands import needs
 from burnqed.config import Config
 from tests.processes import cli
 
