@@ -17,9 +17,9 @@ from burnqed.cluster.images import (
     Image,
     declared,
     fetch_requirements,
-    hub_sources,
     step_requirements,
 )
+from burnqed.cluster.needs import hub_sources
 from burnqed.cluster.render import render_templates
 from burnqed.config import Config, load_config
 from burnqed.errors import ConfigError
