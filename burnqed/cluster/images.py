@@ -235,14 +235,16 @@ def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, whe
     return [(DEVICE_ENV, device)]
 
 
-def check_installed(command: str, needs: Iterable[Need]) -> None:
-    """`ConfigError` (exit 2, one line) naming the first of `needs` that is not installed, the extra that installs
-    it and the images that hold it; records what was checked in `burnqed.cluster.needs.CHECKED`."""
+def check_installed(command: str, needs: Iterable[Need]) -> list[Need]:
+    """`ConfigError` (exit 2, one line) naming the first of `needs` that is not installed and not optional, the extra
+    that installs it and the images that hold it; else the optional needs not installed (the command says what it
+    goes without). Records what was checked in `burnqed.cluster.needs.CHECKED`."""
     needs = list(needs)
     CHECKED.update(need.distribution for need in needs)
-    lacking = missing(needs)
+    absent = missing(needs)
+    lacking = [need for need in absent if not need.optional]
     if not lacking:
-        return
+        return [need for need in absent if need.optional]
     need = lacking[0]
     holding = [name for name, image in declared().items() if need.distribution in image.distributions()]
     where = f"the {', '.join(holding)} image{'s' if len(holding) > 1 else ''} install it" if holding else \

@@ -45,6 +45,7 @@ class Need:
     distribution: str  # normalised, as pyproject.toml names it: "safetensors"
     extra: str         # burnqed's extra that installs it: "value"
     why: str           # "the value model (--ebm)"
+    optional: bool = False  # the command runs without it and loses only `why` (the report's plots)
 
     @property
     def module(self) -> str:
@@ -60,9 +61,9 @@ def extra_distributions(extra: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(name for name in names if name not in base))
 
 
-def extra_needs(extra: str, why: str) -> list[Need]:
+def extra_needs(extra: str, why: str, *, optional: bool = False) -> list[Need]:
     """One need per distribution of burnqed[EXTRA] (`extra_distributions`), each for `why`."""
-    return [Need(name, extra, why) for name in extra_distributions(extra)]
+    return [Need(name, extra, why, optional) for name in extra_distributions(extra)]
 
 
 def trainer_needs(what: str) -> list[Need]:
@@ -96,7 +97,7 @@ def command_needs(command: str, cfg: Config, *, ebm: bool = False, model_folder:
     if command == "fetch" and model_folder:
         needs += extra_needs("modelfolder", "writing the model folder's tokenizer (--model-folder)")
     if command == "report":
-        needs += extra_needs("report", "drawing the report's plots")
+        needs += extra_needs("report", "drawing the report's plots", optional=True)  # without: no plots
     unique: dict[str, Need] = {}
     for need in needs:  # the first reason for a distribution is the one a refusal gives
         unique.setdefault(need.distribution, need)

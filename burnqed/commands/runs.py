@@ -234,7 +234,9 @@ def report(
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
-    check_installed("report", command_needs("report", cfg))
+    for need in check_installed("report", command_needs("report", cfg)):  # the plots alone are optional
+        typer.echo(f"warning: {need.why} needs the {need.distribution} package, which is not installed here: the "
+                   f"report is written without them (pip install 'burnqed[{need.extra}]')", err=True)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
     carry = carried(root=root, config=config, sets=set_)

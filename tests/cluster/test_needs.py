@@ -76,3 +76,16 @@ def test_a_command_without_a_package_it_needs_refuses_before_any_work(tmp_path: 
     assert sorted(path.name for path in tmp_path.iterdir()) == []  # nothing read, nothing written
     assert {"safetensors", "trl", "peft"} <= needs.CHECKED
     assert [name for name, image in declared().items() if "trl" in image.distributions()] == ["train", "rl"]
+
+
+def test_the_report_without_matplotlib_goes_on_without_its_plots(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    found = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "matplotlib" else found(name, *rest))
+    assert [(n.distribution, n.optional) for n in command_needs("report", Config())] == [("matplotlib", True)]
+    result = cli("report", "--root", str(tmp_path / "run"), "--iter", "0")  # past the check, to the missing eval
+    first, second = result.stderr.splitlines()
+    assert first == ("warning: drawing the report's plots needs the matplotlib package, which is not installed here: "
+                     "the report is written without them (pip install 'burnqed[report]')")
+    assert second.startswith("error: iteration 0's eval is not finished") and result.returncode == 2
