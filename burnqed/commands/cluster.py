@@ -20,9 +20,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from burnqed.cluster.images import check_installed
-from burnqed.cluster.needs import command_needs
-from burnqed.commands.kit import ConfigOption, SetOption, carried, configure, reports_errors, setup, suggestion
+from burnqed.commands.kit import (
+    ConfigOption,
+    SetOption,
+    carried,
+    check_packages,
+    configure,
+    reports_errors,
+    setup,
+    suggestion,
+)
 from burnqed.commands.vocabulary import Command, Group
 from burnqed.errors import BurnqedError, ConfigError, InputError
 
@@ -211,7 +218,7 @@ def fetch(
     from burnqed.cluster.fetch import fetch as fetch_artifact
 
     cfg, store = setup(config, set_)
-    check_installed("fetch", command_needs("fetch", cfg, model_folder=model_folder))
+    check_packages("fetch", cfg, model_folder=model_folder)
     report = fetch_artifact(uri, dest, require_done=require_done, model_folder=model_folder, store=store)
     if report.skipped:
         typer.echo(f"{dest} already holds {uri}")

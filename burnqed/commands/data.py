@@ -19,9 +19,7 @@ from typing import Annotated, get_args
 
 import typer
 
-from burnqed.cluster.images import check_installed
-from burnqed.cluster.needs import command_needs
-from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_packages, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group
 from burnqed.config.data import RENAMED_KINDS
 from burnqed.errors import InputError
@@ -89,7 +87,7 @@ def prepare(
     from burnqed.runner.reuse import prepare_inputs
 
     cfg, store = setup(config, sources_set(source, set_), output=output, folder=True, stage="prepare-data")
-    check_installed("data prepare", command_needs("data prepare", cfg))  # hub sources: datasets, before any work
+    check_packages("data prepare", cfg)  # hub sources: datasets, before any work
     # What the evals evaluate: training theorems restating it are dropped (a missing or empty one: exit 2, here).
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
                                    world_sketches=cfg.data.world_sketches)

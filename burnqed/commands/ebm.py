@@ -21,9 +21,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from burnqed.base.cpu_kernels import cpu_threads
-from burnqed.cluster.images import check_installed
-from burnqed.cluster.needs import command_needs
-from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_packages, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group, ModelOption, StartOption, model_set
 from burnqed.storage import Store
 
@@ -185,7 +183,7 @@ def train_ebm(
 
     started = time.perf_counter()
     cfg, store = setup(config, model_set(model, set_), output=output, folder=True, stage="train-ebm")
-    check_installed("train-ebm", command_needs("train-ebm", cfg))
+    check_packages("train-ebm", cfg)
     if start is not None:  # --start names the best value model so far (none: train afresh): it replaces --init
         from burnqed.eval.best_so_far import read_start
 

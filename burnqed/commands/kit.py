@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from functools import wraps
 from pathlib import Path
-from typing import Annotated, Any, NamedTuple, ParamSpec, TextIO, TypeVar, cast
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, ParamSpec, TextIO, TypeVar, cast
 
 import typer
 
@@ -42,6 +42,9 @@ from burnqed.errors import (
     from_leankit,
 )
 from burnqed.provenance import StageInputs
+
+if TYPE_CHECKING:
+    from burnqed.cluster.needs import Need
 from burnqed.storage import Store
 from leankit.failures import LeankitFailure
 
@@ -370,6 +373,17 @@ def suggestion(args: Sequence[str], carry: Sequence[str] = ()) -> str:
     """`burnqed ARGS CARRY` as a shell reads it back (`burnqed iterate --iter 1 --root runs-mine --set
     'data.sources=[...]'`): what a command prints when it names the command to run next."""
     return command_text([*args, *carry])
+
+
+def check_packages(command: str, cfg: Config, *, ebm: bool = False, model_folder: bool = False) -> list[Need]:
+    """Exit 2 (ConfigError, one line) when `burnqed COMMAND` with `cfg` would import a package of burnqed's extras
+    that is not installed here (`burnqed.cluster.needs.command_needs`, `burnqed.cluster.images.check_installed`);
+    else the optional needs that are not, for the command to say what it goes without. Imported here, not at the
+    CLI's start: the images' table is read by the command that runs, not by every `burnqed` process."""
+    from burnqed.cluster.images import check_installed
+    from burnqed.cluster.needs import command_needs
+
+    return check_installed(command, command_needs(command, cfg, ebm=ebm, model_folder=model_folder))
 
 
 def already_done(store: Store, output: str, what: str, *, made_from: StageInputs, force: bool = False) -> bool:

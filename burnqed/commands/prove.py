@@ -19,14 +19,13 @@ import typer
 
 from burnqed.base import progress
 from burnqed.base.signals import run_async, same_command, stop_on_signals
-from burnqed.cluster.images import check_installed
-from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import (
     ConfigOption,
     SetOption,
     VerboseOption,
     already_done,
     carried,
+    check_packages,
     reports_errors,
     setup,
     show_sets,
@@ -136,7 +135,7 @@ def search(
         if not (begun := read_start(start, store)).search_value_model:
             typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
             ebm = None
-    check_installed("search", command_needs("search", cfg, ebm=ebm is not None))  # before the Lean pool starts
+    check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts
     settings = _job_settings(cfg, unsolved_from, store=store)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
@@ -283,7 +282,7 @@ def evaluate(
     from burnqed.runner.reuse import eval_inputs
 
     cfg, store = setup(config, model_set(model, set_))
-    check_installed("eval", command_needs("eval", cfg, ebm=ebm is not None))  # before the Lean pool starts
+    check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts
     budget_list = eval_budgets(budgets, cfg.pipeline)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
                           trajectories=trajectories_out, resume=resume, keep_trajectories=not no_trajectories_out)

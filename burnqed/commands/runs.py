@@ -18,14 +18,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from burnqed.cluster.images import check_installed
-from burnqed.cluster.needs import command_needs
 from burnqed.commands.kit import (
     ConfigOption,
     SetOption,
     VerboseOption,
     already_done,
     carried,
+    check_packages,
     configure,
     reports_errors,
     setup,
@@ -234,7 +233,7 @@ def report(
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
-    for need in check_installed("report", command_needs("report", cfg)):  # the plots alone are optional
+    for need in check_packages("report", cfg):  # the plots alone are optional
         typer.echo(f"warning: {need.why} needs the {need.distribution} package, which is not installed here: the "
                    f"report is written without them (pip install 'burnqed[{need.extra}]')", err=True)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")

@@ -21,9 +21,7 @@ from typing import Annotated
 
 import typer
 
-from burnqed.cluster.images import check_installed
-from burnqed.cluster.needs import command_needs
-from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
+from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_packages, reports_errors, setup
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
 from burnqed.commands.vocabulary import StartOption
@@ -75,7 +73,7 @@ def sft(
     from burnqed.sft.train import SftRequest, run_sft
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
-    check_installed("sft", command_needs("sft", cfg))  # before the data is read
+    check_packages("sft", cfg)  # before the data is read
     check_checkpoint_folder(store, output)
     if start is not None:  # --start names the best policy so far: it replaces --init
         from burnqed.eval.best_so_far import read_start
@@ -129,7 +127,7 @@ def export(
     from burnqed.sft.export import ExportRequest, run_export
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="export")
-    check_installed("export", command_needs("export", cfg))
+    check_packages("export", cfg)
     made_from = export_inputs(cfg, store, sft=sft)
     if already_done(store, output, "export", made_from=made_from, force=force):
         return
@@ -186,7 +184,7 @@ def rl(
     from burnqed.stages import rl as stage
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
-    check_installed("rl", command_needs("rl", cfg))  # before the theorems are read and the Lean pool starts
+    check_packages("rl", cfg)  # before the theorems are read and the Lean pool starts
     check_checkpoint_folder(store, output)
     settings = stage.RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
     index = rl_index(theorems, split, cfg, store=store)  # without --split: the train split
