@@ -46,7 +46,7 @@ def quiet_imports(*, datasets: bool = True) -> None:
     """Silence import-time and progress-bar noise: bitsandbytes warns about an optional CPU kernel package (harmless),
     transformers and datasets draw their own bars; burnqed prints its own progress lines. `datasets=False` for a
     caller that builds no dataset (export, reading a tokenizer): silencing its bars imports the whole `datasets`
-    package, pandas included (~2 CPU-s)."""
+    package, pandas included (0.5–0.7 CPU-s once transformers is loaded)."""
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
     quiet_transformers()
     if datasets:
