@@ -118,6 +118,11 @@ def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monke
     assert (report.theorems, report.pairs) == (5, 24)
     assert report.sources[1].path == source
     assert len(list((tmp_path / "home" / "cache").glob("*/pairs.jsonl"))) == 1
+    local = tmp_path / "local-data"  # the same inputs to a local folder: the same pairs, byte for byte
+    here = runner.invoke(app, ["data", "prepare", "--output", str(local), "--set", f"data.sources={sources}"])
+    assert here.exit_code == 0, here.output
+    assert store.read_bytes(f"{uri}/pairs.parquet") == (local / "pairs.parquet").read_bytes()
+    assert store.read_bytes(f"{uri}/theorems.json") == (local / "theorems.json").read_bytes()
     again = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
     assert again.exit_code == 0 and again.output.startswith(f"reusing {uri} (finished ")
     other = runner.invoke(app, ["data", "prepare", "--output", uri])  # the default sources: not what it was made from

@@ -5,8 +5,8 @@ minutes: benchmarks/learning.py runs it), with its BURNQED_HOME.
 Iteration 0 is run once per test run (tests/conftest.py `iteration_0`, shared by every worker) the way a shared
 cluster treats it: stopped by SIGTERM mid-search, resumed and SIGKILLed mid-search, resumed again to the end. What
 happened at each stop is recorded (`Interruptions`) and the tests assert on it (tests/pipeline/test_iterate.py);
-iteration 1 (tests/pipeline/test_iterate.py), a joint iteration 1 (tests/sft/test_joint_iterate.py) and the same
-iteration 0 on S3 (tests/pipeline/test_iterate_s3.py) start from it.
+iteration 1 (tests/pipeline/test_iterate.py), a joint iteration 1 (tests/sft/test_joint_iterate.py), the SFT and RL
+stops (tests/pipeline/test_resume.py) and its --force redo on S3 (tests/pipeline/test_iterate_s3.py) start from it.
 """
 
 from __future__ import annotations

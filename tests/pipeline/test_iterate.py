@@ -1,8 +1,8 @@
 """`burnqed iterate` end to end on the embedded defaults (replay Lean server, tiny model) with a small generated
 world in place of the default one (tests/pipeline/iteration.py): iteration 0 stopped by SIGTERM mid-search (one
 line, 143, no process left, committed parts kept), resumed and SIGKILLed mid-search (its stages follow it), resumed
-to the end; a re-run that does no work; iteration 1 with an EBM and the report of both iterations. The same
-iteration 0 on S3 is tests/pipeline/test_iterate_s3.py, a joint iteration 1 tests/sft/test_joint_iterate.py, the
+to the end; a re-run that does no work; iteration 1 with an EBM and the report of both iterations. Iteration 0
+redone by --force on S3 is tests/pipeline/test_iterate_s3.py, a joint iteration 1 tests/sft/test_joint_iterate.py, the
 run root's lease tests/pipeline/test_iterate_signals.py."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Stop, continue and redo through the command line, as a user does (issue 68): `burnqed iterate` stopped by Ctrl-C or
 kill -9 while SFT or RL writes its checkpoint continues with the command it printed (or the same command) to the very
-output an uninterrupted run writes; `iterate --force` with another setting redoes the stage it changes and what
-follows through the stages' own --force; a model that names nothing is refused before any stage. Real processes on
+output an uninterrupted run writes; a model that names nothing is refused before any stage (`iterate --force` with
+another setting is tests/pipeline/test_iterate_s3.py's, on an S3 run root). Real processes on
 the small world of tests/pipeline/iteration.py, starting from the shared iteration 0 (copied): its SFT ran
 uninterrupted under the same settings and is SFT's reference; RL's is one uninterrupted `iterate --only rl` from a copy
 of it (`rl_reference`), shared by the module's RL tests."""
@@ -26,7 +26,6 @@ from tests.pipeline.iteration import (
     alive_after,
     iterate,
     iterate_env,
-    iterate_in_process,
     start_iterate,
     wait_until,
 )
@@ -245,37 +244,6 @@ def test_kill_9_while_rl_checkpoints_then_the_same_command_trains_the_same_model
     record = assert_same_rl(root, rl_reference)
     assert record["resumed_from_step"] in (1, 2)
     assert f"rl: resuming from checkpoint-{record['resumed_from_step']} in {checkpoints}" in done.stderr
-
-
-def test_iterate_force_with_another_sft_learning_rate_redoes_sft_and_every_stage_after_it(
-    iteration_0: Path, iterate_home: Path, tmp_path: Path
-) -> None:
-    root = tmp_path / "run"
-    shutil.copytree(iteration_0 / "run" / "iter_0", root / "iter_0", symlinks=True)  # the shared run stays as it is
-    # Without the noise search (its copy stays, unused): the same `search` command as the main search, 2 shards
-    # each, redone here by the same code; it cost a fifth of the test.
-    env = iterate_env(iterate_home, {"BURNQED_PIPELINE__NOISE_TEMPERATURE": "null"})
-    changed = ("--set", "sft.learning_rate=0.001")
-    # Refused without --force, before any stage. (The copy's SFT records the data folder of the shared run, which
-    # differs first: a run moved elsewhere is redone from SFT on, like a run with another sft.learning_rate.)
-    refused = iterate_in_process(str(root), 0, env, *changed)
-    assert refused.returncode == 2, refused.stderr[-3000:]
-    assert refused.stderr.splitlines()[-1].startswith(
-        "error: iteration 0: stage sft finished with other inputs than this run gives it: --data was ")
-    assert refused.stderr.endswith("; run it as it was made, or --force redoes it and every stage after it\n")
-    assert "$ burnqed" not in refused.stderr
-    kept = {name: (root / "iter_0" / name).read_bytes() for name in ("data/theorems.json", "eval-base/eval.json")}
-    done = iterate(str(root), 0, env, "--force", *changed)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "prepare-data: done already, skipped" in done.stderr and "eval-base: done already, skipped" in done.stderr
-    redone = sorted({line.split()[2] for line in done.stderr.splitlines()
-                     if line.startswith("  $ burnqed ") and line.endswith(" --force")})
-    assert redone == ["eval", "export", "merge-trajectories", "report", "search", "sft"]
-    assert " --resume " not in "".join(line for line in done.stderr.splitlines() if line.startswith("  $ burnqed "))
-    assert json.loads((root / "iter_0" / "sft" / "sft.json").read_text())["learning_rate"] == 0.001
-    assert {name: (root / "iter_0" / name).read_bytes() for name in kept} == kept
-    again = iterate_in_process(str(root), 0, env, *changed)  # the redone run is this setting's now: nothing to do
-    assert again.returncode == 0 and "nothing to do, all stages finished" in again.stdout, again.stderr[-3000:]
 
 
 def test_iterate_with_a_model_that_names_no_folder_is_refused_before_any_stage(iterate_home: Path,
