@@ -118,17 +118,33 @@ def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monke
     assert (report.theorems, report.pairs) == (5, 24)
     assert report.sources[1].path == source
     assert len(list((tmp_path / "home" / "cache").glob("*/pairs.jsonl"))) == 1
-    local = tmp_path / "local-data"  # the same inputs to a local folder: the same pairs, byte for byte
-    here = runner.invoke(app, ["data", "prepare", "--output", str(local), "--set", f"data.sources={sources}"])
-    assert here.exit_code == 0, here.output
-    assert store.read_bytes(f"{uri}/pairs.parquet") == (local / "pairs.parquet").read_bytes()
-    assert store.read_bytes(f"{uri}/theorems.json") == (local / "theorems.json").read_bytes()
     again = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
     assert again.exit_code == 0 and again.output.startswith(f"reusing {uri} (finished ")
     other = runner.invoke(app, ["data", "prepare", "--output", uri])  # the default sources: not what it was made from
     assert other.exit_code == 2 and other.stderr == (
         f"error: {uri} is a finished prepared-data output made with other inputs: data.sources[1] was {source}, now "
         "not given; --force redoes it, or choose another --output\n")
+
+
+@pytest.mark.slow
+def test_prepare_writes_to_s3_the_bytes_it_writes_to_a_local_folder(s3_root: str, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     store: Store) -> None:
+    monkeypatch.setenv("BURNQED_HOME", str(tmp_path / "home"))
+    files = write_all_sources(tmp_path / "sources")
+    sources = json.dumps([{"kind": "bundled", "limit": 3}, {"kind": "pairs", "path": str(files["pairs"])}])
+    uri, local = f"{s3_root}/iter_0/data", tmp_path / "data"
+    for output in (uri, str(local)):
+        done = CliRunner().invoke(app, ["data", "prepare", "--output", output, "--set", f"data.sources={sources}"])
+        assert done.exit_code == 0, done.output
+    names = sorted(path.name for path in local.iterdir())
+    assert sorted(store.output_files(uri)) == names and "pairs.parquet" in names
+    for name in set(names) - {"_SUCCESS.json", "report.json"}:  # those two record when (and how fast) it ran
+        assert store.read_bytes(f"{uri}/{name}") == (local / name).read_bytes(), name
+    when = {"created_at", "elapsed_s"}
+    remote, here = (json.loads(text) for text in (store.read_bytes(f"{uri}/report.json"), (local / "report.json")
+                                                  .read_bytes()))
+    assert {k: v for k, v in remote.items() if k not in when} == {k: v for k, v in here.items() if k not in when}
 
 
 @pytest.mark.slow
