@@ -42,11 +42,11 @@ from burnqed.errors import (
     from_leankit,
 )
 from burnqed.provenance import StageInputs
+from burnqed.storage import Store
+from leankit.failures import LeankitFailure
 
 if TYPE_CHECKING:
     from burnqed.cluster.needs import Need
-from burnqed.storage import Store
-from leankit.failures import LeankitFailure
 
 P = ParamSpec("P")
 R = TypeVar("R")
