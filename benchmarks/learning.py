@@ -1,7 +1,7 @@
 """Does expert iteration learn on the embedded world? Iterations 0..N-1 from an empty folder, for three world seeds.
 
     .venv/bin/python benchmarks/learning.py [--seeds 0,1,2] [--iterations 2] [--set KEY=VALUE ...] [--workdir DIR]
-                                            [--jobs N] [--concurrency-check 0]
+                                            [--jobs N] [--concurrency-check 0] [--resample 2]
     .venv/bin/python benchmarks/learning.py --analyse-only --workdir DIR [--seeds 0,1,2] [--iterations 5]
 
 For each seed S: `burnqed iterate --iter 0`, `--iter 1`, … (--iterations, default 2) on the embedded defaults (plus
@@ -10,7 +10,9 @@ baseline and a concurrency-1 eval. Finished steps are not redone. The analysis p
 checks against their targets (iteration 0's budget ratio, the gains over the base policy, retrieval, the value
 model's gap, concurrency, wall time): docs/benchmarks.md, "learning.py"; then the curve across the iterations (both
 arms at budgets 50 and 100, the positives SFT trained on, its held-out loss, what each iteration started from), also
-written to DIR/curve.json with the targets of issue 69. Exit code 1 when a run fails.
+written to DIR/curve.json with the targets of issue 69. --resample N evaluates each iteration's policy (LLM only)
+again at N more sampling seeds (`policy.seed` 101, 102, …), and the curve gains the mean over the samplings: one
+eval's sampling spread is a few theorems, as large as an iteration's gain. Exit code 1 when a run fails.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ EVALS = {
     "iter 0 concurrency 1": Path("iter_0/eval-c1/eval.json"),
 }
 RETRIEVAL = Path("retrieval/retrieval.json")
+RESAMPLE_SEEDS = (101, 102, 103, 104)  # the sampling seeds (policy.seed) of --resample's evals, in order
+
+
+def resampled_eval(iteration: int, sampling_seed: int) -> Path:
+    """Where --resample writes the LLM-only eval of iteration `iteration`'s policy at `policy.seed = sampling_seed`."""
+    return Path(f"iter_{iteration}/eval-resampled/policy-seed-{sampling_seed}.json")
 _STAGE_DONE = re.compile(r"^\[(\d+)/(\d+)\] (\S+): finished in ([0-9.]+)s")
 
 
@@ -84,9 +92,9 @@ def seed_sets(seed: int, extra: tuple[str, ...] = ()) -> list[str]:
 
 
 def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int | None, concurrency_check: bool,
-             iterations: int = 2, extra: tuple[str, ...] = ()) -> None:
-    """Run (or resume) seed `seed`'s iterations 0..`iterations`-1 (with the settings `extra`), its retrieval baseline
-    and, if asked, the concurrency-1 eval."""
+             iterations: int = 2, extra: tuple[str, ...] = (), resample: int = 0) -> None:
+    """Run (or resume) seed `seed`'s iterations 0..`iterations`-1 (with the settings `extra`), its retrieval baseline,
+    if asked the concurrency-1 eval, and `resample` more LLM-only evals of each iteration's policy."""
     root = workdir / f"seed-{seed}" / "runs"
     log = workdir / f"seed-{seed}" / "log.txt"
     root.parent.mkdir(parents=True, exist_ok=True)
@@ -112,6 +120,18 @@ def run_seed(seed: int, workdir: Path, env: dict[str, str], jobs: int | None, co
                         "--set", "search.concurrency=1", "--output", str(root / EVALS["iter 0 concurrency 1"])],
                        env, log)
         print(f"  seed {seed}: iteration 0's eval at concurrency 1 in {wall:.0f} s", flush=True)
+    budgets = ",".join(str(b) for b in EVAL_BUDGETS)
+    for iteration in range(iterations):
+        for sampling in RESAMPLE_SEEDS[:resample]:
+            output = root / resampled_eval(iteration, sampling)
+            if output.is_file():
+                continue
+            # the pipeline's LLM-only eval of this iteration (`burnqed plan` prints it), at another sampling seed
+            wall, _ = _run(["-m", "burnqed.cli", "eval", "--iter", str(iteration), "--budgets", budgets, "--pass-n",
+                            "1", "--model", str(root / f"iter_{iteration}" / "export"), *seed_sets(seed, extra),
+                            "--set", f"policy.seed={sampling}", "--output", str(output)], env, log)
+            print(f"  seed {seed}: iteration {iteration}'s LLM-only eval at policy.seed {sampling} in {wall:.0f} s",
+                  flush=True)
 
 
 # ------------------------------------------------------------------------------------------------ analysis
@@ -429,9 +449,16 @@ def _solved_or_none(path: Path, budget: int) -> int | None:
     return int(rows[0]["solved"]) if rows else None
 
 
+def _mean_solved(paths: list[Path], budget: int) -> float | None:
+    counts = [_solved_or_none(path, budget) for path in paths]
+    known = [c for c in counts if c is not None]
+    return statistics.fmean(known) if len(known) == len(counts) else None
+
+
 def iteration_point(root: Path, j: int) -> dict[str, Any]:
     """Iteration `j` of a run root: both arms' solved counts at CURVE_BUDGETS (None: not measured; iteration 0 has
-    no value model), the benchmark's size, the positives its SFT trained on (× upsample), its last train and held-out
+    no value model), the LLM-only count's mean over the pipeline's sampling and --resample's (None without those), the
+    benchmark's size, the positives its SFT trained on (× upsample), its last train and held-out
     losses, and what it started from (its start.json, when there is one)."""
     it = root / f"iter_{j}"
     llm = it / "eval" / ("eval.json" if j == 0 else "eval-noebm.json")
@@ -440,6 +467,9 @@ def iteration_point(root: Path, j: int) -> dict[str, Any]:
                              "llm_ebm": {b: None if j == 0 else _solved_or_none(it / "eval" / "eval.json", b)
                                          for b in CURVE_BUDGETS},
                              "total": json.loads(llm.read_text(encoding="utf-8"))["total"] if llm.is_file() else None}
+    resampled = [root / resampled_eval(j, s) for s in RESAMPLE_SEEDS if (root / resampled_eval(j, s)).is_file()]
+    point["resamples"] = len(resampled)
+    point["llm_resampled"] = {b: _mean_solved([llm, *resampled], b) if resampled else None for b in CURVE_BUDGETS}
     record = it / "sft" / "sft.json"
     if record.is_file():
         sft = json.loads(record.read_text(encoding="utf-8"))
@@ -464,21 +494,22 @@ def seed_curve(workdir: Path, seed: int, iterations: int) -> list[dict[str, Any]
 
 def curve_summary(curves: dict[int, list[dict[str, Any]]], budget: int = 50) -> dict[str, Any]:
     """Mean over the seeds that measured it, per iteration and arm, at `budget` (percent of the benchmark), and the
-    targets of issue 69 on the policy alone and with the value model: iterations 2, 3 and 4 each at least the best
-    earlier one, iteration 4 at least 5 points above iteration 1 (None: not measured)."""
-    per: dict[str, dict[int, float]] = {"llm": {}, "llm_ebm": {}}
+    targets of issue 69 on the policy alone (also as the mean over --resample's samplings) and with the value model:
+    iterations 2, 3 and 4 each at least the best earlier one, iteration 4 at least 5 points above iteration 1 (None:
+    not measured)."""
+    per: dict[str, dict[int, float]] = {"llm": {}, "llm_ebm": {}, "llm_resampled": {}}
     for arm, found in per.items():
         for j in sorted({p["iteration"] for points in curves.values() for p in points}):
             rates = [100 * p[arm][budget] / p["total"] for points in curves.values() for p in points
-                     if p["iteration"] == j and p[arm][budget] is not None and p["total"]]
+                     if p["iteration"] == j and p.get(arm, {}).get(budget) is not None and p["total"]]
             if rates:
                 found[j] = statistics.fmean(rates)
     targets: dict[str, Any] = {}
     for arm, means in per.items():
         # iteration 0 has no value model: with it, iteration 0's policy is the arm's start
         line = {**({0: per["llm"][0]} if arm == "llm_ebm" and 0 in per["llm"] else {}), **means}
-        never_below = {j: (line[j] >= max(line[k] for k in line if k < j)) if j in line else None
-                       for j in (2, 3, 4)}
+        never_below = {j: (line[j] >= max(line[k] for k in line if k < j))
+                       if j in line and any(k < j for k in line) else None for j in (2, 3, 4)}
         gain = line[4] - line[1] if 4 in line and 1 in line else None
         targets[arm] = {"never_below_best_earlier": never_below, "iter4_minus_iter1_pts": gain,
                         "iter4_at_least_5_above_iter1": None if gain is None else gain >= 5}
@@ -499,13 +530,22 @@ def curve_lines(curves: dict[int, list[dict[str, Any]]], summary: dict[str, Any]
                                               f"{start['value_model_from']}, search "
                                               f"{'with' if start['search_value_model'] else 'without'} it")
             held = p.get("held_out_loss")
-            lines.append(f"   seed {seed} iter {p['iteration']}: LLM only {pair('llm')}, LLM+EBM {pair('llm_ebm')} "
-                         f"of {p['total']}; positives {p.get('positives')} ×{p.get('upsample')}; held-out "
-                         f"{'–' if held is None else f'{held:.4f}'}{began}")
+            samples = p.get("resamples", 0)
+            mean = p.get("llm_resampled", {})
+            resampled = "" if not samples else (
+                f", LLM only over {samples + 1} samplings "
+                + " / ".join("–" if mean.get(b) is None else f"{mean[b]:.1f}" for b in CURVE_BUDGETS))
+            lines.append(f"   seed {seed} iter {p['iteration']}: LLM only {pair('llm')}, LLM+EBM {pair('llm_ebm')}"
+                         f"{resampled} of {p['total']}; positives {p.get('positives')} ×{p.get('upsample')}; "
+                         f"held-out {'–' if held is None else f'{held:.4f}'}{began}")
     for arm, means in summary["mean_pct"].items():
+        if not means:
+            continue
         lines.append(f"   mean {arm} at {summary['budget']}: "
                      + ", ".join(f"iter {j} {v:.1f} %" for j, v in means.items()))
     for arm, target in summary["targets"].items():
+        if not summary["mean_pct"][arm]:
+            continue
         lines.append(f"   target ({arm}): never below the best earlier {target['never_below_best_earlier']}; "
                      f"iter 4 − iter 1 = {target['iter4_minus_iter1_pts']} pts (≥ 5: "
                      f"{target['iter4_at_least_5_above_iter1']})")
@@ -530,6 +570,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency-check", default="0",
                         help="seeds whose iteration 0 eval is re-run at search.concurrency=1 (default 0; '' = none)")
     parser.add_argument("--iterations", type=int, default=2, help="iterations 0..N-1 per seed (default 2)")
+    parser.add_argument("--resample", type=int, default=0, metavar="N",
+                        help=f"evaluate each iteration's policy (LLM only) again at N more sampling seeds, policy.seed "
+                        f"{', '.join(map(str, RESAMPLE_SEEDS))} in order (0..{len(RESAMPLE_SEEDS)}; default 0)")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="a setting of every iterate (a variant, e.g. pipeline.start=base); repeatable")
     parser.add_argument("--analyse-only", action="store_true", help="run nothing; analyse the work folder")
@@ -545,6 +588,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"--iterations must be ≥ 1 and each --set KEY=VALUE (got {args.iterations}, {args.sets})",
               file=sys.stderr)
         return 2
+    if not 0 <= args.resample <= len(RESAMPLE_SEEDS):
+        print(f"--resample must be 0..{len(RESAMPLE_SEEDS)} (got {args.resample})", file=sys.stderr)
+        return 2
     if args.analyse_only and (args.workdir is None or not args.workdir.is_dir()):
         print(f"--analyse-only needs --workdir of an existing work folder (got {args.workdir})", file=sys.stderr)
         return 2
@@ -559,7 +605,8 @@ def main(argv: list[str] | None = None) -> int:
                               workdir / "init-tiny.log")
             print(f"tiny base model built in {build_s:.0f} s", flush=True)
         for seed in seeds:
-            run_seed(seed, workdir, env, args.jobs, seed in check, args.iterations, tuple(args.sets))
+            run_seed(seed, workdir, env, args.jobs, seed in check, args.iterations, tuple(args.sets),
+                     args.resample)
     runs = [load_seed(workdir, seed) for seed in seeds]
     print(f"\nwork folder {workdir}; seeds {seeds}; load average now {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores")

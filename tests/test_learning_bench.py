@@ -118,6 +118,9 @@ def test_the_curve_across_five_iterations_and_the_targets_of_issue_69(tmp_path: 
         _write_eval(it / ("eval.json" if j == 0 else "eval-noebm.json"), dict.fromkeys(names[:alone], 9), names, {})
         if with_it is not None:
             _write_eval(it / "eval.json", dict.fromkeys(names[:with_it], 9), names, {})
+    # --resample at iteration 4: LLM only at two more sampling seeds, 3 and 6 of 10 (mean (6 + 3 + 6) / 3 = 5)
+    for sampling, solved in zip(learning.RESAMPLE_SEEDS, (3, 6), strict=False):
+        _write_eval(root / learning.resampled_eval(4, sampling), dict.fromkeys(names[:solved], 9), names, {})
     (root / "iter_3" / "sft").mkdir(parents=True)
     (root / "iter_3" / "sft" / "sft.json").write_text(json.dumps({
         "init": "file:///r/iter_1/sft", "data_counts": {"positives": 863, "positive_upsample": 5},
@@ -129,18 +132,26 @@ def test_the_curve_across_five_iterations_and_the_targets_of_issue_69(tmp_path: 
     written = json.loads((tmp_path / "curve.json").read_text(encoding="utf-8"))
     point = written["seeds"]["0"][3]
     assert point == {"iteration": 3, "llm": {"50": 5, "100": 5}, "llm_ebm": {"50": 5, "100": 5}, "total": 10,
+                     "resamples": 0, "llm_resampled": {"50": None, "100": None},
                      "positives": 863, "upsample": 5, "train_loss": 0.26, "held_out_loss": 0.55,
                      "sft_init": "file:///r/iter_1/sft",
                      "start": {"policy_from": 1, "value_model_from": 1, "search_value_model": False}}
     summary = written["summary"]
     assert summary["mean_pct"] == {"llm": {"0": 20.0, "1": 40.0, "2": 30.0, "3": 50.0, "4": 60.0},
-                                   "llm_ebm": {"1": 50.0, "2": 30.0, "3": 50.0, "4": 80.0}}
+                                   "llm_ebm": {"1": 50.0, "2": 30.0, "3": 50.0, "4": 80.0},
+                                   "llm_resampled": {"4": 50.0}}
+    assert written["seeds"]["0"][4]["resamples"] == 2 and written["seeds"]["0"][4]["llm_resampled"]["50"] == 5.0
     # iteration 2 fell below iteration 1 in both arms; iteration 4 is 20 and 30 points above iteration 1
     assert summary["targets"]["llm"] == {"never_below_best_earlier": {"2": False, "3": True, "4": True},
                                          "iter4_minus_iter1_pts": 20.0, "iter4_at_least_5_above_iter1": True}
     assert summary["targets"]["llm_ebm"]["never_below_best_earlier"] == {"2": False, "3": True, "4": True}
     assert lines[4] == ("   seed 0 iter 3: LLM only 5 / 5, LLM+EBM 5 / 5 of 10; positives 863 ×5; held-out 0.5500; "
                         "started from policy 1, value model 1, search without it")
+    assert lines[5] == ("   seed 0 iter 4: LLM only 6 / 6, LLM+EBM 8 / 8, LLM only over 3 samplings 5.0 / 5.0 of 10; "
+                        "positives None ×None; held-out –")
+    assert "   mean llm_resampled at 50: iter 4 50.0 %" in lines
+    # one iteration resampled: nothing earlier to be compared with, so the targets are not measured
+    assert summary["targets"]["llm_resampled"]["never_below_best_earlier"] == {"2": None, "3": None, "4": None}
 
 
 def test_analysis_of_an_empty_folder_reports_nothing(tmp_path: Path) -> None:
