@@ -34,7 +34,6 @@ from burnqed.errors import ConfigError
 if TYPE_CHECKING:
     from burnqed.config import Config
 
-HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name, as burnqed.data.rows.is_hub_name reads it
 CHECKED: set[str] = set()  # the distributions this process's command checked (tests/cluster/rehearsal.py reads it)
 
 
@@ -172,7 +171,6 @@ def walk_extras(pending: list[str]) -> tuple[str, ...]:
 
 
 def hub_sources(cfg: Config) -> list[str]:
-    """The data sources a pod would load from the Hugging Face hub: no URI scheme, not a path, `org/name`."""
-    paths = [source.path for source in cfg.data.sources if source.path]
-    return [p for p in paths if not storage.is_remote(p) and not p.startswith(("/", ".", "~", "file:"))
-            and HUB_NAME.match(p)]
+    """The data sources a pod would load from the Hugging Face hub (`storage.hub_shaped`: a pod's files are not
+    known here)."""
+    return [source.path for source in cfg.data.sources if source.path and storage.hub_shaped(source.path)]

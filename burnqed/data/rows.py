@@ -25,7 +25,6 @@ from burnqed.errors import InputError
 
 FILE_SUFFIXES = (".jsonl", ".json", ".parquet", ".lean")
 SPLIT_WORDS = {"test": "test", "valid": "valid", "validation": "valid", "train": "train"}
-HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 PARQUET_BATCH_ROWS = 1024
 
 
@@ -51,10 +50,9 @@ def read_rows(path: str, split: str | None = None, limit: int | None = None, *, 
 
 
 def is_hub_name(path: str) -> bool:
-    """True when `path` is read from the Hugging Face hub: no URI, nothing local by that name, `org/name`."""
-    if storage.is_remote(path) or Path(path.removeprefix("file://")).expanduser().exists():
-        return False
-    return bool(HUB_NAME.match(path)) and not path.startswith(".")
+    """True when `path` is read from the Hugging Face hub: a hub name's shape (`storage.hub_shaped`), and nothing
+    local by that name."""
+    return storage.hub_shaped(path) and not Path(path).expanduser().exists()
 
 
 def local_path(path: str, *, store: storage.Store) -> Path:

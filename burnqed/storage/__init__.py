@@ -15,12 +15,13 @@ from burnqed.storage.faults import storage_error, storage_fault
 from burnqed.storage.home import default_cache_dir, expand_home, no_home_message, user_home
 from burnqed.storage.localfs import publishable, read_json_model, write_text_atomic
 from burnqed.storage.markers import MARKER_NAME, PUBLISHING_NAME, StageMarker
-from burnqed.storage.paths import Filesystem, is_remote, join, local_path, normalize
+from burnqed.storage.paths import Filesystem, hub_shaped, is_remote, join, local_path, normalize
 from burnqed.storage.s3 import abort_uploads, put_bytes
 from burnqed.storage.store import Store
 
 __all__ = [
     "MARKER_NAME", "PUBLISHING_NAME", "Filesystem", "StageMarker", "Store", "abort_uploads", "default_cache_dir",
-    "expand_home", "is_remote", "join", "local_path", "no_home_message", "normalize", "publishable", "put_bytes",
+    "expand_home", "hub_shaped", "is_remote", "join", "local_path", "no_home_message", "normalize", "publishable",
+    "put_bytes",
     "read_json_model", "storage_error", "storage_fault", "user_home", "write_text_atomic",
 ]

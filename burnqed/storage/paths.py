@@ -3,24 +3,34 @@
     normalize("runs/a")               # "file:///abs/runs/a"
     join("s3://b/run", "iter_0/sft")  # "s3://b/run/iter_0/sft"
     is_remote("s3://b/run")           # True
+    hub_shaped("org/name")            # True: read as a Hugging Face hub name unless a local one exists
     local_path("file:///abs/runs/a")  # Path("/abs/runs/a"); InputError for a remote URI
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from burnqed.errors import InputError
 
 Filesystem = Any  # fsspec.AbstractFileSystem (fsspec ships no type information)
+HUB_NAME = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")  # org/name: not /…, ./…, ~/…, file:…
 
 
 def is_remote(uri: str) -> bool:
     """True for a URI with a scheme other than file://."""
     scheme, sep, _ = uri.partition("://")
     return bool(sep) and scheme != "file"
+
+
+def hub_shaped(path: str) -> bool:
+    """True for a string with the shape of a Hugging Face hub name, `org/name`, and no URI scheme: where the local
+    files are not known (a pod's, at render), a data source read from the hub; where they are, one unless a local
+    file or folder has that name (burnqed.data.rows.is_hub_name)."""
+    return not is_remote(path) and bool(HUB_NAME.match(path))
 
 
 def _dangling_link(path: str) -> Path | None:

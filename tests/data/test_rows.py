@@ -12,7 +12,7 @@ import pytest
 
 from burnqed.data.rows import is_hub_name, read_rows
 from burnqed.errors import InputError
-from burnqed.storage import Store
+from burnqed.storage import Store, hub_shaped
 from tests.damage import damage, flip_in_page
 from tests.data.samples import write_jsonl, write_parquet
 
@@ -93,6 +93,12 @@ def test_hub_names_are_org_slash_name_not_found_locally(tmp_path: Path, monkeypa
     (tmp_path / "org").mkdir()
     (tmp_path / "org" / "name").mkdir()
     assert not is_hub_name("org/name")
+    # one shape rule: where the files are not known (a pod's, at render: cluster.needs.hub_sources) a local name
+    # is still a hub name by its shape; every other shape is neither here nor there
+    assert hub_shaped("org/name")
+    for written in ("internlm/Lean-Workbook", "s3://bucket/data", "data.jsonl", "./org/name", "/abs/org/name",
+                    "~/org/name", "file://org/name", "file:org/name", "org/name/more"):
+        assert is_hub_name(written) == hub_shaped(written), written
 
 
 def test_a_damaged_parquet_source_is_one_error_naming_the_file(tmp_path: Path, store: Store) -> None:
