@@ -51,12 +51,12 @@ EVALS = {
 }
 RETRIEVAL = Path("retrieval/retrieval.json")
 RESAMPLE_SEEDS = (101, 102, 103, 104)  # the sampling seeds (policy.seed) of --resample's evals, in order
+_STAGE_DONE = re.compile(r"^\[(\d+)/(\d+)\] (\S+): finished in ([0-9.]+)s")
 
 
 def resampled_eval(iteration: int, sampling_seed: int) -> Path:
     """Where --resample writes the LLM-only eval of iteration `iteration`'s policy at `policy.seed = sampling_seed`."""
     return Path(f"iter_{iteration}/eval-resampled/policy-seed-{sampling_seed}.json")
-_STAGE_DONE = re.compile(r"^\[(\d+)/(\d+)\] (\S+): finished in ([0-9.]+)s")
 
 
 def _children_cpu() -> float:
