@@ -160,8 +160,10 @@ def test_the_expert_iteration_variants_redo_the_stage_they_shape(tmp_path: Path,
     from iteration 1, which reads iteration i-1's trajectories for it (none at iteration 0, so iteration 0 is
     reused): a finished search made without it is redone."""
     data = str(tmp_path / "data")
-    for setting, difference in (("sft.proofs_per_theorem=shortest", "sft.proofs_per_theorem was 'all', now 'shortest'"),
-                                ("sft.later_epochs=2", "sft.later_epochs was unset, now 2.0")):
+    # the identity holds the effective `sft.proofs_per_theorem` (`proofs_kept`): 'shortest' set is the default's
+    for setting, difference in (
+            ("sft.proofs_per_theorem=newest", "sft.proofs_per_theorem was 'shortest', now 'newest'"),
+            ("sft.proofs_per_theorem=shortest", None), ("sft.later_epochs=2", "sft.later_epochs was 1.0, now 2.0")):
         defaults, changed = ([sft_inputs(cfg, store, data=data, trajectories=(), init=None, iteration=i)
                               for i in (0, 1)] for cfg in (Config(), load_config(sets=[setting])))
         assert (defaults[0].difference(changed[0]), defaults[1].difference(changed[1])) == (None, difference)
