@@ -238,8 +238,11 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
     (tmp_path / "run" / "iter_0" / "data" / "theorems.json").write_text(
         bundled_index_path().read_text(encoding="utf-8"), encoding="utf-8")
     commands = set()
-    for i, joint, rl in ((0, False, False), (1, False, False), (1, True, False), (0, False, True), (1, False, True)):
-        for stage in build_iteration(cfg.pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs,
+    best = cfg.pipeline.model_copy(update={"start": "best"})  # its start stage
+    for pipeline, i, joint, rl in ((cfg.pipeline, 0, False, False), (cfg.pipeline, 1, False, False),
+                                   (cfg.pipeline, 1, True, False), (cfg.pipeline, 0, False, True),
+                                   (cfg.pipeline, 1, False, True), (best, 1, False, False)):
+        for stage in build_iteration(pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs,
                                      rl=rl).stages:
             for shard in range(stage.shards):
                 line = parse_command_line(stage.argv_for(shard), command_grammar())
