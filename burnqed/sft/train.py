@@ -165,7 +165,7 @@ def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
 def scale_steps(plan: TrainPlan, cfg: SftConfig, iteration: int, rows: int) -> TrainPlan:
     """`sft.later_epochs` at an iteration ≥ 1: the plan's steps become that many passes over the `rows` training rows
     (packed rows with packing), ceil(epochs × rows / (batch_size × grad_accum)), so that the steps grow with the
-    data; at 0, and at iteration 0, the plan as it is (warm_steps or max_steps)."""
+    data; at later_epochs = 0, and at iteration 0, the plan as it is (warm_steps or max_steps)."""
     if iteration == 0 or cfg.later_epochs == 0:  # iteration 0 does not read it (`sft-later`)
         return plan
     return replace(plan, steps=max(1, math.ceil(cfg.later_epochs * rows / (cfg.batch_size * cfg.grad_accum))))
