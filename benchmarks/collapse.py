@@ -74,6 +74,8 @@ def main() -> None:
         parser.error("--iters must be at least 2 (the point is repeated iterations)")
     from burnqed.commands.kit import configure
 
+    # warm-started chains for sft.warm_steps on every verified proof, whatever the defaults' start
+    args.sets = ["sft.later_epochs=0", "sft.proofs_per_theorem=all", *args.sets]
     cfg = configure(None, args.sets)
     store = storage.Store.from_config(cfg.storage)
     root = storage.normalize(args.root)

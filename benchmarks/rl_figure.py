@@ -41,7 +41,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.learning import _mean_sd, _run, work_env  # noqa: E402
-from benchmarks.repair import load, seed_sets  # noqa: E402
+from benchmarks.repair import WARM_LOOP, load, seed_sets  # noqa: E402
 
 TARGET_POINTS = 5.0
 WHOLE_BUDGET = 8  # proofs sampled: whole pass@8
@@ -54,7 +54,7 @@ MATCH_TRIES = 3
 
 def common_sets(seed: int) -> list[str]:
     """The `--set` arguments of every run of seed `seed`."""
-    return [*seed_sets(seed), "--set", "pipeline.eval_base=false", "--set", "sft.proof_examples=true"]
+    return [*seed_sets(seed), "--set", "pipeline.eval_base=false", "--set", "sft.proof_examples=true", *WARM_LOOP]
 
 
 def arm_name(arm: str, tag: str) -> str:

@@ -41,6 +41,7 @@ ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.learning import _mean_sd, _run, work_env  # noqa: E402
+from benchmarks.repair import WARM_LOOP  # noqa: E402
 from burnqed.eval.compare import CostLevel, compare_results, cost_text, entry_text  # noqa: E402
 from burnqed.eval.result import EvalResult  # noqa: E402
 from burnqed.records.enums import SearchMode  # noqa: E402
@@ -66,7 +67,7 @@ def seed_sets(seed: int) -> list[str]:
 def pipeline_sets(seed: int) -> list[str]:
     """The `--set` arguments of seed `seed`'s iterations (both `iterate` calls: the same, or iteration 1 is refused)."""
     return [*seed_sets(seed), "--set", "sft.sketch_examples=true", "--set", "pipeline.eval_base=false",
-            "--set", "pipeline.noise_temperature=null"]
+            "--set", "pipeline.noise_temperature=null", *WARM_LOOP]
 
 
 @dataclass(frozen=True)

@@ -160,8 +160,10 @@ def test_the_expert_iteration_variants_redo_the_stage_they_shape(tmp_path: Path,
     from iteration 1, which reads iteration i-1's trajectories for it (none at iteration 0, so iteration 0 is
     reused): a finished search made without it is redone."""
     data = str(tmp_path / "data")
-    for setting, difference in (("sft.proofs_per_theorem=shortest", "sft.proofs_per_theorem was 'all', now 'shortest'"),
-                                ("sft.later_epochs=2", "sft.later_epochs was unset, now 2.0")):
+    # the identity holds the effective `sft.proofs_per_theorem` (`proofs_kept`): 'shortest' set is the default's
+    for setting, difference in (
+            ("sft.proofs_per_theorem=newest", "sft.proofs_per_theorem was 'shortest', now 'newest'"),
+            ("sft.proofs_per_theorem=shortest", None), ("sft.later_epochs=2", "sft.later_epochs was 1.0, now 2.0")):
         defaults, changed = ([sft_inputs(cfg, store, data=data, trajectories=(), init=None, iteration=i)
                               for i in (0, 1)] for cfg in (Config(), load_config(sets=[setting])))
         assert (defaults[0].difference(changed[0]), defaults[1].difference(changed[1])) == (None, difference)
@@ -236,8 +238,11 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
     (tmp_path / "run" / "iter_0" / "data" / "theorems.json").write_text(
         bundled_index_path().read_text(encoding="utf-8"), encoding="utf-8")
     commands = set()
-    for i, joint, rl in ((0, False, False), (1, False, False), (1, True, False), (0, False, True), (1, False, True)):
-        for stage in build_iteration(cfg.pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs,
+    best = cfg.pipeline.model_copy(update={"start": "best"})  # its start stage
+    for pipeline, i, joint, rl in ((cfg.pipeline, 0, False, False), (cfg.pipeline, 1, False, False),
+                                   (cfg.pipeline, 1, True, False), (cfg.pipeline, 0, False, True),
+                                   (cfg.pipeline, 1, False, True), (best, 1, False, False)):
+        for stage in build_iteration(pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs,
                                      rl=rl).stages:
             for shard in range(stage.shards):
                 line = parse_command_line(stage.argv_for(shard), command_grammar())

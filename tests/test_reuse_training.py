@@ -154,7 +154,7 @@ def test_settings_only_later_iterations_read_leave_iteration_0_reused_and_redo_i
 
     assert identity_keys(Config, "sft-later") == ("sft.later_epochs", "sft.proofs_per_theorem")
     assert not set(identity_keys(Config, "sft-later")) & set(identity_keys(Config, "sft"))
-    variant = ("--set", "sft.later_epochs=2", "--set", "sft.proofs_per_theorem=shortest")
+    variant = ("--set", "sft.later_epochs=2", "--set", "sft.proofs_per_theorem=newest")
     data, out = sft_run
     reused = burnqed("sft", "--data", data, "--output", out, *variant)
     assert (reused.exit_code, reused.stdout) == (
@@ -165,8 +165,8 @@ def test_settings_only_later_iterations_read_leave_iteration_0_reused_and_redo_i
                                             iteration=1))
     one = ("sft", "--iter", "1", "--data", data, "--trajectories", trajectories, "--init", out, "--output", later)
     assert burnqed(*one).exit_code == 0
-    for setting, what in ((variant[:2], "sft.later_epochs was unset, now 2.0"),
-                          (variant[2:], "sft.proofs_per_theorem was 'all', now 'shortest'")):
+    for setting, what in ((variant[:2], "sft.later_epochs was 1.0, now 2.0"),
+                          (variant[2:], "sft.proofs_per_theorem was 'shortest', now 'newest'")):
         refused = burnqed(*one, *setting)
         assert (refused.exit_code, refused.stderr) == (
             2, f"error: {later} is a finished sft output made with other inputs: {what}; --force redoes it, or "

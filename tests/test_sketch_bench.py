@@ -115,7 +115,8 @@ def test_the_figure_runs_each_step_once_with_the_arms_settings(tmp_path: Path,
     seed = ["--set", "policy.seed=4", "--set", "sft.seed=4", "--set", "ebm.seed=4", "--set", "data.world_seed=4",
             "--set", "data.world_sketches=true"]
     pipeline = [*seed, "--set", "sft.sketch_examples=true", "--set", "pipeline.eval_base=false", "--set",
-                "pipeline.noise_temperature=null"]
+                "pipeline.noise_temperature=null", "--set", "pipeline.start=previous", "--set", "sft.later_epochs=0",
+                "--set", "sft.proofs_per_theorem=all"]
     runs, folder = str(tmp_path / "seed-4" / "runs"), tmp_path / "seed-4"
     models = ["--model", f"{runs}/iter_1/export", "--ebm", f"{runs}/iter_1/ebm"]
     evaluate = ["-m", "burnqed.cli", "eval", "--iter", "1", "--split", "test", "--budgets", "10,50", "--pass-n", "1",

@@ -66,7 +66,7 @@ def sft(
     OUTPUT-checkpoints; a re-run after a crash resumes from the newest one. With sft.joint at iterations ≥ 1 the
     value model's head is trained with the policy; with sft.processes > 1 the command runs itself under torchrun.
     """
-    from burnqed.config.sft import proof_examples_on, sketch_examples_on
+    from burnqed.config.sft import proof_examples_on, proofs_kept, sketch_examples_on
     from burnqed.data.theorems import check_training_inputs
     from burnqed.runner.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch, stops_with_continue
@@ -99,7 +99,8 @@ def sft(
     with stops_with_continue("sft", output):  # a stop: one line with the command that resumes
         outcome = run_sft(request, cfg.sft, cfg.policy.prompt_format,
                           proof_examples=proof_examples_on(cfg.sft, cfg.search, cfg.rl),
-                          sketch_examples=sketch_examples_on(cfg.sft, cfg.search), store=store,
+                          sketch_examples=sketch_examples_on(cfg.sft, cfg.search),
+                          proofs_per_theorem=proofs_kept(cfg.sft, cfg.search), store=store,
                           form=cfg.policy.declaration_form, ebm=cfg.ebm, salt=cfg.data.split_salt)
     if is_main_process():
         typer.echo(decontaminated, err=True)  # with the summary: a damaged input stays a refusal of one line

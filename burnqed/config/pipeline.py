@@ -81,13 +81,16 @@ class PipelineConfig(Section):
     eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).",
                              json_schema_extra=recorded("eval's --pass-n"))
     start: Literal["best", "previous", "base"] = Field(
-        default="best",
-        description="What iteration i ≥ 1 starts from (docs/pipeline.md, 'Start of an iteration'). 'best': a start "
-        "stage reads the evals of iterations 0..i-1 and writes iter_i/start.json; SFT warm-starts from the policy "
-        "whose LLM-only eval is the best so far (ties: the later), train-ebm from the best value model among those "
-        "that helped, and search uses the value model only when it helped at the last eval — a no-go iteration is "
-        "never the next one's start. 'previous': SFT warm-starts from iteration i-1 whatever its eval said. 'base': "
-        "SFT trains the base model afresh (sft.max_steps) on the data and every verified proof so far.",
+        default="base",
+        description="What iteration i ≥ 1 starts from (docs/pipeline.md, 'Start of an iteration'). 'base': SFT "
+        "trains the base model afresh on the data and every verified proof so far (the field's practice; with "
+        "sft.proofs_per_theorem and sft.later_epochs' defaults the loop that kept learning over five iterations, "
+        "docs/results.md); train-ebm gets iteration i-1's value model (a warm start on the same encoder). 'best': a "
+        "start stage reads the evals of iterations 0..i-1 and writes iter_i/start.json; SFT warm-starts from the "
+        "policy whose LLM-only eval is the best so far (ties: the later), train-ebm from the best value model among "
+        "those that helped, and search uses the value model only when it helped at the last eval. 'previous': SFT "
+        "warm-starts from iteration i-1 whatever its eval said. Under 'base' and 'best' a worse iteration is not the "
+        "next one's start, so the gain gate of iteration i ≥ 1 is shown, not a stop.",
         json_schema_extra=recorded("sft's --start/--init, train-ebm's --start/--init and search's --start, which "
                                    "the plan builds from it"),
     )
@@ -102,8 +105,8 @@ class PipelineConfig(Section):
         description="Go/no-go: stop when an iteration's main eval gains less than this (a fraction: 0.05 is 5 points) "
         "over the step before on the same theorems: iteration i-1's main eval, or for iteration 0 the base "
         "policy's eval (eval-base). The gain is (newly solved - lost) / theorems, the difference of the two solve "
-        "rates; 0 stops an iteration that got worse. With start = 'best' the gain of iteration i ≥ 1 is shown, not a "
-        "stop: a worse iteration is not the next one's start.",
+        "rates; 0 stops an iteration that got worse. With start = 'base' or 'best' the gain of iteration i ≥ 1 is "
+        "shown, not a stop: a worse iteration is not the next one's start.",
         json_schema_extra=shapes("report"),
     )
     gate_max_lost: int | None = Field(

@@ -12,6 +12,8 @@ from burnqed.config.search import SearchConfig
 from burnqed.config.section import Section
 from burnqed.records.enums import SearchMode
 
+ProofsPerTheorem = Literal["all", "shortest", "newest"]  # `sft.proofs_per_theorem`, as `proofs_kept` reads it
+
 TRAINS = shapes("sft", "sft-checkpoints")  # what is trained, and how: the output and its checkpoints
 # what iterations ≥ 1 train, and how: SFT's identity from iteration 1 (`runner.reuse.sft_inputs`), so that runs that
 # differ only there share iteration 0; a checkpoint resumes under the same values at every iteration
@@ -77,12 +79,11 @@ class SftConfig(Section):
         default=40, ge=1, description="Optimizer steps of a warm start (iteration ≥ 1 with --init).",
         json_schema_extra=TRAINS,
     )
-    later_epochs: float | None = Field(
-        default=None, gt=0,
-        description="Iterations ≥ 1: when set, the steps grow with the data: this many passes over the training rows "
-        "(packed rows with packing), ceil(later_epochs × rows / (batch_size × grad_accum)) optimizer steps, instead "
-        "of warm_steps (a warm start) or max_steps (from the base); unset = those fixed counts. Iteration 0 keeps "
-        "max_steps.",
+    later_epochs: float = Field(
+        default=1.0, ge=0,
+        description="Iterations ≥ 1: the steps grow with the data: this many passes over the training rows (packed "
+        "rows with packing), ceil(later_epochs × rows / (batch_size × grad_accum)) optimizer steps; 0 = the fixed "
+        "counts instead, warm_steps (a warm start) or max_steps (from the base). Iteration 0 keeps max_steps.",
         json_schema_extra=LATER,
     )
     batch_size: int = Field(
@@ -144,12 +145,13 @@ class SftConfig(Section):
         "being forgotten).",
         json_schema_extra=TRAINS,
     )
-    proofs_per_theorem: Literal["all", "shortest", "newest"] = Field(
-        default="all",
+    proofs_per_theorem: ProofsPerTheorem | None = Field(
+        default=None,
         description="Iterations ≥ 1: which verified proofs of a theorem its positives and proof examples come from, "
         "among every search of it in the earlier trajectories (docs/training.md, 'One proof per theorem'): 'all' of "
         "them, or one: the 'shortest' (fewest tactics, then fewest characters, then the newest) or the 'newest' (the "
-        "last iteration's that proved it, the proof its search found last). Sketch searches' proofs need 'all'.",
+        "last iteration's that proved it, the proof its search found last). Unset = 'shortest', or 'all' when "
+        "search.mode is sketch (a sketch search's proof is not one path); SFT's identity records the effective value.",
         json_schema_extra=LATER,
     )
     proof_examples: bool | None = Field(
@@ -296,3 +298,12 @@ def sketch_examples_on(sft: SftConfig, search: SearchConfig) -> bool:
     if sft.sketch_examples is not None:
         return sft.sketch_examples
     return search.mode is SearchMode.SKETCH
+
+
+def proofs_kept(sft: SftConfig, search: SearchConfig) -> ProofsPerTheorem:
+    """Which verified proofs of a theorem iterations ≥ 1 train on: `sft.proofs_per_theorem`, or when unset the
+    shortest, except in sketch mode, where a search's proof is a sketch and its subgoals' proofs (not one path) and
+    every proof trains ('all')."""
+    if sft.proofs_per_theorem is not None:
+        return sft.proofs_per_theorem
+    return "all" if search.mode is SearchMode.SKETCH else "shortest"

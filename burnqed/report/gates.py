@@ -1,7 +1,8 @@
 """The go/no-go gates of an iteration report (docs/pipeline.md, "Report and go/no-go gates"): the baseline's floor
 and the gain over the step before, both blocking, read theorem by theorem (`paired_change`: new, lost, Newcombe's
-paired 95 % interval), and whether the value model helps (a warning). With pipeline.start = "best" the measured
-gain of iteration i ≥ 1 is shown but not a stop: the policy gate (a warning) says what iteration i+1 starts from.
+paired 95 % interval), and whether the value model helps (a warning). With pipeline.start = "base" or "best" the
+measured gain of iteration i ≥ 1 is shown but not a stop (a worse iteration is not the next one's start); under
+"best" the policy gate (a warning) says what iteration i+1 starts from.
 
     gates = go_no_go(rows, iteration, cfg.pipeline, results, base)   # rows: every eval arm's budget rows
     decision = Report(..., gates=gates).decision                      # go, no-go by the gate that decided, or none
@@ -28,7 +29,7 @@ def go_no_go(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
            results: dict[tuple[int, str], EvalResult], base: EvalResult | None) -> list[Gate]:
     """The go/no-go gates of iteration `iteration` (docs/pipeline.md, "Report and go/no-go gates"): the baseline's
     floor, the gain over the step before (iteration i-1's main eval, or for iteration 0 the base eval when there is
-    one), both blocking (a measured gain not from iteration 1 under pipeline.start = "best": `_gain_gate`), and
+    one), both blocking (a measured gain not from iteration 1 under pipeline.start "base" or "best": `_gain_gate`), and
     whether the value model helps (a warning)."""
     gates: list[Gate] = []
     # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
@@ -91,15 +92,17 @@ def _gain_gate(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],
     """The gain gate: iteration `iteration`'s main eval against the step before's on the same theorems
     (`paired_change`), passed when the difference (with `gate_gain_interval`, the lower end of its 95 % interval)
     reaches `gate_min_gain` and no more than `gate_max_lost` theorems were lost. None for iteration 0 without a base
-    eval (nothing before it). Blocking, but a gain measured from iteration 1 under pipeline.start = "best" is shown,
-    not a stop: there a worse iteration is not the next one's start (`eval.best_so_far.choose_start`). A missing or
-    unlike eval stays a stop (no decision) whatever the setting: the start would be chosen from no measurement."""
+    eval (nothing before it). Blocking, but a gain measured from iteration 1 under pipeline.start "base" or "best" is
+    shown, not a stop: there a worse iteration is not the next one's start (the next SFT trains the base model afresh,
+    or starts from the best so far, `eval.best_so_far.choose_start`). A missing or unlike eval stays a stop (no
+    decision) whatever the setting: the next iteration would go on from no measurement."""
     if iteration == 0 and base is None:
         return None
     gate = _gain_check(iteration, cfg, rows, results, base)
-    if iteration >= 1 and cfg.start == "best" and gate.change is not None:
-        after = "" if gate.passed else (" — not a stop with pipeline.start = \"best\": the next iteration starts from "
-                                        "the best so far (the policy gate)")
+    if iteration >= 1 and cfg.start != "previous" and gate.change is not None:
+        after = "" if gate.passed else (f" — not a stop with pipeline.start = \"{cfg.start}\": the next iteration "
+                                        + ("starts from the best so far (the policy gate)" if cfg.start == "best"
+                                           else "trains the base model afresh on every proof so far"))
         return gate.model_copy(update={"blocking": False, "detail": gate.detail + after})
     return gate
 

@@ -123,8 +123,9 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     `max_proofs` (`search.max_proofs`) sets the budgets of the whole and hybrid `eval_modes` stages when
     `eval_proof_budgets` is unset (`proof_ladder`); a configuration with such a stage needs it. `rl` (`rl.enabled`):
     an rl stage trains SFT's output on Lean's verdict of its whole proofs of the training theorems, export reads its
-    output instead of SFT's, and the next iteration's SFT warm-starts from it and reads its rollouts (kept as a
-    trajectory inside it) with the search trajectories; the value model does not (they hold no proof state).
+    output instead of SFT's, and the next iteration's SFT reads its rollouts (kept as a trajectory inside it) with
+    the search trajectories (the value model does not: they hold no proof state) and, when it warm-starts
+    (pipeline.start "best" or "previous"), starts from it.
     `unsolved_larger` (`search.unsolved_budget_factor` above 1): from iteration 1 the search reads iteration i-1's
     trajectories (`--unsolved-from`) and gives the theorems they left unsolved the larger budget."""
     if iteration < 0:
@@ -152,7 +153,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     theorems = _training_theorems(cfg, at)
     stages.append(Stage(
         name="sft",
-        summary="Fine-tune the policy on tactic pairs" + (" and positives from earlier trajectories" if i else "")
+        summary=("Train the base model afresh" if i and not init else "Fine-tune the policy")
+        + " on tactic pairs" + (" and positives from earlier trajectories" if i else "")
         + (" with the value model's head (joint training)." if i and joint else "."),
         argv=("sft", "--iter", str(i), "--data", at.data(), *_flags(sft_reads(at, i, rl=rl)), *init,
               "--output", sft),

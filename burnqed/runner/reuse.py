@@ -27,7 +27,7 @@ from typer.core import TyperGroup, TyperOption
 
 from burnqed.config import Config
 from burnqed.config.identity import default_values, identity_keys, identity_values
-from burnqed.config.sft import proof_examples_on, sketch_examples_on
+from burnqed.config.sft import proof_examples_on, proofs_kept, sketch_examples_on
 from burnqed.errors import InputError
 from burnqed.provenance import INPUTS_NAME, MISSING, InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, StageMarker, Store, is_remote, join, normalize
@@ -149,8 +149,10 @@ def sft_inputs(cfg: Config, store: Store, *, data: str, trajectories: Sequence[s
     iteration 1 with those only a later iteration reads, `sft-later`, and the value model's when `sft.joint` trains
     its head too) and whether proof and sketch examples train (`proof examples`, `sketch examples`: the effective
     `sft.proof_examples` and `sft.sketch_examples`; an output recorded before sketch examples existed was made without
-    them)."""
+    them). `sft.proofs_per_theorem` is recorded as its effective value (`config.sft.proofs_kept`)."""
     later = identity_values(cfg, "sft-later") if iteration >= 1 else {}
+    if later:
+        later["sft.proofs_per_theorem"] = proofs_kept(cfg.sft, cfg.search)
     joint = identity_values(cfg, "sft-joint") if cfg.sft.joint and iteration >= 1 else {}
     inputs = {"--data": stamp(data, store), **_listed("--trajectories", trajectories, store),
               "--init": stamp(init, store), "base model": stamp(cfg.sft.base_model, store)}

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from burnqed.config.sft import ProofsPerTheorem
 from burnqed.data.pairs import THEOREMS_FILE, TacticPair, read_pairs
 from burnqed.errors import InputError, ModelError
 from burnqed.policy.modelfolder import encode_texts
@@ -61,7 +62,6 @@ HFTokenizer = Any  # transformers tokenizers are untyped under mypy --strict
 Dataset = Any  # datasets.Dataset
 EvalSource = Literal["valid-split", "hashed-train", "none"]
 Variant = Literal["tactic", "proof", "whole", "repair", "sketch"]
-ProofsPerTheorem = Literal["all", "shortest", "newest"]  # `sft.proofs_per_theorem`
 _VARIANT_MODE: dict[str, SearchMode] = {"tactic": SearchMode.STEP, "proof": SearchMode.HYBRID,
                                         "whole": SearchMode.WHOLE}
 

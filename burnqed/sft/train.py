@@ -27,6 +27,7 @@ from typing import Any
 
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.config import EbmConfig, SftConfig
+from burnqed.config.sft import ProofsPerTheorem
 from burnqed.errors import InputError, TrainingError
 from burnqed.policy.localmodel import resolve_device
 from burnqed.policy.modelfolder import tokenizer_probe, write_config, write_tokenizer
@@ -164,8 +165,8 @@ def plan_training(cfg: SftConfig, iteration: int, warm: bool) -> TrainPlan:
 def scale_steps(plan: TrainPlan, cfg: SftConfig, iteration: int, rows: int) -> TrainPlan:
     """`sft.later_epochs` at an iteration ≥ 1: the plan's steps become that many passes over the `rows` training rows
     (packed rows with packing), ceil(epochs × rows / (batch_size × grad_accum)), so that the steps grow with the
-    data; otherwise the plan as it is (warm_steps or max_steps)."""
-    if iteration == 0 or cfg.later_epochs is None:  # iteration 0 does not read it (`sft-later`)
+    data; at later_epochs = 0, and at iteration 0, the plan as it is (warm_steps or max_steps)."""
+    if iteration == 0 or cfg.later_epochs == 0:  # iteration 0 does not read it (`sft-later`)
         return plan
     return replace(plan, steps=max(1, math.ceil(cfg.later_epochs * rows / (cfg.batch_size * cfg.grad_accum))))
 
@@ -188,12 +189,14 @@ def check_request(request: SftRequest) -> None:
 
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
             callbacks: Sequence[Any] = (), proof_examples: bool = False, sketch_examples: bool = False,
-            store: Store, form: DeclarationForm = DeclarationForm.BINDER, ebm: EbmConfig | None = None,
+            proofs_per_theorem: ProofsPerTheorem = "all", store: Store,
+            form: DeclarationForm = DeclarationForm.BINDER, ebm: EbmConfig | None = None,
             salt: str = "burnqed") -> SftOutcome:
     """Run one SFT stage (see the module docstring). `callbacks` are extra `TrainerCallback`s; `proof_examples`
     also trains the proof formats of `fmt`'s family on the trajectories' verified proofs, and at iteration 0 the
     whole format on the prepared data's replayed proofs (`burnqed.sft.data`); `sketch_examples` also trains the sketch
     format on the sketches verified proofs are and the subgoals sketch searches proved as theorems of their own;
+    `proofs_per_theorem` picks which verified proofs of a theorem iterations ≥ 1 train on (`config.sft.proofs_kept`);
     `form` is `policy.declaration_form`, how the search's prompts show a base pair's theorem. With `sft.joint` at
     an iteration ≥ 1 the run is joint training (`burnqed.sft.joint`: `ebm` gives the head, negatives and pooling,
     `salt` the value model's theorem split, `data.split_salt`)."""
@@ -211,7 +214,7 @@ def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Ech
     data_dir = store.local_input(request.data)
     base = read_base_pairs(data_dir)
     # iteration 0 has no trajectories (`check_request`) and reads no `sft-later` setting: it stays out of its identity
-    keep = cfg.proofs_per_theorem if request.iteration >= 1 else "all"
+    keep = proofs_per_theorem if request.iteration >= 1 else "all"
     positives = read_positives(request.trajectories, store=store, keep=keep)
     if proof_examples:
         positives += read_proof_examples(request.trajectories, store=store, keep=keep)

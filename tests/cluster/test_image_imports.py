@@ -24,7 +24,7 @@ from burnqed.cluster.images import requirements
 from burnqed.data.index import bundled_index_path
 from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF
 from burnqed.policy.modelfolder import PROBE_TEXT, encode_texts, load_tokenizer
-from tests.cluster.conftest import by_name
+from tests.cluster.conftest import WORKFLOWS, by_name
 from tests.cluster.in_image import denied_beyond
 from tests.cluster.test_fetch import deepseek_shaped_base
 from tests.conftest import double_argv
@@ -44,8 +44,13 @@ def in_core(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_core_images_steps_are_the_ones_covered_here(rendered) -> None:
+    from burnqed.cluster.render import render_templates
+    from burnqed.config import Config, PipelineConfig
+
+    # the defaults' workflows, and the start step that pipeline.start = "best" adds to iterations ≥ 1
+    best = render_templates(Config(pipeline=PipelineConfig(start="best")), ["iteration"], WORKFLOWS)
     commands = set()
-    for doc in rendered:
+    for doc in [*rendered, *best]:
         for template in doc.doc["spec"]["templates"]:
             for container in [template.get("container"), *(template.get("initContainers") or [])]:
                 if container and container["image"].split("/")[-1].startswith("burnqed-core:"):

@@ -124,7 +124,7 @@ def test_the_wilson_interval_is_the_score_interval() -> None:
 
 
 def test_every_rate_carries_its_n_and_interval(root: str, store: Store) -> None:
-    report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0), store=store)
+    report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0, start="best"), store=store)
     saved = json.loads(report.model_dump_json())
     first = saved["rows"][0]
     assert (first["arm"], first["budget"], first["solved"], first["total"], round(first["interval_low"], 4),
@@ -230,7 +230,7 @@ def test_provenance_of_every_eval(root: str, store: Store) -> None:
 
 
 def test_the_headline_iterate_prints(root: str, store: Store) -> None:
-    report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0), store=store)
+    report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0, start="best"), store=store)
     assert headline(report) == [
         "  solved at budget 50 (n/N, rate, 95% Wilson interval), step by step:",
         "  all: base 1/8 (12.5%, 2.2–47.1%) → iteration 0 4/8 (50.0%, 21.5–78.5%) (+37.5) → iteration 1 5/8 "

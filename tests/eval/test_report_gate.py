@@ -106,13 +106,19 @@ def test_a_later_iteration_that_got_worse_names_the_gain_gate_and_a_better_one_g
               "+24.4) (gate: the difference ≥ +0.0 pts; not met: the difference ≥ +0.0 pts)")
     worse = build_report(at.root, 1, PipelineConfig(start="previous"), store=store)
     assert (worse.go, worse.decision) == (False, f"no-go by the gain gate: {detail}")
-    # under pipeline.start = "best" (the default) the worse iteration is not the next one's start: shown, not a stop
-    best = build_report(at.root, 1, PipelineConfig(), store=store)
+    # under pipeline.start = "best" the worse iteration is not the next one's start: shown, not a stop
+    best = build_report(at.root, 1, PipelineConfig(start="best"), store=store)
     assert [(g.name, g.passed, g.blocking) for g in best.gates] == [("baseline", True, True), ("gain", False, False),
                                                                      ("policy", False, False)]
     assert best.gates[1].detail == (f"{detail} — not a stop with pipeline.start = \"best\": the next iteration "
                                     "starts from the best so far (the policy gate)")
     assert (best.go, best.decision) == (True, "go: the baseline gate passed")
+    # nor under "base" (the default): the next iteration trains the base model afresh, not the worse one
+    base = build_report(at.root, 1, PipelineConfig(), store=store)
+    assert [(g.name, g.passed, g.blocking) for g in base.gates] == [("baseline", True, True), ("gain", False, False)]
+    assert base.gates[1].detail == (f"{detail} — not a stop with pipeline.start = \"base\": the next iteration "
+                                    "trains the base model afresh on every proof so far")
+    assert (base.go, base.decision) == (True, "go: the baseline gate passed")
     publish(at.eval_result(1), eval_result(SEVEN, set(SEVEN[1:]), iteration=1), store)  # t0 lost, t6 new
     even = build_report(at.root, 1, PipelineConfig(start="previous"), store=store)
     assert (even.go, even.decision) == (True, "go: the baseline and gain gates passed")

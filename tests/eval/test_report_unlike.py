@@ -119,7 +119,8 @@ def test_the_ebm_gate_is_not_measured_across_unlike_arms(tmp_path: Path, store: 
     publish(at.eval_result(0), eval_result(BENCH, 2), store)
     publish(at.eval_result(1), eval_result(BENCH, 5, iteration=1, ebm="ebm"), store)
     publish(at.eval_result(1, with_ebm=False), eval_result(OTHER, 1, iteration=1), store)
-    report = build_report(at.root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0), store=store)
+    report = build_report(at.root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0, start="best"),
+                          store=store)
     gates = {gate.name: gate for gate in report.gates}
     ebm = gates["ebm-helps"]
     assert (ebm.name, ebm.passed, ebm.blocking, ebm.measured) == ("ebm-helps", False, False, False)

@@ -32,6 +32,7 @@ from burnqed.trajectory.schema import CompletionMarker
 from tests.processes import burnqed_in_process, cli
 
 SEVEN = [f"t{k}" for k in range(7)]
+BEST = Config(pipeline=PipelineConfig(start="best"))  # the start these tests are about (the default is "base")
 
 
 def result(solved: int, *, ebm: str | None = None, iteration: int = 0) -> EvalResult:
@@ -96,7 +97,7 @@ def test_an_iteration_without_its_llm_only_eval_cannot_be_judged() -> None:
 
 def test_the_policy_gate_judges_the_llm_only_arm_against_the_best_so_far() -> None:
     at = Layout("file:///runs")
-    gates = {g.name: g for g in go_no_go([], 2, PipelineConfig(), results(at), None)}
+    gates = {g.name: g for g in go_no_go([], 2, BEST.pipeline, results(at), None)}
     assert (gates["policy"].passed, gates["policy"].blocking) == (False, False)
     assert gates["policy"].detail == ("LLM only 4/7 vs the best so far, iteration 1's 5/7, at budget 50: the next "
                                       "iteration starts from iteration 1's policy (no-go)")
@@ -127,7 +128,7 @@ def _finished_run(tmp_path: Path, store: Store) -> Layout:
                               written_at=datetime(2026, 1, 1, tzinfo=UTC)).model_dump_json().encode()
     grammar = command_grammar()
     for j in range(3):
-        for stage in iteration_of(Config(), at.root, j).stages:
+        for stage in iteration_of(BEST, at.root, j).stages:
             line = reuse.parse_command_line(stage.argv_for(0), grammar)
             if stage.name == "start":
                 write_start = choose_start(load_results(at, j, store), j, at).model_dump_json().encode()
@@ -158,8 +159,8 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
     assert "stopping after iteration 2: a go/no-go gate of iteration 2 failed" in previous.stderr
     assert not (tmp_path / "runs" / "iter_3").exists()
     shutil.rmtree(tmp_path / "runs" / "iter_2" / "report")
-    # the defaults ("best"): the same no-go is shown, the run goes on, and iteration 3 starts from iteration 1
-    done = cli("run-all", "--root", root, "--iters", "2-3")
+    # "best": the same no-go is shown, the run goes on, and iteration 3 starts from iteration 1
+    done = cli("run-all", "--root", root, "--iters", "2-3", "--set", "pipeline.start=best")
     assert gain in done.stdout and "  decision: go: the baseline gate passed" in done.stdout
     assert "stopping after" not in done.stderr
     assert "[start] start of iteration 3: policy: iteration 1's (5/7 LLM only at budget 50, the best so far; " \
@@ -174,14 +175,14 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
     # search's as the plan gives them) through the start record iteration 3's start stage wrote: each builds its
     # record of inputs with these builders (`reuse.BUILDERS`) after reading the record (`read_start`).
     [ran_sft] = [line.split("$ burnqed ", 1)[1] for line in done.stderr.splitlines() if "$ burnqed sft " in line]
-    plan = iteration_of(Config(), at.root, 3)
+    plan = iteration_of(BEST, at.root, 3)
 
     def made_from(argv: list[str]) -> dict[str, str | None]:
         if "--theorems" in argv:  # the search's training theorems: the embedded corpus (the run has no data)
             at_theorems = argv.index("--theorems")
             argv = argv[:at_theorems] + argv[at_theorems + 4:]  # --theorems INDEX --split SPLITS
         line = reuse.parse_command_line(argv, command_grammar())
-        [(_, inputs)] = reuse.BUILDERS[line.command](line, Config(), store)
+        [(_, inputs)] = reuse.BUILDERS[line.command](line, BEST, store)
         return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
 
     assert made_from(shlex.split(ran_sft)) == {"--init": at.sft(1)}
@@ -198,13 +199,14 @@ def test_the_variants_start_from_the_previous_iteration_or_the_base() -> None:
     previous = sft_argv("previous")
     assert previous[previous.index("--init") + 1] == "file:///r/iter_1/sft"
     assert "--init" not in sft_argv("base") and "--start" not in sft_argv("base")
-    # iteration 0 has no start stage whatever the setting: the quick start is unchanged
-    assert "start" not in iteration_of(Config(), "file:///r", 0).names
+    # the default ("base") has no start stage; iteration 0 has none whatever the setting: the quick start is unchanged
+    assert "start" not in iteration_of(Config(), "file:///r", 2).names
+    assert "start" not in iteration_of(BEST, "file:///r", 0).names
 
 
 def test_the_report_names_the_policy_gate(tmp_path: Path, store: Store) -> None:
     at = _publish_run(tmp_path, store)
-    report = build_report(at.root, 2, PipelineConfig(), store=store)
+    report = build_report(at.root, 2, BEST.pipeline, store=store)
     assert [(g.name, g.passed) for g in report.gates if g.name == "policy"] == [("policy", False)]
 
 
@@ -212,8 +214,8 @@ def test_the_report_draws_both_arms_across_iterations_and_names_the_next_start(t
     from burnqed.report.iterations import iterations_markdown
 
     at = _publish_run(tmp_path, store)
-    assert build_report(at.root, 0, PipelineConfig(), store=store).learning_curve is None
-    report = build_report(at.root, 2, PipelineConfig(), store=store)
+    assert build_report(at.root, 0, BEST.pipeline, store=store).learning_curve is None
+    report = build_report(at.root, 2, BEST.pipeline, store=store)
     section = report.learning_curve
     assert section is not None and section.next_start is not None
     assert [(r.iteration, r.arm, r.solved) for r in section.rows if r.budget == 50] == [
@@ -238,14 +240,14 @@ def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_change
     from burnqed.runner.reuse import stage_verdict
 
     at = _publish_run(tmp_path, store)
-    argv = iteration_of(Config(), at.root, 3).stage("start").argv_for(0)
+    argv = iteration_of(BEST, at.root, 3).stage("start").argv_for(0)
 
     def verdict() -> tuple[str | None, bool]:
-        found = stage_verdict(argv, lambda sets: Config(), store, grammar=command_grammar())
+        found = stage_verdict(argv, lambda sets: BEST, store, grammar=command_grammar())
         return found.difference, found.recorded
 
     assert verdict() == (None, True)  # nothing finished there yet
-    assert burnqed_in_process(*argv).returncode == 0
+    assert burnqed_in_process(*argv, "--set", "pipeline.start=best").returncode == 0
     record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
     assert sorted(record["made_from"]["inputs"]) == ["iter_0 eval", "iter_1 eval", "iter_1 eval-noebm", "iter_2 eval",
                                                      "iter_2 eval-noebm"]

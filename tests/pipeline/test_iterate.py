@@ -8,6 +8,7 @@ run root's lease tests/pipeline/test_iterate_signals.py."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import signal
@@ -22,9 +23,10 @@ from tests.pipeline.iteration import RECORD, Interruptions, iterate, iterate_env
 # Whole iterations as subprocesses: minutes on a shared 2-core machine, beyond the default per-test timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
-# Iteration 1's warm SFT and EBM as small as what is asserted of them needs (a model trained on, an EBM search and
-# eval score with): 10 steps in place of sft.warm_steps' 40, an EBM of 60 steps and one hidden layer of 32.
-ITERATION_1 = {"BURNQED_SFT__WARM_STEPS": "10", "BURNQED_EBM__STEPS": "60", "BURNQED_EBM__HIDDEN_DIMS": "[32]"}
+# Iteration 1's SFT (from the base, pipeline.start's default) and EBM as small as what is asserted of them needs (a
+# model trained on, an EBM search and eval score with): a tenth of an epoch in place of sft.later_epochs' 1, an EBM of
+# 60 steps and one hidden layer of 32.
+ITERATION_1 = {"BURNQED_SFT__LATER_EPOCHS": "0.1", "BURNQED_EBM__STEPS": "60", "BURNQED_EBM__HIDDEN_DIMS": "[32]"}
 
 
 @pytest.fixture(scope="module")
@@ -107,6 +109,13 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteratio
     assert done.returncode == 0, done.stderr[-3000:]
     it1 = run / "iter_1"
     assert (it1 / "ebm" / "_SUCCESS.json").exists()
+    # the defaults' SFT: from the base, steps from the rows, the shortest proof of each theorem
+    from burnqed.sft.manifests import read_sft_record
+
+    sft = read_sft_record(it1 / "sft")
+    assert sft.init is None and sft.steps == math.ceil(0.1 * sft.data_counts.rows / 4) and sft.data_counts.positives
+    made = json.loads((it1 / "sft" / "_SUCCESS.json").read_text())["made_from"]["settings"]
+    assert (made["sft.later_epochs"], made["sft.proofs_per_theorem"]) == (0.1, "shortest")
     with_ebm = json.loads((it1 / "eval" / "eval.json").read_text())
     without = json.loads((it1 / "eval" / "eval-noebm.json").read_text())
     assert with_ebm["ebm"] == f"file://{it1}/ebm" and without["ebm"] is None
@@ -120,7 +129,7 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteratio
     learning = [(row["step"], row["group"]) for row in report["learning"]]
     assert learning == [(step, group) for step in ("base", "iteration 0", "iteration 1")
                         for group in ("all", "burnqed-bundled", "burnqed-world")]
-    assert [g["name"] for g in report["gates"]] == ["baseline", "gain", "policy", "ebm-helps"]
+    assert [g["name"] for g in report["gates"]] == ["baseline", "gain", "ebm-helps"]  # no policy gate: "base"
     markdown = (it1 / "report" / "report.md").read_text()
     assert "| 1 | llm+ebm |" in markdown and "| 0 | llm |" in markdown and "| 0 | base |" in markdown
     assert "## Learning" in markdown and "| burnqed-world |" in markdown

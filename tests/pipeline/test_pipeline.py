@@ -52,7 +52,7 @@ def test_eval_base_evaluates_the_base_model_like_every_eval() -> None:
 
 
 def test_iteration_2_trains_an_ebm_on_all_earlier_trajectories_and_runs_the_ablation() -> None:
-    # pipeline.start = "previous": iteration i-1's models (the default's start stage: tests/eval/test_start.py)
+    # pipeline.start = "previous": iteration i-1's models ("best"'s start stage: tests/eval/test_start.py)
     it = build_iteration(PipelineConfig(noise_temperature=None, start="previous"), ROOT, 2)
     assert it.names == ["sft", "export", "train-ebm", "search", "merge-trajectories", "eval", "eval-noebm", "report"]
     sft = it.stage("sft").argv
@@ -68,6 +68,11 @@ def test_iteration_2_trains_an_ebm_on_all_earlier_trajectories_and_runs_the_abla
     assert it.stage("eval-noebm").outputs == (f"{ROOT}/iter_2/eval/eval-noebm.json",)
     # iteration 1 has no previous head to start from
     assert "--init" not in build_iteration(PipelineConfig(start="previous"), ROOT, 1).stage("train-ebm").argv
+    # the default ("base"): SFT from the base model on the same data, the value model as "previous" has it
+    base = build_iteration(PipelineConfig(noise_temperature=None), ROOT, 2)
+    assert base.names == it.names and "--init" not in base.stage("sft").argv
+    assert [a for a in sft if a not in ("--init", f"{ROOT}/iter_1/sft")] == list(base.stage("sft").argv)
+    assert base.stage("train-ebm").argv == ebm.argv and base.stage("search").argv == it.stage("search").argv
 
 
 @pytest.mark.parametrize("iteration", [0, 1, 3])

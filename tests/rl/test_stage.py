@@ -222,7 +222,7 @@ def test_the_settings_are_in_config_describe() -> None:
 
 
 def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> None:
-    previous = PipelineConfig(start="previous")  # warm starts from iteration i-1 (the default picks the best)
+    previous = PipelineConfig(start="previous")  # warm starts from iteration i-1 (the default trains the base)
     off = build_iteration(previous, "runs", 1)
     assert "rl" not in off.names and off.stage("export").argv == ("export", "--sft", "runs/iter_1/sft", "--output",
                                                                   "runs/iter_1/export")
@@ -249,8 +249,8 @@ def test_iterate_has_an_rl_stage_between_sft_and_export_only_when_enabled() -> N
     assert "runs/iter_1/rl" in on.stage("report").inputs and "runs/iter_1/rl" not in off.stage("report").inputs
     assert [s for s in on.stages if s.name not in ("rl", "report")][3:] == [s for s in off.stages
                                                                          if s.name != "report"][3:]
-    # the default (pipeline.start = "best") names the rl outputs among what its start record may pick
-    best = build_iteration(PipelineConfig(), "runs", 2, rl=True).stage("sft")
+    # pipeline.start = "best" names the rl outputs among what its start record may pick
+    best = build_iteration(PipelineConfig(start="best"), "runs", 2, rl=True).stage("sft")
     assert best.inputs[-3:] == ("runs/iter_2/start.json", "runs/iter_0/rl", "runs/iter_1/rl")
 
 

@@ -31,9 +31,9 @@ def write_trees(uri: str, theorems: int, store: Store) -> None:
 def joint_config(tiny: Path, **overrides: Any) -> SftConfig:
     settings: dict[str, Any] = {
         "base_model": str(tiny), "device": "cpu", "method": "lora", "lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0,
-        "batch_size": 2, "warm_steps": 6, "max_steps": 6, "warmup_steps": 0, "logging_steps": 1, "eval_steps": 100,
-        "save_steps": 2, "base_subsample": 40, "joint": True, "joint_groups": 4, "joint_log_every": 2,
-        "joint_probe_every": 3, "learning_rate": 1e-3, "joint_head_learning_rate": 1e-3,
+        "batch_size": 2, "warm_steps": 6, "max_steps": 6, "later_epochs": 0, "warmup_steps": 0, "logging_steps": 1,
+        "eval_steps": 100, "save_steps": 2, "base_subsample": 40, "joint": True, "joint_groups": 4,
+        "joint_log_every": 2, "joint_probe_every": 3, "learning_rate": 1e-3, "joint_head_learning_rate": 1e-3,
     }
     return SftConfig(**{**settings, **overrides})
 

@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from burnqed.config import LeanConfig, SftConfig
+from burnqed.config import LeanConfig, SearchConfig, SftConfig
+from burnqed.config.sft import proofs_kept
 from burnqed.data.pairs import PAIRS_FILE, THEOREMS_FILE, TacticPair, corpus_pairs
 from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
@@ -146,6 +147,10 @@ def test_one_proof_per_theorem_gives_its_proof_examples_and_refuses_a_sketch_pro
     with pytest.raises(InputError, match="theorem 'thm_s' was proved by a sketch search"):
         read_positives([*uris, later], store=store, keep="shortest")
     assert len(read_positives([*uris, later], store=store)) == 7  # "all" trains on it: the 6 above, its subgoal's
+    # unset, the setting reads the search mode: the shortest proof, every proof of a sketch-mode run
+    assert [proofs_kept(SftConfig(proofs_per_theorem=keep), SearchConfig(mode=mode))
+            for keep in (None, "newest") for mode in (SearchMode.STEP, SearchMode.SKETCH)] == [
+        "shortest", "all", "newest", "newest"]
 
 
 def test_mixing_upsamples_positives_subsamples_base_and_holds_out_eval_and_test_theorems() -> None:

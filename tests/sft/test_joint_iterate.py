@@ -1,9 +1,10 @@
-"""`burnqed iterate --iter 1` with `sft.joint = true` on the embedded defaults (replay Lean server, tiny model, the
-small generated world of tests/pipeline/iteration.py, tiny step counts), from the iteration 0 the end-to-end tests
-share (`iteration_0`, copied): the iteration trains policy and head jointly, search and eval score with exactly the
-exported head, and the report carries the A/B/C study with every metric measured. Every stage runs but the EBM
-ablation's eval (`eval-noebm`, which no assertion here reads: `STAGES`), the training search in one shard at a small
-budget (its trajectories feed the report alone; the study reads iteration 0's)."""
+"""`burnqed iterate --iter 1` with `sft.joint = true`, warm-started (`pipeline.start = "best"`), on the embedded
+defaults (replay Lean server, tiny model, the small generated world of tests/pipeline/iteration.py, tiny step
+counts), from the iteration 0 the end-to-end tests share (`iteration_0`, copied): the iteration trains policy and
+head jointly, search and eval score with exactly the exported head, and the report carries the A/B/C study with
+every metric measured. Every stage runs but the EBM ablation's eval (`eval-noebm`, which no assertion here reads:
+`STAGES`), the training search in one shard at a small budget (its trajectories feed the report alone; the study
+reads iteration 0's)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 QUICK = {
     "BURNQED_SFT__JOINT": "true",
     "BURNQED_SFT__MAX_STEPS": "30",
+    "BURNQED_PIPELINE__START": "best",  # a warm start of 8 steps (the default trains the base for an epoch)
+    "BURNQED_SFT__LATER_EPOCHS": "0",
     "BURNQED_SFT__WARM_STEPS": "8",
     "BURNQED_SFT__JOINT_GROUPS": "4",
     "BURNQED_SFT__JOINT_PROBE_EVERY": "4",

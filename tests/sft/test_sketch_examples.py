@@ -238,7 +238,8 @@ def test_sft_json_counts_the_sketch_and_subgoal_examples_and_the_skipped_subgoal
                                                                                    store: Store) -> None:
     write_data_folder(tmp_path / "data")
     uri = trajectory(tmp_path, store)
-    cfg = SftConfig(base_model=str(tiny_model_dir), device="cpu", max_steps=1, warm_steps=1, positive_upsample=2)
+    cfg = SftConfig(base_model=str(tiny_model_dir), device="cpu", max_steps=1, warm_steps=1, later_epochs=0,
+                    positive_upsample=2)
 
     def counts(name: str, sketch_examples: bool) -> tuple[int, int, int, int, int]:
         request = SftRequest(iteration=1, data=str(tmp_path / "data"), output=str(tmp_path / name),

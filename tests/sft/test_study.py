@@ -79,7 +79,7 @@ def test_embedding_health_tells_separated_embeddings_from_a_collapse() -> None:
 
 
 def test_the_joint_pipeline_runs_the_three_configurations_at_the_same_budgets() -> None:
-    cfg = PipelineConfig()
+    cfg = PipelineConfig(start="best")
     plain = build_iteration(cfg, "runs", 1, joint=False)
     assert not [n for n in plain.names if n.startswith("study")]
     assert not [n for n in build_iteration(cfg, "runs", 0, joint=True).names if n.startswith("study")]
@@ -92,6 +92,8 @@ def test_the_joint_pipeline_runs_the_three_configurations_at_the_same_budgets() 
     sft_a = it.stage("study-sft-a").argv
     assert sft_a[sft_a.index("--set") + 1] == "sft.joint=false" and "--start" in sft_a  # as the iteration's SFT
     assert it.stage("study-sft-a").after == ("start",)
+    base = build_iteration(PipelineConfig(), "runs", 1, joint=True).stage("study-sft-a")  # the default start
+    assert "--start" not in base.argv and "--init" not in base.argv and base.after == ()  # the base, as its SFT
     assert it.stage("study-sft-a").argv[:8] == it.stage("sft").argv[:8]  # the same data and trajectories
     assert "--joint" not in it.stage("study-ebm-b").argv and at.export(1) in it.stage("study-ebm-b").argv
     main = it.stage("eval").argv

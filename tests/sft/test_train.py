@@ -327,10 +327,10 @@ def test_qlora_trains_on_cpu_with_bitsandbytes_and_its_export_measures_the_merge
 
 
 @pytest.mark.parametrize(("later_epochs", "iteration", "rows", "steps"), [
-    (None, 1, 37, 40), (2.0, 0, 37, 300), (2.0, 1, 37, 10), (0.5, 2, 37, 3), (0.01, 1, 37, 1), (2.0, 1, 80, 20)])
-def test_later_epochs_scale_the_steps_of_an_iteration_with_its_rows(later_epochs: float | None, iteration: int,
+    (0.0, 1, 37, 40), (2.0, 0, 37, 300), (2.0, 1, 37, 10), (0.5, 2, 37, 3), (0.01, 1, 37, 1), (2.0, 1, 80, 20)])
+def test_later_epochs_scale_the_steps_of_an_iteration_with_its_rows(later_epochs: float, iteration: int,
                                                                     rows: int, steps: int) -> None:
-    """ceil(later_epochs × rows / (batch_size × grad_accum)) from iteration 1, at least one; warm_steps (40) unset;
+    """ceil(later_epochs × rows / (batch_size × grad_accum)) from iteration 1, at least one; warm_steps (40) at 0;
     iteration 0 keeps max_steps (300)."""
     cfg = SftConfig(device="cpu", batch_size=4, grad_accum=2, later_epochs=later_epochs)
     plan = plan_training(cfg, iteration, warm=iteration >= 1)
@@ -341,7 +341,7 @@ def test_later_epochs_scale_the_steps_of_an_iteration_with_its_rows(later_epochs
 def test_iteration_one_warm_starts_from_iteration_zero_with_positives(tmp_path: Path, tiny_model_dir: Path,
                                                                       store: Store) -> None:
     cfg = config(tiny_model_dir, method="lora", lora_r=4, lora_alpha=8, max_steps=4, warm_steps=3,
-                 learning_rate=1e-2, base_subsample=5, positive_upsample=4)
+                 learning_rate=1e-2, base_subsample=5, positive_upsample=4, later_epochs=0)  # 0: warm_steps
     sft(tmp_path, cfg, name="iter0")
     edges = [edge(1, 0, EdgeOutcome.CLOSED)]
     label_edges(edges, [1], proved=True)
@@ -424,4 +424,6 @@ def test_the_settings_only_later_iterations_read_are_not_read_at_iteration_0(tmp
     READ.clear()
     sft(tmp_path, cfg, name="iter1", iteration=1, trajectories=(trajectories,), init=str(tmp_path / "iter0"),
         proof_examples=True)
-    assert later <= READ
+    # `burnqed sft` reads sft.proofs_per_theorem with search.mode (`proofs_kept`) and hands run_sft the effective
+    # value, which run_sft uses from iteration 1 only
+    assert later - {"proofs_per_theorem"} <= READ
