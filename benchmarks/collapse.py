@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.repair import WARM_SETTINGS  # noqa: E402
 from burnqed import storage  # noqa: E402
 from burnqed.config import Config  # noqa: E402
 from burnqed.ebm.formats import EmbeddingHealth  # noqa: E402
@@ -75,7 +76,7 @@ def main() -> None:
     from burnqed.commands.kit import configure
 
     # warm-started chains for sft.warm_steps on every verified proof, whatever the defaults' start
-    args.sets = ["sft.later_epochs=0", "sft.proofs_per_theorem=all", *args.sets]
+    args.sets = [*WARM_SETTINGS, *args.sets]
     cfg = configure(None, args.sets)
     store = storage.Store.from_config(cfg.storage)
     root = storage.normalize(args.root)

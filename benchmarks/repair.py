@@ -29,9 +29,11 @@ from burnqed.eval.result import EvalResult  # noqa: E402
 
 TARGET_POINTS = 3.0
 WARM_STEPS = 300
-# The loop this benchmark's figures (and rl_figure.py's, sketch_figure.py's) were measured with, before issue 69 made
-# a base start the default: iteration 1 warm-starts from iteration 0 for sft.warm_steps on every verified proof.
-WARM_LOOP = ["--set", "pipeline.start=previous", "--set", "sft.later_epochs=0", "--set", "sft.proofs_per_theorem=all"]
+# The loop this benchmark's figures (and rl_figure.py's, sketch_figure.py's, collapse.py's) were measured with, before
+# issue 69 made a base start the default: iteration 1 warm-starts from iteration 0 for sft.warm_steps on every
+# verified proof. WARM_LOOP: the same as --set arguments.
+WARM_SETTINGS = ("pipeline.start=previous", "sft.later_epochs=0", "sft.proofs_per_theorem=all")
+WARM_LOOP = [arg for setting in WARM_SETTINGS for arg in ("--set", setting)]
 DEFAULT_BUDGETS = (8, 16, 32, 64)
 
 
