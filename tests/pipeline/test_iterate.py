@@ -84,7 +84,7 @@ def test_the_stopped_iteration_finishes_on_rerun_without_searching_anything_twic
     for stage in ("data", "sft", "export", "trajectories", "report"):
         assert (it0 / stage / "_SUCCESS.json").exists(), stage
     result = json.loads((it0 / "eval" / "eval.json").read_text())
-    assert result["ebm"] is None and [b["budget"] for b in result["budgets"]] == [10, 30]
+    assert result["ebm"] is None and [b["budget"] for b in result["budgets"]] == [10, 20]
     assert {g["group"] for g in result["groups"]} == {"burnqed-world", "burnqed-bundled"}
     assert result["seed"] == 0 and result["settings"]["num_candidates"] == 8
     base = json.loads((it0 / "eval-base" / "eval.json").read_text())

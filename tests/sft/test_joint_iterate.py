@@ -91,7 +91,7 @@ def check_joint_run(root: Path) -> None:
     assert study_file["configurations"]["C"]["encoder_digest"] == manifest["encoder"]["digest"]
     assert study_file["configurations"]["C"]["ebm"].rstrip("/").endswith("iter_1/ebm")
     budgets = {tuple(row["budget"] for row in entry["solve"]) for entry in study["configurations"].values()}
-    assert budgets == {(10, 30)}
+    assert budgets == {(10, 20)}
     for name, entry in study["configurations"].items():
         embedding, value = entry["embedding"], entry["value"]
         for key in ("centroid_l2", "linear_probe", "norm_gap", "effective_rank"):
