@@ -487,6 +487,11 @@ def iteration_point(root: Path, j: int) -> dict[str, Any]:
     return point
 
 
+def _named(iteration: int | None) -> str:
+    """An iteration a start record names, or what None means there (the base model; a value model trained afresh)."""
+    return "none (base / afresh)" if iteration is None else str(iteration)
+
+
 def seed_curve(workdir: Path, seed: int, iterations: int) -> list[dict[str, Any]]:
     root = workdir / f"seed-{seed}" / "runs"
     return [iteration_point(root, j) for j in range(iterations) if (root / f"iter_{j}").is_dir()]
@@ -526,8 +531,8 @@ def curve_lines(curves: dict[int, list[dict[str, Any]]], summary: dict[str, Any]
             def pair(arm: str, p: dict[str, Any] = p) -> str:
                 return " / ".join("–" if p[arm][b] is None else str(p[arm][b]) for b in CURVE_BUDGETS)
             start = p.get("start")
-            began = "" if start is None else (f"; started from policy {start['policy_from']}, value model "
-                                              f"{start['value_model_from']}, search "
+            began = "" if start is None else (f"; started from policy {_named(start['policy_from'])}, value model "
+                                              f"{_named(start['value_model_from'])}, search "
                                               f"{'with' if start['search_value_model'] else 'without'} it")
             held = p.get("held_out_loss")
             samples = p.get("resamples", 0)

@@ -4,7 +4,8 @@ value model, written as a start record that `sft --start`, `train-ebm --start` a
 
     burnqed start --root runs --iter 3 --output runs/iter_3/start.json
 
-The iteration's start stage runs it when pipeline.start is "best" (the default); it reads the published evals of
+The iteration's start stage runs it from iteration 1 when pipeline.start is "best", and from iteration 2 when it is
+"base" (the default), which chooses no policy: SFT trains the base model afresh. It reads the published evals of
 iterations 0..I-1 (`burnqed.eval.best_so_far`) and prints one line per decision.
 """
 
@@ -56,7 +57,8 @@ def start(
     if output is None:
         output = at.start(iteration)
         store.check_writable(output)
-    record = choose_start(load_results(at, iteration, store), iteration, at, rl=cfg.rl.enabled).model_copy(
+    record = choose_start(load_results(at, iteration, store), iteration, at, rl=cfg.rl.enabled,
+                          setting="base" if cfg.pipeline.start == "base" else "best").model_copy(
         update={"made_from": start_inputs(cfg, store, root=at.root, iteration=iteration)})
     store.write_bytes(output, (record.model_dump_json(indent=1) + "\n").encode())
     for reason in record.reasons:

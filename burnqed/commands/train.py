@@ -75,7 +75,7 @@ def sft(
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
     check_packages("sft", cfg)  # before the data is read
     check_checkpoint_folder(store, output)
-    if start is not None:  # --start names the best policy so far: it replaces --init
+    if start is not None:  # --start names the best policy so far (under "base" none: the base): it replaces --init
         from burnqed.eval.best_so_far import read_start
 
         init = read_start(start, store).policy

@@ -85,12 +85,13 @@ class PipelineConfig(Section):
         description="What iteration i ≥ 1 starts from (docs/pipeline.md, 'Start of an iteration'). 'base': SFT "
         "trains the base model afresh on the data and every verified proof so far (the field's practice; with "
         "sft.proofs_per_theorem and sft.later_epochs' defaults the loop that kept learning over five iterations, "
-        "docs/results.md); train-ebm gets iteration i-1's value model (a warm start on the same encoder). 'best': a "
-        "start stage reads the evals of iterations 0..i-1 and writes iter_i/start.json; SFT warm-starts from the "
-        "policy whose LLM-only eval is the best so far (ties: the later), train-ebm from the best value model among "
-        "those that helped, and search uses the value model only when it helped at the last eval. 'previous': SFT "
-        "warm-starts from iteration i-1 whatever its eval said. Under 'base' and 'best' a worse iteration is not the "
-        "next one's start, so the gain gate of iteration i ≥ 1 is shown, not a stop.",
+        "docs/results.md); from iteration 2 a start stage reads the evals of iterations 0..i-1 and writes "
+        "iter_i/start.json: train-ebm warm-starts from the best value model among those that helped (none: afresh), "
+        "and search uses the value model only when it helped at the last eval. 'best': the start stage from "
+        "iteration 1, and SFT warm-starts from the policy whose LLM-only eval is the best so far (ties: the "
+        "later). 'previous': SFT and train-ebm warm-start from iteration i-1 whatever its eval said. Under 'base' "
+        "and 'best' a worse iteration is not the next one's start, so the gain gate of iteration i ≥ 1 is shown, not "
+        "a stop.",
         json_schema_extra=recorded("sft's --start/--init, train-ebm's --start/--init and search's --start, which "
                                    "the plan builds from it"),
     )

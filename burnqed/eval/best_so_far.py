@@ -8,14 +8,16 @@ whether search orders by the value model.
 
 The policy is judged by the LLM-only arm (iteration 0's eval, from iteration 1 the ablation eval-noebm): the best
 solve count at the largest budget, ties to the later iteration, so a worse iteration (a no-go) never becomes the next
-one's start. The value model is judged apart: the start's is the best LLM+EBM eval among those where it helped, and
-search uses the iteration's value model only when the last measured one helped (never measured: it does). Pure but
-for `load_results` and `read_start`; the `start` stage writes `StartRecord` to iter_i/start.json (`burnqed start`).
+one's start; under pipeline.start = "base" (`setting`) no policy is chosen: SFT trains the base model afresh. The
+value model is judged apart: the start's is the best LLM+EBM eval among those where it helped, and search uses the
+iteration's value model only when the last measured one helped (never measured: it does). Pure but for
+`load_results` and `read_start`; the `start` stage writes `StartRecord` to iter_i/start.json (`burnqed start`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -53,8 +55,11 @@ class StartRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     iteration: int = Field(ge=1)
-    policy_from: int = Field(ge=0, description="The iteration whose policy SFT warm-starts from.")
-    policy: str = Field(description="Its SFT (or rl) output folder: sft's --init.")
+    setting: Literal["best", "base"] = Field(default="best", description="pipeline.start it was chosen under: "
+                                             "'base' chooses no policy (SFT trains the base model afresh).")
+    policy_from: int | None = Field(ge=0, description="The iteration whose policy SFT warm-starts from (None: the "
+                                    "base model, pipeline.start = 'base').")
+    policy: str | None = Field(description="Its SFT (or rl) output folder: sft's --init (None: the base model).")
     value_model_from: int | None = Field(description="The iteration whose value model train-ebm warm-starts from "
                                          "(None: none helped, train afresh).")
     value_model: str | None = Field(description="Its value-model folder: train-ebm's --init (None: none).")
@@ -83,11 +88,13 @@ def _latest_best(scores: list[ArmScore], key: Callable[[ArmScore], int | None]) 
     return max(have, key=lambda s: (key(s), s.iteration)) if have else None
 
 
-def choose_start(results: dict[tuple[int, str], EvalResult], iteration: int, at: Layout, *, rl: bool = False
-                 ) -> StartRecord:
+def choose_start(results: dict[tuple[int, str], EvalResult], iteration: int, at: Layout, *, rl: bool = False,
+                 setting: Literal["best", "base"] = "best") -> StartRecord:
     """The start of iteration `iteration` ≥ 1 from the evals of iterations 0..iteration-1 (`results`, keyed by
     (iteration, arm) with arm 'llm' or 'llm+ebm', as the report collects them). `rl` (`rl.enabled`): a policy is the
-    rl stage's output, else SFT's. `InputError` when iteration-1 has no LLM-only eval: nothing to judge it by."""
+    rl stage's output, else SFT's. `setting` (pipeline.start): under 'base' the policy is the base model and only the
+    value model and its use in search are chosen. `InputError` when iteration-1 has no LLM-only eval: nothing to judge
+    it by."""
     if iteration < 1:
         raise ValueError(f"iteration 0 starts from the base model; got {iteration}")
     scores = [score(j, results) for j in range(iteration)]
@@ -97,9 +104,14 @@ def choose_start(results: dict[tuple[int, str], EvalResult], iteration: int, at:
                          f"({at.eval_result(iteration - 1, with_ebm=iteration - 1 == 0)}): run its evals first")
     best = _latest_best(scores, lambda s: s.llm)
     assert best is not None  # the last iteration has one
-    reasons = [f"policy: iteration {best.iteration}'s ({best.llm}/{best.total} LLM only at budget {best.budget}, the "
-               "best so far" + ("" if best.iteration == last.iteration else
-                                f"; iteration {last.iteration} solved {last.llm}: no-go, not its start") + ")"]
+    if setting == "base":
+        reasons = [f"policy: the base model, trained afresh on every proof so far (the best so far, iteration "
+                   f"{best.iteration}'s {best.llm}/{best.total} LLM only at budget {best.budget}, is not a start under "
+                   "pipeline.start = \"base\")"]
+    else:
+        reasons = [f"policy: iteration {best.iteration}'s ({best.llm}/{best.total} LLM only at budget {best.budget}, "
+                   "the best so far" + ("" if best.iteration == last.iteration else
+                                        f"; iteration {last.iteration} solved {last.llm}: no-go, not its start") + ")"]
     helped = [s for s in scores if s.value_model_helped]
     value = _latest_best(helped, lambda s: s.llm_ebm)
     if value is None:
@@ -114,8 +126,9 @@ def choose_start(results: dict[tuple[int, str], EvalResult], iteration: int, at:
         m = measured[-1]
         reasons.append(f"search: {'with' if use else 'without'} the value model (at iteration {m.iteration}'s eval "
                        f"{m.llm_ebm} with it vs {m.llm} without)")
-    return StartRecord(iteration=iteration, policy_from=best.iteration,
-                       policy=at.rl(best.iteration) if rl else at.sft(best.iteration),
+    policy = None if setting == "base" else at.rl(best.iteration) if rl else at.sft(best.iteration)
+    return StartRecord(iteration=iteration, setting=setting, policy_from=None if policy is None else best.iteration,
+                       policy=policy,
                        value_model_from=value.iteration if value else None,
                        value_model=at.ebm(value.iteration) if value else None, search_value_model=bool(use),
                        scores=scores, reasons=reasons)

@@ -1,8 +1,9 @@
 """The report's learning curve across iterations (docs/pipeline.md, "Start of an iteration"): each iteration's solve
 rate at every budget for the policy alone (LLM only) and with its value model (LLM+EBM), with Wilson 95 % intervals,
-and what the next iteration starts from (`eval.best_so_far.choose_start`: the best policy and value model so far).
+and what the next iteration starts from under pipeline.start (`eval.best_so_far.choose_start`: the best policy and
+value model so far; the base model and the best value model under "base"; iteration i's models under "previous").
 
-    section = iterations_section(Layout(root), iteration=4, store=store)   # None at iteration 0
+    section = iterations_section(Layout(root), iteration=4, setting="base", store=store)   # None at iteration 0
     lines = iterations_markdown(section)          # a table per arm and budget, and the next start
     plot_iterations(section, folder)              # learning_curve.png: one plot, both arms, intervals
 
@@ -12,6 +13,7 @@ A section of its own (`ReportSection`): reads the published evals of iterations 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -42,14 +44,17 @@ class IterationsSection(BaseModel):
 
     iteration: int = Field(ge=1)
     rows: list[CurveRow]
-    next_start: StartRecord | None = Field(description="What the next iteration starts from (None: the last "
-                                           "iteration has no LLM-only eval to judge it by).")
+    setting: Literal["best", "previous", "base"] = Field(default="best", description="pipeline.start.")
+    next_start: StartRecord | None = Field(description="What the next iteration starts from (None: pipeline.start "
+                                           "= 'previous', which chooses nothing, or the last iteration has no "
+                                           "LLM-only eval to judge it by).")
 
 
-def iterations_section(at: Layout, iteration: int, *, rl: bool = False, store: storage.Store
+def iterations_section(at: Layout, iteration: int, *, rl: bool = False,
+                       setting: Literal["best", "previous", "base"] = "best", store: storage.Store
                        ) -> IterationsSection | None:
     """The curve of iterations 0..`iteration`; None at iteration 0 (no curve yet). `rl`: the policies are the rl
-    stage's outputs."""
+    stage's outputs; `setting`: pipeline.start, what the next start is chosen under."""
     if iteration < 1:
         return None
     results = load_results(at, iteration + 1, store)
@@ -59,11 +64,13 @@ def iterations_section(at: Layout, iteration: int, *, rl: bool = False, store: s
             low, high = wilson_interval(budget.solved, result.total)
             rows.append(CurveRow(iteration=j, arm=arm, budget=budget.budget, solved=budget.solved,
                                  total=result.total, low=low, high=high))
-    try:
-        start: StartRecord | None = choose_start(results, iteration + 1, at, rl=rl)
-    except InputError:
-        start = None
-    return IterationsSection(iteration=iteration, rows=rows, next_start=start)
+    start: StartRecord | None = None
+    if setting != "previous":
+        try:
+            start = choose_start(results, iteration + 1, at, rl=rl, setting=setting)
+        except InputError:
+            start = None
+    return IterationsSection(iteration=iteration, rows=rows, setting=setting, next_start=start)
 
 
 def iterations_markdown(section: IterationsSection | None) -> list[str]:
@@ -88,11 +95,14 @@ def iterations_markdown(section: IterationsSection | None) -> list[str]:
             lines.append(f"| {budget} | {ARM_NAMES[arm]} | " + " | ".join(shown) + " |")
     lines.append("")
     start = section.next_start
-    if start is None:
+    if section.setting == "previous":
+        lines += [f"Iteration {section.iteration + 1} starts from iteration {section.iteration}'s policy and value "
+                  "model (pipeline.start = \"previous\").", ""]
+    elif start is None:
         lines += [f"Iteration {section.iteration + 1}'s start: not decided (iteration {section.iteration} has no "
                   "LLM-only eval).", ""]
     else:
-        lines += [f"Iteration {start.iteration} starts from (pipeline.start = \"best\"):", "",
+        lines += [f"Iteration {start.iteration} starts from (pipeline.start = \"{start.setting}\"):", "",
                   *(f"- {reason}" for reason in start.reasons), ""]
     return lines
 
@@ -128,7 +138,8 @@ def plot_iterations(section: IterationsSection | None, folder: Path) -> None:
 
 
 ITERATIONS_SECTION: ReportSection[IterationsSection | None] = ReportSection(
-    field="learning_curve", build=lambda got: iterations_section(got.at, got.iteration, rl=got.rl, store=got.store),
+    field="learning_curve", build=lambda got: iterations_section(got.at, got.iteration, rl=got.rl,
+                                                                 setting=got.pipeline.start, store=got.store),
     markdown=iterations_markdown, plots=plot_iterations)
 
 __all__ = ["ITERATIONS_SECTION", "CurveRow", "IterationsSection", "iterations_markdown", "iterations_section",

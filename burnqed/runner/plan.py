@@ -147,8 +147,11 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         ))
     trajectory_flags = _flags(earlier)
     previous = at.rl(i - 1) if rl else at.sft(i - 1)  # the policy iteration i-1 exported
-    # pipeline.start = "best": a start stage picks the best policy and value model so far
-    stages += [_start_stage(at, i)] if (best := i >= 1 and cfg.start == "best") else []
+    # a start stage picks the best policy and value model so far at pipeline.start = "best" (from iteration 1), the
+    # value model and its use in search at "base" (from iteration 2: at 1 there is none to pick and none measured)
+    best = i >= 1 and cfg.start == "best"
+    chosen = best or (i >= 2 and cfg.start == "base")
+    stages += [_start_stage(at, i, best=best)] if chosen else []
     init, init_inputs = _sft_init(cfg, at, i, previous, rl=rl)
     theorems = _training_theorems(cfg, at)
     stages.append(Stage(
@@ -176,9 +179,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         outputs=(export,), inputs=(trained,), resource=Resource.GPU, after=("rl" if rl else "sft",),
     ))
     if ebm is not None:
-        stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, best=best))
+        stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, chosen=chosen))
     search_after = ("export", "train-ebm") if ebm else ("export",)
-    stages += _search_stages(cfg, at, i, theorems, search_after, best=best, sketch=sketch,
+    stages += _search_stages(cfg, at, i, theorems, (*search_after, *(("start",) if chosen and ebm else ())),
+                             chosen=chosen, sketch=sketch,
                              unsolved_larger=unsolved_larger)
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     eval_common = _eval_argv(cfg, i, budgets)
@@ -223,11 +227,11 @@ def _eval_base_stage(at: Layout, eval_common: tuple[str, ...], budgets: str, bas
 
 
 def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str, ...], after: tuple[str, ...], *,
-                   best: bool, sketch: bool, unsolved_larger: bool) -> list[Stage]:
+                   chosen: bool, sketch: bool, unsolved_larger: bool) -> list[Stage]:
     """Iteration `i`'s search of the training theorems (`theorems`: their flags) with its export and value model,
     in `cfg.search_shards` shards after the stages `after`; at iteration 0 a second search at `noise_temperature`
     when it is set; then the merge of every shard into the iteration's trajectories. The search starts from the
-    start record's value model at pipeline.start = "best" (`best`); a sketch-mode search shares the subgoal cache;
+    start record's value model when a start stage chose (`chosen`); a sketch-mode search shares the subgoal cache;
     with `unsolved_larger` it gives the theorems iteration i-1 left unsolved the larger budget."""
     n, export, model = cfg.search_shards, at.export(i), ("--model", at.export(i))
     ebm = at.ebm(i) if i >= 1 else None
@@ -238,11 +242,11 @@ def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str,
         summary=f"Search the training theorems in {n} shard(s) and record trajectories"
         + (", those iteration i-1 left unsolved at the larger budget." if unsolved else "."),
         argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
-              *_optional("--ebm", ebm), *(("--start", at.start(i)) if best and ebm else ()), *model,
+              *_optional("--ebm", ebm), *(("--start", at.start(i)) if chosen and ebm else ()), *model,
               *_cache_set(at, sketch), *(arg for uri in unsolved for arg in ("--unsolved-from", uri)),
               "--output", shard_out),
         outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ()),
-                                      *((at.start(i),) if best and ebm else ()), *unsolved),
+                                      *((at.start(i),) if chosen and ebm else ()), *unsolved),
         resource=Resource.GPU_LEAN,
         after=after, shards=n, policy_model=export, ebm=ebm,
     )]
@@ -312,12 +316,14 @@ def _report_stage(at: Layout, i: int, stages: list[Stage], rl: str | None) -> St
     )
 
 
-def _start_stage(at: Layout, i: int) -> Stage:
-    """pipeline.start = "best": the stage that writes what iteration `i` ≥ 1 starts from (`burnqed start`) from the
-    evals of iterations 0..i-1."""
+def _start_stage(at: Layout, i: int, *, best: bool) -> Stage:
+    """The stage that writes what iteration `i` ≥ 1 starts from (`burnqed start`) from the evals of iterations 0..i-1:
+    the policy too at pipeline.start = "best" (`best`), else ("base") the value model and its use in search."""
     return Stage(
         name="start",
-        summary="Pick what this iteration starts from: the best policy (LLM-only eval) and value model so far.",
+        summary="Pick what this iteration starts from: "
+        + ("the best policy (LLM-only eval) and value model so far." if best else
+           "the best value model so far (one that helped) and whether search uses it."),
         argv=("start", "--root", at.root, "--iter", str(i), "--output", at.start(i)),
         outputs=(at.start(i),),
         inputs=tuple(uri for j in range(i) for uri in (at.eval_result(j), *((at.eval_result(j, with_ebm=False),)
@@ -327,10 +333,10 @@ def _start_stage(at: Layout, i: int) -> Stage:
 
 
 def _train_ebm_stage(at: Layout, i: int, trajectory_flags: tuple[str, ...], earlier: list[str], *, joint: bool,
-                     best: bool) -> Stage:
+                     chosen: bool) -> Stage:
     """Iteration `i` ≥ 1's value model: the head trained jointly with the policy (`joint`), published; else one
-    trained on every earlier trajectory, warm-started from the start record's value model (`best`) or iteration
-    i-1's."""
+    trained on every earlier trajectory, warm-started from the start record's value model when a start stage chose
+    it (`chosen`), else from iteration i-1's."""
     ebm, export = at.ebm(i), at.export(i)
     if joint:
         return Stage(
@@ -345,10 +351,10 @@ def _train_ebm_stage(at: Layout, i: int, trajectory_flags: tuple[str, ...], earl
         name="train-ebm",
         summary="Train the value model on every earlier trajectory, embedded with this iteration's policy.",
         argv=("train-ebm", "--iter", str(i), *trajectory_flags, "--model", export,
-              *(("--start", at.start(i)) if best else _optional("--init", at.ebm(i - 1) if i >= 2 else None)),
+              *(("--start", at.start(i)) if chosen else _optional("--init", at.ebm(i - 1) if i >= 2 else None)),
               "--output", ebm),
-        outputs=(ebm,), inputs=(*earlier, export, *((at.start(i),) if best else ())), resource=Resource.GPU,
-        after=("export",),
+        outputs=(ebm,), inputs=(*earlier, export, *((at.start(i),) if chosen else ())), resource=Resource.GPU,
+        after=("export", *(("start",) if chosen else ())),  # a stage that reads the start record waits for it
     )
 
 

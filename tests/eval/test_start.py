@@ -87,6 +87,21 @@ def test_a_tie_goes_to_the_later_iteration_and_the_first_start_searches_with_its
     assert (later.policy_from, later.value_model_from, later.search_value_model) == (1, 1, True)
 
 
+def test_under_the_base_start_only_the_value_model_and_its_use_in_search_are_chosen() -> None:
+    at = Layout("file:///runs")
+    start = choose_start(results(at), 3, at, setting="base")
+    assert (start.setting, start.policy_from, start.policy) == ("base", None, None)  # SFT trains the base afresh
+    assert (start.value_model_from, start.value_model, start.search_value_model) == (1, "file:///runs/iter_1/ebm", False)
+    assert start.reasons == [
+        "policy: the base model, trained afresh on every proof so far (the best so far, iteration 1's 5/7 LLM only at "
+        "budget 50, is not a start under pipeline.start = \"base\")",
+        *choose_start(results(at), 3, at).reasons[1:]]
+    # none helped: train-ebm starts afresh, and search goes without it after the last measured one hurt
+    hurt = {(0, "llm"): result(3), (1, "llm"): result(5), (1, "llm+ebm"): result(4, ebm="e", iteration=1)}
+    assert (choose_start(hurt, 2, at, setting="base").value_model, choose_start(hurt, 2, at, setting="base")
+            .search_value_model) == (None, False)
+
+
 def test_an_iteration_without_its_llm_only_eval_cannot_be_judged() -> None:
     at = Layout("file:///runs")
     with pytest.raises(InputError, match=r"iteration 1 has no LLM-only eval \(file:///runs/iter_1/eval/eval-noebm"):
@@ -199,9 +214,16 @@ def test_the_variants_start_from_the_previous_iteration_or_the_base() -> None:
     previous = sft_argv("previous")
     assert previous[previous.index("--init") + 1] == "file:///r/iter_1/sft"
     assert "--init" not in sft_argv("base") and "--start" not in sft_argv("base")
-    # the default ("base") has no start stage; iteration 0 has none whatever the setting: the quick start is unchanged
-    assert "start" not in iteration_of(Config(), "file:///r", 2).names
+    # the default ("base") has a start stage from iteration 2 (the value model's), none at 1 (none to choose, none
+    # measured); iteration 0 has none whatever the setting: the quick start is unchanged
+    assert "start" not in iteration_of(Config(), "file:///r", 1).names
     assert "start" not in iteration_of(BEST, "file:///r", 0).names
+    base = iteration_of(Config(), "file:///r", 2)
+    assert base.names[0] == "start" and base.stage("start").summary.endswith("and whether search uses it.")
+    assert base.stage("sft").after == () and "--start" in base.stage("train-ebm").argv
+    assert "start" in base.stage("train-ebm").after and "start" in base.stage("search").after
+    search = base.stage("search").argv
+    assert search[search.index("--start") + 1] == "file:///r/iter_2/start.json"
 
 
 def test_the_report_names_the_policy_gate(tmp_path: Path, store: Store) -> None:
@@ -230,6 +252,17 @@ def test_the_report_draws_both_arms_across_iterations_and_names_the_next_start(t
                           "- policy: iteration 1's (5/7 LLM only at budget 50, the best so far; iteration 2 solved 4: "
                           "no-go, not its start)", "- value model: iteration 1's (6 with it vs 5 without)",
                           "- search: without the value model (at iteration 2's eval 3 with it vs 4 without)", ""]
+    # the default ("base") names the base model and the value model; "previous" chooses nothing
+    base = build_report(at.root, 2, Config().pipeline, store=store).learning_curve
+    assert base is not None and base.next_start is not None and base.next_start.policy is None
+    assert iterations_markdown(base)[-6:-3] == ["Iteration 3 starts from (pipeline.start = \"base\"):", "",
+                                                "- policy: the base model, trained afresh on every proof so far (the "
+                                                "best so far, iteration 1's 5/7 LLM only at budget 50, is not a start "
+                                                "under pipeline.start = \"base\")"]
+    previous = build_report(at.root, 2, PipelineConfig(start="previous"), store=store).learning_curve
+    assert previous is not None and previous.next_start is None
+    assert iterations_markdown(previous)[-2:] == [
+        "Iteration 3 starts from iteration 2's policy and value model (pipeline.start = \"previous\").", ""]
     pytest.importorskip("matplotlib")
     write_report(report, tmp_path / "report")
     assert (tmp_path / "report" / "learning_curve.png").stat().st_size > 0
@@ -258,3 +291,34 @@ def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_change
     difference, recorded = verdict()
     assert recorded and difference is not None
     assert difference.startswith(f"iter_2 eval-noebm {at.eval_result(2, with_ebm=False)} was made again since")
+
+
+def test_under_the_base_start_the_start_stage_gives_train_ebm_and_search_the_value_model_that_helped(
+        tmp_path: Path, store: Store) -> None:
+    """The default (pipeline.start = "base") after the no-go of ARMS: iteration 3's start stage, run as the plan gives
+    it, chooses no policy; what sft, train-ebm and search are then made from (`reuse.BUILDERS`, the commands' own
+    builders, through `read_start`): the base model, iteration 1's value model, search without it."""
+    at = _publish_run(tmp_path, store)
+    plan = iteration_of(Config(), at.root, 3)
+    done = burnqed_in_process(*plan.stage("start").argv_for(0))
+    assert done.returncode == 0, done.stderr
+    assert "start of iteration 3: policy: the base model, trained afresh on every proof so far" in done.stdout
+    record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
+    assert (record["setting"], record["policy"], record["value_model"], record["search_value_model"]) == (
+        "base", None, at.ebm(1), False)
+    assert record["made_from"]["settings"]["pipeline.start"] == "base"
+    config = Config()
+
+    def made_from(stage: str) -> dict[str, str | None]:
+        argv = plan.stage(stage).argv_for(0)
+        if "--theorems" in argv:  # the search's training theorems: the embedded corpus (the run has no data)
+            argv = argv[:argv.index("--theorems")] + argv[argv.index("--theorems") + 4:]
+        if stage == "sft":  # its data and trajectories do not exist here: the model it starts from is the subject
+            return {"--init": reuse.parse_command_line(argv, command_grammar()).one("--init")}
+        line = reuse.parse_command_line(argv, command_grammar())
+        [(_, inputs)] = reuse.BUILDERS[line.command](line, config, store)
+        return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
+
+    assert made_from("sft") == {"--init": None}
+    assert made_from("train-ebm") == {"--init": at.ebm(1)}
+    assert made_from("search") == {"--ebm": None}

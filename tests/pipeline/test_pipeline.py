@@ -68,11 +68,16 @@ def test_iteration_2_trains_an_ebm_on_all_earlier_trajectories_and_runs_the_abla
     assert it.stage("eval-noebm").outputs == (f"{ROOT}/iter_2/eval/eval-noebm.json",)
     # iteration 1 has no previous head to start from
     assert "--init" not in build_iteration(PipelineConfig(start="previous"), ROOT, 1).stage("train-ebm").argv
-    # the default ("base"): SFT from the base model on the same data, the value model as "previous" has it
+    # the default ("base"): SFT from the base model on the same data; the value model train-ebm starts from and
+    # search's use of it from the start stage's record (tests/eval/test_start.py), at iteration 1 as "previous"
     base = build_iteration(PipelineConfig(noise_temperature=None), ROOT, 2)
-    assert base.names == it.names and "--init" not in base.stage("sft").argv
+    assert base.names == ["start", *it.names] and "--init" not in base.stage("sft").argv
     assert [a for a in sft if a not in ("--init", f"{ROOT}/iter_1/sft")] == list(base.stage("sft").argv)
-    assert base.stage("train-ebm").argv == ebm.argv and base.stage("search").argv == it.stage("search").argv
+    start = ("--start", f"{ROOT}/iter_2/start.json")
+    assert base.stage("train-ebm").argv == (*ebm.argv[:-4], *start, *ebm.argv[-2:])  # for --init ITER_1/EBM
+    first = build_iteration(PipelineConfig(noise_temperature=None), ROOT, 1)
+    assert first.stage("train-ebm").argv == build_iteration(PipelineConfig(start="previous"), ROOT, 1).stage(
+        "train-ebm").argv
 
 
 @pytest.mark.parametrize("iteration", [0, 1, 3])
