@@ -25,8 +25,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 # Iteration 1's SFT (from the base, pipeline.start's default) and EBM as small as what is asserted of them needs (a
 # model trained on, an EBM search and eval score with): a tenth of an epoch in place of sft.later_epochs' 1, an EBM of
-# 60 steps and one hidden layer of 32.
-ITERATION_1 = {"BURNQED_SFT__LATER_EPOCHS": "0.1", "BURNQED_EBM__STEPS": "60", "BURNQED_EBM__HIDDEN_DIMS": "[32]"}
+# 60 steps and one hidden layer of 32; its search in one shard (iteration 0's two are the sharded run's test).
+ITERATION_1 = {"BURNQED_SFT__LATER_EPOCHS": "0.1", "BURNQED_EBM__STEPS": "60", "BURNQED_EBM__HIDDEN_DIMS": "[32]",
+               "BURNQED_PIPELINE__SEARCH_SHARDS": "1"}
 
 
 @pytest.fixture(scope="module")
