@@ -58,7 +58,8 @@ def start(
         output = at.start(iteration)
         store.check_writable(output)
     record = choose_start(load_results(at, iteration, store), iteration, at, rl=cfg.rl.enabled,
-                          setting="base" if cfg.pipeline.start == "base" else "best").model_copy(
+                          setting="base" if cfg.pipeline.start == "base" else "best",
+                          search=cfg.pipeline.search_value_model).model_copy(
         update={"made_from": start_inputs(cfg, store, root=at.root, iteration=iteration)})
     store.write_bytes(output, (record.model_dump_json(indent=1) + "\n").encode())
     for reason in record.reasons:

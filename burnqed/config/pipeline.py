@@ -95,6 +95,14 @@ class PipelineConfig(Section):
         json_schema_extra=recorded("sft's --start/--init, train-ebm's --start/--init and search's --start, which "
                                    "the plan builds from it"),
     )
+    search_value_model: Literal["helped", "always"] = Field(
+        default="helped",
+        description="Under pipeline.start 'best' and 'base': whether the training search of an iteration the start "
+        "stage chose for orders by its value model only when the last measured one helped (LLM+EBM above LLM only "
+        "at the last eval: 'helped') or always ('always'; the main eval uses it either way, and eval-noebm measures "
+        "the policy alone). 'previous' always uses it (docs/pipeline.md, 'Start of an iteration').",
+        json_schema_extra=recorded("search's --start, which the plan builds from it"),
+    )
     gate_min_rate: float = Field(
         default=0.05, ge=0, le=1,
         description="Go/no-go: stop when the raw baseline (the base policy's eval, else iteration 0's) solves less "

@@ -89,12 +89,13 @@ def _latest_best(scores: list[ArmScore], key: Callable[[ArmScore], int | None]) 
 
 
 def choose_start(results: dict[tuple[int, str], EvalResult], iteration: int, at: Layout, *, rl: bool = False,
-                 setting: Literal["best", "base"] = "best") -> StartRecord:
+                 setting: Literal["best", "base"] = "best", search: Literal["helped", "always"] = "helped"
+                 ) -> StartRecord:
     """The start of iteration `iteration` ≥ 1 from the evals of iterations 0..iteration-1 (`results`, keyed by
     (iteration, arm) with arm 'llm' or 'llm+ebm', as the report collects them). `rl` (`rl.enabled`): a policy is the
     rl stage's output, else SFT's. `setting` (pipeline.start): under 'base' the policy is the base model and only the
-    value model and its use in search are chosen. `InputError` when iteration-1 has no LLM-only eval: nothing to judge
-    it by."""
+    value model and its use in search are chosen; `search` (pipeline.search_value_model): 'always' searches with it
+    whatever it did. `InputError` when iteration-1 has no LLM-only eval: nothing to judge it by."""
     if iteration < 1:
         raise ValueError(f"iteration 0 starts from the base model; got {iteration}")
     scores = [score(j, results) for j in range(iteration)]
@@ -119,8 +120,10 @@ def choose_start(results: dict[tuple[int, str], EvalResult], iteration: int, at:
     else:
         reasons.append(f"value model: iteration {value.iteration}'s ({value.llm_ebm} with it vs {value.llm} without)")
     measured = [s for s in scores if s.value_model_helped is not None]
-    use = measured[-1].value_model_helped if measured else True
-    if not measured:
+    use = measured[-1].value_model_helped if measured and search == "helped" else True
+    if search == "always":
+        reasons.append("search: with the value model (pipeline.search_value_model = \"always\")")
+    elif not measured:
         reasons.append("search: with the value model (none measured yet)")
     else:
         m = measured[-1]

@@ -51,10 +51,12 @@ class IterationsSection(BaseModel):
 
 
 def iterations_section(at: Layout, iteration: int, *, rl: bool = False,
-                       setting: Literal["best", "previous", "base"] = "best", store: storage.Store
+                       setting: Literal["best", "previous", "base"] = "best",
+                       search: Literal["helped", "always"] = "helped", store: storage.Store
                        ) -> IterationsSection | None:
     """The curve of iterations 0..`iteration`; None at iteration 0 (no curve yet). `rl`: the policies are the rl
-    stage's outputs; `setting`: pipeline.start, what the next start is chosen under."""
+    stage's outputs; `setting` and `search`: pipeline.start and pipeline.search_value_model, what the next start is
+    chosen under."""
     if iteration < 1:
         return None
     results = load_results(at, iteration + 1, store)
@@ -67,7 +69,7 @@ def iterations_section(at: Layout, iteration: int, *, rl: bool = False,
     start: StartRecord | None = None
     if setting != "previous":
         try:
-            start = choose_start(results, iteration + 1, at, rl=rl, setting=setting)
+            start = choose_start(results, iteration + 1, at, rl=rl, setting=setting, search=search)
         except InputError:
             start = None
     return IterationsSection(iteration=iteration, rows=rows, setting=setting, next_start=start)
@@ -138,8 +140,9 @@ def plot_iterations(section: IterationsSection | None, folder: Path) -> None:
 
 
 ITERATIONS_SECTION: ReportSection[IterationsSection | None] = ReportSection(
-    field="learning_curve", build=lambda got: iterations_section(got.at, got.iteration, rl=got.rl,
-                                                                 setting=got.pipeline.start, store=got.store),
+    field="learning_curve", build=lambda got: iterations_section(
+        got.at, got.iteration, rl=got.rl, setting=got.pipeline.start, search=got.pipeline.search_value_model,
+        store=got.store),
     markdown=iterations_markdown, plots=plot_iterations)
 
 __all__ = ["ITERATIONS_SECTION", "CurveRow", "IterationsSection", "iterations_markdown", "iterations_section",

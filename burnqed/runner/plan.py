@@ -181,8 +181,10 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     if ebm is not None:
         stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, chosen=chosen))
     search_after = ("export", "train-ebm") if ebm else ("export",)
-    stages += _search_stages(cfg, at, i, theorems, (*search_after, *(("start",) if chosen and ebm else ())),
-                             chosen=chosen, sketch=sketch,
+    # search reads the start record when it decides whether search uses the value model (pipeline.search_value_model)
+    helped = chosen and ebm is not None and cfg.search_value_model == "helped"
+    stages += _search_stages(cfg, at, i, theorems, (*search_after, *(("start",) if helped else ())),
+                             reads_start=helped, sketch=sketch,
                              unsolved_larger=unsolved_larger)
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     eval_common = _eval_argv(cfg, i, budgets)
@@ -227,11 +229,12 @@ def _eval_base_stage(at: Layout, eval_common: tuple[str, ...], budgets: str, bas
 
 
 def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str, ...], after: tuple[str, ...], *,
-                   chosen: bool, sketch: bool, unsolved_larger: bool) -> list[Stage]:
+                   reads_start: bool, sketch: bool, unsolved_larger: bool) -> list[Stage]:
     """Iteration `i`'s search of the training theorems (`theorems`: their flags) with its export and value model,
     in `cfg.search_shards` shards after the stages `after`; at iteration 0 a second search at `noise_temperature`
-    when it is set; then the merge of every shard into the iteration's trajectories. The search starts from the
-    start record's value model when a start stage chose (`chosen`); a sketch-mode search shares the subgoal cache;
+    when it is set; then the merge of every shard into the iteration's trajectories. The search reads the start
+    record, which says whether it uses the value model, when `reads_start`; a sketch-mode search shares the subgoal
+    cache;
     with `unsolved_larger` it gives the theorems iteration i-1 left unsolved the larger budget."""
     n, export, model = cfg.search_shards, at.export(i), ("--model", at.export(i))
     ebm = at.ebm(i) if i >= 1 else None
@@ -242,11 +245,11 @@ def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str,
         summary=f"Search the training theorems in {n} shard(s) and record trajectories"
         + (", those iteration i-1 left unsolved at the larger budget." if unsolved else "."),
         argv=("search", "--iter", str(i), *theorems, "--shard", f"{SHARD}/{n}", "--run-id", f"iter{i}", "--resume",
-              *_optional("--ebm", ebm), *(("--start", at.start(i)) if chosen and ebm else ()), *model,
+              *_optional("--ebm", ebm), *(("--start", at.start(i)) if reads_start else ()), *model,
               *_cache_set(at, sketch), *(arg for uri in unsolved for arg in ("--unsolved-from", uri)),
               "--output", shard_out),
         outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ()),
-                                      *((at.start(i),) if chosen and ebm else ()), *unsolved),
+                                      *((at.start(i),) if reads_start else ()), *unsolved),
         resource=Resource.GPU_LEAN,
         after=after, shards=n, policy_model=export, ebm=ebm,
     )]

@@ -91,11 +91,15 @@ def test_under_the_base_start_only_the_value_model_and_its_use_in_search_are_cho
     at = Layout("file:///runs")
     start = choose_start(results(at), 3, at, setting="base")
     assert (start.setting, start.policy_from, start.policy) == ("base", None, None)  # SFT trains the base afresh
-    assert (start.value_model_from, start.value_model, start.search_value_model) == (1, "file:///runs/iter_1/ebm", False)
+    assert (start.value_model_from, start.value_model, start.search_value_model) == (1, at.ebm(1), False)
     assert start.reasons == [
         "policy: the base model, trained afresh on every proof so far (the best so far, iteration 1's 5/7 LLM only at "
         "budget 50, is not a start under pipeline.start = \"base\")",
         *choose_start(results(at), 3, at).reasons[1:]]
+    # pipeline.search_value_model = "always": the same value model, and search with it whatever it did
+    always = choose_start(results(at), 3, at, setting="base", search="always")
+    assert (always.value_model, always.search_value_model) == (at.ebm(1), True)
+    assert always.reasons[2] == "search: with the value model (pipeline.search_value_model = \"always\")"
     # none helped: train-ebm starts afresh, and search goes without it after the last measured one hurt
     hurt = {(0, "llm"): result(3), (1, "llm"): result(5), (1, "llm+ebm"): result(4, ebm="e", iteration=1)}
     assert (choose_start(hurt, 2, at, setting="base").value_model, choose_start(hurt, 2, at, setting="base")
@@ -224,6 +228,10 @@ def test_the_variants_start_from_the_previous_iteration_or_the_base() -> None:
     assert "start" in base.stage("train-ebm").after and "start" in base.stage("search").after
     search = base.stage("search").argv
     assert search[search.index("--start") + 1] == "file:///r/iter_2/start.json"
+    # pipeline.search_value_model = "always": search takes the iteration's value model without reading the record
+    always = iteration_of(Config(pipeline=PipelineConfig(search_value_model="always")), "file:///r", 2)
+    assert "--start" not in always.stage("search").argv and "start" not in always.stage("search").after
+    assert "--ebm" in always.stage("search").argv and always.stage("train-ebm").argv == base.stage("train-ebm").argv
 
 
 def test_the_report_names_the_policy_gate(tmp_path: Path, store: Store) -> None:
