@@ -147,10 +147,7 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
         ))
     trajectory_flags = _flags(earlier)
     previous = at.rl(i - 1) if rl else at.sft(i - 1)  # the policy iteration i-1 exported
-    # a start stage picks the best policy and value model so far at pipeline.start = "best" (from iteration 1), the
-    # value model and its use in search at "base" (from iteration 2: at 1 there is none to pick and none measured)
-    best = i >= 1 and cfg.start == "best"
-    chosen = best or (i >= 2 and cfg.start == "base")
+    best, chosen, helped = _start_reads(cfg, i, ebm=ebm is not None)
     stages += [_start_stage(at, i, best=best)] if chosen else []
     init, init_inputs = _sft_init(cfg, at, i, previous, rl=rl)
     theorems = _training_theorems(cfg, at)
@@ -181,11 +178,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     if ebm is not None:
         stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, chosen=chosen))
     search_after = ("export", "train-ebm") if ebm else ("export",)
-    # search reads the start record when it decides whether search uses the value model (pipeline.search_value_model)
-    helped = chosen and ebm is not None and cfg.search_value_model == "helped"
     stages += _search_stages(cfg, at, i, theorems, (*search_after, *(("start",) if helped else ())),
-                             reads_start=helped, sketch=sketch,
-                             unsolved_larger=unsolved_larger)
+                             reads_start=helped, sketch=sketch, unsolved_larger=unsolved_larger)
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     eval_common = _eval_argv(cfg, i, budgets)
     if i == 0 and cfg.eval_base:
@@ -197,6 +191,16 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
                                 (init, init_inputs, ("start",) if best else ()))
     stages.append(_report_stage(at, i, stages, trained if rl else None))
     return Iteration(index=i, root=root, stages=tuple(stages))
+
+
+def _start_reads(cfg: PipelineConfig, i: int, *, ebm: bool) -> tuple[bool, bool, bool]:
+    """Who reads iteration `i`'s start record (docs/pipeline.md, "Start of an iteration"), as (SFT, train-ebm,
+    search); a start stage runs when any does. At pipeline.start = "best" all from iteration 1 (the policy, the value
+    model and its use in search); at "base" train-ebm and search from iteration 2 (at 1 there is no value model to
+    pick and none measured); search only with a value model (`ebm`) and pipeline.search_value_model = "helped"."""
+    best = i >= 1 and cfg.start == "best"
+    chosen = best or (i >= 2 and cfg.start == "base")
+    return best, chosen, chosen and ebm and cfg.search_value_model == "helped"
 
 
 def _training_theorems(cfg: PipelineConfig, at: Layout) -> tuple[str, ...]:
