@@ -145,7 +145,7 @@ def test_gpu_pools_replace_node_selectors_and_tolerations_per_pool() -> None:
         else:
             assert "tolerations" not in t and "nodeSelector" not in t  # the DAG template is left alone
     assert {t["name"] for t in by_pool["gpu"]} == {"sft", "export", "train-ebm", "search", "eval", "eval-noebm"}
-    assert {t["name"] for t in by_pool["cpu"]} == {"merge-trajectories", "report"}  # no start step by default
+    assert {t["name"] for t in by_pool["cpu"]} == {"merge-trajectories", "report"}  # the default's start: from 2
     for t in by_pool["gpu"]:
         assert t["tolerations"] == scenario["gpuTolerations"]
         assert t["nodeSelector"] == scenario["gpuNodeSelector"]

@@ -195,18 +195,21 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
     # record of inputs with these builders (`reuse.BUILDERS`) after reading the record (`read_start`).
     [ran_sft] = [line.split("$ burnqed ", 1)[1] for line in done.stderr.splitlines() if "$ burnqed sft " in line]
     plan = iteration_of(BEST, at.root, 3)
+    assert _made_from(shlex.split(ran_sft), BEST, store) == {"--init": at.sft(1)}
+    assert _made_from(plan.stage("train-ebm").argv_for(0), BEST, store) == {"--init": at.ebm(1)}
+    assert _made_from(plan.stage("search").argv_for(0), BEST, store) == {"--ebm": None}
 
-    def made_from(argv: list[str]) -> dict[str, str | None]:
-        if "--theorems" in argv:  # the search's training theorems: the embedded corpus (the run has no data)
-            at_theorems = argv.index("--theorems")
-            argv = argv[:at_theorems] + argv[at_theorems + 4:]  # --theorems INDEX --split SPLITS
-        line = reuse.parse_command_line(argv, command_grammar())
-        [(_, inputs)] = reuse.BUILDERS[line.command](line, BEST, store)
-        return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
 
-    assert made_from(shlex.split(ran_sft)) == {"--init": at.sft(1)}
-    assert made_from(plan.stage("train-ebm").argv_for(0)) == {"--init": at.ebm(1)}
-    assert made_from(plan.stage("search").argv_for(0)) == {"--ebm": None}
+def _made_from(argv: list[str], config: Config, store: Store) -> dict[str, str | None]:
+    """The policy (--init) and value model (--ebm) a stage's command line is made from, by the command's own builder
+    (`reuse.BUILDERS`, which reads a --start record as the command does); a search's training theorems are dropped
+    (--theorems INDEX --split SPLITS: the embedded corpus, since these runs have no prepared data)."""
+    if "--theorems" in argv:
+        at_theorems = argv.index("--theorems")
+        argv = argv[:at_theorems] + argv[at_theorems + 4:]
+    line = reuse.parse_command_line(argv, command_grammar())
+    [(_, inputs)] = reuse.BUILDERS[line.command](line, config, store)
+    return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
 
 
 def test_the_variants_start_from_the_previous_iteration_or_the_base() -> None:
@@ -315,18 +318,6 @@ def test_under_the_base_start_the_start_stage_gives_train_ebm_and_search_the_val
     assert (record["setting"], record["policy"], record["value_model"], record["search_value_model"]) == (
         "base", None, at.ebm(1), False)
     assert record["made_from"]["settings"]["pipeline.start"] == "base"
-    config = Config()
-
-    def made_from(stage: str) -> dict[str, str | None]:
-        argv = plan.stage(stage).argv_for(0)
-        if "--theorems" in argv:  # the search's training theorems: the embedded corpus (the run has no data)
-            argv = argv[:argv.index("--theorems")] + argv[argv.index("--theorems") + 4:]
-        if stage == "sft":  # its data and trajectories do not exist here: the model it starts from is the subject
-            return {"--init": reuse.parse_command_line(argv, command_grammar()).one("--init")}
-        line = reuse.parse_command_line(argv, command_grammar())
-        [(_, inputs)] = reuse.BUILDERS[line.command](line, config, store)
-        return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
-
-    assert made_from("sft") == {"--init": None}
-    assert made_from("train-ebm") == {"--init": at.ebm(1)}
-    assert made_from("search") == {"--ebm": None}
+    assert _made_from(plan.stage("sft").argv_for(0), Config(), store) == {"--init": None}
+    assert _made_from(plan.stage("train-ebm").argv_for(0), Config(), store) == {"--init": at.ebm(1)}
+    assert _made_from(plan.stage("search").argv_for(0), Config(), store) == {"--ebm": None}
