@@ -33,8 +33,9 @@ def start(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Decide what iteration I starts from (the best policy and value model so far) from the evals of iterations
-    0..I-1 and write it as a start record."""
+    """Decide what iteration I starts from (the best policy so far, none under pipeline.start = "base"; the best
+    value model so far, and whether search uses it) from the evals of iterations 0..I-1 and write it as a start
+    record."""
     from burnqed import storage
     from burnqed.base import uris
     from burnqed.commands.vocabulary import last_iteration
