@@ -5,6 +5,7 @@ be signalled or killed; and the Lean workers a command started, to check that no
     done = cli("eval", "--budgets", "0")                  # exit code, stdout, stderr, as a process gives them
     done = cli("search", ..., process=True)               # python -m burnqed.cli, where the process is the subject
     with background("search", ...) as proc: ...           # killed with its session at the end
+    with forked_stages(): cli("iterate", ...)              # iterate in process, each stage a fork of this one
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import IO, Any, NoReturn
 
 import psutil
 
@@ -234,3 +235,128 @@ def survivors(processes: list[psutil.Process], grace: float) -> list[list[str]]:
             lines.append(proc.cmdline())
             proc.kill()
     return lines
+
+
+@contextmanager
+def forked_stages() -> Iterator[None]:
+    """While the block runs, the local runner starts each stage (`burnqed.runner.local.launch_stage`) as a fork of
+    this process running `burnqed.cli.main` on the stage's command line, its environment and output as a spawned
+    one gets them: for a `cli("iterate", ...)` whose subject is what the stages make, not their processes. A fork
+    starts with torch and transformers imported (~4.5 CPU-s a stage process spends on them); it is still a process
+    of its own in a group of its own, stopped, reaped and its CPU time counted as a spawned stage is. It forks only
+    where the stage gets one torch thread (`OMP_NUM_THREADS=1`, the runner's setting for 2 jobs on 2 cores): GNU
+    OpenMP hangs in a fork that uses more threads after its parent used them; elsewhere the stage is spawned."""
+    from burnqed.runner import local
+
+    spawn = local.launch_stage
+
+    def launch(python: str, argv: Sequence[str], env: Mapping[str, str], capture: bool) -> local.StageProcess:
+        if env.get("OMP_NUM_THREADS") != "1":
+            return spawn(python, argv, env, capture)
+        return ForkedStage.start(list(argv), dict(env), capture)
+
+    local.launch_stage = launch
+    try:
+        yield
+    finally:
+        local.launch_stage = spawn
+
+
+class ForkedStage:
+    """A stage running in a fork of this process (`forked_stages`), with the part of `subprocess.Popen` the local
+    runner uses: pid (its process group's too), returncode, stdout and stderr pipes, poll and wait."""
+
+    def __init__(self, pid: int, stdout: IO[bytes] | None, stderr: IO[bytes] | None) -> None:
+        self.pid, self.stdout, self.stderr = pid, stdout, stderr
+        self.returncode: int | None = None
+
+    @classmethod
+    def start(cls, argv: list[str], env: dict[str, str], capture: bool) -> ForkedStage:
+        pipes = [os.pipe(), os.pipe()] if capture else []
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_forked_stage(argv, env, [write for _, write in pipes])
+        for _, write in pipes:
+            os.close(write)
+        if not capture:
+            return cls(pid, None, None)
+        return cls(pid, os.fdopen(pipes[0][0], "rb"), os.fdopen(pipes[1][0], "rb"))
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError as exc:  # reaped by someone who did not set returncode: nothing to wait for
+                raise RuntimeError(f"stage process {self.pid} was reaped elsewhere") from exc
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(["burnqed"], timeout or 0.0)
+            time.sleep(0.02)
+        return code
+
+
+def _run_forked_stage(argv: list[str], env: dict[str, str], writers: list[int]) -> NoReturn:
+    """In the fork: what a fresh `python -m burnqed.cli ARGV` would have (a process group of its own, stdin from
+    /dev/null, stdout and stderr on `writers` or inherited, `env` as its environment, default signal handlers, no
+    logging handlers, Python's default warning filters, one torch thread), then `burnqed.cli.main`; exits with its
+    code and never returns into the test."""
+    import logging
+    import traceback
+    import warnings
+
+    code = 1
+    try:
+        os.setpgid(0, 0)
+        for signum in signal.valid_signals():
+            if signum not in (signal.SIGKILL, signal.SIGSTOP) and callable(signal.getsignal(signum)):
+                signal.signal(signum, signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        if writers:
+            os.dup2(writers[0], 1)
+            os.dup2(writers[1], 2)
+            for fd in writers:
+                os.close(fd)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115  (the process's own streams)
+        sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace",  # noqa: SIM115
+                          closefd=False)
+        sys.argv[:] = [sys.argv[0], *argv]
+        root = logging.getLogger()
+        root.handlers.clear()
+        root.setLevel(logging.WARNING)
+        warnings.resetwarnings()
+        for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+            warnings.simplefilter("ignore", category)
+        _forget_filesystems()
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(1)
+        from burnqed.cli import main
+
+        try:
+            main()
+            code = 0
+        except SystemExit as stop:
+            if stop.code is None or isinstance(stop.code, int):
+                code = stop.code or 0
+            else:
+                print(stop.code, file=sys.stderr)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)

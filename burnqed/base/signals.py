@@ -18,13 +18,12 @@ import contextlib
 import os
 import shlex
 import signal
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from types import FrameType
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from burnqed.errors import StoppedError
 
@@ -249,8 +248,18 @@ def _line(what: str | Callable[[], str], signum: int, kept: str, continue_with: 
     return f"{what} stopped by {signal_name(signum)}; {kept}: continue with `{continue_with}`"
 
 
-def stop_process_group(proc: subprocess.Popen[bytes] | subprocess.Popen[str],
-                       grace_s: float = STOP_GRACE_S) -> int | None:
+class Child(Protocol):
+    """A child process as `stop_process_group` uses it (`subprocess.Popen` is one)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def stop_process_group(proc: Child, grace_s: float = STOP_GRACE_S) -> int | None:
     """Stop a child started with `process_group=0`, its group and every process it started: SIGTERM to the group,
     up to `grace_s` for the child to exit (it stops its own children: a stage closes its Lean pool), then SIGKILL
     to the group and to every descendant still alive (Lean workers run in sessions of their own, out of reach of

@@ -120,8 +120,27 @@ def redo_argv(argv: Sequence[str]) -> list[str]:
     return [*(word for word in argv if word not in ("--resume", "--force")), "--force"]
 
 
-def _command(python: str, argv: Sequence[str]) -> list[str]:
-    return [python, "-m", "burnqed.cli", *argv]
+class StageProcess(Protocol):
+    """A started stage's process as the runner uses it (`subprocess.Popen[bytes]` is one): its pid, which is also
+    its process group's id, its exit code once reaped, and its output pipes when they were asked for."""
+
+    pid: int
+    returncode: int | Any
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+def launch_stage(python: str, argv: Sequence[str], env: Mapping[str, str], capture: bool) -> StageProcess:
+    """Start `python -m burnqed.cli ARGV` in a process group of its own (`env` its whole environment; `capture`:
+    stdout and stderr to pipes, else inherited). The one place a stage process starts: tests/processes.py
+    `forked_stages` puts a fork of the test's own process here, for the tests whose subject is not the process."""
+    pipe = subprocess.PIPE if capture else None
+    return subprocess.Popen([python, "-m", "burnqed.cli", *argv], env=dict(env), process_group=0, stdout=pipe,
+                            stderr=pipe)
 
 
 @dataclass(slots=True)
@@ -130,7 +149,7 @@ class _Running:
 
     stage: Stage
     shard: int
-    proc: subprocess.Popen[bytes]
+    proc: StageProcess
     started: float
     copiers: list[threading.Thread]
     started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -396,10 +415,8 @@ class LocalRunner:
         # `burnqed.base.signals.stop_on_signals` around the runner turns our own SIGTERM or Ctrl-C into `run`'s
         # `finally`.
         if self.jobs == 1:
-            proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0)
-            return _Running(stage, shard, proc, time.monotonic(), [])
-        proc = subprocess.Popen(_command(self.python, argv), env=self.env, process_group=0,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            return _Running(stage, shard, launch_stage(self.python, argv, self.env, False), time.monotonic(), [])
+        proc = launch_stage(self.python, argv, self.env, True)
         entry = _Running(stage, shard, proc, time.monotonic(), [])
         prefix = f"[{entry.label}] "
         for source, sink in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):

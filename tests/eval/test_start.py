@@ -29,7 +29,7 @@ from burnqed.runner import reuse
 from burnqed.runner.plan import iteration_of
 from burnqed.storage import Store
 from burnqed.trajectory.schema import CompletionMarker
-from tests.processes import burnqed_in_process, cli
+from tests.processes import burnqed_in_process, cli, forked_stages
 
 SEVEN = [f"t{k}" for k in range(7)]
 BEST = Config(pipeline=PipelineConfig(start="best"))  # the start these tests are about (the default is "base")
@@ -163,7 +163,7 @@ def _finished_run(tmp_path: Path, store: Store) -> Layout:
     return at
 
 
-@pytest.mark.slow  # two run-alls: iteration 2's report and iteration 3's start each run as a stage (~40 s)
+@pytest.mark.slow  # two run-alls: iteration 2's report and iteration 3's start each run as a stage
 def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_iterations_models(
         tmp_path: Path, store: Store) -> None:
     at = _finished_run(tmp_path, store)
@@ -172,14 +172,16 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
             "-72.3 to +6.1) (gate: the difference ≥ +0.0 pts; not met: the difference ≥ +0.0 pts) — not a stop with "
             "pipeline.start = \"best\": the next iteration starts from the best so far (the policy gate)")
     # under pipeline.start = "previous" iteration 3 would start from iteration 2: the failed gain stops the run
-    previous = cli("run-all", "--root", root, "--iters", "2-3", "--set", "pipeline.start=previous")
+    with forked_stages():  # iteration 2's report and iteration 3's start and sft, each a fork of this process
+        previous = cli("run-all", "--root", root, "--iters", "2-3", "--set", "pipeline.start=previous")
     assert previous.returncode == 3, previous.stderr[-3000:]
     assert "STOP gain: iteration 2 vs 1: 3 theorems lost and no gain" in previous.stdout
     assert "stopping after iteration 2: a go/no-go gate of iteration 2 failed" in previous.stderr
     assert not (tmp_path / "runs" / "iter_3").exists()
     shutil.rmtree(tmp_path / "runs" / "iter_2" / "report")
     # "best": the same no-go is shown, the run goes on, and iteration 3 starts from iteration 1
-    done = cli("run-all", "--root", root, "--iters", "2-3", "--set", "pipeline.start=best")
+    with forked_stages():
+        done = cli("run-all", "--root", root, "--iters", "2-3", "--set", "pipeline.start=best")
     assert gain in done.stdout and "  decision: go: the baseline gate passed" in done.stdout
     assert "stopping after" not in done.stderr
     assert "[start] start of iteration 3: policy: iteration 1's (5/7 LLM only at budget 50, the best so far; " \

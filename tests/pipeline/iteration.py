@@ -7,6 +7,8 @@ cluster treats it: stopped by SIGTERM mid-search, resumed and SIGKILLed mid-sear
 happened at each stop is recorded (`Interruptions`) and the tests assert on it (tests/pipeline/test_iterate.py);
 iteration 1 (tests/pipeline/test_iterate.py), a joint iteration 1 (tests/sft/test_joint_iterate.py), the SFT and RL
 stops (tests/pipeline/test_resume.py) and its --force redo on S3 (tests/pipeline/test_iterate_s3.py) start from it.
+Where the stop is the subject, `iterate` is a process of its own (`start_iterate`); where what the stages make is,
+it runs in the test's process with each stage a fork of it (`iterate_forked`, tests/processes.py `forked_stages`).
 """
 
 from __future__ import annotations
@@ -77,12 +79,6 @@ def iterate_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, st
     return env
 
 
-def iterate(root: str, iteration: int, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
-    """`burnqed iterate --iter ITERATION --root ROOT`, to the end."""
-    return subprocess.run([sys.executable, "-m", "burnqed.cli", "iterate", "--iter", str(iteration), "--root", root,
-                           *extra], env=env, capture_output=True, text=True, timeout=ITERATE_TIMEOUT_S, check=False)
-
-
 def iterate_in_process(root: str, iteration: int, env: dict[str, str],
                        *extra: str) -> subprocess.CompletedProcess[str]:
     """`burnqed iterate --iter ITERATION --root ROOT` in this process (tests/processes.py `cli`), for a run that
@@ -90,6 +86,15 @@ def iterate_in_process(root: str, iteration: int, env: dict[str, str],
     from tests.processes import cli
 
     return cli("iterate", "--iter", str(iteration), "--root", root, *extra, env={**env, "BURNQED_CONFIG": None})
+
+
+def iterate_forked(root: str, iteration: int, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
+    """`burnqed iterate --iter ITERATION --root ROOT` to the end in this process, each stage a fork of it
+    (tests/processes.py `forked_stages`): for a test of what the stages make and decide, not of their processes."""
+    from tests.processes import cli, forked_stages
+
+    with forked_stages():
+        return cli("iterate", "--iter", str(iteration), "--root", root, *extra, env={**env, "BURNQED_CONFIG": None})
 
 
 def start_iterate(root: Path, env: dict[str, str], *extra: str) -> subprocess.Popen[str]:
@@ -206,7 +211,7 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     after_kill = search_parts(root)
     killed_shard_done = (root / "iter_0" / Path(new_part).parent / "_SUCCESS.json").exists()
 
-    done = iterate(str(root), 0, iterate_env(home))
+    done = iterate_forked(str(root), 0, iterate_env(home))  # to the end: what the stages make is the subject now
     Interruptions(
         sigterm_children=child_lines, sigterm_code=term_code, sigterm_stderr=term_stderr,
         sigterm_orphans=term_orphans, lease_left=leases, kept_after_sigterm=sorted(kept),

@@ -18,7 +18,7 @@ import pytest
 
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
-from tests.pipeline.iteration import RECORD, Interruptions, iterate, iterate_env, iterate_in_process
+from tests.pipeline.iteration import RECORD, Interruptions, iterate_env, iterate_forked, iterate_in_process
 
 # Whole iterations as subprocesses: minutes on a shared 2-core machine, beyond the default per-test timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -106,7 +106,7 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteratio
                                                                         tmp_path: Path, store: Store) -> None:
     run = tmp_path / "run"
     shutil.copytree(iteration_0 / "run" / "iter_0", run / "iter_0", symlinks=True)  # the shared run stays as it is
-    done = iterate(str(run), 1, iterate_env(iterate_home, ITERATION_1))
+    done = iterate_forked(str(run), 1, iterate_env(iterate_home, ITERATION_1))
     assert done.returncode == 0, done.stderr[-3000:]
     it1 = run / "iter_1"
     assert (it1 / "ebm" / "_SUCCESS.json").exists()

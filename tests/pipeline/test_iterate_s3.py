@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.storage import Store
-from tests.pipeline.iteration import files_under, iterate, iterate_env, iterate_in_process
+from tests.pipeline.iteration import files_under, iterate_env, iterate_forked, iterate_in_process
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -38,7 +38,7 @@ def test_iterate_force_on_s3_with_another_sft_learning_rate_redoes_sft_and_every
     assert "$ burnqed" not in refused.stderr
     kept = {name: store.read_bytes(f"{s3_root}/iter_0/{name}") for name in ("data/theorems.json", "eval-base/eval.json",
                                                                           "data/pairs.parquet")}
-    done = iterate(s3_root, 0, env, "--force", *changed)
+    done = iterate_forked(s3_root, 0, env, "--force", *changed)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "prepare-data: done already, skipped" in done.stderr and "eval-base: done already, skipped" in done.stderr
     redone = sorted({line.split()[2] for line in done.stderr.splitlines()

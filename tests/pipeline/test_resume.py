@@ -14,8 +14,6 @@ import re
 import shlex
 import shutil
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
@@ -24,12 +22,12 @@ import pytest
 from tests.pipeline.iteration import (
     NO_ORPHAN_S,
     alive_after,
-    iterate,
     iterate_env,
+    iterate_forked,
     start_iterate,
     wait_until,
 )
-from tests.processes import cli
+from tests.processes import cli, forked_stages
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -130,8 +128,8 @@ def test_ctrl_c_while_sft_checkpoints_then_the_printed_command_trains_the_same_m
     printed = re.fullmatch(r"error: .* stopped by SIGINT; .*: continue with `burnqed (.+)`", stderr.splitlines()[-1])
     assert printed is not None, stderr[-3000:]
     assert printed.group(1) == f"iterate --iter 0 --root {data_root} --only sft"
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", *shlex.split(printed.group(1))], env=env,
-                          capture_output=True, text=True, timeout=900, check=False)
+    with forked_stages():  # the printed command in this process, its stage a fork of it
+        done = cli(*shlex.split(printed.group(1)), env={**env, "BURNQED_CONFIG": None})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"sft: resuming from {FIRST_CHECKPOINT} in {checkpoints}" in done.stderr
     assert assert_same_sft(data_root, iteration_0)["resumed_from_step"] == 20
@@ -146,7 +144,7 @@ def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_mode
     killed = kill_9_when(checkpoint, "SFT's first checkpoint", "sft", data_root, env, "--only", "sft")
     assert (checkpoint.parent / "README.md").is_file()  # written before the checkpoint at every save
     assert not (data_root / "iter_0" / "sft").exists()
-    done = iterate(str(data_root), 0, env, "--only", "sft")
+    done = iterate_forked(str(data_root), 0, env, "--only", "sft")
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"taking over the lease of run root file://{data_root} from pid {killed}" in done.stderr
     # resumed from the checkpoint when the kill came after its last file, else started over: the same model
@@ -159,7 +157,7 @@ def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_mode
 def rl_reference(iteration_0: Path, iterate_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The run root of RL_RUN run uninterrupted on a copy of the shared iteration 0's data and SFT."""
     root = sft_root(iteration_0, tmp_path_factory.mktemp("rl-reference") / "run")
-    done = iterate(str(root), 0, iterate_env(iterate_home), *RL_RUN)
+    done = iterate_forked(str(root), 0, iterate_env(iterate_home), *RL_RUN)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "rl: resuming" not in done.stderr
     return root
@@ -219,8 +217,8 @@ def test_ctrl_c_while_rl_checkpoints_then_the_printed_command_trains_the_same_mo
     printed = re.fullmatch(r"error: .* stopped by SIGINT; .*: continue with `burnqed (.+)`", stderr.splitlines()[-1])
     assert printed is not None, stderr[-3000:]
     assert printed.group(1) == f"iterate --iter 0 --root {root} {shlex.join(RL_RUN)}"
-    done = subprocess.run([sys.executable, "-m", "burnqed.cli", *shlex.split(printed.group(1))], env=env,
-                          capture_output=True, text=True, timeout=900, check=False)
+    with forked_stages():  # the printed command in this process, its stage a fork of it
+        done = cli(*shlex.split(printed.group(1)), env={**env, "BURNQED_CONFIG": None})
     assert done.returncode == 0, done.stderr[-3000:]
     # checkpoint-1 was complete when the signal came, so the run resumes (from checkpoint-2 if its last file was in)
     record = assert_same_rl(root, rl_reference)
@@ -237,7 +235,7 @@ def test_kill_9_while_rl_checkpoints_then_the_same_command_trains_the_same_model
     # the trainer is writing RL_STOP_AT
     killed = kill_9_when(checkpoints / RL_STOP_AT, "RL's second checkpoint", "rl", root, env, *RL_RUN)
     assert not (root / "iter_0" / "rl").exists()
-    done = iterate(str(root), 0, env, *RL_RUN)
+    done = iterate_forked(str(root), 0, env, *RL_RUN)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"taking over the lease of run root file://{root} from pid {killed}" in done.stderr
     # resumed from checkpoint-2 when the kill came after its last file, else from checkpoint-1: the same model

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.iteration import iterate, iterate_env
+from tests.pipeline.iteration import iterate_env, iterate_forked
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -57,7 +57,7 @@ def test_a_joint_iteration_runs_the_study_and_scores_with_the_exported_head(
     root = tmp_path / "run"
     shutil.copytree(iteration_0 / "run" / "iter_0", root / "iter_0", symlinks=True)  # the shared run stays as it is
     only = [arg for name in STAGES for arg in ("--only", name)]
-    done = iterate(str(root), 1, iterate_env(iterate_home, QUICK), *only)
+    done = iterate_forked(str(root), 1, iterate_env(iterate_home, QUICK), *only)
     assert done.returncode == 0, done.stderr[-4000:]
     # the study loads each policy once: A's SFT export, then the iteration's export for both B and C
     loads = [line.split("joint-study: ")[1].split(" embedded once")[0] for line in done.stderr.splitlines()
