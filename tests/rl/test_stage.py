@@ -160,7 +160,8 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
             "--set", "rl.num_generations=2", "--set", "rl.max_completion_tokens=12", "--set", "lean.workers=1",
             "--set", f"rl.rollout_engine={engine}"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
-    # The uninterrupted reference in this process: what a process leaves behind is the subject of the killed run alone.
+    # The uninterrupted reference and the resume in this process: what a process leaves behind is the subject of the
+    # killed run alone.
     # (8 steps: fewer hold no group with both rewards, measured at 3; a step after the first costs about a second.)
     reference = burnqed_in_process("rl", *args, "--output", str(whole))
     assert reference.returncode == 0, reference.stderr
@@ -172,7 +173,7 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert not killed.exists()
-    resumed = burnqed("rl", *args, "--output", str(killed), timeout=600)
+    resumed = burnqed_in_process("rl", *args, "--output", str(killed))
     assert resumed.returncode == 0, resumed.stderr
     assert "rl: resuming from checkpoint-" in resumed.stderr
     assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
