@@ -272,6 +272,9 @@ class ForkedStage:
 
     @classmethod
     def start(cls, argv: list[str], env: dict[str, str], capture: bool) -> ForkedStage:
+        from tests import counting
+
+        counting.count("fork burnqed.cli")
         pipes = [os.pipe(), os.pipe()] if capture else []
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):

@@ -4,7 +4,8 @@
     sort /tmp/counts.txt | uniq -c | sort -rn     # processes per test file, and per kind
 
 Every `subprocess.Popen` and `multiprocessing` process start appends one line `FILE<TAB>KIND` to the file (KIND:
-`python -m burnqed.cli`, `python lean_double.py`, ...; a line per start, so any number of workers may append). The
+`python -m burnqed.cli`, `python lean_double.py`, `fork burnqed.cli` for a stage forked by tests/processes.py
+`forked_stages`, ...; a line per start, so any number of workers may append). The
 test process knows its test file; a child learns it from BURNQED_COUNT_TEST and counts through tests/counting/
 sitecustomize.py, which PYTHONPATH puts first while counting. A child started with an environment of its own (not
 os.environ's) is counted, what it starts is not. `pytest_sessionfinish` prints this worker's counts. Without the
@@ -20,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).parent
+_recorders: list[Callable[[str], None]] = []  # the installed count's, when there is one
+
+
+def count(what: str) -> None:
+    """Count one process started otherwise than through Popen or multiprocessing (a fork), when counting."""
+    for record in _recorders:
+        record(what)
 
 
 def kind(args: Any) -> str:
@@ -55,6 +63,7 @@ def install(test: Callable[[], str]) -> None:
         record(f"multiprocessing {self.name}")
         process_start(self)
 
+    _recorders.append(record)
     subprocess.Popen.__init__ = counted_init  # type: ignore[method-assign]
     multiprocessing.process.BaseProcess.start = counted_start  # type: ignore[method-assign]
 

@@ -164,16 +164,20 @@ class Interruptions:
 
 
 RECORD = "interruptions.json"  # beside the run root in the shared folder
+BEFORE_SEARCH = ("prepare-data", "sft", "eval-base", "export", "eval")  # iteration 0's stages the search waits for
 
 
 def interrupted_iteration_0(home: Path, folder: Path) -> None:
-    """Iteration 0 into `folder/run`, stopped twice on the way: SIGTERM once shard 0 of the search committed its
-    first part, then
-    the same command, SIGKILLed (its whole process group: the runner; its stages have groups of their own) once a
-    new part appears, then the same command to the end, Lean at full speed (`SLOWED` until then). Writes
-    `folder/interruptions.json`."""
+    """Iteration 0 into `folder/run`, stopped twice on the way: the stages before the search first (`BEFORE_SEARCH`,
+    in this process: their processes are not what is stopped), then `burnqed iterate` stopped by SIGTERM once shard
+    0 of the search committed its first part, then the same command, SIGKILLed (its whole process group: the runner;
+    its stages have groups of their own) once a new part appears, then the same command to the end, Lean at full
+    speed (`SLOWED` until then). Writes `folder/interruptions.json`."""
     folder.mkdir(parents=True)
     root = folder / "run"
+    only = [arg for name in BEFORE_SEARCH for arg in ("--only", name)]  # `iterate --only` checks each name
+    before = iterate_forked(str(root), 0, iterate_env(home), *only)
+    assert before.returncode == 0, before.stderr[-3000:]
     env = iterate_env(home, SLOWED)
 
     proc = start_iterate(root, env)
