@@ -17,7 +17,11 @@ if os.environ.get("BURNQED_COUNT_PROCESSES"):
 # The interpreter's own sitecustomize, which this module hides by coming first on sys.path.
 _here = os.path.dirname(os.path.abspath(__file__))
 for _folder in sys.path:
-    if _folder and os.path.abspath(_folder) != _here:
+    try:
+        _other = bool(_folder) and os.path.abspath(_folder) != _here
+    except OSError:  # a relative entry in a working folder that is gone (tests/test_odd_environment.py)
+        continue
+    if _other:
         _path = os.path.join(_folder, "sitecustomize.py")
         if os.path.isfile(_path):
             _spec = importlib.util.spec_from_file_location("_site_sitecustomize", _path)

@@ -1,5 +1,7 @@
-"""What counts as a proof, end to end: the search on a real pipe to the strict Pantograph double at 0.3.4
-(messages as objects) and 0.3.2 (goalId required, messages as strings).
+"""What counts as a proof, end to end: the search against the strict Pantograph double at 0.3.4 (messages as objects)
+and 0.3.2 (goalId required, messages as strings), on a real pipe for the honest proof (its version detected with
+`--version`, what went over the wire), the double in the test's process for the routes that must not count (the same
+client code reads the same replies: tests/doubles/line_servers.py).
 
 Honest proofs count with the default settings; a metaprogram that adds an axiom (`by_elab` … `addDecl`),
 `decide +native` (Lean.ofReduceBool) and a compile reply that declares nothing never count, with
@@ -28,6 +30,7 @@ from leankit.recheck import recheck_command
 from leankit.version import PantographVersion
 from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
@@ -49,14 +52,21 @@ FALSE_ROUTES = {
 }
 
 
-def search(version: str, tactic: str, *, verify: bool, guard: TacticGuard, log: Path) -> SearchOutcome:
+def search(version: str, tactic: str, *, verify: bool, guard: TacticGuard, log: Path,
+           pipe: bool = False) -> SearchOutcome:
+    """The step search of THEOREM with `tactic` as the policy's only answer, against the double at `version`: in a
+    process on a pipe (`pipe`) or in this process, each request line appended to `log`."""
+    settings = StepSettings(sampling=Sampling(n=4), max_nodes=5, timeout_s=30.0, verify=verify)
+    policy = ScriptedPolicy(lambda _: [(tactic, -0.1)])
+    if not pipe:
+        return asyncio.run(prove(THEOREM, InProcessReplay(DoubleServer(version, log=log)), policy, settings, guard))
+
     async def go() -> SearchOutcome:
         worker = LeanWorker(double_argv("--pantograph-version", version, "--log", str(log)), tactic_timeout_s=5,
                             watchdog_grace_s=1, ready_timeout_s=10)
         async with worker:
             assert worker.version == PantographVersion.parse(version)  # detected with `--version`
-            settings = StepSettings(sampling=Sampling(n=4), max_nodes=5, timeout_s=30.0, verify=verify)
-            return await prove(THEOREM, worker, ScriptedPolicy(lambda _: [(tactic, -0.1)]), settings, guard)
+            return await prove(THEOREM, worker, policy, settings, guard)
 
     return asyncio.run(go())
 
@@ -81,7 +91,7 @@ def compiles(log: Path) -> list[dict[str, object]]:
 @pytest.mark.parametrize("version", ["0.3.4", "0.3.2"])
 def test_an_honest_proof_counts_with_the_default_settings(version: str, tmp_path: Path) -> None:
     log = tmp_path / "requests.log"
-    outcome = search(version, HONEST, verify=SearchConfig().verify, guard=DEFAULT_GUARD, log=log)
+    outcome = search(version, HONEST, verify=SearchConfig().verify, guard=DEFAULT_GUARD, log=log, pipe=True)
     result = outcome.result
     assert result.proved and not result.unverified, result.detail
     assert result.tactics == [HONEST] and result.budget_at_proof == 1
