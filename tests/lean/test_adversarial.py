@@ -1,7 +1,8 @@
 """An adversarial generator (issue 67): command keywords × spellings × the places model text lands in a compiled
 file, each run to the verdict on the strict Pantograph double (which splits commands where Lean's parser does: at any
-column, after a term on the same line, on an indented line) and asserted NOT counted, with one honest control per
-place that must count. Made-up problems in PutnamBench's form only.
+column, after a term on the same line, on an indented line; in the test's process, the RL completions through the
+reward's pool of double processes) and asserted NOT counted, with one honest control per place that must count.
+Made-up problems in PutnamBench's form only.
 
 Places: the answer slot's value (whole mode), a tactic (step's final compile, `verify_proof`), a whole proof (whole
 mode), a sketch skeleton (sketch mode's assembled proof, `check_whole` as `search.sketching` calls it), a repair
@@ -18,8 +19,9 @@ same answers written into the header past that rule. The issue's own example, a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
+from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import check_path, check_proof_text, verify_proof
 from burnqed.lean.start import start_theorem
@@ -42,6 +45,7 @@ from burnqed.text.completion import split_proof
 from burnqed.text.prompt import PromptFormat
 from burnqed.text.sketch import Sketch, read_sketch
 from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
 
 DEFAULT_GUARD = TacticGuard.from_config(LeanConfig())
@@ -91,10 +95,16 @@ def attacks(honest: str) -> list[str]:
     return [PLACEMENTS[where](honest, command) for _, command, where in ATTEMPTS]
 
 
-def double(log: Path | None = None) -> LeanWorker:
-    args = ("--log", str(log)) if log is not None else ()
-    return LeanWorker(double_argv("--pantograph-version", "0.3.4", *args), tactic_timeout_s=5, watchdog_grace_s=1,
-                      ready_timeout_s=10)
+@contextlib.asynccontextmanager
+async def double() -> AsyncIterator[InProcessReplay]:
+    """The strict double at 0.3.4 in this process (tests/doubles/line_servers.py): what it splits and answers is the
+    subject, not its pipe (the RL completions below reach it through the reward's pool of processes)."""
+    lean = InProcessReplay(DoubleServer("0.3.4"))
+    await lean.start()
+    try:
+        yield lean
+    finally:
+        await lean.close()
 
 
 def answer_completion(value: str, proof: str = "  decide") -> str:
