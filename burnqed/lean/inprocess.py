@@ -20,7 +20,8 @@ import asyncio
 import json
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from types import TracebackType
+from typing import Any, Protocol, Self
 
 from burnqed.errors import LeanCrashError, LeanStatesLostError
 from burnqed.lean.commands import PantographCommands, ScopeTracker
@@ -102,6 +103,14 @@ class InProcessReplay(PantographCommands):
 
     async def close(self) -> None:
         self._alive = False
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        await self.close()
 
     def _boot(self) -> None:
         self.server.restart()  # a new "process": no states, empty scope

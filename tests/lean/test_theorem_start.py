@@ -22,6 +22,7 @@ from leankit.corpus import load_corpus
 from leankit.version import PantographVersion
 from minilean.replay.replay_server import ReplayServer
 from tests.conftest import double_argv
+from tests.doubles.line_servers import DoubleServer
 from tests.lean.test_requests import logged
 
 V = PantographVersion.parse
@@ -34,7 +35,12 @@ VERSIONS = ["0.3.16", "0.3.4", "0.3.2"]
 CORPUS_DECL = "theorem algebra_2x_plus_3_eq_11 (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
 
 
-def worker(version: str, *flags: str) -> LeanWorker:
+def worker(version: str, *flags: str, pipe: bool = False) -> LeanWorker | InProcessReplay:
+    """The strict double at `version`: in this process, its requests appended to the file after `--log`, or with
+    any other flag (`--without`) or `pipe` a process of its own (what the client sends over a pipe, its start's
+    requests among them, is the subject there). Elsewhere a theorem's start is the subject, not the pipe."""
+    if not pipe and (not flags or (flags[0] == "--log" and len(flags) == 2)):
+        return InProcessReplay(DoubleServer(version, log=Path(flags[1]) if flags else None))
     return LeanWorker(double_argv("--pantograph-version", version, *flags), ready_timeout_s=10)
 
 
@@ -73,7 +79,7 @@ def test_the_requests_are_the_versions_and_a_bad_statement_is_refused(version: s
     log = tmp_path / "requests.log"
 
     async def run() -> None:
-        async with worker(version, "--log", str(log)) as lean:
+        async with worker(version, "--log", str(log), pipe=True) as lean:
             await lean.goals(await lean.start_theorem(MINIF2F, PI))
             # A header without `open Real`: Lean cannot elaborate `π` in the theorem's own file.
             with pytest.raises(LeanProtocolError, match="unknown identifier 'π'"):
