@@ -140,7 +140,8 @@ def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 @pytest.fixture
 def minilean_in_process(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """The Lean of a command run through `cli()` in this process (eval, search, iterate's stages, rl) answered by
-    minilean in this process, where `lean.command` is `{python} -m minilean` (the default): the pools' worker factory
+    minilean in this process, where `lean.command` is `{python} -m minilean` (the default, its replay fallback in
+    this process too) or `{python} -m minilean.replay` (tests/doubles/line_servers.py): the pools' worker factory
     (`burnqed.lean.pool.worker_from_config`) replaced for the test. Opt in where what a command makes of Lean's
     replies is the subject, not the worker's process: `pytestmark = pytest.mark.usefixtures("minilean_in_process")`.
     The list it gives fills with the in-process workers made. Any other `lean.command` (the double, a fallback

@@ -9,8 +9,9 @@ a pipe, where the wire is not what a test checks.
 `MiniLean` is minilean's server whose `restart` forgets its states, as a new process would; `DoubleServer` is the
 fault-injecting double of tests/doubles/lean_double.py (`closes`: tactics that close any goal; `log`: a file each
 request line is appended to, as the double's `--log` writes it); `MiniLeanProcess` is minilean as `lean.command`
-starts it (a fresh server per start, the client's `options.set`, the fallback REPL a process started on first
-need), what tests/conftest.py's `minilean_in_process` gives a configured pool.
+starts it (a fresh server per start, the client's `options.set`, the fallback REPL started on first need: the replay
+server in this process, `InProcessFallback`, for `--fallback-module minilean.replay`, else a process), what
+tests/conftest.py's `minilean_in_process` gives a configured pool.
 
 Where they are more lenient than the peer: no process, so nothing of a crash read off a pipe, a hung read, a
 watchdog or a recycle is exercised here (tests/lean's subprocess tests cover those), and replies are never split or
@@ -22,10 +23,12 @@ thinks on the event loop's thread (a tactic that sleeps stops everything meanwhi
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +37,12 @@ from burnqed.errors import LeanCrashError
 from burnqed.lean import payloads
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.protocol import encode_request
-from leankit.version import PantographVersion
+from leankit.corpus import Corpus
+from leankit.version import DEFAULT_EMULATED, PantographVersion
+from leankit.version import SUPPORTED as EMULATED
 from minilean import wire
 from minilean.fallback import Fallback
+from minilean.replay.replay_server import LATENCY_VARIABLE, ReplayServer
 from minilean.server import DEFAULT_VERSION, SUPPORTED, Server
 from tests.doubles.lean_double import Double
 
@@ -81,6 +87,59 @@ class DoubleServer:
 MINILEAN_RECURSION_LIMIT = 10_000  # what `python -m minilean` sets (minilean/server.py `main`)
 
 
+REPLAY_MODULE = "minilean.replay"
+
+
+@functools.cache
+def replay_corpus(path: str | None = None) -> Corpus:
+    """What `python -m minilean.replay [--corpus PATH]` serves: that corpus (without: the embedded one) with the
+    conformance theorems, loaded once per test process."""
+    from leankit.corpus import load_corpus
+    from leankit.world import embedded_corpus
+    from minilean.replay.replay_server import with_conformance
+
+    return with_conformance(load_corpus(Path(path)) if path is not None else embedded_corpus())
+
+
+class InProcessFallback(Fallback):
+    """minilean's fallback REPL as `python -m minilean.replay --pantograph-version V` answers it, the replay server in
+    this process: started on the first request that needs it (the remembered options and scopes replayed to it, as
+    to a new process), gone at `close`. Its requests are the ones the process would read."""
+
+    def __init__(self, version: PantographVersion, allocate: Callable[[], int]) -> None:
+        super().__init__([sys.executable, "-m", REPLAY_MODULE, "--pantograph-version", str(version)], allocate)
+        self.version = version
+        self.replay: ReplayServer | None = None
+
+    def _answer(self, replay: ReplayServer, command: str, payload: wire.JsonObj) -> wire.JsonObj:
+        reply = json.loads(replay.handle(f"{command} {wire.dumps(payload)}"))
+        if not isinstance(reply, dict):
+            raise AssertionError(f"the replay server answered {reply!r}")
+        return reply
+
+    def request(self, command: str, payload: wire.JsonObj) -> wire.JsonObj:
+        if self.replay is None:
+            self.replay = ReplayServer(replay_corpus(), version=self.version)
+            self.remote.clear()
+            for earlier, sent in self.history:
+                self._answer(self.replay, earlier, sent)
+        return self._answer(self.replay, command, payload)
+
+    def remember(self, command: str, payload: wire.JsonObj) -> None:
+        self.history.append((command, payload))
+        if self.replay is not None:
+            self.request(command, payload)
+
+    def reset(self) -> None:
+        if self.replay is not None:
+            self.request("reset", {})
+        self.remote.clear()
+
+    def close(self) -> None:
+        self.replay = None
+        self.remote.clear()
+
+
 class MiniLeanProcess:
     """minilean as a `lean.command` of `{python} -m minilean [--fallback-module M]` runs it, as a `LineServer`: a fresh
     `Server` at each (re)start (no states, no environment, the default options; the fallback REPL a process of its
@@ -108,7 +167,9 @@ class MiniLeanProcess:
     def restart(self) -> None:
         self.close()
         self.server = Server(version=self.version)
-        if self.fallback is not None:
+        if self.fallback == REPLAY_MODULE:
+            self.server.fallback = InProcessFallback(self.version, self.server.allocate)
+        elif self.fallback is not None:
             argv = [sys.executable, "-m", self.fallback, "--pantograph-version", str(self.version)]
             self.server.fallback = Fallback(argv, self.server.allocate)
         reply = json.loads(self.server.handle(encode_request("options.set", self.options).decode("utf-8")))
@@ -133,10 +194,13 @@ class MiniLeanWorker(InProcessReplay):
 def minilean_worker(config: LeanConfig) -> MiniLeanWorker | None:
     """An in-process worker answering as the process `config` names would: where `lean.command` is this
     interpreter's `-m minilean` with at most `--fallback-module M`, `--pantograph-version V` (a version minilean
-    emulates) and module names, run as this user, the client's version the one minilean emulates. None for anything
-    else (another peer, `--version`, an option minilean refuses, a version the client does not share): the process
-    decides those."""
+    emulates) and module names, or its `-m minilean.replay` with at most `--corpus P` and `--pantograph-version V`
+    and no latency set (`replay_worker`), run as this user, the client's version the one minilean emulates. None
+    for anything else (another peer, `--version`, an option minilean refuses, a version the client does not share):
+    the process decides those."""
     argv = config.argv()
+    if argv[:3] == [sys.executable, "-m", REPLAY_MODULE] and config.run_as_uid is None:
+        return replay_worker(config, argv[3:])
     if argv[:3] != [sys.executable, "-m", "minilean"] or config.run_as_uid is not None:
         return None
     words, given = argv[3:], dict[str, str]()
@@ -160,3 +224,54 @@ def minilean_worker(config: LeanConfig) -> MiniLeanWorker | None:
     options = payloads.options_set(version, timeout_ms=round(config.tactic_timeout_s * 1000),
                                    automatic_mode=config.automatic_mode)
     return MiniLeanWorker(MiniLeanProcess(version, options, given.get("--fallback-module")))
+
+
+class ReplayProcess:
+    """`python -m minilean.replay [--corpus P]` as `lean.command` starts it, as a `LineServer`: a fresh replay
+    server per (re)start over the corpus the process would load (`replay_corpus`), then the client's `options.set`."""
+
+    def __init__(self, version: PantographVersion, options: Mapping[str, Any], corpus: str | None) -> None:
+        self.version = version
+        self.options = dict(options)
+        self.corpus = corpus
+        self.restart()
+
+    def handle(self, line: str) -> str:
+        return self.server.handle(line.strip())
+
+    def restart(self) -> None:
+        self.server: ReplayServer = ReplayServer(replay_corpus(self.corpus), version=self.version)
+        reply = json.loads(self.server.handle(encode_request("options.set", self.options).decode("utf-8")))
+        if reply != {}:
+            raise AssertionError(f"the replay server refused the client's options.set: {reply}")
+
+    def close(self) -> None:
+        return None
+
+
+def replay_worker(config: LeanConfig, words: list[str]) -> MiniLeanWorker | None:
+    """`minilean_worker` for `-m minilean.replay WORDS`; None where the process decides (another flag, a latency in
+    `lean.env` or this environment, a version it does not emulate or the client does not share)."""
+    if LATENCY_VARIABLE in config.env or LATENCY_VARIABLE in os.environ:
+        return None
+    given = dict[str, str]()
+    for flag in ("--corpus", "--pantograph-version"):
+        if flag in words:
+            at = words.index(flag)
+            if at + 1 >= len(words) or words[at + 1].startswith("-"):
+                return None
+            given[flag] = words[at + 1]
+            words = words[:at] + words[at + 2:]
+    if words:
+        return None
+    try:
+        version = PantographVersion.parse(given.get("--pantograph-version", str(DEFAULT_EMULATED)))
+        if config.pantograph_version and PantographVersion.parse(config.pantograph_version) != version:
+            return None
+    except ValueError:
+        return None
+    if version not in EMULATED:
+        return None
+    options = payloads.options_set(version, timeout_ms=round(config.tactic_timeout_s * 1000),
+                                   automatic_mode=config.automatic_mode)
+    return MiniLeanWorker(ReplayProcess(version, options, given.get("--corpus")))

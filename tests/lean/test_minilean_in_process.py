@@ -16,11 +16,14 @@ from burnqed.lean import pool as lean_pool
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.pool import LeanPool
 from burnqed.records.replies import TacticKind, TacticResult
+from leankit.corpus import bundled_corpus_path
+from minilean.replay.replay_server import LATENCY_VARIABLE
 from tests.conftest import double_argv
 from tests.doubles.line_servers import MiniLeanWorker, minilean_worker
 
 SUM = "∑ i ∈ Finset.range 101, i = 5050"  # outside minilean's fragment: the replay fallback answers it
 HEADER = "import Mathlib"
+CORPUS_DECL = "theorem algebra_2x_plus_3_eq_11 (x : ℝ) (h₀ : 2 * x + 3 = 11) : x = 4"
 
 
 def _untimed(result: TacticResult) -> TacticResult:
@@ -44,29 +47,45 @@ async def _session(lean: Any) -> list[object]:
     return seen
 
 
+async def _replay_session(lean: Any) -> list[object]:
+    """A search's requests on a theorem of the replay corpus (recorded in ∀ form, started in binder form), with
+    what each answered."""
+    seen: list[object] = []
+    state = await lean.start_theorem(HEADER, f"{CORPUS_DECL} := by sorry")
+    seen.append(await lean.goals(state))
+    seen.extend([_untimed(await lean.tactic(state, "linarith")), _untimed(await lean.tactic(state, "exact h₀"))])
+    seen.append(await lean.stat())
+    seen.append(await lean.request("options.print", {}))
+    return seen
+
+
 async def _through_a_pool(config: LeanConfig) -> tuple[list[object], list[int | None]]:
     async with LeanPool.from_config(config, size=1) as pool, pool.lease("t", header=HEADER) as lean:
         return await _session(lean), [load.pid for load in pool.loads()]
 
 
-@pytest.mark.slow  # minilean and its replay fallback as processes, once
+@pytest.mark.slow  # minilean and its replay fallback as processes, once; the replay server as lean.command
+@pytest.mark.parametrize("module", ["minilean", "minilean.replay"])
 @pytest.mark.parametrize("version", ["0.3.4", "0.2.25"])
-def test_the_in_process_worker_answers_as_the_process_does(version: str) -> None:
-    config = LeanConfig(command=[*LeanConfig().command, "--pantograph-version", version], tactic_timeout_s=7)
+def test_the_in_process_worker_answers_as_the_process_does(version: str, module: str) -> None:
+    command = [*LeanConfig().command] if module == "minilean" else ["{python}", "-m", module]
+    config = LeanConfig(command=[*command, "--pantograph-version", version], tactic_timeout_s=7)
+
+    session = _session if module == "minilean" else _replay_session
 
     async def both() -> tuple[list[object], list[object]]:
         async with LeanWorker.from_config(config) as process:
-            by_process = await _session(process)
+            by_process = await session(process)
         in_process = minilean_worker(config)
         assert in_process is not None
         try:
-            return by_process, await _session(in_process)
+            return by_process, await session(in_process)
         finally:
             await in_process.close()
 
     by_process, in_process = asyncio.run(both())
     options = by_process[-1]
-    assert len(by_process) == 10 and isinstance(options, dict)
+    assert len(by_process) == (10 if module == "minilean" else 5) and isinstance(options, dict)
     assert options.get("timeout") == (7000 if version == "0.3.4" else None)  # 0.2.25 has no timeout option
     assert in_process == by_process
 
@@ -84,6 +103,9 @@ def test_the_fixture_gives_a_configured_pool_minilean_in_this_process(minilean_i
     ([sys.executable, "-m", "minilean"], {}),
     ([sys.executable, "-m", "minilean", "--pantograph-version", "0.3.0"], {"pantograph_version": "0.3.0"}),
     (["{python}", "-m", "minilean", "Mathlib", "--fallback-module", "minilean.replay"], {}),
+    ([sys.executable, "-m", "minilean.replay"], {}),
+    (["{python}", "-m", "minilean.replay", "--corpus", str(bundled_corpus_path()), "--pantograph-version", "0.3.16"],
+     {}),
 ])
 def test_minilean_as_configured_is_answered_in_process(command: list[str], options: dict[str, Any]) -> None:
     assert isinstance(minilean_worker(LeanConfig(command=command, **options)), MiniLeanWorker)
@@ -92,7 +114,10 @@ def test_minilean_as_configured_is_answered_in_process(command: list[str], optio
 @pytest.mark.parametrize("command, options", [
     (double_argv(), {}),  # another peer
     (["python3", "-m", "minilean"], {}),  # another interpreter
-    ([sys.executable, "-m", "minilean.replay"], {}),
+    ([sys.executable, "-m", "minilean.replay", "--latency-ms", "5"], {}),  # a flag the double does not read
+    ([sys.executable, "-m", "minilean.replay"], {"env": {LATENCY_VARIABLE: "5"}}),  # a slowed Lean
+    ([sys.executable, "-m", "minilean.replay", "--corpus"], {}),
+    ([sys.executable, "-m", "minilean.replay", "--pantograph-version", "0.1.0"], {}),
     ([sys.executable, "-m", "minilean", "--version"], {}),
     ([sys.executable, "-m", "minilean", "--pantograph-version=0.3.0"], {}),
     ([sys.executable, "-m", "minilean", "--pantograph-version", "0.3.16"], {}),  # not emulated: minilean refuses
