@@ -29,8 +29,7 @@ from burnqed.storage import Store  # noqa: E402
 from tests.shared import shared_artifact  # noqa: E402
 
 if TYPE_CHECKING:
-    from burnqed.config import LeanConfig
-    from burnqed.lean.lease import PoolWorker
+    pass
 
 DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
 
@@ -138,7 +137,7 @@ def s3_root(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 
 
 @pytest.fixture
-def minilean_in_process(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+def minilean_in_process() -> Iterator[list[object]]:
     """The Lean of a command run through `cli()` in this process (eval, search, iterate's stages, rl) answered by
     minilean in this process, where `lean.command` is `{python} -m minilean` (the default, its replay fallback in
     this process too) or `{python} -m minilean.replay` (tests/doubles/line_servers.py): the pools' worker factory
@@ -148,21 +147,10 @@ def minilean_in_process(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     module, `--version`, another user) and `cli(..., process=True)` keep their processes; so must a test of a crash,
     a hang, a watchdog, a recycle or a tactic that sleeps (an in-process peer blocks the event loop while it thinks:
     tests/doubles/line_servers.py says where it is more lenient than a process)."""
-    from burnqed.lean import pool
-    from tests.doubles.line_servers import minilean_worker
+    from tests.doubles.line_servers import lean_in_process
 
-    made: list[object] = []
-    as_process = pool.worker_from_config
-
-    def worker(config: LeanConfig) -> PoolWorker:
-        in_process = minilean_worker(config)
-        if in_process is None:
-            return as_process(config)
-        made.append(in_process)
-        return in_process
-
-    monkeypatch.setattr(pool, "worker_from_config", worker)
-    return made
+    with lean_in_process() as made:
+        yield made
 
 
 @pytest.fixture

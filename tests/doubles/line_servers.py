@@ -23,12 +23,13 @@ thinks on the event loop's thread (a tactic that sleeps stops everything meanwhi
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import io
 import json
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from burnqed.config import LeanConfig
 from burnqed.errors import LeanCrashError
 from burnqed.lean import payloads
 from burnqed.lean.inprocess import InProcessReplay
+from burnqed.lean.lease import PoolWorker
 from burnqed.lean.protocol import encode_request
 from leankit.corpus import Corpus
 from leankit.version import DEFAULT_EMULATED, PantographVersion
@@ -275,3 +277,27 @@ def replay_worker(config: LeanConfig, words: list[str]) -> MiniLeanWorker | None
     options = payloads.options_set(version, timeout_ms=round(config.tactic_timeout_s * 1000),
                                    automatic_mode=config.automatic_mode)
     return MiniLeanWorker(ReplayProcess(version, options, given.get("--corpus")))
+
+
+@contextlib.contextmanager
+def lean_in_process() -> Iterator[list[object]]:
+    """While the block runs, the pools' worker factory (`burnqed.lean.pool.worker_from_config`) answers with
+    `minilean_worker` where the configured command allows it, else starts the process as before; gives the list of
+    in-process workers made (tests/conftest.py `minilean_in_process`; a forked stage inherits it)."""
+    from burnqed.lean import pool
+
+    made: list[object] = []
+    as_process = pool.worker_from_config
+
+    def worker(config: LeanConfig) -> PoolWorker:
+        in_process = minilean_worker(config)
+        if in_process is None:
+            return as_process(config)
+        made.append(in_process)
+        return in_process
+
+    pool.worker_from_config = worker
+    try:
+        yield made
+    finally:
+        pool.worker_from_config = as_process

@@ -90,10 +90,13 @@ def iterate_in_process(root: str, iteration: int, env: dict[str, str],
 
 def iterate_forked(root: str, iteration: int, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess[str]:
     """`burnqed iterate --iter ITERATION --root ROOT` to the end in this process, each stage a fork of it
-    (tests/processes.py `forked_stages`): for a test of what the stages make and decide, not of their processes."""
+    (tests/processes.py `forked_stages`) whose Lean, the replay server, answers in the stage's process
+    (tests/doubles/line_servers.py `lean_in_process`): for a test of what the stages make and decide, not of their
+    processes."""
+    from tests.doubles.line_servers import lean_in_process
     from tests.processes import cli, forked_stages
 
-    with forked_stages():
+    with forked_stages(), lean_in_process():
         return cli("iterate", "--iter", str(iteration), "--root", root, *extra, env={**env, "BURNQED_CONFIG": None})
 
 
