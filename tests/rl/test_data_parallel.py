@@ -34,6 +34,10 @@ from tests.rl.helpers import build_policy, write_index
 from tests.sft.helpers import continue_command, launched
 from tests.shared import shared_artifact
 
+# The Lean of the commands run in this process answers in it (tests/conftest.py); the killed and two-process runs
+# keep their processes.
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 
 @pytest.fixture(scope="session")
 def policy(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -52,6 +52,10 @@ from tests.rl.helpers import THEOREMS, build_policy, failed_search, write_index
 from tests.shared import shared_artifact
 from tests.trajectory.factories import write_trajectory
 
+# The Lean of the commands run in this process answers in it (tests/conftest.py); the killed and two-process runs
+# keep their processes.
+pytestmark = pytest.mark.usefixtures("minilean_in_process")
+
 
 @pytest.fixture(scope="session")
 def policy(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
