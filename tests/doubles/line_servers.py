@@ -29,7 +29,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -205,27 +205,47 @@ def minilean_worker(config: LeanConfig) -> MiniLeanWorker | None:
         return replay_worker(config, argv[3:])
     if argv[:3] != [sys.executable, "-m", "minilean"] or config.run_as_uid is not None:
         return None
-    words, given = argv[3:], dict[str, str]()
-    for flag in ("--pantograph-version", "--fallback-module"):
+    read = _flags(argv[3:], ("--pantograph-version", "--fallback-module"))
+    if read is None or any(word.startswith("-") for word in read[1]):
+        return None  # --version, a flag given twice or as --flag=V, a Lean option: the process decides
+    given = read[0]
+    version = _version(config, given, DEFAULT_VERSION, SUPPORTED)
+    if version is None:
+        return None
+    return MiniLeanWorker(MiniLeanProcess(version, _options(config, version), given.get("--fallback-module")))
+
+
+def _flags(words: list[str], flags: tuple[str, ...]) -> tuple[dict[str, str], list[str]] | None:
+    """The values of `flags` in a command's `words` (each `--flag VALUE`) and the words left; None for a flag
+    without its value."""
+    given = dict[str, str]()
+    for flag in flags:
         if flag in words:
             at = words.index(flag)
             if at + 1 >= len(words) or words[at + 1].startswith("-"):
                 return None
             given[flag] = words[at + 1]
             words = words[:at] + words[at + 2:]
-    if any(word.startswith("-") for word in words):
-        return None  # --version, a flag given twice or as --flag=V, a Lean option: the process decides
+    return given, words
+
+
+def _version(config: LeanConfig, given: Mapping[str, str], default: PantographVersion,
+             served: Collection[PantographVersion]) -> PantographVersion | None:
+    """The version a command serves (`--pantograph-version`, else `default`), if it is one of `served` and the
+    client speaks it; None otherwise (an unparsable version: its refusal is the process's subject)."""
     try:
-        version = PantographVersion.parse(given.get("--pantograph-version", str(DEFAULT_VERSION)))
+        version = PantographVersion.parse(given.get("--pantograph-version", str(default)))
         if config.pantograph_version and PantographVersion.parse(config.pantograph_version) != version:
             return None
     except ValueError:
-        return None  # an unparsable version: its refusal is the subject
-    if version not in SUPPORTED:
         return None
-    options = payloads.options_set(version, timeout_ms=round(config.tactic_timeout_s * 1000),
-                                   automatic_mode=config.automatic_mode)
-    return MiniLeanWorker(MiniLeanProcess(version, options, given.get("--fallback-module")))
+    return version if version in served else None
+
+
+def _options(config: LeanConfig, version: PantographVersion) -> dict[str, Any]:
+    """The `options.set` a `LeanWorker` sends after `ready.`."""
+    return payloads.options_set(version, timeout_ms=round(config.tactic_timeout_s * 1000),
+                                automatic_mode=config.automatic_mode)
 
 
 class ReplayProcess:
@@ -256,27 +276,14 @@ def replay_worker(config: LeanConfig, words: list[str]) -> MiniLeanWorker | None
     `lean.env` or this environment, a version it does not emulate or the client does not share)."""
     if LATENCY_VARIABLE in config.env or LATENCY_VARIABLE in os.environ:
         return None
-    given = dict[str, str]()
-    for flag in ("--corpus", "--pantograph-version"):
-        if flag in words:
-            at = words.index(flag)
-            if at + 1 >= len(words) or words[at + 1].startswith("-"):
-                return None
-            given[flag] = words[at + 1]
-            words = words[:at] + words[at + 2:]
-    if words:
+    read = _flags(words, ("--corpus", "--pantograph-version"))
+    if read is None or read[1]:
         return None
-    try:
-        version = PantographVersion.parse(given.get("--pantograph-version", str(DEFAULT_EMULATED)))
-        if config.pantograph_version and PantographVersion.parse(config.pantograph_version) != version:
-            return None
-    except ValueError:
+    given = read[0]
+    version = _version(config, given, DEFAULT_EMULATED, EMULATED)
+    if version is None:
         return None
-    if version not in EMULATED:
-        return None
-    options = payloads.options_set(version, timeout_ms=round(config.tactic_timeout_s * 1000),
-                                   automatic_mode=config.automatic_mode)
-    return MiniLeanWorker(ReplayProcess(version, options, given.get("--corpus")))
+    return MiniLeanWorker(ReplayProcess(version, _options(config, version), given.get("--corpus")))
 
 
 @contextlib.contextmanager
