@@ -43,7 +43,6 @@ SETS = {
 }
 NO_ORPHAN_S = 15.0  # how long a stopped iterate and its processes may take to go: signals.STOP_GRACE_S (6 s), then
 # SIGKILL and reaping, with room for a loaded 2-core machine (a process left alive is caught at any bound)
-ITERATE_TIMEOUT_S = 900
 # Lean slowed down a little while a stop must land mid-search, through `lean.env` (minilean.replay's latency
 # variable): the command stays the one the stages record, so the resume to the end runs at full speed.
 SLOWED = {"BURNQED_LEAN__ENV": json.dumps({LATENCY_VARIABLE: "15"})}
