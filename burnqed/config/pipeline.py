@@ -13,6 +13,8 @@ from burnqed.records.enums import SearchMode
 
 MAX_PASS_N = 10_000  # eval attempts per theorem: each is a whole search of the benchmark with a prefix of its own
 MAX_SHARDS = 10_000  # search shards: each is a process (a pod in the cluster)
+StartSetting = Literal["best", "previous", "base"]  # pipeline.start: what iteration i ≥ 1 starts from
+SearchValueModel = Literal["helped", "always"]  # pipeline.search_value_model: when search orders by the value model
 Budget = Annotated[int, Field(ge=1, le=MAX_BUDGET)]
 
 
@@ -80,7 +82,7 @@ class PipelineConfig(Section):
     )
     eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).",
                              json_schema_extra=recorded("eval's --pass-n"))
-    start: Literal["best", "previous", "base"] = Field(
+    start: StartSetting = Field(
         default="base",
         description="What iteration i ≥ 1 starts from (docs/pipeline.md, 'Start of an iteration'). 'base': SFT "
         "trains the base model afresh on the data and every verified proof so far (the field's practice; with "
@@ -95,7 +97,7 @@ class PipelineConfig(Section):
         json_schema_extra=recorded("sft's --start/--init, train-ebm's --start/--init and search's --start, which "
                                    "the plan builds from it"),
     )
-    search_value_model: Literal["helped", "always"] = Field(
+    search_value_model: SearchValueModel = Field(
         default="helped",
         description="Under pipeline.start 'best' and 'base': whether the training search of an iteration the start "
         "stage chose for orders by its value model only when the last measured one helped (LLM+EBM above LLM only "

@@ -22,12 +22,14 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed import storage
+from burnqed.config.pipeline import SearchValueModel
 from burnqed.errors import InputError
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout
 from burnqed.provenance import StageInputs
 
 LLM, EBM = "llm", "llm+ebm"
+ChosenStart = Literal["best", "base"]  # the pipeline.start settings a start stage chooses under
 
 
 class ArmScore(BaseModel):
@@ -55,7 +57,7 @@ class StartRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     iteration: int = Field(ge=1)
-    setting: Literal["best", "base"] = Field(default="best", description="pipeline.start it was chosen under: "
+    setting: ChosenStart = Field(default="best", description="pipeline.start it was chosen under: "
                                              "'base' chooses no policy (SFT trains the base model afresh).")
     policy_from: int | None = Field(ge=0, description="The iteration whose policy SFT warm-starts from (None: the "
                                     "base model, pipeline.start = 'base').")
@@ -89,7 +91,7 @@ def _latest_best(scores: list[ArmScore], key: Callable[[ArmScore], int | None]) 
 
 
 def choose_start(results: dict[tuple[int, str], EvalResult], iteration: int, at: Layout, *, rl: bool = False,
-                 setting: Literal["best", "base"] = "best", search: Literal["helped", "always"] = "helped"
+                 setting: ChosenStart = "best", search: SearchValueModel = "helped"
                  ) -> StartRecord:
     """The start of iteration `iteration` ≥ 1 from the evals of iterations 0..iteration-1 (`results`, keyed by
     (iteration, arm) with arm 'llm' or 'llm+ebm', as the report collects them). `rl` (`rl.enabled`): a policy is the

@@ -13,11 +13,11 @@ A section of its own (`ReportSection`): reads the published evals of iterations 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, Field
 
 from burnqed import storage
+from burnqed.config.pipeline import SearchValueModel, StartSetting
 from burnqed.errors import InputError
 from burnqed.eval.best_so_far import EBM, LLM, StartRecord, choose_start, load_results
 from burnqed.eval.result import wilson_interval
@@ -44,15 +44,14 @@ class IterationsSection(BaseModel):
 
     iteration: int = Field(ge=1)
     rows: list[CurveRow]
-    setting: Literal["best", "previous", "base"] = Field(default="best", description="pipeline.start.")
+    setting: StartSetting = Field(default="best", description="pipeline.start.")
     next_start: StartRecord | None = Field(description="What the next iteration starts from (None: pipeline.start "
                                            "= 'previous', which chooses nothing, or the last iteration has no "
                                            "LLM-only eval to judge it by).")
 
 
 def iterations_section(at: Layout, iteration: int, *, rl: bool = False,
-                       setting: Literal["best", "previous", "base"] = "best",
-                       search: Literal["helped", "always"] = "helped", store: storage.Store
+                       setting: StartSetting = "best", search: SearchValueModel = "helped", store: storage.Store
                        ) -> IterationsSection | None:
     """The curve of iterations 0..`iteration`; None at iteration 0 (no curve yet). `rl`: the policies are the rl
     stage's outputs; `setting` and `search`: pipeline.start and pipeline.search_value_model, what the next start is

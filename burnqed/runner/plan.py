@@ -178,8 +178,8 @@ def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_mode
     if ebm is not None:
         stages.append(_train_ebm_stage(at, i, trajectory_flags, earlier, joint=joint, chosen=chosen))
     search_after = ("export", "train-ebm") if ebm else ("export",)
-    stages += _search_stages(cfg, at, i, theorems, (*search_after, *(("start",) if helped else ())),
-                             reads_start=helped, sketch=sketch, unsolved_larger=unsolved_larger)
+    stages += _search_stages(cfg, at, i, theorems, search_after, reads_start=helped, sketch=sketch,
+                             unsolved_larger=unsolved_larger)
     budgets = ",".join(str(b) for b in cfg.eval_budgets)
     eval_common = _eval_argv(cfg, i, budgets)
     if i == 0 and cfg.eval_base:
@@ -237,9 +237,9 @@ def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str,
     """Iteration `i`'s search of the training theorems (`theorems`: their flags) with its export and value model,
     in `cfg.search_shards` shards after the stages `after`; at iteration 0 a second search at `noise_temperature`
     when it is set; then the merge of every shard into the iteration's trajectories. The search reads the start
-    record, which says whether it uses the value model, when `reads_start`; a sketch-mode search shares the subgoal
-    cache;
-    with `unsolved_larger` it gives the theorems iteration i-1 left unsolved the larger budget."""
+    record, which says whether it uses the value model, and waits for it, when `reads_start`; a sketch-mode search
+    shares the subgoal cache; with `unsolved_larger` it gives the theorems iteration i-1 left unsolved the larger
+    budget."""
     n, export, model = cfg.search_shards, at.export(i), ("--model", at.export(i))
     ebm = at.ebm(i) if i >= 1 else None
     # search.unsolved_budget_factor > 1: iteration i-1's trajectories say which theorems get the larger budget
@@ -255,7 +255,7 @@ def _search_stages(cfg: PipelineConfig, at: Layout, i: int, theorems: tuple[str,
         outputs=(shard_out,), inputs=(at.data(), export, *((ebm,) if ebm else ()),
                                       *((at.start(i),) if reads_start else ()), *unsolved),
         resource=Resource.GPU_LEAN,
-        after=after, shards=n, policy_model=export, ebm=ebm,
+        after=(*after, *(("start",) if reads_start else ())), shards=n, policy_model=export, ebm=ebm,
     )]
     merged_inputs = [at.search_shard(i, k) for k in range(n)]
     if i == 0 and cfg.noise_temperature is not None:
