@@ -73,10 +73,7 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
     _forget_filesystems()  # a process starts with none: each reads the environment it is given
     try:
         with warnings.catch_warnings():
-            warnings.resetwarnings()
-            for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
-                warnings.simplefilter("ignore", category)
-            warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
+            _process_warning_filters()
             warnings.showwarning = show
             code, exception, stdout, stderr = _run_command(args, env)
     finally:
@@ -129,6 +126,17 @@ def _run_command(args: list[str], env: Mapping[str, str | None] | None) -> tuple
 
 def _text(data: bytes) -> str:
     return data.decode("utf-8", "replace").replace("\r\n", "\n")
+
+
+def _process_warning_filters() -> None:
+    """The warning filters a fresh Python process starts with (its defaults: DeprecationWarning shown in __main__
+    only, the others of these categories ignored), in place of the test's."""
+    import warnings
+
+    warnings.resetwarnings()
+    for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
+        warnings.simplefilter("ignore", category)
+    warnings.filterwarnings("default", category=DeprecationWarning, module="__main__")
 
 
 def _forget_filesystems() -> None:
@@ -314,7 +322,6 @@ def _run_forked_stage(argv: list[str], env: dict[str, str], writers: list[int]) 
     code and never returns into the test."""
     import logging
     import traceback
-    import warnings
 
     code = 1
     try:
@@ -339,9 +346,7 @@ def _run_forked_stage(argv: list[str], env: dict[str, str], writers: list[int]) 
         root = logging.getLogger()
         root.handlers.clear()
         root.setLevel(logging.WARNING)
-        warnings.resetwarnings()
-        for category in (ResourceWarning, ImportWarning, PendingDeprecationWarning, DeprecationWarning):
-            warnings.simplefilter("ignore", category)
+        _process_warning_filters()
         _forget_filesystems()
         torch = sys.modules.get("torch")
         if torch is not None:
