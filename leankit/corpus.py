@@ -344,6 +344,11 @@ def goal_pp(goal: GoalSpec) -> str:
     return "\n".join(lines)
 
 
+def goals_pp(goals: Sequence[GoalSpec]) -> str:
+    """Goals as Lean prints several in a message: each `goal_pp`, a blank line between them."""
+    return "\n\n".join(goal_pp(goal) for goal in goals)
+
+
 def bundled_corpus_path() -> Path:
     """The corpus file shipped with the package."""
     return BUNDLED_DIR / "competition.json"

@@ -430,3 +430,16 @@ def _binder_groups(group: str) -> list[str] | None:
         groups.append(" ".join(group[index : close + 1].split()))
         index = close + 1
     return groups
+
+
+def tactic_head(text: str) -> str:
+    """The first word of a tactic, after focus bullets and opening parentheses."""
+    stripped = text.strip().lstrip("·").strip()
+    if stripped.startswith(". "):
+        stripped = stripped[2:].lstrip()
+    # `| succ k ih => tac` alternatives of `induction … with` / `match` carry no head of their own.
+    if not stripped or stripped[0] in "([⟨{|":
+        return ""
+    word = stripped.split(None, 1)[0]
+    # `simp?`/`norm_num!` style suffixes belong to the head; `exact?` too.
+    return word

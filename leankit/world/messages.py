@@ -5,9 +5,9 @@ answers them for the tactics a corpus did not record, so a recorded failure read
     tactic_error(GoalSpec(hyps=["x : ℝ"], target="0 < x"), "linarith")
     # -> "linarith failed to find a contradiction\\nx : ℝ\\na✝ : 0 ≥ x\\n⊢ False"
 
-The message depends on the tactic's head (`tactic_head`): an identifier the goal, the corpus (`corpus_vocabulary`)
-and a short list of Mathlib names do not know is `unknown identifier`; automation that gives up, a term that does
-not fit and a closing tactic that fails each get the text Lean and Mathlib print for them.
+The message depends on the tactic's head (`leankit.text.tactic_head`): an identifier the goal, the corpus
+(`corpus_vocabulary`) and a short list of Mathlib names do not know is `unknown identifier`; automation that gives
+up, a term that does not fit and a closing tactic that fails each get the text Lean and Mathlib print for them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 from collections.abc import Collection
 
 from leankit.corpus import Corpus, GoalSpec, goal_pp, split_hypothesis
+from leankit.text import tactic_head
 
 
 def _words(text: str) -> frozenset[str]:
@@ -47,19 +48,6 @@ _BUILTIN_NAMES = _words(
 
 _IDENT = re.compile(r"(?<![\w.'₀-₉✝])([^\W\d][\w'.₀-₉!?]*)")
 _BINDER = re.compile(r"(?:fun|λ)\s[^=]*=>")
-
-
-def tactic_head(text: str) -> str:
-    """The first word of a tactic, after focus bullets and opening parentheses."""
-    stripped = text.strip().lstrip("·").strip()
-    if stripped.startswith(". "):
-        stripped = stripped[2:].lstrip()
-    # `| succ k ih => tac` alternatives of `induction … with` / `match` carry no head of their own.
-    if not stripped or stripped[0] in "([⟨{|":
-        return ""
-    word = stripped.split(None, 1)[0]
-    # `simp?`/`norm_num!` style suffixes belong to the head; `exact?` too.
-    return word
 
 
 def _relation_negation(target: str) -> str:

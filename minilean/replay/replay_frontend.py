@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from leankit.corpus import Corpus, GoalSpec, TheoremSpec, normalize_expr, split_hypothesis
+from leankit.corpus import Corpus, GoalSpec, TheoremSpec, goals_pp, normalize_expr, split_hypothesis
 from leankit.declaration import declaration_in, qualified_name, track_scope
 from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.text import SORRY_WORDS, bracket_delta, mask_comments
@@ -30,7 +30,7 @@ from minilean.replay.leanfile import (
     term_tactic,
 )
 from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
-from minilean.replay.tactic_reader import goals_pp, parse_problem, strip_comments
+from minilean.replay.tactic_reader import parse_problem, strip_comments
 from minilean.wire import JsonObj, add_invocations, error_reply, read_file, reads_header, wants_sorrys
 
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"

@@ -24,6 +24,7 @@ from pathlib import Path
 from leankit.corpus import (
     Corpus,
     GoalSpec,
+    goals_pp,
     load_corpus,
     split_hypothesis,
 )
@@ -38,7 +39,6 @@ from minilean.replay.tactic_reader import (
     MAX_NESTING,
     MAX_SLEEP_MS,
     dedent,
-    goals_pp,
     max_depth,
     parse_problem,
     sequence_problem,

@@ -6,10 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from leankit.corpus import GoalSpec, goal_pp
 from leankit.proof_text import first_separator
-from leankit.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
-from leankit.world.messages import tactic_head
+from leankit.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF, tactic_head
 
 MAX_SLEEP_MS = 600_000
 MAX_NESTING = 128
@@ -169,9 +167,3 @@ def block_depth(lines: Sequence[str]) -> int:
         elif char in CLOSE_BRACKETS:
             depth -= 1
     return depth
-
-
-def goals_pp(goals: Sequence[GoalSpec]) -> str:
-    return "\n\n".join(goal_pp(goal) for goal in goals)
-
-
