@@ -13,7 +13,6 @@ is `BadInput`, a probe that cannot run or prints none `LeanStartFailure` (`leank
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import re
@@ -186,6 +185,8 @@ async def _probe(argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str]
     """Run a version probe as a worker runs (same cwd, sealed environment, user): (exit code, stdout, stderr tail).
     LeanStartFailure when it cannot start (`cannot run … {purpose}: … {advice}`) or outlives `timeout_s` (its process
     group is killed; the message ends with `hint`)."""
+    import asyncio  # here: the servers that only read a version (minilean, the tests' doubles) start without it
+
     shown = " ".join(argv)
     try:
         proc = await asyncio.create_subprocess_exec(

@@ -10,7 +10,3 @@ requests are parsed and the replies shaped by the embedded Lean's one wire layer
 `minilean.wire`), minilean's too.
 The corpus format is `leankit.corpus` (documented in docs/replay-corpus.md).
 """
-
-from minilean.replay.replay_server import ReplayServer, main, serve
-
-__all__ = ["ReplayServer", "main", "serve"]
