@@ -8,7 +8,6 @@ import sys
 import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 # One torch thread per process, unless the caller says otherwise: the tests run tiny models, on which a second
 # thread costs more than it gives, and two workers share the cores with the processes they start (measured on 2
@@ -27,9 +26,6 @@ pin_cpu_kernels()
 
 from burnqed.storage import Store  # noqa: E402
 from tests.shared import shared_artifact  # noqa: E402
-
-if TYPE_CHECKING:
-    pass
 
 DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
 
