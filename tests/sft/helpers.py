@@ -4,6 +4,7 @@ its stop line names."""
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 from pathlib import Path
 
@@ -20,11 +21,18 @@ def write_data_folder(folder: Path, pairs: list[TacticPair] | None = None) -> Pa
 
 
 def launched(pid: int) -> list[psutil.Process]:
-    """Every live process below the `burnqed` command `pid`, checked to hold torchrun and its two processes."""
+    """Every live process below the `burnqed` command `pid`, checked to hold torchrun as its child and torchrun's two
+    processes as torchrun's children. A process's own child carries its command line for a moment (forked, not yet
+    exec'd: a Lean worker being started), so both are counted by parent, not by command line alone."""
     below = descendants(pid)
-    lines = [" ".join(process.cmdline()) for process in below]
-    assert sum("-m torch.distributed.run " in line for line in lines) == 1, lines
-    assert sum(" -m burnqed.cli " in line and "torch.distributed.run" not in line for line in lines) == 2, lines
+    lines = {}
+    for process in below:
+        with contextlib.suppress(psutil.NoSuchProcess):  # a short-lived child may end between the two reads
+            lines[process.pid] = (process.ppid(), " ".join(process.cmdline()))
+    runs = [child for child, (parent, line) in lines.items() if parent == pid and "-m torch.distributed.run " in line]
+    assert len(runs) == 1, lines
+    workers = [line for parent, line in lines.values() if parent == runs[0] and " -m burnqed.cli " in line]
+    assert len(workers) == 2, lines
     return below
 
 
