@@ -70,6 +70,7 @@ def sft(
     from burnqed.data.theorems import check_training_inputs
     from burnqed.runner.reuse import sft_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch, stops_with_continue
+    from burnqed.sft.model import resolve_base_model
     from burnqed.sft.train import SftRequest, run_sft
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
@@ -85,6 +86,7 @@ def sft(
     decontaminated = check_training_inputs("sft", cfg, store, data=data, trajectories=trajectories or ())
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
+        resolve_base_model(cfg.sft.base_model, store=store)  # built or downloaded here, once: see `_launch_rl`
         args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
                 *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
                 *(("--init", init) if init else ()), *(("--force",) if force else ()),
@@ -182,6 +184,7 @@ def rl(
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
     from burnqed.sft.launch import World, is_main_process, needs_launch, stops_with_continue
+    from burnqed.sft.model import resolve_base_model
     from burnqed.stages import rl as stage
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
@@ -193,8 +196,10 @@ def rl(
     made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
-    stage.check_model_folder(store.local_input(sft), sft)
+    record = stage.check_model_folder(store.local_input(sft), sft)
     if needs_launch(cfg.rl.processes):  # the checks above ran once, here: each process runs them again, quietly
+        if record.method != "full":  # an adapter's base: built or downloaded here, once (see `_launch_rl`)
+            resolve_base_model(record.base_model, store=store)
         return _launch_rl(cfg.rl.processes, sft, output, iteration, theorems, split, trajectories, force, config, set_)
     if is_main_process():
         typer.echo(decontaminated, err=True)
@@ -216,7 +221,9 @@ def rl(
 def _launch_rl(processes: int, sft: str, output: str, iteration: int, theorems: str | None, split: str | None,
                trajectories: list[str] | None, force: bool, config: Path | None, set_: list[str] | None) -> None:
     """`burnqed rl` with the options given under torchrun in `processes` processes (`sft.launch.launch`); typer.Exit
-    with its exit code when it fails."""
+    with its exit code when it fails. The caller has the base model in place first: the default tiny model built
+    under torchrun would be saved by process 0 only (transformers' `save_pretrained`), so the processes must find
+    it built (`policy.tiny.ensure_model` refuses to build it there)."""
     from burnqed.sft.launch import launch
 
     code = launch(processes, ["rl", "--sft", sft, "--output", output, "--iter", str(iteration),

@@ -508,6 +508,10 @@ def ensure_model(path: str | None, environ: Mapping[str, str] | None = None, *, 
     if _built(folder):
         return folder
     env = os.environ if environ is None else environ
+    if int(env.get("WORLD_SIZE", "1")) > 1:  # transformers' save_pretrained writes on process 0 only
+        raise ModelError(f"the default tiny model is not built in {folder}, and a process under torchrun cannot "
+                         "build it: run `burnqed model init-tiny` first (the command that launches torchrun builds "
+                         "it before it launches)")
     where = "BURNQED_HOME" if env.get("BURNQED_HOME") else "the user cache (XDG_CACHE_HOME or ~/.cache)"
     try:  # before the 20 s of training: a read-only or file BURNQED_HOME is one line up front, not a traceback after
         store.check_writable(str(folder), what=f"the default model folder (under {where})", folder=True)

@@ -533,7 +533,9 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
     with process_group(world, device):
         with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), ExitStack() as engines, \
                 LeanReward(selection.theorems, open_pool, settings.guard, settings.reward, selection.failed) as reward:
-            base_dir = resolve_base_model(sft_record.base_model, store=store)
+            # a full SFT output is the whole model: no base is loaded (nor the default one built for it)
+            base_dir = source if sft_record.method == "full" else resolve_base_model(sft_record.base_model,
+                                                                                         store=store)
             bf16 = settings.sft.bf16 and device.startswith("cuda")
             sft = settings.sft.model_copy(update={"seed": rl.seed})
             # the server first: the rl pod's sidecar, still loading, is waited for before the policy's own long load

@@ -191,6 +191,18 @@ def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_di
         ensure_model(None, store=store)
 
 
+def test_a_process_under_torchrun_refuses_to_build_the_default_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                    store: Store) -> None:
+    # Under torchrun transformers' save_pretrained writes on process 0 only: process 1, first to take the build lock,
+    # read back a config.json it never wrote (measured: a FileNotFoundError in the staging folder, the run failed).
+    monkeypatch.setattr(tiny, "build_tiny_model", lambda output: pytest.fail("built under torchrun"))
+    environ = {"BURNQED_HOME": str(tmp_path), "WORLD_SIZE": "2"}
+    with pytest.raises(ModelError, match=r"is not built in .*tiny-v3, and a process under torchrun cannot build it: "
+                                         r"run `burnqed model init-tiny` first"):
+        ensure_model(None, environ, store=store)
+    assert not (tmp_path / "models" / "tiny-v3").exists()
+
+
 def test_a_mistyped_model_path_is_bad_input_with_the_folder_it_likely_meant(tmp_path: Path, tiny_model_dir: Path,
                                                                             store: Store):
     import shutil

@@ -82,8 +82,11 @@ def kept(folder: Path) -> tuple[list[dict[str, object]], list[dict[str, object]]
 
 
 @pytest.mark.slow
-def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path: Path, store: Store) -> None:
+def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path: Path, store: Store,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = config().model_copy(update={"search": SearchConfig(repair_rounds=1)})  # failures keep Lean's messages
+    # A full SFT output is the whole model: its base (here unset: the default tiny model) is neither built nor read.
+    monkeypatch.setattr("burnqed.stages.rl.resolve_base_model", lambda *_, **__: pytest.fail("base model resolved"))
     output = str(tmp_path / "rl")
     lines: list[str] = []
     outcome = run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=output),

@@ -73,6 +73,20 @@ def curves(tmp_path_factory: pytest.TempPathFactory, tiny_model_dir: Path) -> di
     return {1: loss_curve(folder / "one"), 2: loss_curve(folder / "two")}
 
 
+def test_the_command_has_the_base_model_in_place_before_it_launches_torchrun(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # The default tiny model built by the processes themselves would be saved by process 0 only (tests/policy/
+    # test_tiny.py): the command builds (or downloads) the base once, then launches.
+    calls: list[tuple[str, object]] = []
+    monkeypatch.setattr("burnqed.sft.model.resolve_base_model",
+                        lambda base, *, store: calls.append(("base", base)) or tmp_path)
+    monkeypatch.setattr("burnqed.sft.launch.launch", lambda processes, args: calls.append(("launch", processes)) or 0)
+    done = cli("sft", "--iter", "0", "--data", str(write_data_folder(tmp_path / "data")), "--output",
+               str(tmp_path / "out"), *sets({"sft.processes": 2}), env={"WORLD_SIZE": None})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert calls == [("base", None), ("launch", 2)]
+
+
 def test_the_launcher_runs_the_same_command_under_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert needs_launch(2) and not needs_launch(1)
