@@ -78,9 +78,17 @@ def test_the_command_has_the_base_model_in_place_before_it_launches_torchrun(tmp
     # The default tiny model built by the processes themselves would be saved by process 0 only (tests/policy/
     # test_tiny.py): the command builds (or downloads) the base once, then launches.
     calls: list[tuple[str, object]] = []
-    monkeypatch.setattr("burnqed.sft.model.resolve_base_model",
-                        lambda base, *, store: calls.append(("base", base)) or tmp_path)
-    monkeypatch.setattr("burnqed.sft.launch.launch", lambda processes, args: calls.append(("launch", processes)) or 0)
+
+    def resolve(base: str | None, *, store: object) -> Path:
+        calls.append(("base", base))
+        return tmp_path
+
+    def launch(processes: int, args: list[str]) -> int:
+        calls.append(("launch", processes))
+        return 0
+
+    monkeypatch.setattr("burnqed.sft.model.resolve_base_model", resolve)
+    monkeypatch.setattr("burnqed.sft.launch.launch", launch)
     done = cli("sft", "--iter", "0", "--data", str(write_data_folder(tmp_path / "data")), "--output",
                str(tmp_path / "out"), *sets({"sft.processes": 2}), env={"WORLD_SIZE": None})
     assert done.returncode == 0, done.stderr[-3000:]
