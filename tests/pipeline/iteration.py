@@ -13,6 +13,7 @@ it runs in the test's process with each stage a fork of it (`iterate_forked`, te
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -187,7 +188,10 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
         first = root / "iter_0" / "search" / "shard-0" / "part-000000.json"
         wait_until(first.exists, proc, "the first search part of shard 0")
         children = psutil.Process(proc.pid).children(recursive=True)  # the stages and their Lean workers
-        child_lines = [" ".join(child.cmdline()) for child in children]
+        child_lines = []
+        for child in children:
+            with contextlib.suppress(psutil.NoSuchProcess):  # a short-lived child (a version probe) may be gone
+                child_lines.append(" ".join(child.cmdline()))
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         term_code = proc.wait(timeout=NO_ORPHAN_S)
