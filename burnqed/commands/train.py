@@ -184,7 +184,6 @@ def rl(
     from burnqed.lean.pool import LeanPool
     from burnqed.runner.reuse import rl_inputs
     from burnqed.sft.launch import World, is_main_process, needs_launch, stops_with_continue
-    from burnqed.sft.model import resolve_base_model
     from burnqed.stages import rl as stage
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
@@ -196,10 +195,10 @@ def rl(
     made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
-    record = stage.check_model_folder(store.local_input(sft), sft)
+    source = store.local_input(sft)
+    record = stage.check_model_folder(source, sft)
     if needs_launch(cfg.rl.processes):  # the checks above ran once, here: each process runs them again, quietly
-        if record.method != "full":  # an adapter's base: built or downloaded here, once (see `_launch_rl`)
-            resolve_base_model(record.base_model, store=store)
+        stage.base_folder(source, record, store=store)  # an adapter's base, built or downloaded once (`_launch_rl`)
         return _launch_rl(cfg.rl.processes, sft, output, iteration, theorems, split, trajectories, force, config, set_)
     if is_main_process():
         typer.echo(decontaminated, err=True)

@@ -200,6 +200,13 @@ def check_model_folder(folder: Path, given: str) -> SftRecord:
     return record
 
 
+def base_folder(source: Path, record: SftRecord, *, store: Store) -> Path:
+    """The folder RL loads its base from: the SFT output `source` itself when it is full (the whole model: no base is
+    read, nor the default one built for it), else the adapter's base (`sft.model.resolve_base_model`: built or
+    downloaded on first use; the command that launches torchrun calls this first, so its processes find it)."""
+    return source if record.method == "full" else resolve_base_model(record.base_model, store=store)
+
+
 def checkpoint_settings(request: RlRequest, settings: RlSettings, record: SftRecord,
                         selection: Selection) -> dict[str, Any]:
     """What a run's checkpoints belong to: the keys of the `rl-checkpoints` identity and the inputs (the SFT output's
@@ -533,9 +540,7 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
     with process_group(world, device):
         with cpu_threads(device, settings.sft.cpu_threads), quiet_warnings(), ExitStack() as engines, \
                 LeanReward(selection.theorems, open_pool, settings.guard, settings.reward, selection.failed) as reward:
-            # a full SFT output is the whole model: no base is loaded (nor the default one built for it)
-            base_dir = source if sft_record.method == "full" else resolve_base_model(sft_record.base_model,
-                                                                                         store=store)
+            base_dir = base_folder(source, sft_record, store=store)
             bf16 = settings.sft.bf16 and device.startswith("cuda")
             sft = settings.sft.model_copy(update={"seed": rl.seed})
             # the server first: the rl pod's sidecar, still loading, is waited for before the policy's own long load

@@ -28,6 +28,7 @@ import psutil
 import pytest
 
 from burnqed.config import RlConfig
+from burnqed.sft.manifests import SftRecord
 from burnqed.stages.rl import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
 from tests.processes import background, burnqed, burnqed_in_process, survivors, wait_for
 from tests.rl.helpers import build_policy, write_index
@@ -65,6 +66,29 @@ def test_the_command_refuses_the_served_engine_on_two_processes_before_work(tmp_
     assert done.returncode == 2
     assert "rl.processes = 2 needs rl.rollout_engine = 'trainer', got 'served'" in done.stderr
     assert not (tmp_path / "rl").exists() and not (tmp_path / "rl-checkpoints").exists()
+
+
+def test_the_command_has_the_base_in_place_before_it_launches_torchrun(policy: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # An adapter's base built by the processes themselves would be saved by process 0 only (tests/policy/
+    # test_tiny.py): the command asks for the base folder (`stages.rl.base_folder`) once, then launches.
+    calls: list[tuple[str, object]] = []
+
+    def base(source: Path, record: SftRecord, *, store: object) -> Path:
+        calls.append(("base", record.method))
+        return source
+
+    def launch(processes: int, args: list[str]) -> int:
+        calls.append(("launch", processes))
+        return 0
+
+    monkeypatch.setattr("burnqed.stages.rl.base_folder", base)
+    monkeypatch.setattr("burnqed.sft.launch.launch", launch)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    args = rl_args(policy, write_index(tmp_path / "theorems.json"), {**SETS, "rl.processes": 2})
+    done = burnqed_in_process("rl", *args, "--output", str(tmp_path / "rl"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert calls == [("base", "full"), ("launch", 2)]
 
 
 def steps_of(folder: Path) -> list[dict[str, Any]]:
