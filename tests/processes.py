@@ -229,6 +229,16 @@ def _alive(proc: psutil.Process) -> bool:
         return False
 
 
+def command_lines(processes: list[psutil.Process]) -> list[tuple[psutil.Process, int, str]]:
+    """(process, its parent's pid, its command line) for each of `processes` still there to read: a short-lived child
+    (a version probe, a fork not yet exec'd) may end between the listing and the read."""
+    read = []
+    for proc in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            read.append((proc, proc.ppid(), " ".join(proc.cmdline())))
+    return read
+
+
 def survivors(processes: list[psutil.Process], grace: float) -> list[list[str]]:
     """The command lines of `processes` still alive after `grace` seconds (each is then killed, so that a failing
     test leaves nothing behind)."""

@@ -13,7 +13,6 @@ it runs in the test's process with each stage a fork of it (`iterate_forked`, te
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -176,6 +175,8 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     0 of the search committed its first part, then the same command, SIGKILLed (its whole process group: the runner;
     its stages have groups of their own) once a new part appears, then the same command to the end, Lean at full
     speed (`SLOWED` until then). Writes `folder/interruptions.json`."""
+    from tests.processes import command_lines
+
     folder.mkdir(parents=True)
     root = folder / "run"
     only = [arg for name in BEFORE_SEARCH for arg in ("--only", name)]  # `iterate --only` checks each name
@@ -188,10 +189,7 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
         first = root / "iter_0" / "search" / "shard-0" / "part-000000.json"
         wait_until(first.exists, proc, "the first search part of shard 0")
         children = psutil.Process(proc.pid).children(recursive=True)  # the stages and their Lean workers
-        child_lines = []
-        for child in children:
-            with contextlib.suppress(psutil.NoSuchProcess):  # a short-lived child (a version probe) may be gone
-                child_lines.append(" ".join(child.cmdline()))
+        child_lines = [line for _, _, line in command_lines(children)]
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         term_code = proc.wait(timeout=NO_ORPHAN_S)

@@ -16,7 +16,7 @@ import pytest
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from tests.conftest import double_argv
-from tests.processes import background, cli, descendants, survivors, wait_for
+from tests.processes import background, cli, command_lines, descendants, survivors, wait_for
 from tests.search.helpers import SLOWED, one_at_a_time, results, rows, small_index
 
 
@@ -64,8 +64,11 @@ def test_a_lean_worker_that_never_reads_its_input_dies_with_a_search_killed_outr
     args = ["search", "--output", str(tmp_path / "out"), "--theorems", str(small_index(tmp_path)), "--set",
             f"policy.model={tiny_model_dir}", "--set", f"lean.command={importing}", "--set", "lean.workers=2"]
     with background(*args) as proc:
-        wait_for(lambda: len([p for p in descendants(proc.pid) if "--version" not in p.cmdline()]) == 2
-                 or proc.poll() is not None, timeout=60)
+        def workers_started() -> bool:  # the workers, not their version probe
+            lines = command_lines(descendants(proc.pid))
+            return len([line for _, _, line in lines if "--version" not in line.split()]) == 2
+
+        wait_for(lambda: workers_started() or proc.poll() is not None, timeout=60)
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
         workers = descendants(proc.pid)
         os.kill(proc.pid, signal.SIGKILL)

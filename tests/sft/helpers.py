@@ -4,14 +4,13 @@ its stop line names."""
 
 from __future__ import annotations
 
-import contextlib
 import shlex
 from pathlib import Path
 
 import psutil
 
 from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs, write_pairs
-from tests.processes import descendants
+from tests.processes import command_lines, descendants
 
 
 def write_data_folder(folder: Path, pairs: list[TacticPair] | None = None) -> Path:
@@ -25,13 +24,10 @@ def launched(pid: int) -> list[psutil.Process]:
     processes as torchrun's children. A process's own child carries its command line for a moment (forked, not yet
     exec'd: a Lean worker being started), so both are counted by parent, not by command line alone."""
     below = descendants(pid)
-    lines = {}
-    for process in below:
-        with contextlib.suppress(psutil.NoSuchProcess):  # a short-lived child may end between the two reads
-            lines[process.pid] = (process.ppid(), " ".join(process.cmdline()))
-    runs = [child for child, (parent, line) in lines.items() if parent == pid and "-m torch.distributed.run " in line]
+    lines = command_lines(below)
+    runs = [proc.pid for proc, parent, line in lines if parent == pid and "-m torch.distributed.run " in line]
     assert len(runs) == 1, lines
-    workers = [line for parent, line in lines.values() if parent == runs[0] and " -m burnqed.cli " in line]
+    workers = [line for _, parent, line in lines if parent == runs[0] and " -m burnqed.cli " in line]
     assert len(workers) == 2, lines
     return below
 
