@@ -22,7 +22,17 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from leankit.text import BRACKET_PAIRS, DOC_COMMENT, LITERAL, MODULE_DOC, OPENER_OF, regions
+from leankit.text import (
+    BRACKET_PAIRS,
+    DOC_COMMENT,
+    ID_FIRST,
+    ID_REST,
+    LITERAL,
+    MODULE_DOC,
+    NUMERAL,
+    OPENER_OF,
+    regions,
+)
 
 # The tokens that open a declaration or another command in Lean 4 core, Batteries and Mathlib. `import` opens the
 # header. `deriving` opens a command only as `deriving instance` (after a structure it belongs to it).
@@ -57,17 +67,8 @@ STRING = "string"
 DOC = "doc"  # a `/-- … -/` doc comment (a token to Lean, unlike other comments)
 MODULE = "module doc"  # a `/-! … -/` module doc: a command of its own
 
-_LETTER_LIKE = (
-    r"\u03b1-\u03ba\u03bc-\u03c9"  # lower Greek but λ
-    r"\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9"  # upper Greek but Π and Σ
-    r"\u03ca-\u03fb\u1f00-\u1ffe\u2100-\u214f\U0001d49c-\U0001d59f"
-)
-_SUBSCRIPT = r"\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a"
-_ID_FIRST = rf"[A-Za-z_{_LETTER_LIKE}]"
-_ID_REST = rf"[A-Za-z0-9_'!?{_LETTER_LIKE}{_SUBSCRIPT}]"
-_IDENT = re.compile(rf"{_ID_FIRST}{_ID_REST}*(?:\.{_ID_FIRST}{_ID_REST}*)*")
-_NUMBER = re.compile(r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_HASH_COMMAND = re.compile(rf"#{_ID_FIRST}{_ID_REST}*")  # #eval, #print, #check, #exit, … (`#[` is an array)
+_IDENT = re.compile(rf"{ID_FIRST}{ID_REST}*(?:\.{ID_FIRST}{ID_REST}*)*")
+_HASH_COMMAND = re.compile(rf"#{ID_FIRST}{ID_REST}*")  # #eval, #print, #check, #exit, … (`#[` is an array)
 _SPACE = re.compile(r"\s+")
 
 
@@ -106,7 +107,7 @@ def _code_tokens(text: str, start: int, end: int) -> Iterator[Token]:
             yield Token(kind, word, index, found.end(), word)
             index = found.end()
             continue
-        found = _NUMBER.match(text, index, end) or _HASH_COMMAND.match(text, index, end)
+        found = NUMERAL.match(text, index, end) or _HASH_COMMAND.match(text, index, end)
         if found is not None:
             word = found.group()
             yield Token(NUMBER, word, index, found.end()) if word[0] != "#" else Token(KEYWORD, word, index,

@@ -35,6 +35,21 @@ THEOREM_KEYWORDS: tuple[str, ...] = ("theorem", "lemma", "example")
 MODIFIERS_PATTERN = r"(?:(?:" + "|".join(DECLARATION_MODIFIERS) + r")\s+)*"
 ATTRIBUTE_PATTERN = r"(?:@\[[^\]\n]*\][ \t]*\n?[ \t]*)?"  # one `@[simp]`-style attribute, on its own line or not
 
+# Lean 4's identifier characters (`isIdFirst`, `isIdRest`, `isLetterLike`, `isSubScriptAlnum` in Init/Meta/Defs.lean)
+# as every supported Lean reads them: ASCII letters, Greek but λ Π Σ, Coptic, polytonic Greek, the letter-like
+# block (ℕ, ℝ) and the mathematical alphanumerics (𝒜); `'`, `!`, `?`, digits and subscripts after the first. Lean
+# releases of 2025 on also take Latin-1 letters (é); the Lean of a v4.9-era Mathlib does not, so they are left out.
+LETTER_LIKE = (
+    r"\u03b1-\u03ba\u03bc-\u03c9"  # lower Greek but λ
+    r"\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9"  # upper Greek but Π and Σ
+    r"\u03ca-\u03fb\u1f00-\u1ffe\u2100-\u214f\U0001d49c-\U0001d59f"
+)
+SUBSCRIPT = r"\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a"
+ID_FIRST = rf"[A-Za-z_{LETTER_LIKE}]"  # one character that may start a name
+ID_REST = rf"[A-Za-z0-9_'!?{LETTER_LIKE}{SUBSCRIPT}]"  # one character that may continue it
+# A numeric literal as Lean's `numberFnAux` reads one: hexadecimal, binary, octal, decimal or scientific.
+NUMERAL = re.compile(r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+
 # Where a comment or a literal may open: a string, a line or block comment, a character literal, an escaped
 # identifier `«…»`, a raw string `r"…"`/`r#"…"#` (its `r` starting a token, not ending a name such as `ar`).
 _SPECIAL = re.compile(r"""["'«]|--|/-|(?<![\w'!?])r#*\"""")

@@ -22,6 +22,8 @@ from burnqed.records.enums import DeclarationForm
 from leankit.answer import fill_slot
 from leankit.declaration import scoped_header
 from leankit.text import (
+    ID_FIRST,
+    ID_REST,
     doc_comment,
     doc_comment_problem,
     find_depth0,
@@ -42,14 +44,7 @@ def split_signature(signature: str) -> tuple[str, str] | None:
     return " ".join(signature[:colon].split()), " ".join(signature[colon + 1 :].split())
 
 
-# Lean 4's identifier characters (`isIdFirst`, `isIdRest`, `isLetterLike`, `isSubScriptAlnum` in Init/Meta/Defs.lean)
-# as every supported Lean reads them: ASCII letters, Greek but λ Π Σ, Coptic, polytonic Greek, the letter-like
-# block (ℕ, ℝ) and the mathematical alphanumerics (𝒜); `'`, `!`, `?`, digits and subscripts after the first. Lean
-# releases of 2025 on also take Latin-1 letters (é); the Lean of a v4.9-era Mathlib does not, so they are left out.
-_ID_FIRST = "A-Za-z_\u03b1-\u03ba\u03bc-\u03c9\u0391-\u039f\u03a1\u03a2\u03a4-\u03a9\u03ca-\u03fb\u1f00-\u1ffe" \
-            "\u2100-\u214f\U0001d49c-\U0001d59f"
-_ID_REST = _ID_FIRST + "0-9'!?\u2080-\u2089\u2090-\u209c\u1d62-\u1d6a"
-_IDENTIFIER = re.compile(f"[{_ID_FIRST}][{_ID_REST}]*")
+_IDENTIFIER = re.compile(f"{ID_FIRST}{ID_REST}*")  # one component of a name
 # Reserved words of Lean 4 and Mathlib that read as identifiers: as a name (or a part of one) they are keywords, so
 # `theorem fun : …` does not parse. Tactic names are keywords too where their syntax is in scope; those show as a
 # start error of that theorem instead.
