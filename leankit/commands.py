@@ -43,7 +43,7 @@ DECLARATION_KEYWORDS: frozenset[str] = frozenset({
     "builtin_dsimproc_decl",
 })
 OTHER_COMMAND_KEYWORDS: frozenset[str] = frozenset({
-    "import", "open", "export", "namespace", "section", "end", "variable", "universe", "include", "omit",
+    "import", "open", "export", "namespace", "section", "end", "variable", "variable?", "universe", "include", "omit",
     "set_option", "attribute", "notation", "notation3", "infix", "infixl", "infixr", "prefix", "postfix", "macro",
     "macro_rules", "syntax", "elab", "elab_rules", "declare_syntax_cat", "binder_predicate", "unif_hint",
     "initialize", "builtin_initialize", "add_decl_doc", "register_option", "register_builtin_option",

@@ -6,7 +6,8 @@ declaration keywords, statements as users write them and the words that make a p
     NOT_A_PROOF_WORDS.search("exact cheat")      # a match: the data stage drops such a proof
     SORRY_WORDS.search("exact cheat")            # None: Lean 4 has no `cheat`, it is an unknown identifier
 
-`regions` is the one reader of comments and literals, as Lean's tokenizer reads them; the bracket scanners
+`regions` is the one reader of comments and literals, as Lean's tokenizer reads them (`read_two_ways`: where that
+reading depends on the notation tokens in scope); the bracket scanners
 (`depth0_chars`, `find_depth0`, `bracket_delta`, `matching_close`), `read_statement`, `append_code`,
 `doc_comment_before` and `read_as_lean` are built on it. What it reads and why two word lists: docs/lean.md,
 "Lean source as text".
@@ -51,10 +52,15 @@ ID_REST = rf"[A-Za-z0-9_'!?{LETTER_LIKE}{SUBSCRIPT}]"  # one character that may 
 NUMERAL = re.compile(r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 # Where a comment or a literal may open: a string, a line or block comment, a character literal, an escaped
-# identifier `«…»`, a raw string `r"…"`/`r#"…"#` (its `r` starting a token, not ending a name such as `ar`).
-_SPECIAL = re.compile(r"""["'«]|--|/-|(?<![\w'!?])r#*\"""")
+# identifier `«…»`, a raw string `r"…"`/`r#"…"#`. A quote, a raw string's `r` and a comment opener open one only
+# where a token starts (`_token_start`): `h'` and `ar"` continue a name, `2'x'` and `2r"…"` do not.
+_SPECIAL = re.compile(r"""["'«]|--|/-|r#*\"""")
+_ID_FIRST_CHAR = re.compile(ID_FIRST)
+_ID_REST_CHAR = re.compile(ID_REST)
+# Characters after which a name starts a token of its own (no token of core Lean, Batteries or Mathlib runs from one
+# of them into a name); after another symbol a token may (`#eval`, `s!`), so a quote in the name is read both ways.
+_OPENS_NAMES = frozenset(".,;:|" + OPEN_BRACKETS + CLOSE_BRACKETS)
 _NOT_NEWLINE = re.compile(r"[^\n]")
-_IDENT_REST = re.compile(r"[\w'!?]")  # continues a name (`h'`, `x₁'`, `f⁻¹'`: `\w` has sub- and superscripts)
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
 _CHAR_LITERAL = re.compile(r"""'(?:\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|[^\\\n'])'""")
 _RAW_STRING_OPEN = re.compile(r'r(#*)"')
@@ -89,9 +95,10 @@ def normalize_newlines(text: str) -> str:
 
 
 def _block_end(text: str, start: int) -> tuple[int, bool]:
-    """Index just past the (nested) block comment opening at `start`, and whether it is closed."""
-    depth = 0
-    index = start
+    """Index just past the (nested) block comment opening at `start`, and whether it is closed. A doc comment's
+    body starts after its `/--` or `/-!`, as Lean's `commentBody` reads it: `/--/ … -/` is one comment."""
+    depth = 1
+    index = start + (3 if text.startswith(("/--", "/-!"), start) else 2)
     while index < len(text):
         if text.startswith("/-", index):
             depth += 1
@@ -130,9 +137,31 @@ def string_end(text: str, start: int) -> int:
     return _string_end(text, start)[0]
 
 
+def _token_start(text: str, index: int, floor: int) -> bool | None:
+    """Whether a token starts at text[index] as Lean's tokenizer reads text[floor:] (`floor`: the text's start or
+    a comment's or literal's end): True at `floor`, after a blank, after a numeral (`2'x'` is `2` and a character
+    literal) or after a name the character cannot continue (`h--`); False inside a name (`h'`, `ar"`); None after a
+    symbol character or a name glued to one, where Lean's token table decides (`⁻¹'` and `#eval` are tokens)."""
+    if index <= floor or text[index - 1].isspace():
+        return True
+    start = index
+    while start > floor and _ID_REST_CHAR.match(text[start - 1]):
+        start -= 1
+    if start == index or (start > floor and not text[start - 1].isspace() and text[start - 1] not in _OPENS_NAMES):
+        return None
+    while start < index:
+        if _ID_FIRST_CHAR.match(text, start):  # a name runs on to `index` and takes what may continue it
+            return _ID_REST_CHAR.match(text, index) is None
+        numeral = NUMERAL.match(text, start, index)
+        if numeral is None:
+            return None  # `!`, `?`, `'` or a subscript opening a token: a symbol
+        start = numeral.end()
+    return True
+
+
 def _literal_at(text: str, index: int) -> Region | None:
-    """The literal that opens at `index` (Lean's `tokenFn`: a quote, `«`, a raw string's `r`, or a `'` that starts
-    a token and reads as a character literal); None when none does."""
+    """The literal that opens at `index`, a token's start (Lean's `tokenFn`: a quote, `«`, a raw string's `r`, or a
+    `'` that reads as a character literal); None when none does."""
     char = text[index]
     if char == '"':
         end, closed = _string_end(text, index + 1)
@@ -141,10 +170,7 @@ def _literal_at(text: str, index: int) -> Region | None:
         close = text.find("»", index + 1)
         return Region(LITERAL, index, len(text) if close < 0 else close + 1, close >= 0)
     if char == "'":
-        # After a name character the quote is part of the name (`h'`); `'a` alone is no literal either.
-        if index > 0 and _IDENT_REST.match(text[index - 1]):
-            return None
-        found = _CHAR_LITERAL.match(text, index)
+        found = _CHAR_LITERAL.match(text, index)  # `'a` alone is no literal, nor `''` (Mathlib's image token)
         return None if found is None else Region(LITERAL, index, found.end())
     raw = _RAW_STRING_OPEN.match(text, index)
     if raw is None:
@@ -154,19 +180,27 @@ def _literal_at(text: str, index: int) -> Region | None:
     return Region(LITERAL, index, len(text) if close < 0 else close + len(closing), close >= 0)
 
 
-def regions(text: str) -> Iterator[Region]:
+def regions(text: str, *, glued: bool = False) -> Iterator[Region]:
     """The comments and literals of `text`, in order: THE reader of Lean source behind every scanner here. As
     Lean reads it: `--` inside a string or `«…»` is no comment, a quote inside a comment opens no string,
-    block comments nest, `/--` and `/-!` are doc comments."""
-    index = 0
+    block comments nest, `/--` and `/-!` are doc comments, and a quote, raw string or comment opens only where a
+    token starts. Right after a symbol character Lean's token table decides: by default the opener opens (core
+    Lean's reading); `glued=True` reads it as the end of the symbol's token (Mathlib's `⁻¹'`, the `<-` of `<--`).
+    `read_two_ways` compares the two."""
+    index = floor = 0
     while True:
         found = _SPECIAL.search(text, index)
         if found is None:
             return
         start = found.start()
         token = found.group()
-        region: Region | None
-        if token == "--":
+        region: Region | None = None
+        starts = True if token in ('"', "«") else _token_start(text, start, floor)
+        if starts is None:
+            starts = not glued
+        if not starts:
+            pass
+        elif token == "--":
             newline = text.find("\n", start)
             region = Region(LINE_COMMENT, start, len(text) if newline < 0 else newline)
         elif token == "/-":
@@ -179,7 +213,22 @@ def regions(text: str) -> Iterator[Region]:
             index = start + 1
             continue
         yield region
-        index = region.end
+        index = floor = region.end
+
+
+def read_two_ways(text: str) -> int | None:
+    """Where Lean's reading of `text` depends on the notation tokens in scope: the offset of the first comment or
+    literal that one reading of `regions` opens and the other does not (`x ⁻¹'"'`, `<--`, `//-`), or None when both
+    agree (then every token table reads the comments and literals the same way). Untrusted text that Lean may read
+    two ways is refused (`burnqed.lean.guard`)."""
+    plain = list(regions(text))
+    glued = list(regions(text, glued=True))
+    for one, other in zip(plain, glued, strict=False):
+        if one != other:
+            return min(one.start, other.start)
+    if len(plain) != len(glued):
+        return (plain if len(plain) > len(glued) else glued)[min(len(plain), len(glued))].start
+    return None
 
 
 def mask_comments(text: str) -> str:

@@ -32,6 +32,7 @@ from leankit.text import (
     mask_comments,
     matching_close,
     read_statement,
+    read_two_ways,
     regions,
 )
 
@@ -96,6 +97,39 @@ def test_regions_are_lean_comments_and_literals() -> None:
     assert "".join(c for _, c in code_chars("f '(' \"(\" «(» x")) == "f    x"
     assert [r.closed for r in regions('a /- b "c')] == [False]
     assert [(r.kind, r.closed) for r in regions('"a -- b')] == [(LITERAL, False)]
+
+
+# Where a token starts decides what opens, as Lean's `tokenFn` reads it: a numeral ends before a quote or a raw
+# string's `r` (`1'"'` is `1` and the character literal `'"'`), a name runs on through `'`, `!` and `?`, and a doc
+# comment's body starts after its `/--`.
+@pytest.mark.parametrize(("text", "read"), [
+    ("exact 1'\"'\n#eval 1 --\"", [(LITERAL, "'\"'"), (LINE_COMMENT, '--"')]),
+    ('exact 2r"\\" open Real --"', [(LITERAL, 'r"\\"'), (LINE_COMMENT, '--"')]),
+    ("x.1'\"' -- c", [(LITERAL, "'\"'"), (LINE_COMMENT, "-- c")]),
+    ("'a''b'", [(LITERAL, "'a'"), (LITERAL, "'b'")]),
+    ("«x»'y'", [(LITERAL, "«x»"), (LITERAL, "'y'")]),
+    ("h!'\"' -- c\"", [(LITERAL, '"\' -- c"')]),
+    ("2x'\"' c\"", [(LITERAL, '"\' c"')]),
+    ('ar"b" -- c', [(LITERAL, '"b"'), (LINE_COMMENT, "-- c")]),
+    ("⟨h'v', h''⟩ -- c", [(LINE_COMMENT, "-- c")]),
+    ('simp /--/ " -/\n#eval 1 --"', [(DOC_COMMENT, '/--/ " -/'), (LINE_COMMENT, '--"')]),
+    ("exact h-- c", [(LINE_COMMENT, "-- c")]),
+])
+def test_a_quote_or_comment_opens_only_where_lean_starts_a_token(text: str, read: list[tuple[str, str]]) -> None:
+    assert [(r.kind, text[r.start : r.end]) for r in regions(text)] == read
+    assert read_two_ways(text) is None
+
+
+@pytest.mark.parametrize(("text", "at"), [
+    ("(!'\"') set_option x 1 in simp --\"", 2),   # `!'` is no token of core Lean: a literal; a table may have one
+    ("rw [<--1] -- c", 5),                        # `<-` then `-1`, or `<` then a comment
+    ("{ x //-1 < 0 } -/", 5),                     # Mathlib's `//` then `-1`, or `/` then a block comment
+    ("f ''s' c", 3),                              # Mathlib's image token `''`, or a literal `'s'`
+])
+def test_an_opener_glued_to_a_symbol_is_read_both_ways(text: str, at: int) -> None:
+    """After a symbol character Lean's token table decides; the two readings differ, and where is said."""
+    assert list(regions(text)) != list(regions(text, glued=True))
+    assert read_two_ways(text) == at
 
 
 @pytest.mark.parametrize(("written", "code", "docstring"), [

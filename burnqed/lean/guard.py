@@ -8,9 +8,11 @@ guard").
 
 A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is `lean.deny`
 (default `burnqed.config.DEFAULT_DENY`), the same list the soundness rules reject a proof path by. The patterns see
-the tactic as Lean reads its identifiers (`«…»` escapes dropped). Two rules are built in, whatever `lean.deny` says,
-both on Lean's tokens (`leankit.commands`): no token that starts a command (`instance`, `axiom«x»`, `infixl`, `open`,
-`end`, `#eval`, `@[`, … at any column: Lean would run it as a command of its own), and no name `sorryAx`.
+the tactic as Lean reads its identifiers (`«…»` escapes dropped). Four rules are built in, whatever `lean.deny`
+says, all on Lean's tokens (`leankit.commands`, `leankit.text`): no token that starts a command (`instance`,
+`axiom«x»`, `infixl`, `open`, `end`, `#eval`, `@[`, … at any column: Lean would run it as a command of its own), no
+name `sorryAx`, no quote or comment opener glued to a symbol (`(!'"')`, `<--`: Lean reads it by the notation tokens
+in scope), and no string holding `{` (an interpolated string's `{…}` is code).
 A sketch (`burnqed.text.sketch`) is checked whole: its holes are the only `sorry`s allowed, and its skeleton (the
 sketch with each hole's `:= by sorry` dropped) must pass the same rules as a tactic.
 The guard is the first fence, not the only one: the compile's checks and the cluster's sandboxed Lean pods follow.
@@ -25,7 +27,7 @@ from typing import TYPE_CHECKING
 from burnqed.records.replies import SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch, read_sketch
 from leankit.commands import IDENT, command_tokens, tokens
-from leankit.text import read_as_lean
+from leankit.text import LITERAL, read_as_lean, read_two_ways, regions
 
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig
@@ -34,13 +36,22 @@ if TYPE_CHECKING:
 def builtin_refusal(text: str) -> str | None:
     """The reason the guard's built-in rules refuse `text` (a tactic, a proof, an answer), or None: a command token
     anywhere (`leankit.commands.command_tokens`: Lean ends the term or tactic there and runs a command of its own, which
-    may redefine `+` or add an axiom), or the name `sorryAx` (what `sorry` elaborates to, named directly)."""
+    may redefine `+` or add an axiom), the name `sorryAx` (what `sorry` elaborates to, named directly), a comment or
+    literal that Lean reads one way or another by the notation tokens in scope (`leankit.text.read_two_ways`), or a
+    string holding `{` (an interpolated string's `{…}` is code to Lean, a literal to these rules)."""
     found = command_tokens(text)
     if found:
         return f"holds the command keyword {found[0].text!r}: Lean would run a command of its own there"
     for token in tokens(text):
         if token.kind == IDENT and token.name.split(".")[-1] == "sorryAx":
             return "names `sorryAx`, what `sorry` elaborates to"
+    place = read_two_ways(text)
+    if place is not None:
+        return (f"has a quote or comment opener glued to a symbol at {text[max(0, place - 2):place + 3]!r}: Lean "
+                "reads it by the notation tokens in scope, so what is code there is not known (put a space before it)")
+    for region in regions(text):
+        if region.kind == LITERAL and text[region.start] == '"' and "{" in text[region.start : region.end]:
+            return "has a string holding `{`: an interpolated string's `{…}` is code Lean runs"
     return None
 
 

@@ -719,3 +719,20 @@ def test_a_long_answer_is_shown_cut_at_120_characters():
     shown = " ".join(value.split())[:120]
     assert check_answer(value, GUARD) == Verdict(False, f"the answer {shown!r} is not one term: it leaves '(' open "
                                                  "(character 0)")
+
+
+@pytest.mark.parametrize("tactic", [
+    "exact 1'\"'\n  open Lean Elab Command IO FS in\n  #eval show CommandElabM Unit from pure ()\n  --\"",
+    "first | exact (!'\"') | set_option maxRecDepth 100000 in simp --\"",
+    "simp /--/ \" -/\n#eval 1 --\"",
+    "first | (rw [<--1]) | set_option maxRecDepth 100000 in simp",
+    "exact (⟨0, by simp⟩ : { x : ℕ //-1 < 0 ∨ True }) set_option maxRecDepth 1 in -/",
+    "exact 2r\"\\\" open Real --\"",
+    "exact h\nvariable? [Foo]",
+    "exact s!\"{(1 open Foo in #eval 1)}\"",
+])
+def test_a_command_hidden_where_lean_reads_code_is_refused_whatever_the_deny_list(tactic: str) -> None:
+    """A quote after a numeral or a symbol, a doc comment's `/--/`, an opener glued to a token, an interpolated
+    string's `{…}`: what these rules would read as a literal or comment Lean may read as code."""
+    assert TacticGuard(()).check(tactic) is not None
+    assert TacticGuard(DEFAULT_DENY).check(tactic) is not None
