@@ -60,6 +60,9 @@ def structure(version: PantographVersion, command: str) -> tuple[str, list[Field
         # `ignoreValues : Bool := true` is required all the same (derived FromJson applies no default).
         return "FrontendDistil", [_field("file", "String"), _field("binderName?", name, True),
                                   _field("ignoreValues", "Bool")]
+    if command == "expr.echo":
+        return "ExprEcho", [_field("expr", "String"), _field("type?", "String", True),
+                            _field("levels" if v0_2 else "levels?", "Array String", True)]
     empty = {"reset": "Reset", "stat": "Stat", "options.print": "OptionsPrint"}
     return (empty[command], []) if command in empty else None
 

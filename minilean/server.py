@@ -90,7 +90,7 @@ class Server:
         return wire.answer(line, self.version, {
             "reset": self.reset, "stat": self.stat, "options.set": self.options_set,
             "options.print": self.options_print, "goal.start": self.goal_start, "goal.tactic": self.goal_tactic,
-            "goal.delete": self.goal_delete, "goal.print": self.goal_print,
+            "goal.delete": self.goal_delete, "goal.print": self.goal_print, "expr.echo": wire.echo_numeral,
             "frontend.process": self.frontend_process,
             **({"frontend.distil": self.frontend_distil} if self.version.distil else {}),
         })

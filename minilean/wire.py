@@ -82,6 +82,19 @@ class ArgumentError(Exception):
         self.expected = expected
 
 
+_NUMERAL_ECHO = re.compile(r"\(\s*(\d+)\s*:\s*(?:Nat|ℕ)\s*\)")
+
+
+def echo_numeral(args: JsonObj) -> JsonObj:
+    """`expr.echo` of a numeral ascribed `Nat` (`(42 : Nat)`), as Pantograph answers it: the expression and its type,
+    pretty-printed. The one expression the embedded Lean echoes (the client's fence after a compile sends no other);
+    any other is answered with an elaboration error, where Pantograph would elaborate it."""
+    found = _NUMERAL_ECHO.fullmatch(str(args.get("expr", "")).strip())
+    if found is None:
+        return error_reply("elab", f"the embedded Lean echoes only a numeral ascribed Nat, not {args.get('expr')!r}")
+    return {"type": {"pp": "Nat"}, "expr": {"pp": str(int(found.group(1)))}}
+
+
 def nat_arg(args: JsonObj, key: str, default: int = 0, optional: bool = False) -> int:
     """The natural number `args[key]` (`default` when optional and absent); ArgumentError otherwise."""
     if key not in args or args[key] is None:

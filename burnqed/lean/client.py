@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import signal
 import time
 from collections.abc import Mapping, Sequence
@@ -56,6 +57,10 @@ def _describe_exit(code: int | None) -> str:
     if code < 0:
         return f"was killed by signal {-code} (exit {128 - code})"
     return f"exited with code {code}"
+
+
+# The requests that elaborate a whole file, code in it included: a fence (`LeanWorker._fence`) follows each.
+FENCED = frozenset({"frontend.process", "frontend.distil"})
 
 
 class LeanWorker(PantographCommands):
@@ -384,6 +389,27 @@ class LeanWorker(PantographCommands):
             return await self._roundtrip(command, payload, wait_s)
 
     async def _roundtrip(self, command: str, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        """`command`'s reply, the next line Lean writes; after a request that elaborates a file, fenced (`_fence`)."""
+        reply = await self._exchange(command, payload, timeout_s)
+        if command in FENCED:
+            await self._fence(command, timeout_s)
+        self.requests += 1
+        return reply
+
+    async def _fence(self, command: str, timeout_s: float) -> None:
+        """Code in an elaborated file (an `#eval` writing to the process's stdout) could print a line that reads as
+        the file's reply, a compile that counts. So the next request echoes a number drawn now, which no code in the
+        file can know: its answer must be the next line. A line printed before the reply leaves the reply itself
+        there instead: the worker is killed and LeanCrashError raised (a failed verdict, docs/lean.md, "Soundness")."""
+        nonce = str(secrets.randbelow(9 * 10**17) + 10**17)
+        echo = await self._exchange("expr.echo", payloads.expr_echo(f"({nonce} : Nat)"), timeout_s)
+        if nonce not in json.dumps(echo.get("expr")):
+            await self._kill()
+            raise LeanCrashError(
+                f"the line after Lean's reply to `{command}` is not the echo of the number sent after it: Lean wrote "
+                f"a line that was no reply before its reply (code in the file printing?); worker killed")
+
+    async def _exchange(self, command: str, payload: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         proc = self._proc
         assert proc is not None and proc.stdin is not None and proc.stdout is not None
         data = encode_request(command, payload)
@@ -426,5 +452,4 @@ class LeanWorker(PantographCommands):
         if not isinstance(reply, dict):
             await self._kill()
             raise LeanCrashError(f"Lean answered `{command}` with JSON that is not an object: {line[:200]!r}")
-        self.requests += 1
         return reply

@@ -63,6 +63,12 @@ def goal_print(state_id: int, *, root_expr: bool = False, goals: bool = False) -
     return payload
 
 
+def expr_echo(expr: str) -> Payload:
+    """`expr.echo`: `expr` elaborated in the process's environment and printed back (`ExprEcho`: `expr` required,
+    `type?` and the levels optional, in every supported version)."""
+    return {"expr": expr}
+
+
 def goal_delete(state_ids: Sequence[int]) -> Payload:
     return {"stateIds": list(state_ids)}
 

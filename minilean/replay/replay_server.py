@@ -79,6 +79,7 @@ class ReplayServer:
             "goal.tactic": self.goal_tactic,
             "goal.delete": self.goal_delete,
             "goal.print": self.goal_print,
+            "expr.echo": wire.echo_numeral,
             "frontend.process": self.frontend_process,
         }
         if version.distil:

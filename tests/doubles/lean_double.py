@@ -159,6 +159,7 @@ from leankit.names import LeanName, case_wire_name, wire_name
 from leankit.version import PantographVersion
 from minilean.replay.tactic_reader import sequence_problem
 from minilean.schema import request_problem
+from minilean.wire import echo_numeral
 
 OK_GOAL_VARS = [{"userName": "x", "type": {"pp": "ℕ"}, "name": "_uniq.1", "isInaccessible": False}]
 STANDARD_AXIOMS = ["propext", "Classical.choice", "Quot.sound"]
@@ -650,6 +651,10 @@ class Double:
             return dumps({"error": "arguments", "desc": "Exactly one of {fileName, file} must be supplied"})
         if "emptycompile" in text:
             return dumps({"units": []})
+        if "forged_reply" in text:  # code in the file (an `#eval`) prints a line to the process's stdout first:
+            twin = dict(payload, file=text.replace("forged_reply", "trivial".ljust(12)))  # an honest twin's reply
+            self.out.write((self.compile(twin) + "\n").encode())
+            self.out.flush()
         masked = blank_comments(text)[0]
         if self.version.repl_scope and payload.get("inheritEnv") and not self.mis_scope:
             # Pantograph takes the scope the text leaves, starting from an empty one (Repl.lean, v0.3.0+).
@@ -993,7 +998,7 @@ class Double:
             return dumps({"error": "command", "desc": f"Unable to parse json: {exc}"})
         args = payload if isinstance(payload, dict) else {}
         known = ["options.set", "goal.start", "goal.tactic", "goal.print", "goal.delete", "frontend.process",
-                 "reset", "stat"]
+                 "reset", "stat", "expr.echo"]
         if self.version.distil:
             known.append("frontend.distil")
         if command not in known or command in self.without:
@@ -1021,6 +1026,8 @@ class Double:
             return "{}"
         if command == "frontend.process":
             return self.compile(args)
+        if command == "expr.echo":
+            return dumps(echo_numeral(args))
         if command == "frontend.distil":
             return self.distil(args)
         count = len(self.states)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.errors import LeanProtocolError, LeanStartError
+from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStartError
 from burnqed.lean.client import LeanWorker
 from burnqed.records.replies import TacticKind
 from leankit.version import PantographVersion
@@ -66,6 +66,24 @@ def test_commands_round_trip(tmp_path: Path):
     asyncio.run(run())
     first = log.read_text(encoding="utf-8").splitlines()[0]
     assert first == 'options.set {"timeout":5000,"automaticMode":true}'
+
+
+@pytest.mark.slow
+def test_a_line_printed_before_a_compiles_reply_is_caught_by_the_echo_after_it():
+    """Code in a compiled file (an `#eval` writing to stdout) prints a line that reads as a reply: here the double's
+    reply to an honest twin of the file, the same length, before its own. The echo sent after the compile reads the
+    double's own reply instead of its answer: the compile raises (a failed verdict) and the next gets a new process."""
+    async def run() -> None:
+        async with worker() as lean:
+            honest = await lean.compile("theorem t : True := by\n  trivial\n")
+            assert honest.ok
+            first = lean.pid
+            with pytest.raises(LeanCrashError, match="not the echo of the number sent after it"):
+                await lean.compile("theorem t : True := by\n  forged_reply\n")
+            assert (await lean.compile("theorem t : True := by\n  trivial\n")).ok
+            assert lean.pid != first
+
+    asyncio.run(run())
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from burnqed.lean import payloads
-from burnqed.lean.client import LeanWorker
+from burnqed.lean.client import FENCED, LeanWorker
 from burnqed.lean.commands import PantographCommands
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import assemble_proof, check_proof_text
@@ -213,12 +214,19 @@ def test_the_version_specific_fields():
         "inheritEnv": True, "newConstants": False}
 
 
-def logged(log: Path) -> list[tuple[str, dict[str, Any]]]:
+def logged(log: Path, *, piped: bool = True) -> list[tuple[str, dict[str, Any]]]:
+    """The requests a double logged, the client's fences left out: over a pipe each request that elaborates a file is
+    followed at once by its `expr.echo` of a fresh 18-digit numeral (`LeanWorker._fence`), checked here; an
+    in-process double (`piped=False`) has no stdout to print on, and no fence."""
     rows = []
     for line in log.read_text(encoding="utf-8").splitlines():
         command, _, body = line.partition(" ")
         rows.append((command, json.loads(body)))
-    return rows
+    for index, (command, _) in enumerate(rows):
+        if command in FENCED and piped:
+            following = rows[index + 1] if index + 1 < len(rows) else ("", {})
+            assert following[0] == "expr.echo" and re.fullmatch(r"\(\d{18} : Nat\)", following[1]["expr"]), following
+    return [row for row in rows if row[0] != "expr.echo"]
 
 
 @pytest.mark.slow

@@ -120,7 +120,7 @@ def test_two_headers_on_one_worker_never_share_a_scope(version: str, tmp_path: P
             assert (await b.tactic(bare, "scope")).goals[0].target == "opens - | options - | namespace -"
 
     asyncio.run(run())
-    loads = [payload["file"] for command, payload in logged(log) if payload.get("inheritEnv") is True]
+    loads = [payload["file"] for command, payload in logged(log, piped=False) if payload.get("inheritEnv") is True]
     header = "set_option maxHeartbeats 400000\n\nopen BigOperators Real Nat Topology Rat"
     # Loaded for each tactic whose neighbour's ran before it (the starts read no scope), never more.
     assert loads == [header, "", header, ""]
