@@ -31,7 +31,7 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
-from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
+from burnqed.commands.outputs import check_not_an_input, check_trajectory_prefix, restart_trajectory_prefix
 from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, StartOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
@@ -142,7 +142,7 @@ def search(
     except ValueError as exc:
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
-    check_trajectory_prefix(store, output)
+    check_trajectory_prefix(store, output, stage="search")
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
@@ -161,7 +161,7 @@ def search(
                          continue_with=same_command(("--resume",), drop=("--force",))), \
             hold_lease(store, output, what="search output", command=same_command()):
         if force:
-            restart_trajectory_prefix(store, output)
+            restart_trajectory_prefix(store, output, stage="search")
         elif (found := resume_prefix(store, output, made_from, resume=resume)) is not None:
             typer.echo(reuse_line(found))
             return
@@ -288,7 +288,7 @@ def evaluate(
                           trajectories=trajectories_out, resume=resume, keep_trajectories=not no_trajectories_out)
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
-        check_trajectory_prefix(store, prefix, what="--trajectories-out", passes=pass_n > 1)
+        check_trajectory_prefix(store, prefix, stage="eval", what="--trajectories-out", passes=pass_n > 1)
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
@@ -299,7 +299,8 @@ def evaluate(
     run_eval(request, index, settings, config=cfg, made_from=made_from,
              restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
              open_edges=lambda: open_search_edges(cfg, ebm, store=store),
-             start_over=lambda prefix: restart_trajectory_prefix(store, prefix, passes=pass_n > 1),
+             start_over=lambda prefix: restart_trajectory_prefix(store, prefix, stage="eval",
+                                                                 what="--trajectories-out", passes=pass_n > 1),
              show_theorems=show_theorems, store=store, echo=typer.echo, warn=lambda line: typer.echo(line, err=True))
     prefixes = request.prefixes
     show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]],
@@ -510,12 +511,13 @@ def merge_trajectories(
     from burnqed.stages.merge import merge_trajectories as merge
 
     store = setup(config, set_, output=output, folder=True).store
-    check_trajectory_prefix(store, output)
+    check_not_an_input(output, inputs)
+    check_trajectory_prefix(store, output, stage="merge-trajectories")
     made_from = merge_inputs(store, inputs=inputs)
     if already_done(store, output, "merged trajectory", made_from=made_from, force=force):
         return
     if force:
-        restart_trajectory_prefix(store, output)
+        restart_trajectory_prefix(store, output, stage="merge-trajectories")
     report = merge(inputs, output, allow_incomplete=allow_incomplete, made_from=made_from, store=store)
     done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
     typer.echo(
