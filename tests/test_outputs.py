@@ -67,6 +67,8 @@ FILE_OUTPUTS: dict[str, tuple[Args, str]] = {
     "eval --ablation (its -noebm twin)": (lambda u, t: ["eval", "--output", u.replace("-noebm", ""), "--ebm",
                                                         str(t), "--ablation"], "is not an eval result"),
     "lean check --output": (lambda u, t: ["lean", "check", "--output", u], "is not a lean check report"),
+    "compare --output": (lambda u, t: ["compare", str(t / "a.json"), str(t / "b.json"), "--output", u],
+                         "is not a comparison"),
 }
 
 

@@ -347,8 +347,9 @@ def compare(
     set_: SetOption = None,
 ) -> None:
     """Compare eval results: a table per budget, the change from the first to the last, the results at equal
-    generated tokens and at equal Lean calls per theorem, newly solved theorems."""
-    from burnqed.eval.compare import compare_results, render_comparison, write_comparison
+    generated tokens and at equal Lean calls per theorem, newly solved theorems. --output is never one of the
+    results, and replaces only an earlier comparison."""
+    from burnqed.eval.compare import Comparison, compare_results, render_comparison, write_comparison
     from burnqed.eval.result import load_eval_result
 
     store = setup(config, set_).store
@@ -356,6 +357,8 @@ def compare(
         raise InputError("compare needs at least two result files")
     if output is not None:
         store.check_writable(output)
+        check_not_an_input(output, results)
+        store.check_replaceable_file(output, Comparison, "a comparison (`burnqed compare --output`)")
     loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
     comparison = compare_results(loaded)
     typer.echo(render_comparison(comparison))
