@@ -121,13 +121,16 @@ def search(
     """Search theorems and write trajectories (one Parquet part per checkpoint, resumable).
 
     OUTPUT records what it is made from (theorems, settings, models); --resume continues only that run, and reuses
-    it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
+    it when finished ("reusing OUTPUT …"). --force searches again from nothing; the two together are refused."""
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
     from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
+    if resume and force:  # eval's pair redoes its result from the trajectories kept; a search's output is those
+        raise InputError("--resume and --force contradict each other: --resume continues the search in --output, "
+                         "--force deletes it and searches from nothing; give one of them")
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
         from burnqed.eval.best_so_far import read_start
