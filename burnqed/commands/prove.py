@@ -128,9 +128,7 @@ def search(
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
-    if resume and force:  # eval's pair redoes its result from the trajectories kept; a search's output is those
-        raise InputError("--resume and --force contradict each other: --resume continues the search in --output, "
-                         "--force deletes it and searches from nothing; give one of them")
+    _refuse_resume_and_force(resume, force)
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
         from burnqed.eval.best_so_far import read_start
@@ -181,6 +179,14 @@ def search(
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))
+
+
+def _refuse_resume_and_force(resume: bool, force: bool) -> None:
+    """`search --resume --force`: refused in one line. Eval's pair redoes its result file from the trajectories it
+    kept; a search's output is its trajectories, which --resume continues and --force deletes."""
+    if resume and force:
+        raise InputError("--resume and --force contradict each other: --resume continues the search in --output, "
+                         "--force deletes it and searches from nothing; give one of them")
 
 
 def _job_settings(cfg: Config, unsolved_from: str | None, *, store: Store) -> JobSettings:
