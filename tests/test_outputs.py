@@ -67,6 +67,8 @@ FILE_OUTPUTS: dict[str, tuple[Args, str]] = {
     "eval --ablation (its -noebm twin)": (lambda u, t: ["eval", "--output", u.replace("-noebm", ""), "--ebm",
                                                         str(t), "--ablation"], "is not an eval result"),
     "lean check --output": (lambda u, t: ["lean", "check", "--output", u], "is not a lean check report"),
+    "compare --output": (lambda u, t: ["compare", str(t / "a.json"), str(t / "b.json"), "--output", u],
+                         "is not a comparison"),
 }
 
 
@@ -399,6 +401,101 @@ def test_a_trajectory_prefix_may_hold_what_burnqed_writes_there_and_nothing_else
     assert not any(checkpoint_file(name) for name in ["notes.txt", "checkpoint-x/a", "sub/run.json", "checkpoint-4",
                                                       "readme.md", "checkpoint-40.md"])
     assert checkpoint_file("README.md")  # TRL's model card; its content is checked (below)
+
+
+def search_output(prefix: Path, store: Store) -> Path:
+    """A finished search's trajectory prefix, with its record of inputs, as `burnqed search` leaves it."""
+    from burnqed.provenance import INPUTS_NAME, InputStamp, StageInputs
+    from tests.trajectory.factories import simple_theorem, write_trajectory
+
+    write_trajectory(str(prefix), [simple_theorem("a", proved=True), simple_theorem("b")], every=1, store=store)
+    record = StageInputs(inputs={"model": InputStamp(uri="m", stamp="1")}, settings={"--shard": None, "theorems": 2})
+    (prefix / INPUTS_NAME).write_text(record.model_dump_json())
+    return prefix
+
+
+def merge_output(prefix: Path, inputs: list[str], store: Store) -> Path:
+    from burnqed.runner.reuse import merge_inputs
+    from burnqed.stages.merge import merge_trajectories
+
+    merge_trajectories(inputs, str(prefix), made_from=merge_inputs(store, inputs=inputs), store=store)
+    return prefix
+
+
+def eval_prefix(prefix: Path, store: Store) -> Path:
+    from burnqed.eval.run import IDENTITY_NAME
+    from tests.trajectory.factories import simple_theorem, write_trajectory
+
+    write_trajectory(str(prefix), [simple_theorem("a")], store=store)
+    (prefix / IDENTITY_NAME).write_text("{}")
+    return prefix
+
+
+def test_which_command_wrote_a_trajectory_prefix(tmp_path: Path, store: Store) -> None:
+    from burnqed.commands.outputs import trajectory_stage
+    from tests.trajectory.factories import simple_theorem, write_trajectory
+
+    searched = search_output(tmp_path / "s", store)
+    assert trajectory_stage(store, str(searched)) == "search"
+    assert trajectory_stage(store, str(merge_output(tmp_path / "m", [str(searched)], store))) == "merge-trajectories"
+    assert trajectory_stage(store, str(eval_prefix(tmp_path / "e", store))) == "eval"
+    passes = eval_prefix(tmp_path / "p" / "pass-1", store).parent
+    assert trajectory_stage(store, str(passes)) == "eval"
+    write_trajectory(str(tmp_path / "old"), [simple_theorem("a")], store=store)  # no record: its marker says search
+    assert trajectory_stage(store, str(tmp_path / "old")) == "search"
+    (tmp_path / "m" / "_SUCCESS.json").unlink()
+    (tmp_path / "m" / "_INPUTS.json").unlink()  # an interrupted merge of an older burnqed: its parts were copied
+    assert trajectory_stage(store, str(tmp_path / "m")) == "merge-trajectories"
+    (tmp_path / "lease").mkdir()
+    (tmp_path / "lease" / "_LEASE.json").write_text("{}")
+    assert trajectory_stage(store, str(tmp_path / "lease")) is None
+    assert trajectory_stage(store, str(tmp_path / "nothing")) is None
+
+
+@pytest.mark.parametrize("extra", [[], ["--force"]], ids=["plain", "force"])
+@pytest.mark.parametrize("output", ["same", "same-spelled-otherwise", "inside", "holding"])
+def test_merge_never_writes_into_one_of_its_inputs(output: str, extra: list[str], tmp_path: Path,
+                                                   store: Store) -> None:
+    """The case of the audit: `merge-trajectories P --output P` on a search's output, with --force, deleted every
+    part and then failed on an input with no parts."""
+    searched = search_output(tmp_path / "trcopy", store)
+    other = search_output(tmp_path / "other", store)
+    inputs, out = {"same": ([searched], searched),
+                   "same-spelled-otherwise": ([searched], f"{tmp_path}/other/../trcopy/"),
+                   "inside": ([searched], searched / "merged"),
+                   "holding": ([tmp_path / "all" / "s"], tmp_path / "all")}[output]
+    if output == "holding":
+        search_output(tmp_path / "all" / "s", store)
+    before = snapshot(tmp_path)
+    code, lines = invoke(["merge-trajectories", *map(str, [*inputs, other]), "--output", str(out), *extra], {})
+    needle = "is also an input" if output.startswith("same") else "are one inside the other"
+    assert_one_line(code, lines, 2, str(out), needle)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize(("command", "owner"), [
+    ("merge-trajectories --force", "search"), ("merge-trajectories", "search"),
+    ("eval --trajectories-out --force", "search"), ("eval --trajectories-out", "search"),
+    ("eval --trajectories-out --resume", "search"), ("eval --trajectories-out --force", "merge-trajectories"),
+    ("search --force", "merge-trajectories"), ("search --force", "eval"), ("search --resume", "eval"),
+    ("merge-trajectories --force", "eval"),
+])
+def test_a_trajectory_prefix_is_written_into_or_started_over_only_by_the_command_that_wrote_it(
+        command: str, owner: str, tmp_path: Path, store: Store) -> None:
+    """The audit's cases: `eval --trajectories-out P --force` and `merge-trajectories … --output P --force` on a
+    search's output P deleted it; a prefix is another command's whatever the flags (docs/errors.md)."""
+    shard = search_output(tmp_path / "shard", store)
+    prefix = {"search": lambda p: search_output(p, store), "eval": lambda p: eval_prefix(p, store),
+              "merge-trajectories": lambda p: merge_output(p, [str(shard)], store)}[owner](tmp_path / "p")
+    name, *flags = command.split()
+    args = {"merge-trajectories": ["merge-trajectories", str(shard), "--output", str(prefix)],
+            "eval": ["eval", "--output", str(tmp_path / "r.json"), "--trajectories-out", str(prefix)],
+            "search": ["search", "--output", str(prefix)]}[name]
+    before = snapshot(tmp_path)
+    code, lines = invoke([*args, *(flag for flag in flags if flag != "--trajectories-out"), *WOULD_WAIT], {})
+    assert_one_line(code, lines, 2, f"{prefix} is the output of stage {owner}, not {name}: {name} writes only to "
+                    "a new or empty folder or over its own output, and deletes nothing else (--force neither)")
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.slow  # imports trl

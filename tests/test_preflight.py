@@ -63,6 +63,8 @@ def cases(tmp: Path) -> list[tuple[list[str], int, tuple[str, ...]]]:
         (["eval", "--output", str(tmp / "r.json"), "--budgets", "0"], 2, ("--budgets",)),
         (["eval", "--output", str(tmp / "r.json"), "--ablation"], 2, ("--ebm",)),
         (["search", "--output", f"{UNWRITABLE}/t"], 2, ("--output",)),
+        (["search", "--output", str(tmp / "t"), "--resume", "--force"], 2,
+         ("--resume and --force contradict each other",)),
         (["merge-trajectories", str(tmp / "s0"), "--output", f"{UNWRITABLE}/t"], 2, ("--output",)),
         (["lean", "check", "--output", f"{UNWRITABLE}/r.json"], 2, ("--output",)),
         (["report", "--iter", "0", "--output", f"{UNWRITABLE}/report"], 2, ("--output",)),
@@ -75,7 +77,7 @@ def cases(tmp: Path) -> list[tuple[list[str], int, tuple[str, ...]]]:
     ]
 
 
-@pytest.mark.slow  # nineteen commands, by the app in this process
+@pytest.mark.slow  # twenty commands, by the app in this process
 def test_bad_outputs_and_arguments_fail_before_work_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("x")
     before = files_under(tmp_path)

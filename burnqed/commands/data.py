@@ -87,6 +87,9 @@ def prepare(
     from burnqed.runner.reuse import prepare_inputs
 
     cfg, store = setup(config, sources_set(source, set_), output=output, folder=True, stage="prepare-data")
+    if not cfg.data.sources:
+        raise InputError("data.sources is empty: give a source (--source KIND=PATH, or data.sources), or leave "
+                         "data.sources unset for its default (the bundled corpus and the generated world)")
     check_packages("data prepare", cfg)  # hub sources: datasets, before any work
     # What the evals evaluate: training theorems restating it are dropped (a missing or empty one: exit 2, here).
     benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,

@@ -31,7 +31,7 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
-from burnqed.commands.outputs import check_trajectory_prefix, restart_trajectory_prefix
+from burnqed.commands.outputs import check_not_an_input, check_trajectory_prefix, restart_trajectory_prefix
 from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, StartOption, last_iteration, model_set
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
@@ -121,13 +121,14 @@ def search(
     """Search theorems and write trajectories (one Parquet part per checkpoint, resumable).
 
     OUTPUT records what it is made from (theorems, settings, models); --resume continues only that run, and reuses
-    it when finished ("reusing OUTPUT …"). --force searches again from nothing."""
+    it when finished ("reusing OUTPUT …"). --force searches again from nothing; the two together are refused."""
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
     from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
+    _refuse_resume_and_force(resume, force)
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
         from burnqed.eval.best_so_far import read_start
@@ -142,7 +143,7 @@ def search(
     except ValueError as exc:
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
-    check_trajectory_prefix(store, output)
+    check_trajectory_prefix(store, output, stage="search")
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
@@ -161,7 +162,7 @@ def search(
                          continue_with=same_command(("--resume",), drop=("--force",))), \
             hold_lease(store, output, what="search output", command=same_command()):
         if force:
-            restart_trajectory_prefix(store, output)
+            restart_trajectory_prefix(store, output, stage="search")
         elif (found := resume_prefix(store, output, made_from, resume=resume)) is not None:
             typer.echo(reuse_line(found))
             return
@@ -178,6 +179,14 @@ def search(
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))
+
+
+def _refuse_resume_and_force(resume: bool, force: bool) -> None:
+    """`search --resume --force`: refused in one line. Eval's pair redoes its result file from the trajectories it
+    kept; a search's output is its trajectories, which --resume continues and --force deletes."""
+    if resume and force:
+        raise InputError("--resume and --force contradict each other: --resume continues the search in --output, "
+                         "--force deletes it and searches from nothing; give one of them")
 
 
 def _job_settings(cfg: Config, unsolved_from: str | None, *, store: Store) -> JobSettings:
@@ -288,7 +297,7 @@ def evaluate(
                           trajectories=trajectories_out, resume=resume, keep_trajectories=not no_trajectories_out)
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
-        check_trajectory_prefix(store, prefix, what="--trajectories-out", passes=pass_n > 1)
+        check_trajectory_prefix(store, prefix, stage="eval", what="--trajectories-out", passes=pass_n > 1)
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
@@ -299,7 +308,8 @@ def evaluate(
     run_eval(request, index, settings, config=cfg, made_from=made_from,
              restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
              open_edges=lambda: open_search_edges(cfg, ebm, store=store),
-             start_over=lambda prefix: restart_trajectory_prefix(store, prefix, passes=pass_n > 1),
+             start_over=lambda prefix: restart_trajectory_prefix(store, prefix, stage="eval",
+                                                                 what="--trajectories-out", passes=pass_n > 1),
              show_theorems=show_theorems, store=store, echo=typer.echo, warn=lambda line: typer.echo(line, err=True))
     prefixes = request.prefixes
     show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]],
@@ -346,8 +356,9 @@ def compare(
     set_: SetOption = None,
 ) -> None:
     """Compare eval results: a table per budget, the change from the first to the last, the results at equal
-    generated tokens and at equal Lean calls per theorem, newly solved theorems."""
-    from burnqed.eval.compare import compare_results, render_comparison, write_comparison
+    generated tokens and at equal Lean calls per theorem, newly solved theorems. --output is never one of the
+    results, and replaces only an earlier comparison."""
+    from burnqed.eval.compare import Comparison, compare_results, render_comparison, write_comparison
     from burnqed.eval.result import load_eval_result
 
     store = setup(config, set_).store
@@ -355,6 +366,8 @@ def compare(
         raise InputError("compare needs at least two result files")
     if output is not None:
         store.check_writable(output)
+        check_not_an_input(output, results)
+        store.check_replaceable_file(output, Comparison, "a comparison (`burnqed compare --output`)")
     loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
     comparison = compare_results(loaded)
     typer.echo(render_comparison(comparison))
@@ -510,12 +523,13 @@ def merge_trajectories(
     from burnqed.stages.merge import merge_trajectories as merge
 
     store = setup(config, set_, output=output, folder=True).store
-    check_trajectory_prefix(store, output)
+    check_not_an_input(output, inputs)
+    check_trajectory_prefix(store, output, stage="merge-trajectories")
     made_from = merge_inputs(store, inputs=inputs)
     if already_done(store, output, "merged trajectory", made_from=made_from, force=force):
         return
     if force:
-        restart_trajectory_prefix(store, output)
+        restart_trajectory_prefix(store, output, stage="merge-trajectories")
     report = merge(inputs, output, allow_incomplete=allow_incomplete, made_from=made_from, store=store)
     done = "already complete, nothing copied" if report.skipped else f"copied {report.copied} parts"
     typer.echo(

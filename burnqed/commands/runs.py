@@ -61,17 +61,32 @@ def _grammar(ctx: typer.Context) -> CommandGrammar:
     return CommandGrammar.of(ctx.find_root().command)
 
 
+MAX_RUN_ITERATIONS = 1000  # one run-all's --iters: each iteration takes minutes to days, and each is planned first
+
+
 def _parse_iters(text: str) -> list[int]:
+    """`--iters`: a range `A-B` or a list `A,B,…` of increasing iterations from 0 to `MAX_ITERATION`, at most
+    `MAX_RUN_ITERATIONS` of them; `InputError` (one line) otherwise, a range's size judged before it is built."""
+    from burnqed.commands.prove import MAX_ITERATION
+
     try:
         if "-" in text:
             first, last = (int(part) for part in text.split("-", 1))
-            iters = list(range(first, last + 1))
+            count = last - first + 1
+            iters = list(range(first, last + 1)) if count <= MAX_RUN_ITERATIONS else []
         else:
             iters = [int(part) for part in text.split(",") if part.strip()]
+            count = len(iters)
     except ValueError:
         raise InputError(f"--iters {text!r}: expected a range like 0-4 or a list like 0,1,2") from None
+    if count > MAX_RUN_ITERATIONS:
+        raise InputError(f"--iters {text!r}: {count:,} iterations; one run-all runs at most {MAX_RUN_ITERATIONS:,} "
+                         "(e.g. 0-4)")
     if not iters or min(iters) < 0 or iters != sorted(set(iters)):
         raise InputError(f"--iters {text!r}: expected increasing non-negative iterations, e.g. 0-4")
+    if iters[-1] > MAX_ITERATION:
+        raise InputError(f"--iters {text!r}: {iters[-1]} is past the last iteration a trajectory can record, "
+                         f"{MAX_ITERATION:,}")
     return iters
 
 

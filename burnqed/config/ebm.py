@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -19,11 +19,11 @@ CADENCE = neutral("a cadence: when progress is logged")
 class EbmConfig(Section):
     """The value model (`burnqed train-ebm`, docs/ebm.md). Defaults fit the tiny embedded model on CPU."""
 
-    hidden_dims: list[int] = Field(
+    hidden_dims: list[Annotated[int, Field(ge=1)]] = Field(
         default_factory=lambda: [256, 128, 64],
         min_length=1,
-        description="MLP hidden sizes after the 3·d input [z_state; z_goal; z_state⊙z_goal] (2048, 1024, 512 "
-        "for a 4096-d backbone).",
+        description="MLP hidden sizes after the 3·d input [z_state; z_goal; z_state⊙z_goal], each at least 1 "
+        "(2048, 1024, 512 for a 4096-d backbone).",
         json_schema_extra=HEAD,
     )
     dropout: float = Field(default=0.1, ge=0.0, lt=1.0, description="Dropout between MLP layers.",

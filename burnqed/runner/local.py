@@ -14,6 +14,7 @@ The children get the configuration as pods do: `BURNQED_CONFIG`, the `--set`s as
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -525,6 +526,16 @@ def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], c
             raise ConfigError(f"iteration {j} has not finished under {iteration.root}: run `{command}` first")
 
 
+def require_in_order(iters: Sequence[int], root: str, earlier_done: Callable[[int], bool],
+                     carry: Sequence[str] = ()) -> None:
+    """`require_earlier` for every iteration of `iters` (increasing) before any of them runs: each one's earlier
+    iterations must be finished or among `iters` before it (`run-all --iters 0,2` is refused at once for 1, not after
+    iteration 0 ran). No iteration is planned for it: an unfinished one is named at once, however large `iters`."""
+    requested = set(iters)
+    for i in iters:
+        require_earlier(Iteration(index=i, root=root, stages=()), lambda j: j in requested or earlier_done(j), carry)
+
+
 def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGrammar) -> str | None:
     """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
     SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
@@ -562,16 +573,20 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     `echo` what each did and where its report is, with the report's headline (`report.build.headline`: solve rates
     with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
     Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
-    `carry`: the options a command it names repeats (`require_earlier`).
+    `carry`: the options a command it names repeats (`require_earlier`). An iteration whose earlier ones are neither
+    finished nor among `iters` before it is refused before any work (`ConfigError`), not after those before it ran.
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
     from burnqed.report.build import headline, load_report
     from burnqed.runner.plan import iteration_of
 
+    @functools.cache
     def finished(j: int) -> bool:
         return not runner.pending(iteration_of(cfg, run_root, j))
 
+    require_in_order(iters, run_root, finished, carry)
     for i in iters:
         iteration = iteration_of(cfg, run_root, i)
+        finished.cache_clear()  # the iterations run before this one have finished since
         require_earlier(iteration, finished, carry)
         check_stage_inputs(iteration, store, only or ())
         warning = base_model_warning(iteration, cfg, runner.grammar)

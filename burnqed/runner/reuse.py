@@ -228,9 +228,12 @@ def start_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> Sta
                  {"--root": normalize(root), "--iter": iteration, "pipeline.start": cfg.pipeline.start})
 
 
+MERGE_INPUT = "input"  # merge-trajectories' role of its inputs: `input[0]`, `input[1]`, …
+
+
 def merge_inputs(store: Store, *, inputs: Sequence[str]) -> StageInputs:
-    """`merge-trajectories`: the shard prefixes, in order."""
-    return _made(_listed("input", inputs, store), {})
+    """`merge-trajectories`: the shard prefixes, in order (roles `MERGE_INPUT[k]`)."""
+    return _made(_listed(MERGE_INPUT, inputs, store), {})
 
 
 def _search_settings(mode: str, seed: int | None, lean_backend: str, search: dict[str, object]) -> dict[str, object]:

@@ -94,7 +94,7 @@ def run_export(request: ExportRequest, cfg: SftConfig, *, store: Store) -> Expor
         record = store.read_model(join(request.output, EXPORT_RECORD), ExportRecord, "export record")
         return ExportOutcome(request.output, record, skipped=True)
     source = store.local_input(request.model)
-    sft = read_sft_record(source, "--model")
+    sft = read_sft_record(source, "--sft")
     import torch
 
     with torch.inference_mode(), quiet_warnings():

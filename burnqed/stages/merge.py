@@ -62,7 +62,7 @@ def _load_inputs(
             raise InputError(f"trajectory input {uri} has no committed parts: check the path, or rerun its search")
         if SUCCESS_NAME not in names and not allow_incomplete:
             raise InputError(f"trajectory input {uri} is not complete (no {SUCCESS_NAME}): its search did not "
-                             "finish; resume it, or merge anyway with allow_incomplete")
+                             "finish; resume it, or merge anyway with --allow-incomplete")
         for manifest in manifests:
             iterations.add(manifest.iteration)
             for result in manifest.theorems:

@@ -56,6 +56,12 @@ def _sample(names: Sequence[str], shown: int = 3) -> str:
     return ", ".join(names[:shown]) + more
 
 
+def other_stage(found: str, stage: str) -> str:
+    """Why a folder that is the output of stage `found` is not `stage`'s to replace (`Store.foreign_output`, and the
+    trajectory prefixes' writer, `commands.outputs.trajectory_stage`)."""
+    return f"is the output of stage {found}, not {stage}"
+
+
 def _foreign(files: Mapping[str, int], marker_at: Callable[[str], StageMarker | None], stage: str) -> str | None:
     """`Store.foreign_output` of a listing; `marker_at(name)` reads one of its markers (None: not a stage
     marker)."""
@@ -71,7 +77,7 @@ def _foreign(files: Mapping[str, int], marker_at: Callable[[str], StageMarker | 
         if marker is None:
             return f"holds a {name} that is not a stage's completion marker (a trajectory prefix's, or another file)"
         if marker.stage != stage:
-            return f"is the output of stage {marker.stage}, not {stage}"
+            return other_stage(marker.stage, stage)
         listed.update(marker.files)
     # `_files_of` leaves out every file named like the marker, at any depth
     stray = [name for name in names if name not in listed and name not in _MARKERS

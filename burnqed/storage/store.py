@@ -329,8 +329,7 @@ class Store:
         not replace (`foreign_output`): files of the user's, or another stage's output."""
         problem = self.foreign_output(uri, stage)
         if problem is not None:
-            raise InputError(f"{what} {uri} {problem}: {stage} writes only to a new or empty folder or over its own "
-                             "output, and deletes nothing else (--force neither); choose another path")
+            raise not_replaceable(uri, problem, stage, what=what)
 
     def check_replaceable_file(self, uri: str, model: type[BaseModel], owner: str, *, what: str = "--output") -> None:
         """`InputError` (exit 2) when a file exists at `uri` and is not a `model` document: `owner` (e.g. "an eval
@@ -410,3 +409,10 @@ class Store:
 def _write_marker(folder: Path, marker: StageMarker) -> None:
     (folder / MARKER_NAME).write_text(marker.model_dump_json(indent=2), encoding="utf-8")
     publishable(folder / MARKER_NAME)
+
+
+def not_replaceable(uri: str, problem: str, stage: str, *, what: str = "--output") -> InputError:
+    """The one-line refusal of an output `stage` must not write over (`problem`: why, as `Store.foreign_output`
+    says it): `Store.check_replaceable`'s, and the trajectory prefixes' (`commands.outputs`)."""
+    return InputError(f"{what} {uri} {problem}: {stage} writes only to a new or empty folder or over its own output, "
+                      "and deletes nothing else (--force neither); choose another path")

@@ -174,6 +174,11 @@ def test_bad_input_exits_2_with_nothing_written(tmp_path: Path) -> None:
     unknown = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set",
                                   'data.sources=[{"kind": "lean3"}]'])
     assert unknown.exit_code == 2 and "data.sources.0.kind" in unknown.output
+    none = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set", "data.sources=[]"])
+    assert (none.exit_code, none.output) == (2, "error: data.sources is empty: give a source (--source KIND=PATH, or "
+                                             "data.sources), or leave data.sources unset for its default (the bundled "
+                                             "corpus and the generated world)\n")
+    assert not out.exists()
 
 
 def test_trace_without_lean_dojo_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

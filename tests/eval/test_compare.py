@@ -399,3 +399,27 @@ def test_compare_output_writes_the_comparison_it_prints(tmp_path: Path, store: S
     # An --output that cannot be written is refused before anything is read.
     refused = CliRunner().invoke(app, ["compare", *paths, "--output", str(tmp_path)])
     assert (refused.exit_code, refused.output) == (2, f"error: --output {tmp_path} is a directory; give a file name\n")
+    again = CliRunner().invoke(app, ["compare", *paths, "--output", str(output)])  # an earlier comparison: replaced
+    assert again.exit_code == 0, again.output
+
+
+@pytest.mark.slow  # the command in-process: its imports
+def test_compare_output_is_never_an_input_nor_a_file_of_another_kind(tmp_path: Path, store: Store) -> None:
+    """The audit's case: `compare A.json B.json --output A.json` wrote the comparison over the eval result A."""
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    paths = [str(tmp_path / f"{label}.json") for label, _ in uneven()]
+    for path, (_, result) in zip(paths, uneven(), strict=True):
+        write_eval_result(result, path, store=store)
+    config = tmp_path / "burnqed.toml"
+    config.write_text("[search]\n")
+    before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    for output, why in [(paths[0], f"--output {paths[0]} is also an input ({paths[0]})"),
+                        (f"{tmp_path}/x/../{Path(paths[1]).name}", "is also an input"),
+                        (str(config), f"{config} exists and is not a comparison (`burnqed compare --output`)")]:
+        refused = CliRunner().invoke(app, ["compare", *paths, "--output", output])
+        assert refused.exit_code == 2 and refused.output.count("\n") == 1, refused.output
+        assert refused.output.startswith("error: --output ") and why in refused.output, refused.output
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before

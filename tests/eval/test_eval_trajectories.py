@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from burnqed.commands.outputs import restart_trajectory_prefix
 from burnqed.errors import InputError
+from burnqed.eval.run import IDENTITY_NAME
 from burnqed.layout import trajectories_beside
 from burnqed.storage import Store
 from burnqed.storage.place_lease import LEASE_NAME
@@ -32,13 +33,19 @@ def test_force_deletes_only_what_an_eval_wrote_and_keeps_the_lease(tmp_path: Pat
     prefix = tmp_path / "r.trajectories"
     write_trajectory(str(prefix), [simple_theorem("a", proved=True), simple_theorem("b")], every=1, store=store)
     (prefix / LEASE_NAME).write_text("{}")
-    assert restart_trajectory_prefix(store, str(prefix)) == 5  # two parts (data + manifest each) and the marker
+    (prefix / IDENTITY_NAME).write_text("{}")
+    # two parts (data + manifest each), the marker and the eval's identity
+    assert restart_trajectory_prefix(store, str(prefix), stage="eval") == 6
     assert sorted(p.name for p in prefix.iterdir()) == [LEASE_NAME]
     write_trajectory(str(prefix), [simple_theorem("a")], store=store)
     (prefix / "notes.txt").write_text("mine")
     with pytest.raises(InputError, match=r"holds 1 file a trajectory prefix does not hold \(notes\.txt\)"):
-        restart_trajectory_prefix(store, str(prefix))
+        restart_trajectory_prefix(store, str(prefix), stage="eval")
     assert is_complete(str(prefix), store=store)  # nothing deleted
+    (prefix / "notes.txt").unlink()  # a search's output (no eval identity there) is not an eval's to start over
+    with pytest.raises(InputError, match=r"is the output of stage search, not eval: eval writes only to a new"):
+        restart_trajectory_prefix(store, str(prefix), stage="eval")
+    assert is_complete(str(prefix), store=store)
 
 
 @pytest.mark.slow  # two evals on the tiny model, the command in this process (`cli`)

@@ -71,3 +71,30 @@ def test_run_all_exits_0_when_the_gates_pass_and_ignores_them_with_no_gates(tmp_
     finished_iteration(root, go=False, store=store)
     assert run_all(root, "--iters", "0", "--no-gates").returncode == 0
     assert run_all(root, "--iters", "0").returncode == 3  # the last iteration's failed gate is a no-go too
+
+
+@pytest.mark.slow  # one in-process run-all, refused before any stage
+def test_run_all_refuses_a_gap_in_its_iterations_before_running_any(tmp_path: Path, store: Store) -> None:
+    """The audit's case: `run-all --iters 0,2` ran all of iteration 0 and only then failed on iteration 1, which
+    neither was finished nor was to run."""
+    root = storage.normalize(str(tmp_path / "runs"))
+    finished_iteration(root, go=True, store=store)
+    done = run_all(root, "--iters", "0,2")
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.splitlines() == [f"error: iteration 1 has not finished under {root}: run `burnqed iterate "
+                                        f"--iter 1 --root {root}` first"]
+    assert not (tmp_path / "runs" / "iter_2").exists()
+
+
+@pytest.mark.parametrize(("iters", "why"), [
+    ("0-99999999999", "100,000,000,000 iterations; one run-all runs at most 1,000 (e.g. 0-4)"),
+    ("0-1000", "1,001 iterations; one run-all runs at most 1,000"),
+    ("2147483647-2147483648", "2147483648 is past the last iteration a trajectory can record, 2,147,483,647"),
+    ("0,99999999999", "99999999999 is past the last iteration"),
+])
+def test_run_all_refuses_absurd_iterations_in_one_line(iters: str, why: str, tmp_path: Path) -> None:
+    """`run-all --iters 0-99999999999` built the whole range first and died of a MemoryError traceback."""
+    done = run_all(str(tmp_path / "runs"), "--iters", iters)
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr.startswith(f"error: --iters {iters!r}: {why}") and done.stderr.count("\n") == 1, done.stderr
+    assert not (tmp_path / "runs").exists()

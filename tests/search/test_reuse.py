@@ -103,7 +103,7 @@ def test_force_searches_again_from_nothing(tmp_path: Path, store: Store, index: 
     searched(prefix, theorems, store)
     (prefix / "_inflight").mkdir()
     (prefix / "_inflight" / "x.json").write_text("{}")  # a hybrid search's checkpoint: burnqed's, deleted too
-    forced = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume", "--force",
+    forced = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--force",
                      "--set", "policy.temperature=0.5", "--set", f"policy.model={tiny_model_dir}",
                      "--set", "lean.workers=1", "--set", "search.max_nodes=2")
     assert forced.exit_code == 0, forced.output

@@ -68,6 +68,11 @@ def test_bad_input_is_one_line_and_exit_code_2(tmp_path: Path) -> None:
     flags = cli("sft", "--iter", "1", "--data", str(tmp_path), "--output", str(tmp_path / "sft"), env={})
     assert flags.returncode == 2 and flags.stderr.startswith("error: iteration 1 mixes in trajectory positives")
     assert not (tmp_path / "sft").exists()
+    (tmp_path / "notsft").mkdir()  # the option named is the one given: `export --sft`, not `--model`
+    export = cli("export", "--sft", str(tmp_path / "notsft"), "--output", str(tmp_path / "export"), env={})
+    assert (export.returncode, export.stderr) == (
+        2, f"error: --sft {tmp_path / 'notsft'} has no sft.json: it is not the output of `burnqed sft`\n")
+    assert not (tmp_path / "export").exists()
 
 
 @pytest.mark.slow

@@ -82,7 +82,7 @@ def test_incomplete_or_empty_inputs_are_refused_unless_allowed(tmp_path: Path, s
     inputs = shards(tmp_path, store=store)
     partial = str(tmp_path / "search" / "shard-2")
     write_trajectory(partial, [simple_theorem("x")], finish=False, store=store)
-    with pytest.raises(InputError, match=r"shard-2 is not complete .*allow_incomplete"):
+    with pytest.raises(InputError, match=r"shard-2 is not complete .*merge anyway with --allow-incomplete$"):
         merge_trajectories([*inputs, partial], str(tmp_path / "out"), store=store)
     report = merge_trajectories([*inputs, partial], str(tmp_path / "out"), allow_incomplete=True, store=store)
     assert (report.theorems, report.parts) == (6, 5)
