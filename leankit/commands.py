@@ -31,6 +31,8 @@ from leankit.text import (
     MODULE_DOC,
     NUMERAL,
     OPENER_OF,
+    literal_problem,
+    read_two_ways,
     regions,
 )
 
@@ -70,6 +72,7 @@ MODULE = "module doc"  # a `/-! … -/` module doc: a command of its own
 _IDENT = re.compile(rf"{ID_FIRST}{ID_REST}*(?:\.{ID_FIRST}{ID_REST}*)*")
 _HASH_COMMAND = re.compile(rf"#{ID_FIRST}{ID_REST}*")  # #eval, #print, #check, #exit, … (`#[` is an array)
 _SPACE = re.compile(r"\s+")
+_NAME_CHAR = re.compile(ID_REST)
 
 
 class Token(NamedTuple):
@@ -270,6 +273,26 @@ def commands(text: str) -> list[Command]:
 def command_starts(text: str) -> list[int]:
     """Where each command of `text` starts (character offsets; `commands`)."""
     return [command.start for command in commands(text)]
+
+
+def lexical_problem(text: str) -> str | None:
+    """Why Lean may read `text` otherwise than these readers do, or None: where its tokenizer breaks off inside a
+    token, its parser reads on from there, so what lay inside the token is code to Lean (`leankit.text.literal_problem`:
+    a literal left open, an unknown escape, a quote that is no character literal; a numeral glued to a name, `0xopen`,
+    `0bend`, `1eopen`, where Lean stops after `0x` or `1e`); or where the reading depends on the notation tokens in
+    scope (`leankit.text.read_two_ways`). Model text with any of these is refused (`burnqed.lean.guard`)."""
+    problem = literal_problem(text)
+    if problem is not None:
+        return problem
+    place = read_two_ways(text)
+    if place is not None:
+        return (f"has a quote or comment opener glued to a symbol at {text[max(0, place - 2):place + 3]!r}: Lean "
+                "reads it by the notation tokens in scope (put a space before it)")
+    for token in tokens(text):
+        if token.kind == NUMBER and _NAME_CHAR.match(text, token.end):
+            shown = text[token.start : token.end + 4]
+            return f"has a numeral glued to a name at {shown!r}: Lean's numeral may end elsewhere"
+    return None
 
 
 def term_problem(value: str) -> str | None:

@@ -231,6 +231,48 @@ def read_two_ways(text: str) -> int | None:
     return None
 
 
+_PRIMED_TOKENS = ("]", "⁻¹")  # what precedes `'` in the tokens that end with one: core's `]'`, Mathlib's `⁻¹'`
+_ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # Lean's `quotedCharCoreFn`
+
+
+def literal_problem(text: str) -> str | None:
+    """Why Lean's tokenizer would break off inside a comment or literal of `text`, or None: one left open, a string
+    escape Lean does not know (`"\\q"`, a line continuation too), or a quote where Lean starts a character literal
+    that is none (`'ab'`, `'\\q'`: a token's start, or a symbol's end, followed by a name character or `\\`). After
+    such an error Lean's parser reads on from where the token broke, so what these readers took for the inside of a
+    literal is code to Lean there (`'aopen X'` runs `open X`)."""
+    floor = 0
+    for region in [*regions(text), None]:
+        stop = len(text) if region is None else region.start
+        for index in range(floor, stop):
+            if text[index] != "'" or text.startswith("''", index) or text[index - 1 : index] == "'":
+                continue
+            after = text[index + 1 : index + 2]
+            starts = _token_start(text, index, floor)
+            if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
+                continue  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s` (Mathlib's preimage)
+            if (after == "\\" or _ID_REST_CHAR.match(after)) and starts is not False:
+                shown = text[index : index + 8]
+                return f"has a quote at {shown!r} that Lean reads as a character literal it cannot close"
+        if region is None:
+            return None
+        body = text[region.start : region.end]
+        if not region.closed:
+            return f"leaves a {'string' if region.kind == LITERAL else region.kind} open at {body[:12]!r}"
+        if region.kind == LITERAL and body[0] == '"':
+            index = 1
+            while index < len(body) - 1:
+                if body[index] == "\\":
+                    escape = _ESCAPE.match(body, index)
+                    if escape is None:
+                        return f"has an escape Lean does not read at {body[index:index + 4]!r}"
+                    index = escape.end()
+                else:
+                    index += 1
+        floor = region.end
+    return None
+
+
 def mask_comments(text: str) -> str:
     """`--` and (nested) `/- -/` comments replaced by spaces, newlines and columns kept; literals untouched (a
     `--` inside a string literal is no comment)."""

@@ -11,8 +11,9 @@ A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tac
 the tactic as Lean reads its identifiers (`«…»` escapes dropped). Four rules are built in, whatever `lean.deny`
 says, all on Lean's tokens (`leankit.commands`, `leankit.text`): no token that starts a command (`instance`,
 `axiom«x»`, `infixl`, `open`, `end`, `#eval`, `@[`, … at any column: Lean would run it as a command of its own), no
-name `sorryAx`, no quote or comment opener glued to a symbol (`(!'"')`, `<--`: Lean reads it by the notation tokens
-in scope), and no string holding `{` (an interpolated string's `{…}` is code).
+name `sorryAx`, no text Lean may read otherwise (a token it breaks off inside and reads on from, `'aopen X'`,
+`0xopen`; an opener glued to a symbol, `<--`, read by the notation tokens in scope), and no string holding `{` (an
+interpolated string's `{…}` is code).
 A sketch (`burnqed.text.sketch`) is checked whole: its holes are the only `sorry`s allowed, and its skeleton (the
 sketch with each hole's `:= by sorry` dropped) must pass the same rules as a tactic.
 The guard is the first fence, not the only one: the compile's checks and the cluster's sandboxed Lean pods follow.
@@ -26,8 +27,8 @@ from typing import TYPE_CHECKING
 
 from burnqed.records.replies import SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch, read_sketch
-from leankit.commands import IDENT, command_tokens, tokens
-from leankit.text import LITERAL, read_as_lean, read_two_ways, regions
+from leankit.commands import IDENT, command_tokens, lexical_problem, tokens
+from leankit.text import LITERAL, read_as_lean, regions
 
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig
@@ -36,19 +37,19 @@ if TYPE_CHECKING:
 def builtin_refusal(text: str) -> str | None:
     """The reason the guard's built-in rules refuse `text` (a tactic, a proof, an answer), or None: a command token
     anywhere (`leankit.commands.command_tokens`: Lean ends the term or tactic there and runs a command of its own, which
-    may redefine `+` or add an axiom), the name `sorryAx` (what `sorry` elaborates to, named directly), a comment or
-    literal that Lean reads one way or another by the notation tokens in scope (`leankit.text.read_two_ways`), or a
-    string holding `{` (an interpolated string's `{…}` is code to Lean, a literal to these rules)."""
+    may redefine `+` or add an axiom), the name `sorryAx` (what `sorry` elaborates to, named directly), text Lean may
+    read otherwise than these rules (`leankit.commands.lexical_problem`: a token Lean breaks off inside, a comment
+    or literal the notation tokens in scope decide), or a string holding `{` (an interpolated string's `{…}` is code
+    to Lean, a literal to these rules)."""
     found = command_tokens(text)
     if found:
         return f"holds the command keyword {found[0].text!r}: Lean would run a command of its own there"
     for token in tokens(text):
         if token.kind == IDENT and token.name.split(".")[-1] == "sorryAx":
             return "names `sorryAx`, what `sorry` elaborates to"
-    place = read_two_ways(text)
-    if place is not None:
-        return (f"has a quote or comment opener glued to a symbol at {text[max(0, place - 2):place + 3]!r}: Lean "
-                "reads it by the notation tokens in scope, so what is code there is not known (put a space before it)")
+    problem = lexical_problem(text)
+    if problem is not None:
+        return problem
     for region in regions(text):
         if region.kind == LITERAL and text[region.start] == '"' and "{" in text[region.start : region.end]:
             return "has a string holding `{`: an interpolated string's `{…}` is code Lean runs"
