@@ -129,6 +129,9 @@ def search(
     from burnqed.stages.search import SearchReport, search_job
 
     _refuse_resume_and_force(resume, force)
+    if start is not None and ebm is None:
+        raise InputError("--start is read only to decide whether to use --ebm's value model: give --ebm too, or "
+                         "drop --start")
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
         from burnqed.eval.best_so_far import read_start
