@@ -460,6 +460,9 @@ def _find_searches(theorem: str, trajectories: str | None, root: str, iteration:
     from burnqed.trajectory.reader import read_results, read_theorem
 
     if trajectories is not None:
+        if not store.exists(trajectories):
+            raise InputError(f"--trajectories {trajectories} does not exist: give a trajectory prefix (an eval's "
+                             "R.trajectories, a search output, merged trajectories)")
         places = [("--trajectories", trajectories)]
     else:
         uris.check_uri(root, "--root")
@@ -488,8 +491,7 @@ def _find_searches(theorem: str, trajectories: str | None, root: str, iteration:
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     where = ", ".join(looked) if looked else ", ".join(uri for _, uri in places) + " (none holds trajectories)"
     raise InputError(f"theorem {theorem} is in none of the trajectories looked in ({where}){hint} "
-                     "(`burnqed summary PREFIX` lists a prefix's theorems; an eval run with --no-trajectories-out "
-                     "keeps none)")
+                     "(an eval run with --no-trajectories-out keeps none)")
 
 
 def _with_passes(uri: str, *, store: Store) -> list[str]:
