@@ -144,6 +144,10 @@ def test_clear_refusals(tmp_path: Path, store: Store) -> None:
     assert ablation.exit_code == 2 and "give --ebm too" in ablation.stderr
     missing = invoke("search", "--ebm", str(tmp_path / "nothing"), "--output", str(tmp_path / "s"))
     assert missing.exit_code == 2 and "is not a finished value model" in missing.stderr
+    (tmp_path / "ebm.json").write_text("{}", encoding="utf-8")  # a file: its "ebm.json/ebm.json" was read
+    a_file = invoke("eval", "--ebm", str(tmp_path / "ebm.json"), "--output", str(tmp_path / "e.json"))
+    assert (a_file.exit_code, a_file.stderr) == (2, f"error: --ebm {tmp_path / 'ebm.json'} is a file: --ebm must be a "
+                                                    "value-model folder (a train-ebm output)\n")
 
 
 @pytest.mark.slow
