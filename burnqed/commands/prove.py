@@ -128,10 +128,7 @@ def search(
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
-    _refuse_resume_and_force(resume, force)
-    if start is not None and ebm is None:
-        raise InputError("--start is read only to decide whether to use --ebm's value model: give --ebm too, or "
-                         "drop --start")
+    _refuse_contradictions(resume, force, start=start, ebm=ebm)
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
         from burnqed.eval.best_so_far import read_start
@@ -184,12 +181,16 @@ def search(
         typer.echo(render_throughput(report.throughput))
 
 
-def _refuse_resume_and_force(resume: bool, force: bool) -> None:
-    """`search --resume --force`: refused in one line. Eval's pair redoes its result file from the trajectories it
-    kept; a search's output is its trajectories, which --resume continues and --force deletes."""
+def _refuse_contradictions(resume: bool, force: bool, *, start: str | None, ebm: str | None) -> None:
+    """`search --resume --force` and `search --start` without `--ebm`: refused in one line. Eval's pair redoes its
+    result file from the trajectories it kept; a search's output is its trajectories, which --resume continues and
+    --force deletes. The start record is read only to decide whether to use --ebm's value model."""
     if resume and force:
         raise InputError("--resume and --force contradict each other: --resume continues the search in --output, "
                          "--force deletes it and searches from nothing; give one of them")
+    if start is not None and ebm is None:
+        raise InputError("--start is read only to decide whether to use --ebm's value model: give --ebm too, or "
+                         "drop --start")
 
 
 def _job_settings(cfg: Config, unsolved_from: str | None, *, store: Store) -> JobSettings:
