@@ -523,8 +523,9 @@ def merge_trajectories(
     set_: SetOption = None,
 ) -> None:
     """Merge the trajectory prefixes of search shards into one prefix (idempotent). Every part of every input is
-    verified (its Parquet footer readable, its row count the one its manifest records) before anything is
-    written; a bad part is refused with its name (exit 2) and the output is left untouched."""
+    verified before anything is written: its bytes against the SHA-256 its manifest records (a part from before
+    digests: its page checksums), its Parquet footer and columns, every row decoded and counted against its
+    manifest; a bad part is refused with its name (exit 2) and the output is left untouched."""
     from burnqed.runner.reuse import merge_inputs
     from burnqed.stages.merge import merge_trajectories as merge
 
