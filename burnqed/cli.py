@@ -102,13 +102,14 @@ def config_show(config: ConfigOption = None, set_: SetOption = None) -> None:
 def config_describe(
     key: Annotated[str | None, typer.Argument(help="A key (search.max_nodes) or a section (search); none: every key.",
                                               show_default=False)] = None,
-    markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/config.md (every key, as tables).")] = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print docs/config.md (every key, as tables); with KEY "
+                                           "only its rows, as one table.")] = False,
 ) -> None:
     """Every configuration key with its type, default, environment variable and description (from the models)."""
     from burnqed.config import describe
 
     if markdown:
-        typer.echo(describe.markdown(), nl=False)
+        typer.echo(describe.markdown(key), nl=False)
         return
     for entry in describe.describe(key):
         where = f"  ({entry.env})" if entry.settable else "  (an entry's field: set through the list)"

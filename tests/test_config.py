@@ -54,6 +54,9 @@ def test_values_parse_as_json_else_string(raw: str, value: object):
         (["search.max_nodes=0"], {}, "search.max_nodes: Input should be greater than or equal to 1"),
         (["lean.workers=many"], {}, "lean.workers: Input should be a valid integer"),
         (["lean.workers=0"], {}, "lean.workers: Input should be greater than or equal to 1"),
+        # a list that is not JSON: kept as a string, so pydantic's "Input should be a valid list" named no cause
+        (['lean.command=["repl",'], {}, "lean.command: '[\"repl\",' is not valid JSON (Expecting value at column 9) "
+         "(from --set lean.command)"),
         # each hidden layer of the value model: [-3] crashed train-ebm after embedding, [0] trained an empty layer
         (["ebm.hidden_dims=[-3]"], {}, "ebm.hidden_dims.0: Input should be greater than or equal to 1; got -3"),
         (["ebm.hidden_dims=[64, 0]"], {}, "ebm.hidden_dims.1: Input should be greater than or equal to 1; got 0"),

@@ -76,3 +76,17 @@ def test_the_command_prints_a_key_and_refuses_a_typo_in_one_line() -> None:
     typo = cli("config", "describe", "polcy.top_k")
     assert typo.returncode == 2 and typo.stderr == ("error: no configuration key or section 'polcy.top_k'; did you "
                                                     "mean policy.top_k?\n")
+
+
+def test_markdown_with_a_key_prints_only_its_rows_and_refuses_a_typo() -> None:
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+
+    done = CliRunner().invoke(app, ["config", "describe", "--markdown", "lean.workers"])
+    header, _, row = done.output.splitlines()
+    assert done.exit_code == 0 and header.startswith("| key |") and row.startswith("| `lean.workers` | integer or null")
+    section = CliRunner().invoke(app, ["config", "describe", "search", "--markdown"]).output.splitlines()[2:]
+    assert [line.split(" | ")[0] for line in section] == [f"| `{k.path}`" for k in describe("search")]
+    typo = cli("config", "describe", "--markdown", "polcy.top_k")
+    assert typo.returncode == 2 and "did you mean policy.top_k?" in typo.stderr

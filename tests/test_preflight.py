@@ -65,6 +65,8 @@ def cases(tmp: Path) -> list[tuple[list[str], int, tuple[str, ...]]]:
         (["search", "--output", f"{UNWRITABLE}/t"], 2, ("--output",)),
         (["search", "--output", str(tmp / "t"), "--resume", "--force"], 2,
          ("--resume and --force contradict each other",)),
+        (["search", "--output", str(tmp / "t"), "--start", str(tmp / "nonexistent.json")], 2,
+         ("--start is read only", "give --ebm too")),
         (["merge-trajectories", str(tmp / "s0"), "--output", f"{UNWRITABLE}/t"], 2, ("--output",)),
         (["lean", "check", "--output", f"{UNWRITABLE}/r.json"], 2, ("--output",)),
         (["report", "--iter", "0", "--output", f"{UNWRITABLE}/report"], 2, ("--output",)),
@@ -77,7 +79,7 @@ def cases(tmp: Path) -> list[tuple[list[str], int, tuple[str, ...]]]:
     ]
 
 
-@pytest.mark.slow  # twenty commands, by the app in this process
+@pytest.mark.slow  # twenty-one commands, by the app in this process
 def test_bad_outputs_and_arguments_fail_before_work_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "a-file").write_text("x")
     before = files_under(tmp_path)

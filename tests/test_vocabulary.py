@@ -225,3 +225,9 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
     assert _run("report", "--root", "empty", cwd=tmp_path) == (2, [
         f"error: file://{empty} holds no iteration with a finished eval (file://{empty}/iter_0/eval/eval.json, …): "
         "run `burnqed iterate --root empty` first, or give --root and --iter"])
+    for iteration in ((), ("--iter", "0")):
+        assert _run("report", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
+            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no iteration: run `burnqed iterate "
+            "--root nonexistent` first, or give --root the run root"])
+    code, lines = _run("report", "--root", "nonexistent", "--iter", "0", "--output", "elsewhere", cwd=tmp_path)
+    assert code == 2 and f"(file://{tmp_path}/nonexistent does not exist)" in lines[0]

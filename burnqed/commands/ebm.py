@@ -23,6 +23,7 @@ import typer
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_packages, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group, ModelOption, StartOption, model_set
+from burnqed.errors import InputError
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
@@ -244,12 +245,24 @@ def embed_command(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Embed every state and goal of the trajectories into the cache (resumable; train-ebm then reuses it)."""
+    """Embed every state and goal of the trajectories into the cache (resumable; train-ebm then reuses it).
+
+    Trajectories too small to train a value model on are embedded all the same (the cache is keyed by text, so a
+    later train-ebm over more trajectories reuses them), with a warning saying why train-ebm would refuse them."""
     from burnqed.ebm.cache import EmbeddingCache
+    from burnqed.ebm.sampling import check_trainable
     from burnqed.stages.ebm_fit import embed_dataset, load_dataset
 
     cfg, store = setup(config, model_set(model, set_), output=cache, what="--cache", folder=True)
-    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
+    data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store,
+                        trainable=False)
+    if data.edges == 0:
+        raise InputError(f"{', '.join(trajectories)} hold no edges: nothing to embed")
+    try:
+        check_trainable(data, trajectories)
+    except InputError as exc:
+        why = str(exc).rstrip(".")
+        typer.echo(f"warning: train-ebm would refuse these trajectories alone ({why}); embedding them anyway", err=True)
 
     async def run() -> str:
         async with open_encoder(cfg, cfg.policy.model, store=store) as (encoder, identity):

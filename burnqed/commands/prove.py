@@ -128,7 +128,7 @@ def search(
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
-    _refuse_resume_and_force(resume, force)
+    _refuse_contradictions(resume, force, start=start, ebm=ebm)
     cfg, store = setup(config, model_set(model, set_))
     if start is not None and ebm is not None:
         from burnqed.eval.best_so_far import read_start
@@ -181,12 +181,16 @@ def search(
         typer.echo(render_throughput(report.throughput))
 
 
-def _refuse_resume_and_force(resume: bool, force: bool) -> None:
-    """`search --resume --force`: refused in one line. Eval's pair redoes its result file from the trajectories it
-    kept; a search's output is its trajectories, which --resume continues and --force deletes."""
+def _refuse_contradictions(resume: bool, force: bool, *, start: str | None, ebm: str | None) -> None:
+    """`search --resume --force` and `search --start` without `--ebm`: refused in one line. Eval's pair redoes its
+    result file from the trajectories it kept; a search's output is its trajectories, which --resume continues and
+    --force deletes. The start record is read only to decide whether to use --ebm's value model."""
     if resume and force:
         raise InputError("--resume and --force contradict each other: --resume continues the search in --output, "
                          "--force deletes it and searches from nothing; give one of them")
+    if start is not None and ebm is None:
+        raise InputError("--start is read only to decide whether to use --ebm's value model: give --ebm too, or "
+                         "drop --start")
 
 
 def _job_settings(cfg: Config, unsolved_from: str | None, *, store: Store) -> JobSettings:
@@ -457,6 +461,9 @@ def _find_searches(theorem: str, trajectories: str | None, root: str, iteration:
     from burnqed.trajectory.reader import read_results, read_theorem
 
     if trajectories is not None:
+        if not store.exists(trajectories):
+            raise InputError(f"--trajectories {trajectories} does not exist: give a trajectory prefix (an eval's "
+                             "R.trajectories, a search output, merged trajectories)")
         places = [("--trajectories", trajectories)]
     else:
         uris.check_uri(root, "--root")
@@ -485,8 +492,7 @@ def _find_searches(theorem: str, trajectories: str | None, root: str, iteration:
     hint = f"; did you mean {' or '.join(close)}?" if close else ""
     where = ", ".join(looked) if looked else ", ".join(uri for _, uri in places) + " (none holds trajectories)"
     raise InputError(f"theorem {theorem} is in none of the trajectories looked in ({where}){hint} "
-                     "(`burnqed summary PREFIX` lists a prefix's theorems; an eval run with --no-trajectories-out "
-                     "keeps none)")
+                     "(an eval run with --no-trajectories-out keeps none)")
 
 
 def _with_passes(uri: str, *, store: Store) -> list[str]:
@@ -517,8 +523,9 @@ def merge_trajectories(
     set_: SetOption = None,
 ) -> None:
     """Merge the trajectory prefixes of search shards into one prefix (idempotent). Every part of every input is
-    verified (its Parquet footer readable, its row count the one its manifest records) before anything is
-    written; a bad part is refused with its name (exit 2) and the output is left untouched."""
+    verified before anything is written: its bytes against the SHA-256 its manifest records (a part from before
+    digests: its page checksums), its Parquet footer and columns, every row decoded and counted against its
+    manifest; a bad part is refused with its name (exit 2) and the output is left untouched."""
     from burnqed.runner.reuse import merge_inputs
     from burnqed.stages.merge import merge_trajectories as merge
 

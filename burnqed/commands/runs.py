@@ -254,6 +254,9 @@ def report(
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
     carry = carried(root=root, config=config, sets=set_)
+    if (iteration is None or output is None) and not store.exists(at.root):  # else --output is checked first
+        raise InputError(f"{at.root} does not exist, so it holds no iteration: run `{suggestion(['iterate'], carry)}` "
+                         "first, or give --root the run root")
     if iteration is None:
         iteration = last_iteration(at, store=store, finished=at.eval_result)
         if iteration is None:

@@ -154,8 +154,21 @@ def describe(key: str | None = None) -> list[Key]:
     raise ConfigError(f"no configuration key or section {key!r}{hint}")
 
 
-def markdown() -> str:
-    """docs/config.md: a table per section of every key with its type, default and description."""
+def _table(keys: list[Key]) -> list[str]:
+    """The Markdown table of `keys`: their path, type, default and description, a row each."""
+    lines = ["| key | type | default | description |", "|---|---|---|---|"]
+    for key in keys:
+        cells = [f"`{key.path}`", key.type, f"`{key.default}`", key.description]
+        lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+    return lines
+
+
+def markdown(key: str | None = None) -> str:
+    """docs/config.md: a table per section of every key with its type, default and description. With `key` (as
+    `describe` reads it: a key, a section or a list's entries) only the table of its rows; `ConfigError` for a name
+    that is neither."""
+    if key:
+        return "\n".join(_table(describe(key))) + "\n"
     lines = [
         "# Configuration keys",
         "",
@@ -174,9 +187,5 @@ def markdown() -> str:
         lines += ["", f"## `{section}`", ""]
         if doc:
             lines += [doc, ""]
-        lines += ["| key | type | default | description |", "|---|---|---|---|"]
-        for key in keys:
-            if key.section == section:
-                cells = [f"`{key.path}`", key.type, f"`{key.default}`", key.description]
-                lines.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
+        lines += _table([entry for entry in keys if entry.section == section])
     return "\n".join(lines) + "\n"

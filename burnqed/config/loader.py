@@ -117,11 +117,26 @@ def _format_validation_error(exc: ValidationError, origins: Mapping[str, str]) -
             problems.append(str(error["msg"]).removeprefix("Value error, "))
         elif error["type"] == "extra_forbidden":
             problems.append(f"unknown key {loc}{where}{_did_you_mean(error['loc'])}")
+        elif (broken := _broken_json(error.get("input"))) is not None:
+            problems.append(f"{loc}: {error['input']!r} is not valid JSON ({broken}){where}")
         else:
             value = error.get("input")
             shown = f" got {value!r}" if not isinstance(value, dict) else ""
             problems.append(f"{loc}: {error['msg']};{shown}{where}")
     return "invalid configuration: " + "; ".join(problems)
+
+
+def _broken_json(value: object) -> str | None:
+    """What is wrong with `value` as JSON when it is a string meant as a JSON list or table (it starts with `[` or
+    `{`) that `parse_value` kept as a string because it does not parse, else None: such a value was refused for not
+    being valid JSON, not for being a string."""
+    if not isinstance(value, str) or value.lstrip()[:1] not in ("[", "{"):
+        return None
+    try:
+        json.loads(value)
+    except json.JSONDecodeError as exc:
+        return f"{exc.msg} at column {exc.colno}"
+    return None
 
 
 def _did_you_mean(loc: Sequence[int | str]) -> str:

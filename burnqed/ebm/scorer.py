@@ -47,6 +47,8 @@ def load_value_model(
     uri: str, device: str = "cpu", *, store: storage.Store
 ) -> tuple[GoalConditionedEnergyHead, EbmManifest]:
     """The trained head at `uri` (a finished `train-ebm` output, local or remote) in eval mode, and its manifest."""
+    if store.is_file(uri):
+        raise InputError(f"--ebm {uri} is a file: --ebm must be a value-model folder (a train-ebm output)")
     if not store.is_done(uri):
         raise InputError(f"{uri} is not a finished value model (no {storage.MARKER_NAME}); train one with "
                          "`burnqed train-ebm --output URI`")

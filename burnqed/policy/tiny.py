@@ -357,11 +357,12 @@ def _check_target(output: Path, force: bool) -> None:
     if output.exists() and not output.is_dir():
         raise InputError(f"--output {output} is a file; give a folder")
     if output.is_dir() and any(output.iterdir()):
-        if not force:
-            raise InputError(f"--output {output} is not empty; pass --force to replace it")
         if not (output / METADATA_FILE).is_file():
-            raise InputError(f"--output {output} is not a tiny model folder (it has no {METADATA_FILE}): --force "
-                             "replaces only a folder init-tiny built, never other files; choose another folder")
+            raise InputError(f"--output {output} is not empty and is not a tiny model folder (it has no "
+                             f"{METADATA_FILE}), so it cannot be replaced, not even with --force: choose another "
+                             "folder")
+        if not force:
+            raise InputError(f"--output {output} holds a tiny model init-tiny built; pass --force to replace it")
 
 
 def _publish(staging: Path, output: Path, force: bool) -> None:

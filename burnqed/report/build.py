@@ -55,7 +55,8 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: boo
     at = Layout(root)
     if not store.exists(at.iter_dir(iteration)):
         held = [j for j in range(iteration) if store.exists(at.iter_dir(j))]
-        found = f"it holds iterations {held}" if held else "it holds no iteration"
+        found = (f"it holds iterations {held}" if held else "it holds no iteration" if store.exists(root)
+                 else f"{root} does not exist")
         raise InputError(f"report --iter {iteration}: {at.iter_dir(iteration)} does not exist ({found}): check "
                          "--root / storage.root and --iter, or run `burnqed iterate` first")
     load = EvalFiles(store)

@@ -77,9 +77,10 @@ EVAL_CHUNK = 1024  # groups per forward pass when evaluating
 
 
 def load_dataset(
-    uris: Sequence[str], *, valid_fraction: float, salt: str = "burnqed", store: storage.Store
+    uris: Sequence[str], *, valid_fraction: float, salt: str = "burnqed", store: storage.Store, trainable: bool = True
 ) -> EbmDataset:
-    """Read every trajectory prefix and build the dataset; `InputError` when it cannot train a head."""
+    """Read every trajectory prefix and build the dataset; `InputError` when it cannot train a head (`trainable`;
+    `ebm embed`, which trains nothing, checks what it needs itself)."""
     from burnqed.trajectory.reader import read_edges, require_trajectories
 
     if not uris:
@@ -89,7 +90,8 @@ def load_dataset(
         require_trajectories(uri, store=store)
         tables.append(read_edges(uri, columns=[*EDGE_COLUMNS, *OPTIONAL_COLUMNS], store=store))
     data = build_dataset(tables, valid_fraction=valid_fraction, salt=salt)
-    check_trainable(data, uris)
+    if trainable:
+        check_trainable(data, uris)
     return data
 
 

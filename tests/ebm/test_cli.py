@@ -144,6 +144,10 @@ def test_clear_refusals(tmp_path: Path, store: Store) -> None:
     assert ablation.exit_code == 2 and "give --ebm too" in ablation.stderr
     missing = invoke("search", "--ebm", str(tmp_path / "nothing"), "--output", str(tmp_path / "s"))
     assert missing.exit_code == 2 and "is not a finished value model" in missing.stderr
+    (tmp_path / "ebm.json").write_text("{}", encoding="utf-8")  # a file: its "ebm.json/ebm.json" was read
+    a_file = invoke("eval", "--ebm", str(tmp_path / "ebm.json"), "--output", str(tmp_path / "e.json"))
+    assert (a_file.exit_code, a_file.stderr) == (2, f"error: --ebm {tmp_path / 'ebm.json'} is a file: --ebm must be a "
+                                                    "value-model folder (a train-ebm output)\n")
 
 
 @pytest.mark.slow
@@ -308,3 +312,17 @@ def test_a_folder_tokenized_differently_under_transformers4_is_refused(
     # first); the head's record does not. (5.19 reading it as it is also splits the text otherwise: it rebuilds a
     # Llama class's pre-tokenizer.)
     assert f"tokenizer probe {trained_on.probe} vs {list(spec.probe)}" in str(refused.value)
+
+
+@pytest.mark.slow
+def test_ebm_embed_embeds_trajectories_too_small_to_train_on_and_says_so(tiny_model_dir: Path, tmp_path: Path,
+                                                                          store: Store) -> None:
+    no_proofs = tmp_path / "t"
+    write_trajectory(str(no_proofs), [(result("A"), unproved_tree())], store=store)
+    done = invoke("ebm", "embed", "--trajectories", str(no_proofs), "--cache", str(tmp_path / "cache"),
+                  "--set", f"policy.model={tiny_model_dir}")
+    assert done.exit_code == 0, done.output
+    assert "3 texts: 0 cached, 3 encoded" in done.stdout  # embed trains nothing: no value model's minimum applies
+    warning = "warning: train-ebm would refuse these trajectories alone ("
+    first = done.stderr.splitlines()[0]
+    assert first.startswith(warning) and first.endswith("with a larger budget first); embedding them anyway")

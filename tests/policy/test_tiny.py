@@ -109,10 +109,12 @@ def test_refuses_to_overwrite_a_non_empty_folder_unless_forced_and_a_users_folde
     target = tmp_path / "model"
     target.mkdir()
     (target / "keep.txt").write_text("mine", encoding="utf-8")
-    with pytest.raises(InputError, match="is not empty; pass --force"):
-        build_tiny_model(target, steps=1)
-    with pytest.raises(InputError, match=r"is not a tiny model folder .* --force replaces only a folder init-tiny"):
-        build_tiny_model(target, steps=1, force=True)
+    for force in (False, True):  # not "pass --force", which would then be refused
+        with pytest.raises(InputError) as refused:
+            build_tiny_model(target, steps=1, force=force)
+        assert str(refused.value) == (f"--output {target} is not empty and is not a tiny model folder (it has no "
+                                      f"{METADATA_FILE}), so it cannot be replaced, not even with --force: choose "
+                                      "another folder")
     assert [p.name for p in target.iterdir()] == ["keep.txt"]
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
     empty = tmp_path / "empty"
@@ -343,4 +345,5 @@ def test_cli_init_tiny_builds_then_refuses(tmp_path: Path):
     assert json.loads((target / METADATA_FILE).read_text(encoding="utf-8"))["seed"] == 3
     again = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2"])
     assert again.exit_code == 2
-    assert again.stderr.strip() == f"error: --output {target} is not empty; pass --force to replace it"
+    assert again.stderr.strip() == f"error: --output {target} holds a tiny model init-tiny built; pass --force to " \
+        "replace it"

@@ -147,7 +147,11 @@ def test_an_unknown_theorem_is_one_line_naming_where_it_looked_and_the_close_nam
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith(f"error: theorem add_zer0 is in none of the trajectories looked in "
                                   f"({at.eval_trajectories(0)}); did you mean add_zero? ")
-    assert done.stderr.count("\n") == 1
+    assert done.stderr.count("\n") == 1 and "summary" not in done.stderr  # `burnqed summary` lists no names
+    nowhere = cli("show", "add_zero", "--trajectories", str(tmp_path / "nonexistent"))
+    assert (nowhere.returncode, nowhere.stderr) == (2, f"error: --trajectories {tmp_path / 'nonexistent'} does not "
+                                                       "exist: give a trajectory prefix (an eval's R.trajectories, a "
+                                                       "search output, merged trajectories)\n")
     missing = cli("show", "add_zero", "--root", str(tmp_path / "run"), "--iter", "3")
     assert (missing.returncode, missing.stderr) == (2, f"error: {at.iter_dir(3)} does not exist: check --root and "
                                                        "--iter, or give --trajectories PREFIX\n")
