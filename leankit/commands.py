@@ -53,7 +53,9 @@ OTHER_COMMAND_KEYWORDS: frozenset[str] = frozenset({
     "assert_not_exists", "assert_not_imported", "suppress_compilation", "unsuppress_compilation", "run_cmd",
     "run_elab", "run_meta", "grind_pattern", "library_note", "compile_inductive", "compile_def", "seal", "unseal",
     "init_quot", "mk_iff_of_inductive_prop", "declare_aesop_rule_sets", "add_aesop_rules", "erase_aesop_rules",
-    "deriving",
+    "deriving", "set_premise_selector", "test_extern", "declare_config_elab", "register_tactic_tag",
+    "show_panel_widgets", "register_linter_set", "recommended_spelling", "register_error_explanation",
+    "gen_injective_theorems",
 })
 # Tokens that stand before a command's keyword and belong to it: declaration modifiers and attribute kinds.
 MODIFIERS: frozenset[str] = frozenset({"private", "protected", "noncomputable", "unsafe", "partial", "nonrec",

@@ -57,9 +57,9 @@ NUMERAL = re.compile(r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(
 _SPECIAL = re.compile(r"""["'«]|--|/-|r#*\"""")
 _ID_FIRST_CHAR = re.compile(ID_FIRST)
 _ID_REST_CHAR = re.compile(ID_REST)
-# Characters after which a name starts a token of its own (no token of core Lean, Batteries or Mathlib runs from one
-# of them into a name); after another symbol a token may (`#eval`, `s!`), so a quote in the name is read both ways.
-_OPENS_NAMES = frozenset(".,;:|" + OPEN_BRACKETS + CLOSE_BRACKETS)
+# The character before a name that a token may run from into the name: `#eval`, `#check`, … (no other token of core
+# Lean, Batteries or Mathlib runs from a symbol into a name: after `(`, `/`, `-`, `↑` a name starts a token).
+_GLUES_TO_NAMES = "#"
 _NOT_NEWLINE = re.compile(r"[^\n]")
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
 _CHAR_LITERAL = re.compile(r"""'(?:\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|[^\\\n'])'""")
@@ -95,10 +95,12 @@ def normalize_newlines(text: str) -> str:
 
 
 def _block_end(text: str, start: int) -> tuple[int, bool]:
-    """Index just past the (nested) block comment opening at `start`, and whether it is closed. A doc comment's
-    body starts after its `/--` or `/-!`, as Lean's `commentBody` reads it: `/--/ … -/` is one comment."""
+    """Index just past the (nested) block comment opening at `start`, and whether it is closed. The body starts
+    after the third character, as Lean reads it: a doc comment's after its `/--` or `/-!` (`commentBody`), another's
+    after `/-` and the character `whitespace` looks at to tell the two apart, so `/--/ … -/` and `/-/- -/` are one
+    comment each."""
     depth = 1
-    index = start + (3 if text.startswith(("/--", "/-!"), start) else 2)
+    index = start + 3  # Lean's `whitespace` reads the character after `/-` before the body: `/-/- -/` is one comment
     while index < len(text):
         if text.startswith("/-", index):
             depth += 1
@@ -140,14 +142,14 @@ def string_end(text: str, start: int) -> int:
 def _token_start(text: str, index: int, floor: int) -> bool | None:
     """Whether a token starts at text[index] as Lean's tokenizer reads text[floor:] (`floor`: the text's start or
     a comment's or literal's end): True at `floor`, after a blank, after a numeral (`2'x'` is `2` and a character
-    literal) or after a name the character cannot continue (`h--`); False inside a name (`h'`, `ar"`); None after a
-    symbol character or a name glued to one, where Lean's token table decides (`⁻¹'` and `#eval` are tokens)."""
+    literal) or after a name the character cannot continue (`h--`); False inside a name (`h'`, `ar"`, `x/p'`); None
+    after a symbol character or in a name after `#`, where Lean's token table decides (`⁻¹'` and `#eval` are tokens)."""
     if index <= floor or text[index - 1].isspace():
         return True
     start = index
     while start > floor and _ID_REST_CHAR.match(text[start - 1]):
         start -= 1
-    if start == index or (start > floor and not text[start - 1].isspace() and text[start - 1] not in _OPENS_NAMES):
+    if start == index or (start > floor and text[start - 1] in _GLUES_TO_NAMES):
         return None
     while start < index:
         if _ID_FIRST_CHAR.match(text, start):  # a name runs on to `index` and takes what may continue it
@@ -238,7 +240,8 @@ _ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # 
 def literal_problem(text: str) -> str | None:
     """Why Lean's tokenizer would break off inside a comment or literal of `text`, or None: one left open, a string
     escape Lean does not know (`"\\q"`, a line continuation too), or a quote where Lean starts a character literal
-    that is none (`'ab'`, `'\\q'`: a token's start, or a symbol's end, followed by a name character or `\\`). After
+    that is none (`'ab'`, `'" x`, `'\\q'`: at a token's start, or after a symbol other than core's `]'` and
+    Mathlib's `⁻¹'`, and not `''`). After
     such an error Lean's parser reads on from where the token broke, so what these readers took for the inside of a
     literal is code to Lean there (`'aopen X'` runs `open X`)."""
     floor = 0
@@ -247,11 +250,10 @@ def literal_problem(text: str) -> str | None:
         for index in range(floor, stop):
             if text[index] != "'" or text.startswith("''", index) or text[index - 1 : index] == "'":
                 continue
-            after = text[index + 1 : index + 2]
             starts = _token_start(text, index, floor)
             if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
                 continue  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s` (Mathlib's preimage)
-            if (after == "\\" or _ID_REST_CHAR.match(after)) and starts is not False:
+            if starts is not False:  # `charLitFnAux` reads two characters before it fails: `'" #eval …` runs
                 shown = text[index : index + 8]
                 return f"has a quote at {shown!r} that Lean reads as a character literal it cannot close"
         if region is None:

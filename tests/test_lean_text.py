@@ -113,6 +113,7 @@ def test_regions_are_lean_comments_and_literals() -> None:
     ('ar"b" -- c', [(LITERAL, '"b"'), (LINE_COMMENT, "-- c")]),
     ("⟨h'v', h''⟩ -- c", [(LINE_COMMENT, "-- c")]),
     ('simp /--/ " -/\n#eval 1 --"', [(DOC_COMMENT, '/--/ " -/'), (LINE_COMMENT, '--"')]),
+    ("simp /-/- -/ #eval 1 -- -/", [(BLOCK_COMMENT, "/-/- -/"), (LINE_COMMENT, "-- -/")]),
     ("exact h-- c", [(LINE_COMMENT, "-- c")]),
 ])
 def test_a_quote_or_comment_opens_only_where_lean_starts_a_token(text: str, read: list[tuple[str, str]]) -> None:

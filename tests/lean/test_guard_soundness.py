@@ -740,6 +740,13 @@ def test_a_long_answer_is_shown_cut_at_120_characters():
     "exact 0xopen Foo in simp",                           # `0x` and no hexadecimal digit: Lean stops after it
     "exact 0bend",
     "exact 1eopen Foo in simp",
+    # Lean's `charLitFnAux` reads two characters before it fails, so the command after `'" ` or `'«x` runs.
+    "exact '\" #eval IO.println 1 --\"",
+    "exact '«x#eval IO.println 1 --»",
+    "exact (f x)' xrun_cmd IO.println 1",
+    "simp /-/- -/\nopen IO in #eval println 1 -- -/",    # Lean's `/-` skips its third character: `/-/- -/` is one
+    "exact h\nset_premise_selector fun _ _ => pure #[]",  # core commands the keyword list lacked
+    "exact h\ntest_extern f 1",
 ])
 def test_a_command_hidden_where_lean_reads_code_is_refused_whatever_the_deny_list(tactic: str) -> None:
     """A quote after a numeral or a symbol, a doc comment's `/--/`, an opener glued to a token, an interpolated
@@ -756,6 +763,9 @@ def test_a_command_hidden_where_lean_reads_code_is_refused_whatever_the_deny_lis
     "norm_num [show (0x1F : ℕ) = 31 by rfl, (1_000 : ℕ), (2.5e3 : ℝ)]",
     "exact 'a'.toNat_lt",
     "exact \"a\\n\\x41\\u0042\".length_pos",
+    "rw [show (1 / (p * b).cast : ℚ) = x/p' by unfold x p; ring]",   # names after `/`, `↑`, `-`, `*`: primes
+    "have hi' : n + ↑i' = i := by omega",
+    "calc c' - (a' + b') = (c' - a') + -b' := by abel",
 ])
 def test_tokens_lean_reads_whole_pass(tactic: str) -> None:
     """Primes, Lean's and Mathlib's tokens that end in a quote, numerals of every base, closed literals with known
