@@ -102,6 +102,9 @@ class TacticGuard:
         sketch = read_sketch(text)
         if isinstance(sketch, str):
             return sketch
+        lexical = lexical_problem(text) if self.builtin else None  # as written: the skeleton drops its comments
+        if lexical is not None:
+            return f"the sketch {lexical}"
         reason = self.check(sketch.skeleton)
         if reason is not None:
             return f"the sketch's skeleton {reason}"

@@ -290,6 +290,12 @@ def test_an_honest_sketch_comes_back_read():
                                               "keyword 'open': Lean would run a command of its own there",))
 
 
+def test_a_sketch_is_read_as_written_before_its_skeleton_drops_its_comments():
+    """`<--run_cmd` is a comment to the skeleton's reader and code to a Lean whose `<-` is a token."""
+    refused = GUARD.check_sketch('have h : 1 = 1 := by sorry\nexact x <--run_cmd IO.println "x"')
+    assert isinstance(refused, str) and refused.startswith("the sketch has a quote or comment opener glued to a symbol")
+
+
 def test_a_guard_without_the_built_in_rules_exists_only_to_check_the_nets_under_it():
     assert TacticGuard([], builtin=False).check("simp; instance : Add ℕ := ⟨(· * ·)⟩") is None
     assert TacticGuard([], builtin=False).check("exact sorryAx False") is None
