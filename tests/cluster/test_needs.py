@@ -84,6 +84,7 @@ def test_the_report_without_matplotlib_goes_on_without_its_plots(tmp_path: Path,
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *rest: None if name == "matplotlib" else found(name, *rest))
     assert [(n.distribution, n.optional) for n in command_needs("report", Config())] == [("matplotlib", True)]
+    (tmp_path / "run").mkdir()
     result = cli("report", "--root", str(tmp_path / "run"), "--iter", "0")  # past the check, to the missing eval
     first, second = result.stderr.splitlines()
     assert first == ("warning: drawing the report's plots needs the matplotlib package, which is not installed here: "

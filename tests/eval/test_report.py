@@ -143,8 +143,11 @@ def test_a_root_without_the_iteration_or_without_any_eval_is_refused_before_anyt
 ) -> None:
     from burnqed.errors import InputError
 
-    with pytest.raises(InputError, match=r"iter_0 does not exist \(it holds no iteration\)"):
+    with pytest.raises(InputError, match=r"iter_0 does not exist \(.*typo does not exist\)"):
         build_report(str(tmp_path / "typo"), 0, PipelineConfig(), store=store)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match=r"iter_0 does not exist \(it holds no iteration\)"):
+        build_report(str(tmp_path / "empty"), 0, PipelineConfig(), store=store)
     (tmp_path / "run" / "iter_0" / "data").mkdir(parents=True)
     with pytest.raises(InputError, match=r"iter_1 does not exist \(it holds iterations \[0\]\)"):
         build_report(str(tmp_path / "run"), 1, PipelineConfig(), store=store)
