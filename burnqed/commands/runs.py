@@ -216,14 +216,16 @@ def plan(
     """Print an iteration's stages, their commands and what `iterate` with the same options does with each; run
     nothing. `done`: finished with the inputs this run gives it (skipped); `todo`: not finished; `diff`: finished
     with other inputs (the first difference below it; `iterate` refuses the iteration, --force redoes it and every
-    stage after it, each marked). Refuses what `iterate` refuses before its first stage (a --model naming no model
-    folder, a --root that is a file). Warns first when eval-base would evaluate another model than SFT starts from
+    stage after it, each marked); the last line says so, or that iterate refuses the iteration for an earlier one
+    not finished. Refuses what `iterate` refuses before its first stage (a --model naming no model folder, a --root
+    that is a file). Warns first when eval-base would evaluate another model than SFT starts from
     (policy.model set, sft.base_model not)."""
-    from burnqed.runner.local import base_model_warning, other_inputs_refusal
+    from burnqed.errors import BurnqedError
+    from burnqed.runner.local import base_model_warning, check_iteration, other_inputs_refusal
     from burnqed.runner.plan import iteration_of
 
-    cfg, _, run_root, runner = _local_run(root, config, model_set(model, set_, base=True), _grammar(ctx),
-                                          force=True)
+    cfg, store, run_root, runner = _local_run(root, config, model_set(model, set_, base=True), _grammar(ctx),
+                                              force=True)
     iteration_plan = iteration_of(cfg, run_root, iteration)
     warning = base_model_warning(iteration_plan, cfg, runner.grammar)
     if warning is not None:
@@ -241,8 +243,14 @@ def plan(
                        "starts it over")
         elif shard.redo and refused is not None:
             typer.echo("      --force redoes it too: it comes after a stage that runs")
-    if refused is not None:
-        typer.echo(f"iterate refuses: {other_inputs_refusal(iteration, refused)}")
+    try:  # what iterate refuses first: an earlier iteration not finished, an input nothing makes
+        check_iteration(iteration_plan, store, lambda j: not runner.pending(iteration_of(cfg, run_root, j)),
+                        carry=carried(root=root, model=model, config=config, sets=set_))
+    except BurnqedError as exc:
+        typer.echo(f"iterate refuses: {exc}")
+    else:
+        if refused is not None:
+            typer.echo(f"iterate refuses: {other_inputs_refusal(iteration, refused)}")
 
 
 @reports_errors

@@ -578,6 +578,15 @@ def require_in_order(iters: Sequence[int], root: str, earlier_done: Callable[[in
         require_earlier(Iteration(index=i, root=root, stages=()), lambda j: j in requested or earlier_done(j), carry)
 
 
+def check_iteration(iteration: Iteration, store: storage.Store, earlier_done: Callable[[int], bool],
+                    only: Sequence[str] = (), carry: Sequence[str] = ()) -> None:
+    """What `run_iterations` refuses of `iteration` before its first stage, in its order: an earlier iteration not
+    finished (`require_earlier`, `earlier_done` telling which are; `ConfigError`), then an input that no stage makes
+    and that does not exist (`check_stage_inputs`; `InputError`). `burnqed plan` prints the same line."""
+    require_earlier(iteration, earlier_done, carry)
+    check_stage_inputs(iteration, store, only)
+
+
 def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGrammar) -> str | None:
     """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
     SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
@@ -629,8 +638,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     for i in iters:
         iteration = iteration_of(cfg, run_root, i)
         finished.cache_clear()  # the iterations run before this one have finished since
-        require_earlier(iteration, finished, carry)
-        check_stage_inputs(iteration, store, only or ())
+        check_iteration(iteration, store, finished, only or (), carry)
         warning = base_model_warning(iteration, cfg, runner.grammar)
         if warning is not None:
             echo(warning, err=True)

@@ -76,3 +76,13 @@ def test_plan_refuses_what_iterate_refuses_before_its_first_stage(tmp_path: Path
     assert iterated.exit_code == 2, iterated.output
     assert (planned.exit_code, planned.stderr) == (iterated.exit_code, iterated.stderr)
     assert planned.stdout == "" and not (tmp_path / "runs").exists()
+
+
+def test_plan_says_iterate_refuses_an_iteration_whose_earlier_one_has_not_finished(tmp_path: Path) -> None:
+    root = str(tmp_path / "runs")
+    planned = CliRunner().invoke(app, ["plan", "--iter", "1", "--root", root])
+    iterated = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", root])
+    assert (planned.exit_code, iterated.exit_code) == (0, 2), planned.output + iterated.output
+    assert planned.stdout.splitlines()[-1] == "iterate refuses: " + iterated.stderr.splitlines()[-1].removeprefix(
+        "error: ")
+    assert "iteration 0 has not finished under" in planned.stdout.splitlines()[-1]
