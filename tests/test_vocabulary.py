@@ -110,7 +110,11 @@ def test_model_is_the_set_of_policy_model_it_equals() -> None:
 
 @pytest.mark.slow  # one command start
 def test_iterate_plan_and_run_all_take_the_model_as_the_base_their_sft_fine_tunes_and_their_base_eval_evaluates(
-        tmp_path: Path) -> None:
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # plan refuses a --model naming no model folder, as iterate does: one is here
+    (tmp_path / "my-model").mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (tmp_path / "my-model" / name).write_text("{}")
     done = CliRunner().invoke(app, ["plan", "--root", str(tmp_path / "runs"), "--model", "my-model"])
     assert done.exit_code == 0, done.output
     (base,) = [line for line in done.stdout.splitlines() if " eval-base " in line]

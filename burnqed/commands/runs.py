@@ -35,7 +35,10 @@ from burnqed.commands.vocabulary import IterationModelOption, model_set
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
+    from burnqed.config import Config
+    from burnqed.runner.local import LocalRunner
     from burnqed.runner.reuse import CommandGrammar
+    from burnqed.storage import Store
 
 RootOption = Annotated[
     str | None,
@@ -90,23 +93,18 @@ def _parse_iters(text: str) -> list[int]:
     return iters
 
 
-def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
-                    config: Path | None, given: tuple[str | None, list[str] | None], gates: bool, force: bool,
-                    grammar: CommandGrammar) -> None:
-    """Run `iters` with the user's --model and --sets (`given`); the commands it names carry them and --root and
-    --config (`commands.kit.carried`), and after the last iteration's report it names the next iteration's command and
-    `show`'s."""
+def _local_run(root: str | None, config: Path | None, sets: list[str] | None, grammar: CommandGrammar, *,
+               jobs: int = 1, force: bool = False) -> tuple[Config, Store, str, LocalRunner]:
+    """The configuration, store, run root and local runner of `iterate`, `run-all` and `plan` (`sets`: the user's,
+    with --model's), after the checks a run makes before its first stage: the root's URI, lean.workers against
+    this machine, the models and benchmark (`runner.local.check_before_work`) and that the root can be written (a
+    file there is refused). The runner's stages get the configuration and sets, and storage.root = the run root;
+    `plan` judges finished stages with the same runner, as `iterate` would."""
     from burnqed import storage
     from burnqed.base import uris
     from burnqed.base.resources import check_workers_fit
-    from burnqed.base.signals import same_command, stop_on_signals
-    from burnqed.layout import Layout
-    from burnqed.runner.local import LocalRunner, check_before_work, default_jobs, run_iterations
-    from burnqed.storage.place_lease import hold_lease
+    from burnqed.runner.local import LocalRunner, check_before_work
 
-    model, given_sets = given
-    sets = model_set(model, given_sets, base=True)
-    carry = carried(root=root, model=model, config=config, sets=given_sets)
     cfg = configure(config, sets)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     if cfg.lean.workers is not None:  # every stage's pool would refuse it: refuse it once, before the first stage
@@ -115,8 +113,26 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     check_before_work(cfg, store)
     run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
-    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs or default_jobs(),
-                         store=store, force=force, grammar=grammar)
+    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store,
+                         force=force, grammar=grammar)
+    return cfg, store, run_root, runner
+
+
+def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
+                    config: Path | None, given: tuple[str | None, list[str] | None], gates: bool, force: bool,
+                    grammar: CommandGrammar) -> None:
+    """Run `iters` with the user's --model and --sets (`given`); the commands it names carry them and --root and
+    --config (`commands.kit.carried`), and after the last iteration's report it names the next iteration's command and
+    `show`'s."""
+    from burnqed.base.signals import same_command, stop_on_signals
+    from burnqed.layout import Layout
+    from burnqed.runner.local import default_jobs, run_iterations
+    from burnqed.storage.place_lease import hold_lease
+
+    model, given_sets = given
+    carry = carried(root=root, model=model, config=config, sets=given_sets)
+    cfg, store, run_root, runner = _local_run(root, config, model_set(model, given_sets, base=True), grammar,
+                                              jobs=jobs or default_jobs(), force=force)
     command = same_command()
 
     def stopped() -> str:
@@ -197,25 +213,44 @@ def plan(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Print an iteration's stages, their commands and whether each is finished; run nothing. Warns first when
-    eval-base would evaluate another model than SFT starts from (policy.model set, sft.base_model not)."""
-    from burnqed import storage
-    from burnqed.base import uris
-    from burnqed.runner.local import base_model_warning
+    """Print an iteration's stages, their commands and what `iterate` with the same options does with each; run
+    nothing. `done`: finished with the inputs this run gives it (skipped); `todo`: not finished; `diff`: finished
+    with other inputs (the first difference below it; `iterate` refuses the iteration, --force redoes it and every
+    stage after it, each marked); the last line says so, or that iterate refuses the iteration for an earlier one
+    not finished. Refuses what `iterate` refuses before its first stage (a --model naming no model folder, a --root
+    that is a file). Warns first when eval-base would evaluate another model than SFT starts from
+    (policy.model set, sft.base_model not)."""
+    from burnqed.errors import BurnqedError
+    from burnqed.runner.local import base_model_warning, check_iteration, other_inputs_refusal
     from burnqed.runner.plan import iteration_of
 
-    cfg, store = setup(config, model_set(model, set_, base=True))
-    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
-    iteration_plan = iteration_of(cfg, storage.normalize(root or cfg.storage.root), iteration)
-    warning = base_model_warning(iteration_plan, cfg, _grammar(ctx))
+    cfg, store, run_root, runner = _local_run(root, config, model_set(model, set_, base=True), _grammar(ctx),
+                                              force=True)
+    iteration_plan = iteration_of(cfg, run_root, iteration)
+    warning = base_model_warning(iteration_plan, cfg, runner.grammar)
     if warning is not None:
         typer.echo(warning, err=True)
-    for stage in iteration_plan.stages:
-        for shard in range(stage.shards):
-            done = all(store.is_done(uri) for uri in stage.outputs_for(shard))
-            label = stage.name if stage.shards == 1 else f"{stage.name}[{shard}]"
-            typer.echo(f"{'done' if done else 'todo'}  {label:<22} {stage.resource.value:<9} "
-                       f"{suggestion(stage.argv_for(shard))}")
+    shards = runner.shard_plans(iteration_plan)  # as `iterate --force` would judge them: which it redoes
+    refused = next((shard for shard in shards if shard.difference is not None), None)
+    for shard in shards:
+        state = "todo" if not shard.finished else "diff" if shard.difference is not None else "done"
+        typer.echo(f"{state}  {shard.label:<22} {shard.stage.resource.value:<9} "
+                   f"{suggestion(shard.stage.argv_for(shard.shard))}")
+        if shard.difference is not None:
+            typer.echo(f"      finished with other inputs: {shard.difference}")
+        elif shard.redo and not shard.finished:
+            typer.echo("      holds an interrupted run made with other inputs: its --resume refuses it, --force "
+                       "starts it over")
+        elif shard.redo and refused is not None:
+            typer.echo("      --force redoes it too: it comes after a stage that runs")
+    try:  # what iterate refuses first: an earlier iteration not finished, an input nothing makes
+        check_iteration(iteration_plan, store, lambda j: not runner.pending(iteration_of(cfg, run_root, j)),
+                        carry=carried(root=root, model=model, config=config, sets=set_))
+    except BurnqedError as exc:
+        typer.echo(f"iterate refuses: {exc}")
+    else:
+        if refused is not None:
+            typer.echo(f"iterate refuses: {other_inputs_refusal(iteration, refused)}")
 
 
 @reports_errors

@@ -88,6 +88,53 @@ class IterationRun:
         return [run for run in self.runs if run.status is StageStatus.RAN]
 
 
+@dataclass(frozen=True, slots=True)
+class ShardPlan:
+    """What a run does with one stage shard (`LocalRunner.shard_plans`): `finished` when its outputs are all
+    finished; `difference` (finished ones) the first difference between what it was made from and what this run
+    gives it, None when the same; `recorded` False when a finished output records nothing (an older burnqed's);
+    `redo` when a run with --force runs it again through its own --force (`redo_argv`)."""
+
+    stage: Stage
+    shard: int
+    finished: bool
+    difference: str | None = None
+    recorded: bool = True
+    redo: bool = False
+
+    @property
+    def runs(self) -> bool:
+        """Whether a run that gets this far starts it: unfinished, or redone."""
+        return not self.finished or self.redo
+
+    @property
+    def label(self) -> str:
+        return self.stage.name if self.stage.shards == 1 else f"{self.stage.name}[{self.shard}]"
+
+
+def other_inputs_refusal(index: int, shard: ShardPlan) -> str:
+    """Why a run without --force refuses iteration `index` (`ConfigError`, exit 2): `shard` finished with other inputs
+    than the run gives it. `burnqed plan` prints the same line."""
+    return (f"iteration {index}: stage {shard.label} finished with other inputs than this run gives it: "
+            f"{shard.difference}; run it as it was made, or --force redoes it and every stage after it")
+
+
+def _comes_after(stage: Stage, names: set[str], stages: Mapping[str, Stage]) -> bool:
+    """True when `stage` comes after one of the stages `names`, directly or not (`stages`: the iteration's, by
+    name)."""
+    seen: set[str] = set()
+    todo = list(stage.after)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in stages:
+            continue
+        seen.add(name)
+        if name in names:
+            return True
+        todo.extend(stages[name].after)
+    return False
+
+
 class StageFailedError(BurnqedError):
     """A stage's command exited with an error; its own message is above it on stderr."""
 
@@ -273,44 +320,57 @@ class LocalRunner:
                     copier.join(timeout=1.0)
         return result
 
-    def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
-        """What `run` has to do: the unfinished shards of the stages asked for (finished ones recorded skipped), and
-        with `force` the finished ones made with other inputs and every one after a stage that runs, each to be
-        redone through its own --force (`redo_argv`), as is an unfinished search holding a run made with other
-        inputs. A finished stage made with other inputs is refused without `force` (`ConfigError`) before anything
-        runs."""
-        plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
-        skipped: list[tuple[Stage, int, str]] = []
+    def shard_plans(self, iteration: Iteration, only: Sequence[str] = (), *, force: bool | None = None
+                    ) -> list[ShardPlan]:
+        """What a run of `iteration` (or only of the stages `only` names) does with each stage shard, in run order,
+        judged as `run` judges it (`force`: as a run with or without --force; default this runner's): a finished
+        one is compared with what this run gives it (`reuse.stage_verdict`); with `force` one made with other inputs
+        is redone, as is every finished one after a stage that runs, and an unfinished search holding a run made
+        with other inputs starts over. `run` refuses a finished one made with other inputs without `force`;
+        `burnqed plan` shows them all."""
+        force = self.force if force is None else force
+        plans: list[ShardPlan] = []
+        running: set[str] = set()  # the stages with a shard that runs
+        earlier = {s.name: s for s in iteration.stages}
         for stage in iteration.stages:
             if only and stage.name not in only:
                 continue
-            todo = []
             for k in range(stage.shards):
                 if not all(self.store.is_done(u) for u in stage.outputs_for(k)):
-                    todo.append(k)
-                    if self.force and self._interrupted_elsewise(stage, k):
-                        plan.redone.add((stage.name, k))  # its --resume would refuse the run it holds
-                    continue
-                verdict = self._verdict(stage, k)
-                label = stage.name if stage.shards == 1 else f"{stage.name}[{k}]"
-                if verdict.difference is not None and not self.force:
-                    raise ConfigError(
-                        f"iteration {iteration.index}: stage {label} finished with other inputs than this run gives "
-                        f"it: {verdict.difference}; run it as it was made, or --force redoes it and every stage "
-                        "after it")
-                if verdict.difference is not None or self._after_redone(stage, plan):
-                    todo.append(k)
-                    plan.redone.add((stage.name, k))
+                    # its --resume would refuse the interrupted run it holds: redone through its own --force
+                    plans.append(ShardPlan(stage, k, finished=False,
+                                           redo=force and self._interrupted_elsewise(stage, k)))
                 else:
-                    skipped.append((stage, k, "" if verdict.recorded else
-                                    " (made by an older burnqed: its inputs were not recorded)"))
-            if todo:
-                plan.waiting[stage.name] = todo
-                plan.unfinished[stage.name] = len(todo)
-                plan.runs[stage.name] = []
-        for stage, k, note in skipped:
+                    verdict = self._verdict(stage, k)
+                    redo = force and (verdict.difference is not None or _comes_after(stage, running, earlier))
+                    plans.append(ShardPlan(stage, k, finished=True, difference=verdict.difference,
+                                           recorded=verdict.recorded, redo=redo))
+                if plans[-1].runs:
+                    running.add(stage.name)
+        return plans
+
+    def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
+        """What `run` has to do (`shard_plans`): the shards that run, those redone through their own --force
+        (`redo_argv`), the finished ones recorded skipped. A finished stage made with other inputs is refused without
+        `force` (`ConfigError`, `other_inputs_refusal`) before anything runs."""
+        plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
+        skipped: list[ShardPlan] = []
+        for shard in self.shard_plans(iteration, only):
+            if shard.difference is not None and not self.force:
+                raise ConfigError(other_inputs_refusal(iteration.index, shard))
+            if not shard.runs:
+                skipped.append(shard)
+                continue
+            plan.waiting.setdefault(shard.stage.name, []).append(shard.shard)
+            plan.unfinished[shard.stage.name] = plan.unfinished.get(shard.stage.name, 0) + 1
+            plan.runs[shard.stage.name] = []
+            if shard.redo:
+                plan.redone.add((shard.stage.name, shard.shard))
+        for shard in skipped:
+            stage, k = shard.stage, shard.shard
             result.runs.append(ShardRun(stage.name, k if stage.shards > 1 else None, StageStatus.SKIPPED, 0.0))
             if stage.name not in plan.waiting and k == stage.shards - 1:
+                note = "" if shard.recorded else " (made by an older burnqed: its inputs were not recorded)"
                 self.echo(f"{plan.tag(stage.name)} {stage.name}: done already, skipped{note}")
         plan.finished = {name for name in iteration.names if name not in plan.waiting}
         return plan
@@ -353,24 +413,6 @@ class LocalRunner:
                 Path(config) if config else None, sets, self.env), self.store, grammar=self.grammar) is not None
         except InputError:  # what it would be made from cannot be read now: the stage says so itself
             return False
-
-    def _after_redone(self, stage: Stage, plan: _Plan) -> bool:
-        """With `force`: True when a stage `stage` comes after, directly or not, runs in this plan (what it was
-        made from is about to change)."""
-        if not self.force:
-            return False
-        earlier = {s.name: s for s in plan.iteration.stages}
-        seen: set[str] = set()
-        todo = list(stage.after)
-        while todo:
-            name = todo.pop()
-            if name in seen or name not in earlier:
-                continue
-            seen.add(name)
-            if name in plan.waiting:
-                return True
-            todo.extend(earlier[name].after)
-        return False
 
     def _finished(self, plan: _Plan, run: ShardRun) -> None:
         """Account for a shard that has exited: a failure stops new starts; a stage's last shard finishes it."""
@@ -536,6 +578,15 @@ def require_in_order(iters: Sequence[int], root: str, earlier_done: Callable[[in
         require_earlier(Iteration(index=i, root=root, stages=()), lambda j: j in requested or earlier_done(j), carry)
 
 
+def check_iteration(iteration: Iteration, store: storage.Store, earlier_done: Callable[[int], bool],
+                    only: Sequence[str] = (), carry: Sequence[str] = ()) -> None:
+    """What `run_iterations` refuses of `iteration` before its first stage, in its order: an earlier iteration not
+    finished (`require_earlier`, `earlier_done` telling which are; `ConfigError`), then an input that no stage makes
+    and that does not exist (`check_stage_inputs`; `InputError`). `burnqed plan` prints the same line."""
+    require_earlier(iteration, earlier_done, carry)
+    check_stage_inputs(iteration, store, only)
+
+
 def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGrammar) -> str | None:
     """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
     SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
@@ -587,8 +638,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     for i in iters:
         iteration = iteration_of(cfg, run_root, i)
         finished.cache_clear()  # the iterations run before this one have finished since
-        require_earlier(iteration, finished, carry)
-        check_stage_inputs(iteration, store, only or ())
+        check_iteration(iteration, store, finished, only or (), carry)
         warning = base_model_warning(iteration, cfg, runner.grammar)
         if warning is not None:
             echo(warning, err=True)

@@ -61,10 +61,13 @@ def test_iterate_warns_before_any_stage_runs(tmp_path: Path, store: Store) -> No
 def test_plan_prints_the_warning_before_the_stages(tmp_path: Path) -> None:
     from burnqed.cli import app
 
-    root = str(tmp_path / "runs")
-    done = CliRunner().invoke(app, ["plan", "--root", root, "--set", "policy.model=/models/prover"])
+    root, model = str(tmp_path / "runs"), tmp_path / "prover"  # a model folder: plan refuses one not there
+    model.mkdir()
+    for name in ("config.json", "model.safetensors", "tokenizer.json"):
+        (model / name).write_text("{}")
+    done = CliRunner().invoke(app, ["plan", "--root", root, "--set", f"policy.model={model}"])
     assert done.exit_code == 0, done.stderr
-    assert done.stderr.splitlines() == [WARNING]
+    assert done.stderr.splitlines() == [WARNING.replace("/models/prover", str(model))]
     assert done.stdout.splitlines()[1].startswith("todo  eval-base")
     plain = CliRunner().invoke(app, ["plan", "--root", root])
     assert plain.exit_code == 0 and plain.stderr == ""

@@ -102,6 +102,27 @@ def test_rerunning_a_finished_iteration_does_no_work(iteration_0: Path, iterate_
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == before
 
 
+def test_plan_over_the_finished_iteration_with_another_setting_says_what_iterate_does(
+        iteration_0: Path, iterate_home: Path) -> None:
+    """The audit's case: after iteration 0, `plan --set data.world_seed=1` showed prepare-data `done` while `iterate`
+    with the same --set refused it. Plan shows it `diff` with the difference, the stages --force redoes after it
+    marked, and iterate's own refusal last; nothing under the run changes."""
+    from tests.processes import cli
+
+    root = iteration_0 / "run"
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()}
+    env, changed = {**iterate_env(iterate_home), "BURNQED_CONFIG": None}, ("--set", "data.world_seed=1")
+    planned = cli("plan", "--iter", "0", "--root", str(root), *changed, env=env)
+    refused = iterate_in_process(str(root), 0, iterate_env(iterate_home), *changed)
+    assert planned.returncode == 0 and refused.returncode == 2, planned.stderr + refused.stderr
+    lines = planned.stdout.splitlines()
+    assert lines[:2] == [lines[0], "      finished with other inputs: data.world_seed was 0, now 1"]
+    assert lines[0].startswith("diff  prepare-data ")
+    assert sum(line == "      --force redoes it too: it comes after a stage that runs" for line in lines) == 9
+    assert lines[-1] == "iterate refuses: " + refused.stderr.splitlines()[-1].removeprefix("error: ")
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == before
+
+
 def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteration_0: Path, iterate_home: Path,
                                                                         tmp_path: Path, store: Store) -> None:
     run = tmp_path / "run"
