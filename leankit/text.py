@@ -241,37 +241,52 @@ def literal_problem(text: str) -> str | None:
     """Why Lean's tokenizer would break off inside a comment or literal of `text`, or None: one left open, a string
     escape Lean does not know (`"\\q"`, a line continuation too), or a quote where Lean starts a character literal
     that is none (`'ab'`, `'" x`, `'\\q'`: at a token's start, or after a symbol other than core's `]'` and
-    Mathlib's `⁻¹'`, and not `''`). After
-    such an error Lean's parser reads on from where the token broke, so what these readers took for the inside of a
-    literal is code to Lean there (`'aopen X'` runs `open X`)."""
+    Mathlib's `⁻¹'`; Mathlib's `f '' s` passes, `''"` does not). After such an error Lean's parser reads on from
+    where the token broke, so what these readers took for the inside of a literal is code to Lean there (`'aopen X'`
+    runs `open X`)."""
     floor = 0
     for region in [*regions(text), None]:
-        stop = len(text) if region is None else region.start
-        for index in range(floor, stop):
-            if text[index] != "'" or text.startswith("''", index) or text[index - 1 : index] == "'":
-                continue
-            starts = _token_start(text, index, floor)
-            if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
-                continue  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s` (Mathlib's preimage)
-            if starts is not False:  # `charLitFnAux` reads two characters before it fails: `'" #eval …` runs
-                shown = text[index : index + 8]
-                return f"has a quote at {shown!r} that Lean reads as a character literal it cannot close"
-        if region is None:
-            return None
+        problem = _broken_quote(text, floor, len(text) if region is None else region.start)
+        if problem is not None or region is None:
+            return problem
         body = text[region.start : region.end]
         if not region.closed:
             return f"leaves a {'string' if region.kind == LITERAL else region.kind} open at {body[:12]!r}"
         if region.kind == LITERAL and body[0] == '"':
-            index = 1
-            while index < len(body) - 1:
-                if body[index] == "\\":
-                    escape = _ESCAPE.match(body, index)
-                    if escape is None:
-                        return f"has an escape Lean does not read at {body[index:index + 4]!r}"
-                    index = escape.end()
-                else:
-                    index += 1
+            problem = _escape_problem(body)
+            if problem is not None:
+                return problem
         floor = region.end
+    return None
+
+
+def _broken_quote(text: str, floor: int, stop: int) -> str | None:
+    """`literal_problem`'s quotes in text[floor:stop], code between two regions (`floor`: the first one's end)."""
+    index = floor
+    while (index := text.find("'", index, stop)) >= 0:
+        if text.startswith("''", index) and text[index + 2 : index + 3] in ("", " ", "\n"):
+            index += 2  # Mathlib's image `f '' s`; whatever core Lean makes of it, nothing after hides in a literal
+            continue
+        starts = _token_start(text, index, floor)
+        if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
+            starts = False  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s` (Mathlib's preimage)
+        if starts is not False:  # `charLitFnAux` reads two characters before it fails: `'" #eval …` runs
+            return f"has a quote at {text[index : index + 8]!r} that Lean reads as a character literal it cannot close"
+        index += 1
+    return None
+
+
+def _escape_problem(body: str) -> str | None:
+    """`literal_problem`'s escapes of the string literal `body` (its quotes included)."""
+    index = 1
+    while index < len(body) - 1:
+        if body[index] != "\\":
+            index += 1
+            continue
+        escape = _ESCAPE.match(body, index)
+        if escape is None:
+            return f"has an escape Lean does not read at {body[index:index + 4]!r}"
+        index = escape.end()
     return None
 
 

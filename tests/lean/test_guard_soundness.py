@@ -750,6 +750,7 @@ def test_a_long_answer_is_shown_cut_at_120_characters():
     "exact '\" #eval IO.println 1 --\"",
     "exact '«x#eval IO.println 1 --»",
     "exact (f x)' xrun_cmd IO.println 1",
+    "exact f ''\" #eval IO.println 1 --\"",                # core Lean has no `''`: its second quote starts a literal
     "simp /-/- -/\nopen IO in #eval println 1 -- -/",    # Lean's `/-` skips its third character: `/-/- -/` is one
     "exact h\nset_premise_selector fun _ _ => pure #[]",  # core commands the keyword list lacked
     "exact h\ntest_extern f 1",
