@@ -374,15 +374,21 @@ def test_render_truncates_long_name_lists():
     assert compare_results([("after", after), ("before", before)]).lost == names
 
 
+def written_results(folder: Path, store: Store) -> list[str]:
+    """The `uneven()` results written as eval result files in `folder`, their paths in order."""
+    paths = [str(folder / f"{label}.json") for label, _ in uneven()]
+    for path, (_, result) in zip(paths, uneven(), strict=True):
+        write_eval_result(result, path, store=store)
+    return paths
+
+
 @pytest.mark.slow  # the command in-process: its imports
 def test_compare_output_writes_the_comparison_it_prints(tmp_path: Path, store: Store) -> None:
     from typer.testing import CliRunner
 
     from burnqed.cli import app
 
-    paths = [str(tmp_path / f"{label}.json") for label, _ in uneven()]
-    for path, (_, result) in zip(paths, uneven(), strict=True):
-        write_eval_result(result, path, store=store)
+    paths = written_results(tmp_path, store)
     output = tmp_path / "comparison.json"
     done = CliRunner().invoke(app, ["compare", *paths, "--output", str(output)])
     assert done.exit_code == 0, done.output
@@ -410,9 +416,7 @@ def test_compare_output_is_never_an_input_nor_a_file_of_another_kind(tmp_path: P
 
     from burnqed.cli import app
 
-    paths = [str(tmp_path / f"{label}.json") for label, _ in uneven()]
-    for path, (_, result) in zip(paths, uneven(), strict=True):
-        write_eval_result(result, path, store=store)
+    paths = written_results(tmp_path, store)
     config = tmp_path / "burnqed.toml"
     config.write_text("[search]\n")
     before = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
