@@ -31,6 +31,7 @@ from leankit.text import (
     MODULE_DOC,
     NUMERAL,
     OPENER_OF,
+    glues_to_name,
     literal_problem,
     read_two_ways,
     regions,
@@ -55,7 +56,11 @@ OTHER_COMMAND_KEYWORDS: frozenset[str] = frozenset({
     "init_quot", "mk_iff_of_inductive_prop", "declare_aesop_rule_sets", "add_aesop_rules", "erase_aesop_rules",
     "deriving", "set_premise_selector", "test_extern", "declare_config_elab", "register_tactic_tag",
     "show_panel_widgets", "register_linter_set", "recommended_spelling", "register_error_explanation",
-    "gen_injective_theorems",
+    "gen_injective_theorems", "variables", "library_note2", "norm_cast_add_elim", "set_library_suggestions",
+    "extend_docs", "initialize_simps_projections?", "register_hint", "assert_exists", "deprecated_module",
+    "lrat_proof", "name_poly_vars", "with_weak_namespace", "whatsnew", "sudo", "unset_option", "register_try?_tactic",
+    "simproc_pattern", "grind_propagator", "declare_command_config_elab", "tactic_extension", "theorem_wanted",
+    "def_wanted", "instance_wanted",
 })
 # Tokens that stand before a command's keyword and belong to it: declaration modifiers and attribute kinds.
 MODIFIERS: frozenset[str] = frozenset({"private", "protected", "noncomputable", "unsafe", "partial", "nonrec",
@@ -282,7 +287,8 @@ def lexical_problem(text: str) -> str | None:
     token, its parser reads on from there, so what lay inside the token is code to Lean (`leankit.text.literal_problem`:
     a literal left open, an unknown escape, a quote that is no character literal; a numeral glued to a name, `0xopen`,
     `0bend`, `1eopen`, where Lean stops after `0x` or `1e`); or where the reading depends on the notation tokens in
-    scope (`leankit.text.read_two_ways`). Model text with any of these is refused (`burnqed.lean.guard`)."""
+    scope (`leankit.text.read_two_ways`; a name glued to a symbol and ending in a command keyword, `→oopen`). Model
+    text with any of these is refused (`burnqed.lean.guard`)."""
     problem = literal_problem(text)
     if problem is not None:
         return problem
@@ -294,6 +300,11 @@ def lexical_problem(text: str) -> str | None:
         if token.kind == NUMBER and _NAME_CHAR.match(text, token.end):
             shown = text[token.start : token.end + 4]
             return f"has a numeral glued to a name at {shown!r}: Lean's numeral may end elsewhere"
+        if token.kind == IDENT and token.start > 0 and glues_to_name(text[token.start - 1]):
+            head = token.text.split(".")[0]  # a token such as Mathlib's `→o` may take the name's first letters
+            if any(head[cut:] in COMMAND_KEYWORDS for cut in range(1, len(head))):
+                shown = text[token.start - 1 : token.end]
+                return f"has a name glued to a symbol at {shown!r}: a notation token may end in it, before a command"
     return None
 
 

@@ -57,9 +57,9 @@ NUMERAL = re.compile(r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(
 _SPECIAL = re.compile(r"""["'«]|--|/-|r#*\"""")
 _ID_FIRST_CHAR = re.compile(ID_FIRST)
 _ID_REST_CHAR = re.compile(ID_REST)
-# The character before a name that a token may run from into the name: `#eval`, `#check`, … (no other token of core
-# Lean, Batteries or Mathlib runs from a symbol into a name: after `(`, `/`, `-`, `↑` a name starts a token).
-_GLUES_TO_NAMES = "#"
+# Characters that no token runs from into a name: blanks, brackets, punctuation and ASCII operators (a token `*b` or
+# `/p` would break `a*b` and `x/p'`). After any other symbol one may: core's `#eval`, Mathlib's `→o`, `≃r`, `→L[`.
+_ENDS_TOKENS = frozenset(".,;:|()[]{}⟨⟩⦃⦄+-*/^<>=&~%@$`\"\\")
 _NOT_NEWLINE = re.compile(r"[^\n]")
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
 _CHAR_LITERAL = re.compile(r"""'(?:\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|[^\\\n'])'""")
@@ -139,17 +139,26 @@ def string_end(text: str, start: int) -> int:
     return _string_end(text, start)[0]
 
 
+def glues_to_name(char: str) -> bool:
+    """Whether a token may run from the symbol `char` into the name written right after it (`#eval`, Mathlib's
+    `→o`): `#` and the symbols beyond ASCII that are no bracket (`_ENDS_TOKENS`)."""
+    if char.isspace() or char in _ENDS_TOKENS or _ID_REST_CHAR.match(char):
+        return False
+    return char == "#" or ord(char) > 127
+
+
 def _token_start(text: str, index: int, floor: int) -> bool | None:
     """Whether a token starts at text[index] as Lean's tokenizer reads text[floor:] (`floor`: the text's start or
     a comment's or literal's end): True at `floor`, after a blank, after a numeral (`2'x'` is `2` and a character
     literal) or after a name the character cannot continue (`h--`); False inside a name (`h'`, `ar"`, `x/p'`); None
-    after a symbol character or in a name after `#`, where Lean's token table decides (`⁻¹'` and `#eval` are tokens)."""
+    after a symbol character or in a name glued to one (`glues_to_name`), where Lean's token table decides (`⁻¹'`,
+    `#eval` and Mathlib's `→o` are tokens)."""
     if index <= floor or text[index - 1].isspace():
         return True
     start = index
     while start > floor and _ID_REST_CHAR.match(text[start - 1]):
         start -= 1
-    if start == index or (start > floor and text[start - 1] in _GLUES_TO_NAMES):
+    if start == index or (start > floor and glues_to_name(text[start - 1])):
         return None
     while start < index:
         if _ID_FIRST_CHAR.match(text, start):  # a name runs on to `index` and takes what may continue it
@@ -233,7 +242,7 @@ def read_two_ways(text: str) -> int | None:
     return None
 
 
-_PRIMED_TOKENS = ("]", "⁻¹")  # what precedes `'` in the tokens that end with one: core's `]'`, Mathlib's `⁻¹'`
+_PRIMED_TOKENS = ("]", "⁻¹", "∑", "∏")  # before `'` in the tokens ending with one: core's `]'`, Mathlib's `⁻¹'`, `∑'`
 _ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # Lean's `quotedCharCoreFn`
 
 
@@ -269,11 +278,23 @@ def _broken_quote(text: str, floor: int, stop: int) -> str | None:
             continue
         starts = _token_start(text, index, floor)
         if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
-            starts = False  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s` (Mathlib's preimage)
+            starts = False  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s`, `∑' i` (Mathlib's)
+        if starts is None and _ID_REST_CHAR.match(text[index - 1]):  # a name glued to a symbol (`↑i'`, `→o'`):
+            starts = _resumes_in_a_name(text, index)  # dangerous only where Lean's resumption splits Python's name
         if starts is not False:  # `charLitFnAux` reads two characters before it fails: `'" #eval …` runs
             return f"has a quote at {text[index : index + 8]!r} that Lean reads as a character literal it cannot close"
         index += 1
     return None
+
+
+def _resumes_in_a_name(text: str, index: int) -> bool:
+    """For a quote ending a name glued to a symbol (`→o'…`, where Mathlib's token may take the name's start): whether
+    Lean, reading a character literal there that does not close, resumes inside a name these readers read whole
+    (`→o' bopen X` resumes at `open`); `'` followed by `\\` too."""
+    after = text[index + 1 : index + 3]
+    if after[:1] == "\\":
+        return True
+    return len(after) == 2 and "'" not in after and _ID_REST_CHAR.match(after[1]) is not None
 
 
 def _escape_problem(body: str) -> str | None:

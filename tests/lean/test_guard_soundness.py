@@ -754,6 +754,13 @@ def test_a_long_answer_is_shown_cut_at_120_characters():
     "simp /-/- -/\nopen IO in #eval println 1 -- -/",    # Lean's `/-` skips its third character: `/-/- -/` is one
     "exact h\nset_premise_selector fun _ _ => pure #[]",  # core commands the keyword list lacked
     "exact h\ntest_extern f 1",
+    # Mathlib's tokens that run from a symbol into a letter (`→o`, `→r`, `≃o`): the rest of the name is a keyword
+    "exact h →oopen Real",
+    "exact x ≃oinstance : Add ℕ := ⟨fun _ _ => 0⟩",
+    "exact →r'\"' #eval 1 -- \"",
+    "exact →o' bopen X",
+    "exact 1\nvariables (h : False)",                   # Mathlib's `variables`, `sudo`: commands the list lacked
+    "exact h\nsudo set_option maxHeartbeats 0 in simp",
 ])
 def test_a_command_hidden_where_lean_reads_code_is_refused_whatever_the_deny_list(tactic: str) -> None:
     """A quote after a numeral or a symbol, a doc comment's `/--/`, an opener glued to a token, an interpolated
@@ -773,6 +780,8 @@ def test_a_command_hidden_where_lean_reads_code_is_refused_whatever_the_deny_lis
     "rw [show (1 / (p * b).cast : ℚ) = x/p' by unfold x p; ring]",   # names after `/`, `↑`, `-`, `*`: primes
     "have hi' : n + ↑i' = i := by omega",
     "calc c' - (a' + b') = (c' - a') + -b' := by abel",
+    "exact tsum_le_tsum (∑' i, f i) (∏' i, g i)",       # Mathlib's `∑'` and `∏'`
+    "simp [hs_open.inter ht_open, ¬h', ↑i']",
 ])
 def test_tokens_lean_reads_whole_pass(tactic: str) -> None:
     """Primes, Lean's and Mathlib's tokens that end in a quote, numerals of every base, closed literals with known
