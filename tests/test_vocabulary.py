@@ -233,5 +233,9 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
         assert _run("report", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
             f"error: file://{tmp_path}/nonexistent does not exist, so it holds no iteration: run `burnqed iterate "
             "--root nonexistent` first, or give --root the run root"])
+    for iteration in ((), ("--iter", "1")):  # `start` reads the same root, and says the same of a missing one
+        assert _run("start", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
+            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no iteration: run `burnqed iterate "
+            "--iter 0` first, or give --root the run root"])
     code, lines = _run("report", "--root", "nonexistent", "--iter", "0", "--output", "elsewhere", cwd=tmp_path)
     assert code == 2 and f"(file://{tmp_path}/nonexistent does not exist)" in lines[0]

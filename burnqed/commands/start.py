@@ -49,6 +49,9 @@ def start(
     cfg, store = setup(config, set_, output=output)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
+    if not store.exists(at.root):
+        raise InputError(f"{at.root} does not exist, so it holds no iteration: run `burnqed iterate --iter 0` first, "
+                         "or give --root the run root")
     if iteration is None:
         last = last_iteration(at, store=store, finished=at.eval_result)
         if last is None:
