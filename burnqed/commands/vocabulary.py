@@ -178,9 +178,9 @@ ModelOption = Annotated[
 StartOption = Annotated[
     str | None,
     typer.Option("--start", metavar="PATH|URI", show_default=False,
-                 help="The iteration's start record (`burnqed start`, iter_I/start.json), in place of --init: sft "
-                 "reads the policy it starts from (none: the base), train-ebm the value model it warm-starts from "
-                 "(none: afresh), search whether to use --ebm (not when it did not help at the last eval)."),
+                 help="The iteration's start record (`burnqed start`, iter_I/start.json): sft reads the policy it "
+                 "starts from (none: the base) and train-ebm the value model it warm-starts from (none: afresh), "
+                 "each in place of --init; search reads whether to use --ebm (not when it did not help last)."),
 ]
 # iterate, run-all and plan: the policy an iteration starts from is also the base its SFT fine-tunes, so that the
 # iteration trains the model its base eval evaluates (`model_set(..., base=True)`).
