@@ -61,10 +61,23 @@ OTHER_COMMAND_KEYWORDS: frozenset[str] = frozenset({
     "lrat_proof", "name_poly_vars", "with_weak_namespace", "whatsnew", "sudo", "unset_option", "register_try?_tactic",
     "simproc_pattern", "grind_propagator", "declare_command_config_elab", "tactic_extension", "theorem_wanted",
     "def_wanted", "instance_wanted",
+    # a fifth reading (core's Parser/Command.lean, Init, Lean.Meta; Mathlib's `#help command` over 2024-2026)
+    "docs_to_verso", "cbv_simproc", "cbv_simproc_decl", "builtin_cbv_simproc",
+    "builtin_cbv_simproc_decl", "cbv_simproc_pattern", "builtin_cbv_simproc_pattern", "builtin_simproc_pattern",
+    "builtin_grind_propagator", "grind_annotated", "register_grind_attr", "register_sym_simp_attr", "reprove",
+    "declare_uint_theorems", "declare_bitwise_uint_theorems", "declare_int_theorems", "declare_bitwise_int_theorems",
+    "declare_uint_simprocs", "declare_sint_simprocs", "elab_stx_quot", "def_eval_config_item",
+    "declare_config_getter", "declare_eval_bin", "register_sym_simp", "register_sym_dsimp", "init_grind_norm",
+    "reset_grind_attrs", "deprecate", "guard_min_heartbeats", "count_heartbeats", "insert_to_additive_translation",
+    "to_dual_insert_cast", "to_dual_insert_cast_fun", "assert_no_sorry", "recall?", "name_power_vars",
+    "unlock_limits", "deprecated_syntax", "declare_core_config_elab", "declare_term_config_elab",
+    "declare_config_elab_legacy", "declare_command_config_elab_legacy", "declare_eval_bin_bitwise",
+    "declare_eval_bin_bool_pred", "to_additive_name_hint", "to_dual_name_hint", "aux_def", "end_local_scope",
+    "stop_at_first_error", "register_aesop_check_option", "declare_aesop_exception", "make_elab_grind_config",
 })
 # Tokens that stand before a command's keyword and belong to it: declaration modifiers and attribute kinds.
 MODIFIERS: frozenset[str] = frozenset({"private", "protected", "noncomputable", "unsafe", "partial", "nonrec",
-                                       "local", "scoped"})
+                                       "local", "scoped", "public", "meta"})  # the last two: the module system's
 COMMAND_KEYWORDS: frozenset[str] = DECLARATION_KEYWORDS | OTHER_COMMAND_KEYWORDS | MODIFIERS
 
 # Token kinds.
