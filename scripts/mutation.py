@@ -96,6 +96,12 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/rl/reward.py": (None, REWARD_TESTS),
     "burnqed/search/answer_check.py": (None, ANSWER_CHECK_TESTS),
     "leankit/commands.py": (None, COMMANDS_TESTS),
+    "leankit/text.py": (  # the reader the guard's rules stand on: where Lean starts a token, what it breaks off in
+        ("_block_end", "glues_to_name", "_token_start", "regions", "read_two_ways", "literal_problem", "_broken_quote",
+         "_resumes_in_a_name", "_escape_problem"),
+        ["tests/test_lean_text.py", *COMMANDS_TESTS],
+    ),
+    "burnqed/lean/client.py": (("LeanWorker._roundtrip", "LeanWorker._fence"), ["tests/lean/test_client.py"]),
     "burnqed/search/skeleton.py": (
         ("run_search", "verify_closing", "Proofs.found", "Proofs.ending", "Proofs.limit", "Proofs.count",
          "Proofs.accept", "refused_ending", "final_result", "EngineCore.of", "Spent.of"),
