@@ -252,7 +252,7 @@ def literal_problem(text: str) -> str | None:
     that is none (`'ab'`, `'" x`, `'\\q'`: at a token's start, or after a symbol other than core's `]'` and
     Mathlib's `⁻¹'`; Mathlib's `f '' s` passes, `''"` does not). After such an error Lean's parser reads on from
     where the token broke, so what these readers took for the inside of a literal is code to Lean there (`'aopen X'`
-    runs `open X`)."""
+    runs `open X`). And a string holding `{`: an interpolated string's (`s!"…"`, `throwError "…"`) `{…}` is code."""
     floor = 0
     for region in [*regions(text), None]:
         problem = _broken_quote(text, floor, len(text) if region is None else region.start)
@@ -265,6 +265,8 @@ def literal_problem(text: str) -> str | None:
             problem = _escape_problem(body)
             if problem is not None:
                 return problem
+            if "{" in body:
+                return "has a string holding `{`: an interpolated string's `{…}` is code Lean runs"
         floor = region.end
     return None
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from burnqed.records.replies import SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch, read_sketch
 from leankit.commands import IDENT, command_tokens, lexical_problem, tokens
-from leankit.text import LITERAL, read_as_lean, regions
+from leankit.text import read_as_lean
 
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig
@@ -39,21 +39,14 @@ def builtin_refusal(text: str) -> str | None:
     anywhere (`leankit.commands.command_tokens`: Lean ends the term or tactic there and runs a command of its own, which
     may redefine `+` or add an axiom), the name `sorryAx` (what `sorry` elaborates to, named directly), text Lean may
     read otherwise than these rules (`leankit.commands.lexical_problem`: a token Lean breaks off inside, a comment
-    or literal the notation tokens in scope decide), or a string holding `{` (an interpolated string's `{…}` is code
-    to Lean, a literal to these rules)."""
+    or literal the notation tokens in scope decide, a string holding `{`, whose `{…}` an interpolated string runs)."""
     found = command_tokens(text)
     if found:
         return f"holds the command keyword {found[0].text!r}: Lean would run a command of its own there"
     for token in tokens(text):
         if token.kind == IDENT and token.name.split(".")[-1] == "sorryAx":
             return "names `sorryAx`, what `sorry` elaborates to"
-    problem = lexical_problem(text)
-    if problem is not None:
-        return problem
-    for region in regions(text):
-        if region.kind == LITERAL and text[region.start] == '"' and "{" in text[region.start : region.end]:
-            return "has a string holding `{`: an interpolated string's `{…}` is code Lean runs"
-    return None
+    return lexical_problem(text)
 
 
 class TacticGuard:
