@@ -281,12 +281,21 @@ def _broken_quote(text: str, floor: int, stop: int) -> str | None:
         starts = _token_start(text, index, floor)
         if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
             starts = False  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s`, `∑' i` (Mathlib's)
-        if starts is None and _ID_REST_CHAR.match(text[index - 1]):  # a name glued to a symbol (`↑i'`, `→o'`):
-            starts = _resumes_in_a_name(text, index)  # dangerous only where Lean's resumption splits Python's name
+        if starts is None and _glued_name(text, index, floor):  # a name glued to a symbol (`↑i'`, `→o'`): dangerous
+            starts = _resumes_in_a_name(text, index)  # only where Lean's resumption splits these readers' name
         if starts is not False:  # `charLitFnAux` reads two characters before it fails: `'" #eval …` runs
             return f"has a quote at {text[index : index + 8]!r} that Lean reads as a character literal it cannot close"
         index += 1
     return None
+
+
+def _glued_name(text: str, index: int, floor: int) -> bool:
+    """Whether text[:index] ends with a name (from a character that may start one) glued to a symbol a token may run
+    from into it (`glues_to_name`: `↑i`, `→o`); not a run of `'`, `!` or `?` (`]''`, `(!'`), each a token's start."""
+    start = index
+    while start > floor and _ID_REST_CHAR.match(text[start - 1]):
+        start -= 1
+    return floor < start < index and glues_to_name(text[start - 1]) and _ID_FIRST_CHAR.match(text, start) is not None
 
 
 def _resumes_in_a_name(text: str, index: int) -> bool:

@@ -29,6 +29,7 @@ from leankit.text import (
     doc_comments,
     doc_text,
     find_depth0,
+    literal_problem,
     mask_comments,
     matching_close,
     read_statement,
@@ -126,6 +127,7 @@ def test_a_quote_or_comment_opens_only_where_lean_starts_a_token(text: str, read
     ("rw [<--1] -- c", 5),                        # `<-` then `-1`, or `<` then a comment
     ("{ x //-1 < 0 } -/", 5),                     # Mathlib's `//` then `-1`, or `/` then a block comment
     ("f ''s' c", 3),                              # Mathlib's image token `''`, or a literal `'s'`
+    ("#check'\"' -- \"", 6),                          # `#check` a token, then the literal `'"'`; or a name `check'`
 ])
 def test_an_opener_glued_to_a_symbol_is_read_both_ways(text: str, at: int) -> None:
     """After a symbol character Lean's token table decides; the two readings differ, and where is said."""
@@ -177,3 +179,21 @@ def test_a_docstring_is_attached_as_lean_attaches_it() -> None:
     assert doc_comment_problem("a /- nested -/ b") is None
     assert doc_comment_problem("ends -/ early") == "it holds a `-/` that would end the doc comment early"
     assert doc_comment_problem("opens /- forever") == "it opens a `/-` comment it never closes"
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("'ainstance : X'", "has a quote at \"'ainstan\" that Lean reads as a character literal it cannot close"),
+    ("exact \"abc", "leaves a string open at '\"abc'"),
+    ("simp /- x", "leaves a block comment open at '/- x'"),
+    ("exact \"\\q\"", "has an escape Lean does not read at '\\\\q\"'"),
+    ("exact →o' bopen X", "has a quote at \"' bopen \" that Lean reads as a character literal it cannot close"),
+])
+def test_literal_problem_names_where_lean_breaks_off(text: str, problem: str) -> None:
+    """From the text's first character (a quote there too), each reason with the place it is at."""
+    assert literal_problem(text) == problem
+
+
+@pytest.mark.parametrize("text", ["h'x'", "h'x' →", "a'b' c'd'"])
+def test_a_name_at_the_texts_start_keeps_its_primes(text: str) -> None:
+    """A name read back to the text's start, and no further: a symbol at its end glues nothing to it."""
+    assert list(regions(text)) == [] and read_two_ways(text) is None and literal_problem(text) is None

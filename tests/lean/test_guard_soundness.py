@@ -759,6 +759,9 @@ def test_a_long_answer_is_shown_cut_at_120_characters():
     "exact x ≃oinstance : Add ℕ := ⟨fun _ _ => 0⟩",
     "exact →r'\"' #eval 1 -- \"",
     "exact →o' bopen X",
+    "exact xs[i]''\" #eval 1 --\"",                     # after core's `]'` the next quote starts a literal
+    "(!'\" #eval 1 --\"",                                 # after core's `!` token too
+    "exact →o'\\qopen X",
     "exact 1\nvariables (h : False)",                   # Mathlib's `variables`, `sudo`: commands the list lacked
     "exact h\nsudo set_option maxHeartbeats 0 in simp",
 ])
@@ -782,6 +785,8 @@ def test_a_command_hidden_where_lean_reads_code_is_refused_whatever_the_deny_lis
     "calc c' - (a' + b') = (c' - a') + -b' := by abel",
     "exact tsum_le_tsum (∑' i, f i) (∏' i, g i)",       # Mathlib's `∑'` and `∏'`
     "simp [hs_open.inter ht_open, ¬h', ↑i']",
+    "exact (f '' s).Nonempty",                            # Mathlib's image
+    "simp -- the set {x | 0 < x}; \\S 2 of the notes",  # a comment is no string: neither rule reads it
 ])
 def test_tokens_lean_reads_whole_pass(tactic: str) -> None:
     """Primes, Lean's and Mathlib's tokens that end in a quote, numerals of every base, closed literals with known
