@@ -46,7 +46,7 @@ from burnqed.search.journal import (
     rebuild_trie,
     recheck_proof,
 )
-from burnqed.search.rebuild import SharedWorkerSearch
+from burnqed.search.rebuild import SharedWorker, searched_root
 from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
@@ -127,7 +127,7 @@ class HybridSettings:
         return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
 
 
-class HybridSearch(SharedWorkerSearch[TrieNode]):
+class HybridSearch:
     """One theorem's hybrid search; `run()` once."""
 
     core: EngineCore[CountingLean]
@@ -136,6 +136,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
                  guard: TacticGuard, value: ValueFn | None = None, root: Root | None = None) -> None:
         self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks, root,
                                   value)  # proofs' budget: proofs sampled before the round + the position in it
+        self.worker: SharedWorker[TrieNode] = SharedWorker(self.core, started_by=self._started_by,
+                                                           mark_dead=self._mark_dead)
         self.settings = settings
         self.trie: ProofTrie | None = None
         self.rounds = 0
@@ -221,11 +223,13 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         await self._checkpoint()
 
     def _mark_dead(self, node: TrieNode) -> None:
-        node.dead = True  # and recorded in the round's checkpoint
+        """`node` cannot be rebuilt: never expanded again, and so recorded in the round's checkpoint."""
+        node.dead = True
         self._touched[node.id] = node
 
     def _started_by(self, node: TrieNode) -> Theorem | None:
-        return self._theorem_at(node) if node.answer is not None else super()._started_by(node)
+        """The theorem whose start gives `node` its state: an answer's root starts the theorem its answer fills."""
+        return self._theorem_at(node) if node.answer is not None else searched_root(self.core.theorem, node)
 
     def _theorem_at(self, node: TrieNode) -> Theorem:
         """The theorem `node` is a state of: the one searched, or (an open answer) the one its answer's root fills."""
@@ -455,7 +459,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         if cut is not None:
             self._entry(node, key, TrieEntry(None, failure=cut))
             return None
-        result = await self._apply_at(node, tactic)
+        result = await self.worker.apply_at(node, tactic)
         if result is None:
             return None
         edge = tactic_row(self.trie.new_id(), node.id, node.depth + 1, node.state, tactic, result)
@@ -503,8 +507,8 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
             return self.core.proofs.accept(edge, accept_subgoal(final, tactics, self.core.guard), tactics, self.rounds,
                                            revision) is not None
         verdict = await verify_closing(self.core.lean, self._theorem_at(node), self.core.guard, tactics, final,
-                                       compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
-                                       charge=self._charge_lean, index_header=self.core.theorem.header)
+                                       compile=self.settings.verify, reclose=lambda: self.worker.apply_at(node, tactic),
+                                       charge=self.worker.charge_lean, index_header=self.core.theorem.header)
         proof = self.core.proofs.count(edge, verdict, tactics, budget, revision)
         if proof is None:
             return False
@@ -637,7 +641,7 @@ class HybridSearch(SharedWorkerSearch[TrieNode]):
         for found in self._journaled:
             node, verdict = await recheck_proof(
                 found, self.trie, rows, lean=self.core.lean, guard=self.core.guard, compile=self.settings.verify,
-                theorem_at=self._theorem_at, apply_at=self._apply_at, charge=self._charge_lean,
+                theorem_at=self._theorem_at, apply_at=self.worker.apply_at, charge=self.worker.charge_lean,
                 index_header=self.core.theorem.header)
             if verdict.ok:  # verified or not as the check says, whatever the journal says
                 (self.core.proofs.verified if verdict.verified else self.core.proofs.unverified).append(

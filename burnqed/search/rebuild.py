@@ -1,15 +1,20 @@
 """One theorem's Lean side on a shared worker: starting the theorem, guarded tactics, restarts counted per cause,
 and rebuilding a node after the worker was replaced (docs/search.md, "Shared workers").
 
-Step and hybrid search inherit `SharedWorkerSearch` and give it their `EngineCore` (`core`: the theorem, Lean, the
-root, the `Waits` where Lean time is booked) and, where a dead node must be recorded elsewhere too, `_mark_dead`;
-their nodes (`search.tree.Node`, `search.trie.TrieNode`) are `Rebuildable`. Whole search, which keeps no states
-beyond the root, uses `burnqed.lean.start.start_theorem`.
+    worker = SharedWorker(core)                                   # step search: the core's theorem starts the root
+    worker = SharedWorker(core, started_by=..., mark_dead=...)    # hybrid: answers' roots, dead nodes checkpointed
+    result = await worker.apply_at(node, "simp")                  # None: the node cannot be rebuilt
+    worker.charge_lean(seconds)                                   # Lean time spent outside these requests
+
+Step and hybrid search each hold one (`worker`) over their `EngineCore` (the theorem, Lean, the guard, the root, the
+`Waits` where Lean time is booked); their nodes (`search.tree.Node`, `search.trie.TrieNode`) are `Rebuildable`. Whole
+search, which keeps no states beyond the root, uses `burnqed.lean.start.start_theorem`.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Generic, Protocol, Self, TypeVar
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
@@ -69,19 +74,31 @@ class WorkerSide(Protocol):
     own_restarts: int
 
 
-class SharedWorkerSearch(Generic[N]):
-    """The Lean requests of one theorem's search on a worker it shares with other theorems: subclasses set `core`
-    (their `EngineCore`) in their constructor."""
+def searched_root(theorem: Theorem, node: Rebuildable) -> Theorem | None:
+    """The theorem whose start gives `node` its state: `theorem` at the root, None elsewhere (the node's state comes
+    from its parent by its tactic)."""
+    return theorem if node.parent is None else None
 
-    core: WorkerSide
 
-    def _charge_lean(self, seconds: float) -> None:
+def _set_dead(node: Rebuildable) -> None:
+    node.dead = True
+
+
+class SharedWorker(Generic[N]):
+    """The Lean requests of one theorem's search on a worker it shares with other theorems. `started_by(node)`: the
+    theorem whose start gives `node` its state, None when its parent's state and its tactic give it (default: the
+    core's theorem at the root, `searched_root`); `mark_dead(node)`: record that `node` cannot be rebuilt (default:
+    its `dead` flag)."""
+
+    def __init__(self, core: WorkerSide, *, started_by: Callable[[N], Theorem | None] | None = None,
+                 mark_dead: Callable[[N], None] = _set_dead) -> None:
+        self.core = core
+        self._started_by = started_by or (lambda node: searched_root(core.theorem, node))
+        self._mark_dead = mark_dead
+
+    def charge_lean(self, seconds: float) -> None:
         """Book `seconds` spent waiting for Lean."""
         self.core.waits.lean_s += seconds
-
-    def _mark_dead(self, node: N) -> None:
-        """`node` could not be rebuilt: it is never expanded again."""
-        node.dead = True
 
     async def _materialize(self, node: N) -> int | None:
         """The node's state id in the worker's current process, replaying its tactic path when the process was
@@ -108,11 +125,6 @@ class SharedWorkerSearch(Generic[N]):
         node.state_id, node.generation = state_id, generation
         return state_id
 
-    def _started_by(self, node: N) -> Theorem | None:
-        """The theorem whose start gives `node` its state (the searched one at the root), or None when the node's
-        state comes from its parent by its tactic. Hybrid search of an open answer starts each answer's theorem."""
-        return self.core.theorem if node.parent is None else None
-
     async def _restart_root(self, theorem: Theorem) -> int:
         """The state id of `theorem`'s start in a new worker process (a worker that cannot be started stops the
         run); a search from a goal already in the worker (`Root.restart`) gets its state again its own way."""
@@ -126,7 +138,7 @@ class SharedWorkerSearch(Generic[N]):
         except LeanError as exc:
             raise LeanGone(f"cannot restart the theorem on a new worker: {first_line(str(exc))}") from exc
         finally:
-            self._charge_lean(time.perf_counter() - started)
+            self.charge_lean(time.perf_counter() - started)
 
     def _goal_at(self, node: N) -> int | None:
         """The goal of `node`'s state a tactic there works on (`goal.tactic`'s goalId); None: the first. A search
@@ -146,12 +158,12 @@ class SharedWorkerSearch(Generic[N]):
             else:
                 result = await self.core.lean.tactic(state_id, tactic, goal_id)
         finally:
-            self._charge_lean(time.perf_counter() - started)
+            self.charge_lean(time.perf_counter() - started)
         if result.states_lost:
             self.core.own_restarts += 1  # this request crashed or hung the worker
         return own_goals(result, self.core.root.siblings)
 
-    async def _apply_at(self, node: N, tactic: str) -> TacticResult | None:
+    async def apply_at(self, node: N, tactic: str) -> TacticResult | None:
         """Apply `tactic` at `node` in the worker's current process, rebuilding the node first when the process
         was replaced; None when the node cannot be rebuilt. The worker is shared: a request refused unsent because
         a neighbour's tactic replaced the process meanwhile (`LeanStatesLostError`) is tried again on the rebuilt

@@ -29,7 +29,7 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, TacticKind, TacticResult, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason
 from burnqed.records.theorem import Theorem
-from burnqed.search.rebuild import SharedWorkerSearch
+from burnqed.search.rebuild import SharedWorker
 from burnqed.search.repair import tactic_feedback
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.scoring import node_score
@@ -87,7 +87,7 @@ class StepSettings:
     feedback_tokens: int | None = None
 
 
-class StepSearch(SharedWorkerSearch[Node]):
+class StepSearch:
     """One theorem's search; `run()` once. Split into methods only for readability."""
 
     core: EngineCore[CountingLean]
@@ -104,6 +104,7 @@ class StepSearch(SharedWorkerSearch[Node]):
     ) -> None:
         self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks, root,
                                   value)  # proofs' budget: expansions when found
+        self.worker: SharedWorker[Node] = SharedWorker(self.core)
         self.settings = settings
         self.expanded = 0
         self.tree: SearchTree | None = None
@@ -136,7 +137,7 @@ class StepSearch(SharedWorkerSearch[Node]):
         assert self.tree is not None
         node = self.tree.root
         for index, tactic in enumerate(tactics):
-            result = await self._apply_at(node, tactic)
+            result = await self.worker.apply_at(node, tactic)
             if result is None:
                 break
             edge = tactic_row(self.tree.new_id(), node.id, node.depth + 1, node.state, tactic, result)
@@ -274,7 +275,7 @@ class StepSearch(SharedWorkerSearch[Node]):
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""
         assert self.tree is not None
-        result = await self._apply_at(node, candidate.tactic)
+        result = await self.worker.apply_at(node, candidate.tactic)
         if result is None:
             return None
         edge_id = self.tree.new_id()
@@ -349,8 +350,8 @@ class StepSearch(SharedWorkerSearch[Node]):
             self.core.proofs.accept(edge, accept_subgoal(final, tactics, self.core.guard), tactics, self.expanded)
             return
         verdict = await verify_closing(self.core.lean, self.core.theorem, self.core.guard, tactics, final,
-                                       compile=self.settings.verify, reclose=lambda: self._apply_at(node, tactic),
-                                       charge=self._charge_lean, index_header=self.core.theorem.header)
+                                       compile=self.settings.verify, reclose=lambda: self.worker.apply_at(node, tactic),
+                                       charge=self.worker.charge_lean, index_header=self.core.theorem.header)
         self.core.proofs.count(edge, verdict, tactics, self.expanded)
 
     async def _score(self, children: Sequence[tuple[Node, Edge]]) -> None:
