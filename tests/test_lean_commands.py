@@ -5,7 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from leankit.commands import IDENT, KEYWORD, command_starts, command_tokens, commands, term_problem, tokens
+from leankit.commands import (
+    IDENT,
+    KEYWORD,
+    command_starts,
+    command_tokens,
+    commands,
+    lexical_problem,
+    term_problem,
+    tokens,
+)
 from tests.putnambench import putnam_names, putnam_text
 
 ATTACK = (
@@ -69,6 +78,53 @@ def test_prefixes_and_combinators_belong_to_their_command() -> None:
         "open", "structure", "deriving", "attribute", "open", "section", "class", "mutual", "#eval", "/-!", "end"]
     assert command_starts("open Real\nabbrev s : ℝ := sorry\n") == [0, 10]
     assert commands("") == []
+
+
+# Where one command ends and the next starts after a bracketed prefix, a `mutual … end`, an `… in`, text before any
+# keyword; and text that ends inside a command's prefix or right after `deriving` or `mutual` (a header cut short:
+# the reader answers, it does not fail).
+@pytest.mark.parametrize(("text", "expected"), [
+    ("@[simp] theorem a : True := trivial\ntheorem b : True := trivial", [(0, "theorem"), (36, "theorem")]),
+    ("attribute [simp] foo\ntheorem b : True := trivial", [(0, "attribute"), (21, "theorem")]),
+    ("mutual\ntheorem a : True := trivial\nend\ntheorem b : True := trivial", [(0, "mutual"), (39, "theorem")]),
+    ("open Foo in theorem a : True := trivial\ntheorem b : True := trivial", [(0, "open"), (40, "theorem")]),
+    ("x\ntheorem a : True := trivial", [(0, ""), (2, "theorem")]),
+    ("in theorem a : True := trivial", [(0, "")]),
+    ("mutual\ntheorem a : True := trivial", [(0, "mutual")]),
+    ("@[simp", [(0, "")]),
+    ("@[simp] private", [(0, "")]),
+    ("private", [(0, "")]),
+    ("/-- doc -/", [(0, "")]),
+    ("deriving", [(0, "")]),
+    ("deriving instance", [(0, "deriving")]),
+    ("@[simp, inline] theorem a : True := trivial", [(0, "theorem")]),
+    ("@[instance] foo", [(0, "")]),
+    ("mutual\ndef a := f 1\nend\ntheorem b : True := trivial", [(0, "mutual"), (24, "theorem")]),
+    ("open Foo in section\nend", [(0, "open"), (20, "end")]),
+])
+def test_command_boundaries_at_the_edges(text: str, expected: list[tuple[int, str]]) -> None:
+    assert [(c.start, c.keyword) for c in commands(text)] == expected
+
+
+def test_deriving_opens_a_command_only_before_instance() -> None:
+    assert command_tokens("exact deriving") == []
+    assert [t.text for t in command_tokens("deriving instance Repr for S")] == ["deriving", "instance"]
+    assert [t.text for t in command_tokens("deriving instance")] == ["deriving", "instance"]
+
+
+@pytest.mark.parametrize(("text", "problem"), [
+    ("→oopen X", "has a name glued to a symbol at '→oopen': a notation token may end in it, before a command"),
+    ("h →oopen Real", "has a name glued to a symbol at '→oopen': a notation token may end in it, before a command"),
+    ("exact h →xend", "has a name glued to a symbol at '→xend': a notation token may end in it, before a command"),
+    ("hopen x →", None),  # a name at the text's start is glued to nothing
+    ("exact 1opened", "has a numeral glued to a name at '1open': Lean's numeral may end elsewhere"),
+    ("<--xyz", "has a quote or comment opener glued to a symbol at '<--x': Lean reads it by the notation tokens in "
+     "scope (put a space before it)"),
+    ("exact h <--x", "has a quote or comment opener glued to a symbol at ' <--x': Lean reads it by the notation "
+     "tokens in scope (put a space before it)"),
+])
+def test_lexical_problem_names_the_place(text: str, problem: str | None) -> None:
+    assert lexical_problem(text) == problem
 
 
 def test_every_putnambench_file_splits_at_its_column_0_commands_and_ends_with_its_theorem() -> None:
