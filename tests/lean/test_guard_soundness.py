@@ -160,6 +160,15 @@ ONLY_BY: dict[str, str] = {
     r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b": "exact addDecl d",
     r"\bdebug\.": "exact (withOptions (·.setBool `«debug».skipKernelTC true) x)",
     r"\ballowUnsafeReducibility\b": "exact (withOptions (·.setBool `allowUnsafeReducibility true) x)",
+    r"\binclude_str\b": "exact (include_str ⟨\"x\"⟩ : String)",
+    r"\beval%": "exact (eval% 2 ^ 10 : ℕ)",
+    r"\b(plausible|slim_check)\b": "plausible",
+    r"\bwith_panel_widgets\b": "with_panel_widgets [GoalTypePanel] simp",
+    r"\bbv_check\b": "bv_check \"proof.lrat\"",
+    r"\bpolyrith\b": "polyrith",
+    r"\bsleep\b": "sleep 100",
+    r"\bdbg(_trace|Trace\w*|Sleep|StackTrace)\b|\b(println|unreachable|assert)!|\bpanic|\b(timeit|allocprof)\b"
+    r"|\bTask\.spawn\b": "simp (maxSteps := dbgSleep 4000000000 fun _ => 100)",
 }
 
 
@@ -792,3 +801,45 @@ def test_tokens_lean_reads_whole_pass(tactic: str) -> None:
     """Primes, Lean's and Mathlib's tokens that end in a quote, numerals of every base, closed literals with known
     escapes: none of the lexical rules refuses them (nor does any on compfiles' 3,385 proofs, docs/results.md)."""
     assert TacticGuard(DEFAULT_DENY).check(tactic) is None
+
+
+# The sixth pass: tactics and terms that compile and run model-written code, or do IO, while they elaborate (core
+# Lean's `include_str`, `sleep`, `bv_check` and `declare_config_elab`; Mathlib's `eval%` and `polyrith`; Plausible's
+# `plausible`; ProofWidgets' `with_panel_widgets`). Each passed the guard before (the deny list up to
+# `allowUnsafeReducibility`); none proves anything.
+BEFORE_THE_SIXTH_PASS = DEFAULT_DENY[:DEFAULT_DENY.index(r"\ballowUnsafeReducibility\b") + 1]
+RUNS_CODE_WHILE_IT_ELABORATES = (
+    "exact (include_str ⟨\"../../../../proc/self/environ\"⟩ : ℕ)",     # a file, read into an error message
+    "have : include_str ⟨dbgTrace \"x\" fun _ => \"a\"⟩ = \"\" := rfl",      # `evalTerm` of the path first
+    "exact (eval% Nat.repeat (· + 1) (10 ^ 18) 0 : ℕ)",                   # a compiled loop no heartbeat bounds
+    "have h : ∀ n : ℕ, (fun k => dbgTrace \"x\" fun _ => k) n = n := by plausible",  # the goal's code, compiled
+    "slim_check",
+    "with_panel_widgets [GoalTypePanel with (pure (Json.str \"x\"))] simp",  # the props term, compiled
+    "bv_check \"../../../../etc/passwd\"",
+    "polyrith",                                                              # `curl` to sagecell.sagemath.org
+    "sleep 4000000000",                                                      # 46 days, past every timeout
+    # a tactic configuration is evaluated by the compiler: what it may run there
+    "simp (maxSteps := dbgSleep 4000000000 fun _ => 100)",
+    "simp (maxSteps := (fun _ => 100) ((println! \"x\") ()))",              # `IO.println`, run on the world `()`
+    "norm_num (config := { (dbg_trace \"x\"; {}) with })",
+    "simp (maxSteps := panic! \"x\")",
+    "simp (config := (Task.spawn fun _ => ({} : Simp.Config)).get)",
+    "field_simp (config := (fun _ => {}) (timeit \"x\" (pure ())))",
+)
+
+
+@pytest.mark.parametrize("tactic", RUNS_CODE_WHILE_IT_ELABORATES)
+def test_code_a_tactic_or_term_would_run_while_it_elaborates_is_refused(tactic: str) -> None:
+    assert GUARD.check(tactic) is not None
+    assert TacticGuard(BEFORE_THE_SIXTH_PASS).check(tactic) is None  # found: it passed before
+
+
+@pytest.mark.parametrize("tactic", [
+    "simp (config := {decide := true})", "simp (config := { decide := true })", "decide +kernel", "simp +arith",
+    "norm_num (config := { zeta := false })", "simp (maxSteps := 200000) [h]",
+    "linarith (config := { splitNe := true })",
+    "aesop (config := { maxRuleApplications := 400 })", "omega", "exact Nat.lt_irrefl _ (by simpa using h)",
+    "exact fun h => absurd h (by norm_num)", "exact hsleeps.le", "simp [Task, evaluation]",
+])
+def test_configurations_that_compute_a_literal_pass(tactic: str) -> None:
+    assert GUARD.check(tactic) is None
