@@ -168,7 +168,9 @@ ONLY_BY: dict[str, str] = {
     r"\bpolyrith\b": "polyrith",
     r"\bsleep\b": "sleep 100",
     r"\bdbg(_trace|Trace\w*|Sleep|StackTrace)\b|\b(println|unreachable|assert)!|\bpanic|\b(timeit|allocprof)\b"
-    r"|\bTask\.spawn\b": "simp (maxSteps := dbgSleep 4000000000 fun _ => 100)",
+    r"|\bTask\b": "exact dbgSleep 4000000000 fun _ => h",
+    r"\bLean\.(Lsp|Server|JsonRpc|Language)\b|\b(save|read)ModuleData\w*|\bwriteModule\b|\bStd\.Internal\b"
+    r"|\bLake\.": "exact Lean.Lsp.Ipc.runWith ⟨\"sh\"⟩ #[] (pure ())",
 }
 
 
@@ -818,13 +820,6 @@ RUNS_CODE_WHILE_IT_ELABORATES = (
     "bv_check \"../../../../etc/passwd\"",
     "polyrith",                                                              # `curl` to sagecell.sagemath.org
     "sleep 4000000000",                                                      # 46 days, past every timeout
-    # a tactic configuration is evaluated by the compiler: what it may run there
-    "simp (maxSteps := dbgSleep 4000000000 fun _ => 100)",
-    "simp (maxSteps := (fun _ => 100) ((println! \"x\") ()))",              # `IO.println`, run on the world `()`
-    "norm_num (config := { (dbg_trace \"x\"; {}) with })",
-    "simp (maxSteps := panic! \"x\")",
-    "simp (config := (Task.spawn fun _ => ({} : Simp.Config)).get)",
-    "field_simp (config := (fun _ => {}) (timeit \"x\" (pure ())))",
 )
 
 
@@ -834,12 +829,67 @@ def test_code_a_tactic_or_term_would_run_while_it_elaborates_is_refused(tactic: 
     assert TacticGuard(BEFORE_THE_SIXTH_PASS).check(tactic) is None  # found: it passed before
 
 
+# A tactic configuration is compiled and run (core's `declare_config_elab`): each of these ran its code in the worker
+# and passed the guard before. The built-in rule alone refuses them (a configuration is a literal); the deny list,
+# without the built-in rules, refuses the effects named.
+CONFIGURATION_SHELL = "(fun _ => 100) ((Lean.Lsp.Ipc.runWith ⟨\"/bin/sh\"⟩ #[\"-c\", \"id\"] (pure ())) ())"
+CONFIGURATIONS_THAT_RUN_CODE = (
+    f"simp (maxSteps := {CONFIGURATION_SHELL})",                 # spawns a program: an IO action run on `()`
+    f"all_goals simp (maxSteps := {CONFIGURATION_SHELL})",
+    f"(simp (maxSteps := {CONFIGURATION_SHELL}))",
+    f"skip <;> [simp (maxSteps := {CONFIGURATION_SHELL}); skip]",
+    f"exact h\nsimp (maxSteps := {CONFIGURATION_SHELL})",
+    f"aesop (add safe foo) (config := {CONFIGURATION_SHELL})",
+    f"simp? +arith (maxSteps := {CONFIGURATION_SHELL})",
+    f"iterate 2 simp (maxSteps := {CONFIGURATION_SHELL})",
+    f"refine ⟨?_, by simp (maxSteps := {CONFIGURATION_SHELL})⟩",
+    f"simp (simp.maxSteps := {CONFIGURATION_SHELL})",
+    "simp (maxSteps := Nat.repeat id (10 ^ 18) 5)",              # a compiled loop no heartbeat bounds
+    "simp (maxSteps := 10 ^ 10 ^ 10)",
+    "simp (config := { Simp.neutralConfig with maxSteps := f x })",
+    "simp (maxSteps := x |>.f)", "simp (maxSteps := f <| x)", "simp (maxSteps := (x).f)",
+    "decide (config := ⟨true⟩)", "simp (config := by exact dbgSleep 1 fun _ => {})",
+    "rw (occs := .pos (f 2)) [h]",
+)
+CONFIGURATIONS_WITH_EFFECTS = (
+    "simp (maxSteps := dbgSleep 4000000000 fun _ => 100)",
+    "simp (maxSteps := (fun _ => 100) ((println! \"x\") ()))",              # `IO.println`, run on the world `()`
+    "norm_num (config := { (dbg_trace \"x\"; {}) with })",
+    "simp (maxSteps := panic! \"x\")",
+    "simp (config := (Task.spawn fun _ => ({} : Simp.Config)).get)",
+    "field_simp (config := (fun _ => {}) (timeit \"x\" (pure ())))",
+    f"simp (maxSteps := {CONFIGURATION_SHELL})",
+)
+
+
+@pytest.mark.parametrize("tactic", CONFIGURATIONS_THAT_RUN_CODE + CONFIGURATIONS_WITH_EFFECTS)
+def test_a_configuration_that_is_no_literal_is_refused_whatever_the_deny_list(tactic: str) -> None:
+    reason = TacticGuard(()).check(tactic)
+    assert reason is not None and reason.startswith("configures a tactic with code at ")
+    assert GUARD.check(tactic) is not None
+
+
+@pytest.mark.parametrize("tactic", CONFIGURATIONS_WITH_EFFECTS)
+def test_the_deny_list_refuses_the_effects_code_in_a_configuration_would_have(tactic: str) -> None:
+    assert TacticGuard(DEFAULT_DENY, builtin=False).check(tactic) is not None
+
+
 @pytest.mark.parametrize("tactic", [
     "simp (config := {decide := true})", "simp (config := { decide := true })", "decide +kernel", "simp +arith",
     "norm_num (config := { zeta := false })", "simp (maxSteps := 200000) [h]",
     "linarith (config := { splitNe := true })",
     "aesop (config := { maxRuleApplications := 400 })", "omega", "exact Nat.lt_irrefl _ (by simpa using h)",
-    "exact fun h => absurd h (by norm_num)", "exact hsleeps.le", "simp [Task, evaluation]",
+    "exact fun h => absurd h (by norm_num)", "exact hsleeps.le", "simp [Tasks, evaluation]",
+    "simp (config := { Simp.neutralConfig with zeta := true })", "simp (config := .default)",
+    "simp (config := {decide := true\n  zeta := false}) at h ⊢", "rw (occs := .pos [2]) [h]",
+    "aesop (add safe foo) (rule_sets := [-Bar, Baz]) (config := { maxRuleApplications := 400 })",
+    "linear_combination (norm := ring_nf) h", "linear_combination (exp := 2) h1 - h2",
+    "simp (disch := exact h x) [foo]", "gcongr (disch := positivity)", "simp (maxSteps := 1000000 * 4)",
+    # named arguments are terms, elaborated, never run: any value
+    "exact foo (n := f x)", "apply foo (h := by simp)", "rw [foo (n := f x)]", "exact le_trans h (n := f x) hb",
+    "nlinarith [foo (n := f x), sq_nonneg (a - b)]", "apply (mem_sort (r := (· ≤ ·))).mp",
+    "obtain ⟨k, hk⟩ := exists_rotation (S := Finset.univ.filter fun x => c x = 0)",
+    "have h := foo hk\n  (A := fun f ↦ f 0) (C := fun _ ↦ Finset.univ)",
 ])
 def test_configurations_that_compute_a_literal_pass(tactic: str) -> None:
     assert GUARD.check(tactic) is None
