@@ -146,7 +146,7 @@ def _literal_configuration(value: list[Token]) -> bool:
 
 def _after_a_tactic(text: str, listed: list[Token], at: int) -> bool:
     """Whether the `(` at `at` follows a name a tactic may stand for: back over the items before it (`+opt`, `-opt`,
-    `(…)`, a glued `!` or `?`), an undotted name where a tactic may start."""
+    `(…)`), an undotted name (`simp?!` is one name to these readers) where a tactic may start."""
     def glued(index: int) -> bool:
         return listed[index - 1].end == listed[index].start
 
@@ -157,8 +157,6 @@ def _after_a_tactic(text: str, listed: list[Token], at: int) -> bool:
             head = _opening(listed, head) - 1
         elif token.kind == IDENT and head >= 1 and listed[head - 1].text in ("+", "-") and glued(head):
             head -= 2
-        elif token.kind == SYMBOL and token.text in ("!", "?") and head >= 1 and glued(head):
-            head -= 1
         else:
             break
     if head < 0 or listed[head].kind != IDENT or "." in listed[head].name:

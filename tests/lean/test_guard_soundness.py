@@ -869,6 +869,38 @@ def test_a_configuration_that_is_no_literal_is_refused_whatever_the_deny_list(ta
     assert GUARD.check(tactic) is not None
 
 
+@pytest.mark.parametrize("tactic", [
+    "simp (config := {}) (maxSteps := f x)", "simp (config := { decide := true }) +arith (maxSteps := f x)",
+])
+def test_a_configuration_after_other_items_is_read_as_one(tactic: str) -> None:
+    assert (TacticGuard(()).check(tactic) or "").startswith("configures a tactic with code at ")
+
+
+# Where a `(name := f x)` is a configuration (refused: Lean runs it) and where a named argument (passes: elaborated).
+@pytest.mark.parametrize(("tactic", "configuration"), [
+    ("case h => simp (maxSteps := f x)", True), ("exact lt_of_le (show b > foo (n := f x) from h)", False),
+    ("skip <;> simp (maxSteps := f x)", True), ("rw [h]\nsimp (maxSteps := f x)", True),
+    ("exact (h) foo (n := f x)", False), ("exact\n  foo (n := f x)", False), ("try simp (maxSteps := f x)", True),
+    ("simp! (maxSteps := f x)", True), ("simp?! (maxSteps := f x)", True),
+    ("exact Nat.le_trans\n  foo (n := f x)", False),
+    ("success_if_fail_with_msg \"m\" simp (maxSteps := f x)", True), ("exact foo (x) (n := f x)", False),
+    ("simp -zeta +arith (maxSteps := f x)", True), ("exact foo - bar (n := f x)", False),
+    ("exact foo\n  ⟨a, b⟩ (n := f x)", False), ("exact h\n(simp (maxSteps := f x))", True),
+    ("exact (foo\n  (bar (n := f x)))", True),   # a bracket at a line's start may open a tactic: refused, ambiguous
+    ("skip; simp (maxSteps := f x)", True), ("first | simp (maxSteps := f x) | skip", True),
+    ("· simp (maxSteps := f x)", True),
+])
+def test_where_a_named_value_is_a_configuration(tactic: str, configuration: bool) -> None:
+    reason = TacticGuard(()).check(tactic)
+    assert (reason is not None and reason.startswith("configures a tactic with code at ")) == configuration, reason
+
+
+@pytest.mark.parametrize("tactic", ["exact h) (maxSteps := f x)", "simp (maxSteps :=", "simp (maxSteps := f x",
+                                    "simp (", ") (n := 1)", "simp (maxSteps"])
+def test_the_configuration_rule_reads_unpaired_brackets_without_failing(tactic: str) -> None:
+    TacticGuard(()).check(tactic)  # a reason or None, never an exception: Lean reports the brackets
+
+
 @pytest.mark.parametrize("tactic", CONFIGURATIONS_WITH_EFFECTS)
 def test_the_deny_list_refuses_the_effects_code_in_a_configuration_would_have(tactic: str) -> None:
     assert TacticGuard(DEFAULT_DENY, builtin=False).check(tactic) is not None
@@ -890,6 +922,8 @@ def test_the_deny_list_refuses_the_effects_code_in_a_configuration_would_have(ta
     "nlinarith [foo (n := f x), sq_nonneg (a - b)]", "apply (mem_sort (r := (· ≤ ·))).mp",
     "obtain ⟨k, hk⟩ := exists_rotation (S := Finset.univ.filter fun x => c x = 0)",
     "have h := foo hk\n  (A := fun f ↦ f 0) (C := fun _ ↦ Finset.univ)",
+    "exact le_trans h\n  (Finset.sum_le_sum (f := fun i => i) h')",   # a dotted head is a lemma, never a tactic
+    "simp (maxSteps := by exact f x)",   # `(opt := by tac)`: Lean quotes the tactic (a syntax value), never runs it
 ])
 def test_configurations_that_compute_a_literal_pass(tactic: str) -> None:
     assert GUARD.check(tactic) is None
