@@ -44,6 +44,24 @@ DEFAULT_DENY: tuple[str, ...] = (
     # inside a proof, one switches the kernel off or lifts a limit a shared worker relies on.
     r"\bdebug\.",
     r"\ballowUnsafeReducibility\b",
+    # Tactics and terms that compile and run a term the text wrote, or do IO, while they elaborate (read in core
+    # Lean, Mathlib, Plausible and ProofWidgets; docs/lean.md, "The tactic guard"). None of them proves anything.
+    r"\binclude_str\b",  # core: `evalTerm` of its path argument, then `IO.FS.readFile` of it (`..` allowed)
+    r"\beval%",  # Mathlib/Tactic/Eval.lean: `Meta.evalExpr` of the term
+    r"\b(plausible|slim_check)\b",  # Plausible/Tactic.lean: `evalExpr` of `Testable.check` of the goal, then sorry
+    r"\bwith_panel_widgets\b",  # ProofWidgets: `evalWidgetInstance` (`evalExpr'`) of the props term
+    r"\bbv_check\b",  # core: reads the LRAT file it names from disk, then trusts `ofReduceBool`
+    r"\bpolyrith\b",  # Mathlib/Tactic/Polyrith.lean: runs `curl` (`IO.Process.output`) to sagecell.sagemath.org
+    r"\bsleep\b",  # core tactic: `IO.sleep` of up to 2³² ms, no heartbeat nor cancellation checked: past the timeout
+    # Effects of code the compiler runs while a tactic elaborates: core's `declare_config_elab` evaluates every
+    # tactic configuration (`simp (maxSteps := e)`, `(config := e)`, `+opt`) with `Meta.evalExpr'`. The macros
+    # and root names that print (`println!` expands to `IO.println`, run by applying the action to `()`),
+    # sleep, abort or spawn threads there; a configuration is a literal (the guard's built-in rule) and needs none.
+    r"\bdbg(_trace|Trace\w*|Sleep|StackTrace)\b|\b(println|unreachable|assert)!|\bpanic|\b(timeit|allocprof)\b"
+    r"|\bTask\b",  # Task.spawn, Task.map, BaseIO.asTask: a thread that outlives the tactic
+    # Lean's own IO outside `IO.`/`System.`, for code a route not known here would run: `Lean.Lsp.Ipc.runWith` spawns
+    # any program, `Lean.saveModuleData` writes an .olean (imports are trusted: the recheck checks the file's own).
+    r"\bLean\.(Lsp|Server|JsonRpc|Language)\b|\b(save|read)ModuleData\w*|\bwriteModule\b|\bStd\.Internal\b|\bLake\.",
 )
 
 class LeanConfig(Section):
@@ -140,7 +158,7 @@ class LeanConfig(Section):
         default=list(DEFAULT_DENY),
         description="Tactic guard: regular expressions; a tactic matching any is refused before reaching Lean. "
         "Built in beside them, not switched off here: no token that starts a command (instance, axiom, open, "
-        "set_option, #eval, …) and no sorryAx.",
+        "set_option, #eval, …), no sorryAx, and no tactic configuration but a literal (Lean runs it).",
         json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
     max_tactic_chars: int = Field(

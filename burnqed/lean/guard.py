@@ -8,12 +8,13 @@ guard").
 
 A refusal is a domain outcome (`TacticKind.REFUSED`), recorded like a failed tactic. The deny list is `lean.deny`
 (default `burnqed.config.DEFAULT_DENY`), the same list the soundness rules reject a proof path by. The patterns see
-the tactic as Lean reads its identifiers (`«…»` escapes dropped). Four rules are built in, whatever `lean.deny`
+the tactic as Lean reads its identifiers (`«…»` escapes dropped). Five rules are built in, whatever `lean.deny`
 says, all on Lean's tokens (`leankit.commands`, `leankit.text`): no token that starts a command (`instance`,
 `axiom«x»`, `infixl`, `open`, `end`, `#eval`, `@[`, … at any column: Lean would run it as a command of its own), no
 name `sorryAx`, no text Lean may read otherwise (a token it breaks off inside and reads on from, `'aopen X'`,
-`0xopen`; an opener glued to a symbol, `<--`, read by the notation tokens in scope), and no string holding `{` (an
-interpolated string's `{…}` is code).
+`0xopen`; an opener glued to a symbol, `<--`, read by the notation tokens in scope), no string holding `{` (an
+interpolated string's `{…}` is code), and no tactic configuration but a literal (`configuration_problem`: Lean
+compiles and runs a configuration, `simp (maxSteps := f x)`).
 A sketch (`burnqed.text.sketch`) is checked whole: its holes are the only `sorry`s allowed, and its skeleton (the
 sketch with each hole's `:= by sorry` dropped) must pass the same rules as a tactic.
 The guard is the first fence, not the only one: the compile's checks and the cluster's sandboxed Lean pods follow.
@@ -27,7 +28,7 @@ from typing import TYPE_CHECKING
 
 from burnqed.records.replies import SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch, read_sketch
-from leankit.commands import IDENT, command_tokens, lexical_problem, tokens
+from leankit.commands import IDENT, NUMBER, SYMBOL, Token, command_tokens, lexical_problem, tokens
 from leankit.text import read_as_lean
 
 if TYPE_CHECKING:
@@ -39,14 +40,149 @@ def builtin_refusal(text: str) -> str | None:
     anywhere (`leankit.commands.command_tokens`: Lean ends the term or tactic there and runs a command of its own, which
     may redefine `+` or add an axiom), the name `sorryAx` (what `sorry` elaborates to, named directly), text Lean may
     read otherwise than these rules (`leankit.commands.lexical_problem`: a token Lean breaks off inside, a comment
-    or literal the notation tokens in scope decide, a string holding `{`, whose `{…}` an interpolated string runs)."""
+    or literal the notation tokens in scope decide, a string holding `{`, whose `{…}` an interpolated string runs),
+    a tactic configuration that is more than a literal (`configuration_problem`: Lean compiles and runs it)."""
     found = command_tokens(text)
     if found:
         return f"holds the command keyword {found[0].text!r}: Lean would run a command of its own there"
     for token in tokens(text):
         if token.kind == IDENT and token.name.split(".")[-1] == "sorryAx":
             return "names `sorryAx`, what `sorry` elaborates to"
-    return lexical_problem(text)
+    return lexical_problem(text) or configuration_problem(text)
+
+
+# A tactic configuration (`simp (maxSteps := V)`, `(config := V)`) is compiled and run: core's `declare_config_elab`
+# (Lean/Elab/Tactic/Config.lean) evaluates it with `Meta.evalExpr'`. V may hold names, numerals, `.ctor`, records
+# `{ a := V, … }` (`{ c with … }`), `+ - * /`, brackets and a `.ctor [list]`; no application, `fun`, string, `^`.
+_CONFIG_SYMBOLS = frozenset({"{", "}", "(", ")", "[", "]", ",", ":", ".", "+", "-", "*", "/", ":="})
+_TACTIC_VALUED = frozenset({"disch", "discharger", "norm"})  # `(disch := tac)`, `(norm := tac)`: tactics, not terms
+_OPENERS, _CLOSERS = "([{⟨", ")]}⟩"
+# What stands before a term (after it, `f (n := V)` is a named argument, elaborated, never run): words and symbols.
+_BEFORE_A_TERM = frozenset({
+    "exact", "apply", "refine", "refine'", "use", "exists", "existsi", "specialize", "convert", "exact_mod_cast",
+    "apply_mod_cast", "exacts", "calc", "show", "from", "have", "let", "obtain", "rcases", "set", "generalize",
+    "suffices", "at", "using", "fun", "in",
+})
+_TERM_SYMBOLS = frozenset({":=", ",", "⟨", "←", "+", "-", "*", "/", "=", "<", "≤", "≥", "^", "∘", "$", "•", "∈",
+                           "∧", "∨", "→", "↔", "@", "↦", "∣", "≠", "×", "∑", "∏", "¬", "↑", "∀", "∃", "λ"})
+# Words after which a tactic stands (`all_goals simp (…)`); a word not here and not above, before a name, makes the
+# name an argument. Listing more costs nothing: none of them is a term.
+_BEFORE_A_TACTIC = frozenset({
+    "by", "try", "repeat", "repeat'", "repeat1", "all_goals", "any_goals", "focus", "iterate", "classical",
+    "with_reducible", "with_reducible_and_instances", "with_unfolding_all", "with_unfolding_none", "fail_if_success",
+    "success_if_fail", "success_if_fail_with_msg", "show_term", "decreasing_by", "decreasing_with", "unhygienic",
+    "checkpoint", "save", "says", "then", "else", "do", "first", "solve", "fail_if_no_progress", "on_goal", "case",
+    "case'", "next", "observe", "wlog", "by_cases", "by_contra", "twice", "map_tacs", "all", "any", "focus_goals",
+    "transitivity", "and_then", "orelse", "guard_target", "trace_state", "apply_rules", "solve_by_elim",
+})
+
+
+def configuration_problem(text: str) -> str | None:
+    """Why a tactic configuration in `text` may run code, or None: its value is more than a literal (above). A
+    `(name := V)` after a name that a tactic may stand for is read as one (after `exact foo`, a term, it is a named
+    argument); an ambiguous place counts as a configuration."""
+    listed = list(tokens(text))
+    for at, token in enumerate(listed):
+        if not (token.kind == SYMBOL and token.text == "(" and at + 2 < len(listed)
+                and listed[at + 1].kind == IDENT and listed[at + 2].text == ":="):
+            continue
+        name = listed[at + 1].name
+        if name in _TACTIC_VALUED or ("." not in name and not _after_a_tactic(text, listed, at)):
+            continue
+        value = listed[at + 3 : _closing(listed, at)]
+        if name != "config" and value and value[0].kind == IDENT and value[0].text == "by":
+            continue  # `(opt := by tac)` is quoted, a syntax value; `(config := by …)` is a term the tactics make
+        if not _literal_configuration(value):
+            return (f"configures a tactic with code at {text[token.start : token.start + 40]!r}: a tactic's "
+                    "configuration is compiled and run (write a literal: true, 400000, .reducible, { a := b })")
+    return None
+
+
+def _closing(listed: list[Token], at: int) -> int:
+    depth = 0
+    for index in range(at, len(listed)):
+        if listed[index].kind == SYMBOL and listed[index].text in _OPENERS:
+            depth += 1
+        elif listed[index].kind == SYMBOL and listed[index].text in _CLOSERS:
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(listed)
+
+
+def _opening(listed: list[Token], at: int) -> int:
+    depth = 0
+    while at >= 0:
+        if listed[at].kind == SYMBOL and listed[at].text in _CLOSERS:
+            depth += 1
+        elif listed[at].kind == SYMBOL and listed[at].text in _OPENERS:
+            depth -= 1
+            if depth == 0:
+                return at
+        at -= 1
+    return -1
+
+
+def _literal_configuration(value: list[Token]) -> bool:
+    """Whether `value` is a literal by the rule above."""
+    for index, token in enumerate(value):
+        if token.kind not in (SYMBOL, IDENT, NUMBER) or (token.kind == SYMBOL and token.text not in _CONFIG_SYMBOLS):
+            return False
+        if index == 0:
+            continue
+        before = value[index - 1]
+        closes = before.kind == SYMBOL and before.text in (")", "]", "}")
+        if closes and token.text == "." and token.start == before.end:
+            return False  # `(x).f`, `{…}.f`: a call
+        atom_before = (before.kind in (IDENT, NUMBER) and before.text != "with") or closes
+        atom = (token.kind in (IDENT, NUMBER) and token.text != "with") or token.text in ("(", "[", "{")
+        field = token.kind == IDENT and index + 1 < len(value) and value[index + 1].text == ":="
+        constructor_list = (token.text == "[" and before.kind == IDENT and index >= 2
+                            and value[index - 2].text == "." and value[index - 2].end == before.start)
+        if atom_before and atom and not field and not constructor_list:
+            return False  # an application
+    return True
+
+
+def _after_a_tactic(text: str, listed: list[Token], at: int) -> bool:
+    """Whether the `(` at `at` follows a name a tactic may stand for: back over the items before it (`+opt`, `-opt`,
+    `(…)`), an undotted name (`simp?!` is one name to these readers) where a tactic may start."""
+    def glued(index: int) -> bool:
+        return listed[index - 1].end == listed[index].start
+
+    head = at - 1
+    while head >= 0:
+        token = listed[head]
+        if token.kind == SYMBOL and token.text == ")":
+            head = _opening(listed, head) - 1
+        elif token.kind == IDENT and head >= 1 and listed[head - 1].text in ("+", "-") and glued(head):
+            head -= 2
+        else:
+            break
+    if head < 0 or listed[head].kind != IDENT or "." in listed[head].name:
+        return False
+    return _where_a_tactic_starts(text, listed, head)
+
+
+def _where_a_tactic_starts(text: str, listed: list[Token], at: int) -> bool:
+    """Whether a tactic may start at token `at` (a name or an opening bracket: where the bracket may start one)."""
+    while at > 0 and listed[at - 1].kind == SYMBOL and listed[at - 1].text in ("(", "["):
+        at -= 1
+    if at == 0:
+        return True
+    before = listed[at - 1]
+    newline = "\n" in text[before.end : listed[at].start]
+    if before.kind == IDENT:
+        if before.text in _BEFORE_A_TERM or "." in before.name:
+            return False
+        return newline or before.text in _BEFORE_A_TACTIC
+    if before.kind == SYMBOL and before.text in _TERM_SYMBOLS:
+        return False
+    if before.kind == SYMBOL and before.text == ">":  # `<;>` and `=>` (`case h =>`, `fun x =>`), not `a > b`
+        return at >= 2 and listed[at - 2].end == before.start and listed[at - 2].text in (";", "=")
+    if before.kind == SYMBOL and before.text in (")", "]", "}", "⟩"):
+        return newline
+    return True  # `;`, `|`, `·`, a numeral (`iterate 2`), a symbol not known to stand before a term
 
 
 class TacticGuard:

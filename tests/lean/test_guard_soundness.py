@@ -160,6 +160,17 @@ ONLY_BY: dict[str, str] = {
     r"\b(addDecl|addAndCompile|axiomDecl|modifyEnv|setEnv)\b": "exact addDecl d",
     r"\bdebug\.": "exact (withOptions (·.setBool `«debug».skipKernelTC true) x)",
     r"\ballowUnsafeReducibility\b": "exact (withOptions (·.setBool `allowUnsafeReducibility true) x)",
+    r"\binclude_str\b": "exact (include_str ⟨\"x\"⟩ : String)",
+    r"\beval%": "exact (eval% 2 ^ 10 : ℕ)",
+    r"\b(plausible|slim_check)\b": "plausible",
+    r"\bwith_panel_widgets\b": "with_panel_widgets [GoalTypePanel] simp",
+    r"\bbv_check\b": "bv_check \"proof.lrat\"",
+    r"\bpolyrith\b": "polyrith",
+    r"\bsleep\b": "sleep 100",
+    r"\bdbg(_trace|Trace\w*|Sleep|StackTrace)\b|\b(println|unreachable|assert)!|\bpanic|\b(timeit|allocprof)\b"
+    r"|\bTask\b": "exact dbgSleep 4000000000 fun _ => h",
+    r"\bLean\.(Lsp|Server|JsonRpc|Language)\b|\b(save|read)ModuleData\w*|\bwriteModule\b|\bStd\.Internal\b"
+    r"|\bLake\.": "exact Lean.Lsp.Ipc.runWith ⟨\"sh\"⟩ #[] (pure ())",
 }
 
 
@@ -792,3 +803,127 @@ def test_tokens_lean_reads_whole_pass(tactic: str) -> None:
     """Primes, Lean's and Mathlib's tokens that end in a quote, numerals of every base, closed literals with known
     escapes: none of the lexical rules refuses them (nor does any on compfiles' 3,385 proofs, docs/results.md)."""
     assert TacticGuard(DEFAULT_DENY).check(tactic) is None
+
+
+# The sixth pass: tactics and terms that compile and run model-written code, or do IO, while they elaborate (core
+# Lean's `include_str`, `sleep`, `bv_check` and `declare_config_elab`; Mathlib's `eval%` and `polyrith`; Plausible's
+# `plausible`; ProofWidgets' `with_panel_widgets`). Each passed the guard before (the deny list up to
+# `allowUnsafeReducibility`); none proves anything.
+BEFORE_THE_SIXTH_PASS = DEFAULT_DENY[:DEFAULT_DENY.index(r"\ballowUnsafeReducibility\b") + 1]
+RUNS_CODE_WHILE_IT_ELABORATES = (
+    "exact (include_str ⟨\"../../../../proc/self/environ\"⟩ : ℕ)",     # a file, read into an error message
+    "have : include_str ⟨dbgTrace \"x\" fun _ => \"a\"⟩ = \"\" := rfl",      # `evalTerm` of the path first
+    "exact (eval% Nat.repeat (· + 1) (10 ^ 18) 0 : ℕ)",                   # a compiled loop no heartbeat bounds
+    "have h : ∀ n : ℕ, (fun k => dbgTrace \"x\" fun _ => k) n = n := by plausible",  # the goal's code, compiled
+    "slim_check",
+    "with_panel_widgets [GoalTypePanel with (pure (Json.str \"x\"))] simp",  # the props term, compiled
+    "bv_check \"../../../../etc/passwd\"",
+    "polyrith",                                                              # `curl` to sagecell.sagemath.org
+    "sleep 4000000000",                                                      # 46 days, past every timeout
+)
+
+
+@pytest.mark.parametrize("tactic", RUNS_CODE_WHILE_IT_ELABORATES)
+def test_code_a_tactic_or_term_would_run_while_it_elaborates_is_refused(tactic: str) -> None:
+    assert GUARD.check(tactic) is not None
+    assert TacticGuard(BEFORE_THE_SIXTH_PASS).check(tactic) is None  # found: it passed before
+
+
+# A tactic configuration is compiled and run (core's `declare_config_elab`): each of these ran its code in the worker
+# and passed the guard before. The built-in rule alone refuses them (a configuration is a literal); the deny list,
+# without the built-in rules, refuses the effects named.
+CONFIGURATION_SHELL = "(fun _ => 100) ((Lean.Lsp.Ipc.runWith ⟨\"/bin/sh\"⟩ #[\"-c\", \"id\"] (pure ())) ())"
+CONFIGURATIONS_THAT_RUN_CODE = (
+    f"simp (maxSteps := {CONFIGURATION_SHELL})",                 # spawns a program: an IO action run on `()`
+    f"all_goals simp (maxSteps := {CONFIGURATION_SHELL})",
+    f"(simp (maxSteps := {CONFIGURATION_SHELL}))",
+    f"skip <;> [simp (maxSteps := {CONFIGURATION_SHELL}); skip]",
+    f"exact h\nsimp (maxSteps := {CONFIGURATION_SHELL})",
+    f"aesop (add safe foo) (config := {CONFIGURATION_SHELL})",
+    f"simp? +arith (maxSteps := {CONFIGURATION_SHELL})",
+    f"iterate 2 simp (maxSteps := {CONFIGURATION_SHELL})",
+    f"refine ⟨?_, by simp (maxSteps := {CONFIGURATION_SHELL})⟩",
+    f"simp (simp.maxSteps := {CONFIGURATION_SHELL})",
+    "simp (maxSteps := Nat.repeat id (10 ^ 18) 5)",              # a compiled loop no heartbeat bounds
+    "simp (maxSteps := 10 ^ 10 ^ 10)",
+    "simp (config := { Simp.neutralConfig with maxSteps := f x })",
+    "simp (maxSteps := x |>.f)", "simp (maxSteps := f <| x)", "simp (maxSteps := (x).f)",
+    "decide (config := ⟨true⟩)", "simp (config := by exact dbgSleep 1 fun _ => {})",
+    "rw (occs := .pos (f 2)) [h]",
+)
+CONFIGURATIONS_WITH_EFFECTS = (
+    "simp (maxSteps := dbgSleep 4000000000 fun _ => 100)",
+    "simp (maxSteps := (fun _ => 100) ((println! \"x\") ()))",              # `IO.println`, run on the world `()`
+    "norm_num (config := { (dbg_trace \"x\"; {}) with })",
+    "simp (maxSteps := panic! \"x\")",
+    "simp (config := (Task.spawn fun _ => ({} : Simp.Config)).get)",
+    "field_simp (config := (fun _ => {}) (timeit \"x\" (pure ())))",
+    f"simp (maxSteps := {CONFIGURATION_SHELL})",
+)
+
+
+@pytest.mark.parametrize("tactic", CONFIGURATIONS_THAT_RUN_CODE + CONFIGURATIONS_WITH_EFFECTS)
+def test_a_configuration_that_is_no_literal_is_refused_whatever_the_deny_list(tactic: str) -> None:
+    reason = TacticGuard(()).check(tactic)
+    assert reason is not None and reason.startswith("configures a tactic with code at ")
+    assert GUARD.check(tactic) is not None
+
+
+@pytest.mark.parametrize("tactic", [
+    "simp (config := {}) (maxSteps := f x)", "simp (config := { decide := true }) +arith (maxSteps := f x)",
+])
+def test_a_configuration_after_other_items_is_read_as_one(tactic: str) -> None:
+    assert (TacticGuard(()).check(tactic) or "").startswith("configures a tactic with code at ")
+
+
+# Where a `(name := f x)` is a configuration (refused: Lean runs it) and where a named argument (passes: elaborated).
+@pytest.mark.parametrize(("tactic", "configuration"), [
+    ("case h => simp (maxSteps := f x)", True), ("exact lt_of_le (show b > foo (n := f x) from h)", False),
+    ("skip <;> simp (maxSteps := f x)", True), ("rw [h]\nsimp (maxSteps := f x)", True),
+    ("exact (h) foo (n := f x)", False), ("exact\n  foo (n := f x)", False), ("try simp (maxSteps := f x)", True),
+    ("simp! (maxSteps := f x)", True), ("simp?! (maxSteps := f x)", True),
+    ("exact Nat.le_trans\n  foo (n := f x)", False),
+    ("success_if_fail_with_msg \"m\" simp (maxSteps := f x)", True), ("exact foo (x) (n := f x)", False),
+    ("simp -zeta +arith (maxSteps := f x)", True), ("exact foo - bar (n := f x)", False),
+    ("exact foo\n  ⟨a, b⟩ (n := f x)", False), ("exact h\n(simp (maxSteps := f x))", True),
+    ("exact (foo\n  (bar (n := f x)))", True),   # a bracket at a line's start may open a tactic: refused, ambiguous
+    ("skip; simp (maxSteps := f x)", True), ("first | simp (maxSteps := f x) | skip", True),
+    ("· simp (maxSteps := f x)", True),
+])
+def test_where_a_named_value_is_a_configuration(tactic: str, configuration: bool) -> None:
+    reason = TacticGuard(()).check(tactic)
+    assert (reason is not None and reason.startswith("configures a tactic with code at ")) == configuration, reason
+
+
+@pytest.mark.parametrize("tactic", ["exact h) (maxSteps := f x)", "simp (maxSteps :=", "simp (maxSteps := f x",
+                                    "simp (", ") (n := 1)", "simp (maxSteps"])
+def test_the_configuration_rule_reads_unpaired_brackets_without_failing(tactic: str) -> None:
+    TacticGuard(()).check(tactic)  # a reason or None, never an exception: Lean reports the brackets
+
+
+@pytest.mark.parametrize("tactic", CONFIGURATIONS_WITH_EFFECTS)
+def test_the_deny_list_refuses_the_effects_code_in_a_configuration_would_have(tactic: str) -> None:
+    assert TacticGuard(DEFAULT_DENY, builtin=False).check(tactic) is not None
+
+
+@pytest.mark.parametrize("tactic", [
+    "simp (config := {decide := true})", "simp (config := { decide := true })", "decide +kernel", "simp +arith",
+    "norm_num (config := { zeta := false })", "simp (maxSteps := 200000) [h]",
+    "linarith (config := { splitNe := true })",
+    "aesop (config := { maxRuleApplications := 400 })", "omega", "exact Nat.lt_irrefl _ (by simpa using h)",
+    "exact fun h => absurd h (by norm_num)", "exact hsleeps.le", "simp [Tasks, evaluation]",
+    "simp (config := { Simp.neutralConfig with zeta := true })", "simp (config := .default)",
+    "simp (config := {decide := true\n  zeta := false}) at h ⊢", "rw (occs := .pos [2]) [h]",
+    "aesop (add safe foo) (rule_sets := [-Bar, Baz]) (config := { maxRuleApplications := 400 })",
+    "linear_combination (norm := ring_nf) h", "linear_combination (exp := 2) h1 - h2",
+    "simp (disch := exact h x) [foo]", "gcongr (disch := positivity)", "simp (maxSteps := 1000000 * 4)",
+    # named arguments are terms, elaborated, never run: any value
+    "exact foo (n := f x)", "apply foo (h := by simp)", "rw [foo (n := f x)]", "exact le_trans h (n := f x) hb",
+    "nlinarith [foo (n := f x), sq_nonneg (a - b)]", "apply (mem_sort (r := (· ≤ ·))).mp",
+    "obtain ⟨k, hk⟩ := exists_rotation (S := Finset.univ.filter fun x => c x = 0)",
+    "have h := foo hk\n  (A := fun f ↦ f 0) (C := fun _ ↦ Finset.univ)",
+    "exact le_trans h\n  (Finset.sum_le_sum (f := fun i => i) h')",   # a dotted head is a lemma, never a tactic
+    "simp (maxSteps := by exact f x)",   # `(opt := by tac)`: Lean quotes the tactic (a syntax value), never runs it
+])
+def test_configurations_that_compute_a_literal_pass(tactic: str) -> None:
+    assert GUARD.check(tactic) is None
