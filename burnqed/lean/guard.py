@@ -89,7 +89,7 @@ def configuration_problem(text: str) -> str | None:
         name = listed[at + 1].name
         if name in _TACTIC_VALUED or ("." not in name and not _after_a_tactic(text, listed, at)):
             continue
-        value = listed[at + 3 : _closing(listed, at)]
+        value = listed[at + 3 : _matching(listed, at, 1)]
         if name != "config" and value and value[0].kind == IDENT and value[0].text == "by":
             continue  # `(opt := by tac)` is quoted, a syntax value; `(config := by …)` is a term the tactics make
         if not _literal_configuration(value):
@@ -98,29 +98,21 @@ def configuration_problem(text: str) -> str | None:
     return None
 
 
-def _closing(listed: list[Token], at: int) -> int:
+def _matching(listed: list[Token], at: int, step: int) -> int:
+    """The index of the bracket that pairs with the one at listed[at]: forward to its closer (`step` 1; len(listed)
+    when none) or back to its opener (`step` -1; -1 when none)."""
+    deeper, shallower = (_OPENERS, _CLOSERS) if step > 0 else (_CLOSERS, _OPENERS)
     depth = 0
-    for index in range(at, len(listed)):
-        if listed[index].kind == SYMBOL and listed[index].text in _OPENERS:
+    while 0 <= at < len(listed):
+        token = listed[at]
+        if token.kind == SYMBOL and token.text in deeper:
             depth += 1
-        elif listed[index].kind == SYMBOL and listed[index].text in _CLOSERS:
-            depth -= 1
-            if depth == 0:
-                return index
-    return len(listed)
-
-
-def _opening(listed: list[Token], at: int) -> int:
-    depth = 0
-    while at >= 0:
-        if listed[at].kind == SYMBOL and listed[at].text in _CLOSERS:
-            depth += 1
-        elif listed[at].kind == SYMBOL and listed[at].text in _OPENERS:
+        elif token.kind == SYMBOL and token.text in shallower:
             depth -= 1
             if depth == 0:
                 return at
-        at -= 1
-    return -1
+        at += step
+    return at
 
 
 def _literal_configuration(value: list[Token]) -> bool:
@@ -154,7 +146,7 @@ def _after_a_tactic(text: str, listed: list[Token], at: int) -> bool:
     while head >= 0:
         token = listed[head]
         if token.kind == SYMBOL and token.text == ")":
-            head = _opening(listed, head) - 1
+            head = _matching(listed, head, -1) - 1
         elif token.kind == IDENT and head >= 1 and listed[head - 1].text in ("+", "-") and glued(head):
             head -= 2
         else:
