@@ -17,7 +17,10 @@ guard refuses at any column (docs/lean.md, "The tactic guard").
 
 Each argument is NAME=PATH (or PATH, named by its folder): a work tree, or a git directory (bare, such as the
 `fetch` tool's /work/.mirror/OWNER+NAME/repo), read at `--rev` (HEAD) with `git ls-tree` and `git cat-file`.
-Every `.lean` file is read, except tests, demos and examples (`--skip`, a regular expression on the path).
+Every `.lean` file is read, except tests, demos, examples and the libraries `import Mathlib` does not bring
+(Archive, Counterexamples, scripts; `--skip`, a regular expression on the path). A PATH ending in `.md` is a
+`#help command` listing instead (what `import Mathlib` then `#help command` prints, as Markdown: a `## head` line and
+`Defined in: …`; Seasawher/mathlib4-help keeps one, docs/commands.md): each head it names is read as found there.
 
 What counts as declaring a command: `syntax … : command`, `macro … : command =>`, `elab … : command =>` (after
 `@[…]`, modifiers, `(name := …)`, `(priority := …)`), whose head is the first string atom of the pattern (`"#help "`
@@ -46,7 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from leankit.commands import COMMAND_KEYWORDS, command_tokens
 
-SKIP = r"(^|/)(tests?|[A-Za-z]*Test|Demos?|examples?|Examples?|doc|benchmarks?|stage0)(/|$)"
+SKIP = (r"(^|/)(tests?|[A-Za-z]*Test|Demos?|examples?|Examples?|doc|benchmarks?|stage0|Archive|Counterexamples"
+        r"|scripts)(/|$)")
 MODIFIER_WORDS = {"private", "protected", "noncomputable", "unsafe", "partial", "nonrec", "local", "scoped",
                   "public", "meta"}
 # Parsers that stand before a command's keyword and hold no atom that leads it (skipped when reading a head).
@@ -269,6 +273,18 @@ def lean_files(root: Path, rev: str, skip: re.Pattern[str]) -> Iterator[tuple[st
                 yield path, Path(folder, name).read_text("utf-8", "replace")
 
 
+def listing_heads(text: str, source: str, path: str) -> Iterator[Head]:
+    """The heads in a `#help command` listing written as Markdown (a `## head` line, then `Defined in: …`, as
+    Seasawher/mathlib4-help's docs/commands.md has it): the environment's own command parsers. A head that is no
+    word is skipped: the listing names a parser by a token it may start with, `/--` for `add_decl_doc` (a doc
+    comment first) and `?` where none is fixed (`binder_predicate`), and the word after it is what the guard reads."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines[:-1]):
+        head = line[3:].replace("\\", "").split()[0] if line.startswith("## ") and line[3:].strip() else ""
+        if re.match(r"#?\w", head) and lines[number + 1].startswith("Defined in:"):
+            yield Head(head, source, path, number + 1, "#help command")
+
+
 def commit_of(root: Path, rev: str) -> str:
     """The commit `rev` names in the git directory or work tree `root`, or "" where it is none."""
     found = subprocess.run(["git", "-C", str(root), "rev-parse", rev], capture_output=True, text=True,
@@ -295,7 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     commits: dict[str, str] = {}
     for source in options.sources:
         name, _, path = source.rpartition("=") if "=" in source else (Path(source).name, "", source)
-        commits[name] = commit_of(Path(path), options.rev)
+        commits[name] = commit_of(Path(path).parent if path.endswith(".md") else Path(path), options.rev)
+        if path.endswith(".md"):
+            heads.extend(listing_heads(Path(path).read_text("utf-8"), name, path))
+            continue
         for file, text in lean_files(Path(path), options.rev, skip):
             heads.extend(heads_of_file(text, name, file))
     report(heads, commits, options.all)
