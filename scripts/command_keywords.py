@@ -279,9 +279,11 @@ def listing_heads(text: str, source: str, path: str) -> Iterator[Head]:
     word is skipped: the listing names a parser by a token it may start with, `/--` for `add_decl_doc` (a doc
     comment first) and `?` where none is fixed (`binder_predicate`), and the word after it is what the guard reads."""
     lines = text.split("\n")
+    fenced = False  # inside a ``` block of a docstring, whose `## …` lines are no heads
     for number, line in enumerate(lines[:-1]):
+        fenced ^= line.startswith("```")
         head = line[3:].replace("\\", "").split()[0] if line.startswith("## ") and line[3:].strip() else ""
-        if re.match(r"#?\w", head) and lines[number + 1].startswith("Defined in:"):
+        if not fenced and re.match(r"#?\w", head) and lines[number + 1].startswith("Defined in:"):
             yield Head(head, source, path, number + 1, "#help command")
 
 

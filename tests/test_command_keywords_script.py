@@ -118,8 +118,9 @@ def test_covered_is_what_the_guard_refuses(token: str, covered: bool) -> None:
 
 def test_a_help_listing_gives_its_word_heads() -> None:
     listing = ("## \\#check\nDefined in: `Lean.Parser.Command.check`\n\n## /--\nDefined in: `x.addDocString`\n\n"
-               "## Examples\n\n```lean\n## sudo\nDefined in: `Mathlib.sudo`\n")
-    assert [(h.token, h.line) for h in CK.listing_heads(listing, "help", "c.md")] == [("#check", 1), ("sudo", 10)]
+               "## Examples\n\n```lean\n## first\nDefined in: `Parser.tactic.first`\n```\n"
+               "## sudo\nDefined in: `Mathlib.sudo`\n")
+    assert [(h.token, h.line) for h in CK.listing_heads(listing, "help", "c.md")] == [("#check", 1), ("sudo", 13)]
 
 
 def test_the_script_reads_a_work_tree_and_a_git_dir_alike(tmp_path: Path) -> None:
