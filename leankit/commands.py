@@ -38,7 +38,9 @@ from leankit.text import (
 )
 
 # The tokens that open a declaration or another command in Lean 4 core, Batteries and Mathlib. `import` opens the
-# header. `deriving` opens a command only as `deriving instance` (after a structure it belongs to it).
+# header. `deriving` opens a command only as `deriving instance` (after a structure it belongs to it). Kept by hand;
+# `scripts/command_keywords.py` reads the command declarations out of the sources and prints any head missing here
+# (docs/results.md, "The command words, scanned from the sources").
 DECLARATION_KEYWORDS: frozenset[str] = frozenset({
     "abbrev", "def", "theorem", "lemma", "example", "instance", "axiom", "opaque", "structure", "class", "inductive",
     "coinductive", "mutual", "irreducible_def", "alias", "proof_wanted", "recall", "simproc", "dsimproc",
