@@ -277,7 +277,7 @@ def report(
     "reusing OUTPUT …"); one made from others (an eval redone since, another root) is refused unless --force."""
     from burnqed import storage
     from burnqed.base import uris
-    from burnqed.commands.vocabulary import last_iteration
+    from burnqed.commands.vocabulary import last_evaluated, require_run_root
     from burnqed.layout import Layout
     from burnqed.report.build import build_report, headline, load_report, write_report
     from burnqed.runner.reuse import report_inputs
@@ -289,14 +289,10 @@ def report(
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
     carry = carried(root=root, config=config, sets=set_)
-    if (iteration is None or output is None) and not store.exists(at.root):  # else --output is checked first
-        raise InputError(f"{at.root} does not exist, so it holds no iteration: run `{suggestion(['iterate'], carry)}` "
-                         "first, or give --root the run root")
+    if iteration is None or output is None:  # else --output is checked first
+        require_run_root(at, store=store, command=suggestion(["iterate"], carry))
     if iteration is None:
-        iteration = last_iteration(at, store=store, finished=at.eval_result)
-        if iteration is None:
-            raise InputError(f"{at.root} holds no iteration with a finished eval ({at.eval_result(0)}, …): run "
-                             f"`{suggestion(['iterate'], carry)}` first, or give --root and --iter")
+        iteration = last_evaluated(at, store=store, command=suggestion(["iterate"], carry))
     if output is None:
         output = at.report(iteration)
         if not store.exists(at.eval_result(iteration)):

@@ -38,7 +38,7 @@ def start(
     record."""
     from burnqed import storage
     from burnqed.base import uris
-    from burnqed.commands.vocabulary import last_iteration
+    from burnqed.commands.vocabulary import last_evaluated, require_run_root
     from burnqed.errors import InputError
     from burnqed.eval.best_so_far import choose_start, load_results
     from burnqed.layout import Layout
@@ -49,15 +49,9 @@ def start(
     cfg, store = setup(config, set_, output=output)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
-    if not store.exists(at.root):
-        raise InputError(f"{at.root} does not exist, so it holds no iteration: run `burnqed iterate --iter 0` first, "
-                         "or give --root the run root")
+    require_run_root(at, store=store, command="burnqed iterate --iter 0")
     if iteration is None:
-        last = last_iteration(at, store=store, finished=at.eval_result)
-        if last is None:
-            raise InputError(f"{at.root} holds no iteration with a finished eval ({at.eval_result(0)}, …): run "
-                             "`burnqed iterate --iter 0` first, or give --root and --iter")
-        iteration = last + 1
+        iteration = last_evaluated(at, store=store, command="burnqed iterate --iter 0") + 1
     if output is None:
         output = at.start(iteration)
         store.check_writable(output)

@@ -215,3 +215,24 @@ def last_iteration(at: Layout, *, store: Store, finished: Callable[[int], str] |
             last = i
         i += 1
     return last
+
+
+def require_run_root(at: Layout, *, store: Store, command: str) -> None:
+    """`InputError` when the run root `at` does not exist (it holds no iteration); `command` makes one."""
+    from burnqed.errors import InputError
+
+    if not store.exists(at.root):
+        raise InputError(f"{at.root} does not exist, so it holds no iteration: run `{command}` first, or give --root "
+                         "the run root")
+
+
+def last_evaluated(at: Layout, *, store: Store, command: str) -> int:
+    """The last iteration under the run root `at` whose eval finished (`start`'s and `report`'s `--iter` base);
+    `InputError` naming `command` when none did."""
+    from burnqed.errors import InputError
+
+    last = last_iteration(at, store=store, finished=at.eval_result)
+    if last is None:
+        raise InputError(f"{at.root} holds no iteration with a finished eval ({at.eval_result(0)}, …): run "
+                         f"`{command}` first, or give --root and --iter")
+    return last
