@@ -61,8 +61,9 @@ _ID_REST_CHAR = re.compile(ID_REST)
 # `/p` would break `a*b` and `x/p'`). After any other symbol one may: core's `#eval`, Mathlib's `→o`, `≃r`, `→L[`.
 _ENDS_TOKENS = frozenset(".,;:|()[]{}⟨⟩⦃⦄+-*/^<>=&~%@$`\"\\")
 _NOT_NEWLINE = re.compile(r"[^\n]")
+_ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # Lean's `quotedCharCoreFn`
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
-_CHAR_LITERAL = re.compile(r"""'(?:\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})|[^\\\n'])'""")
+_CHAR_LITERAL = re.compile(rf"""'(?:{_ESCAPE.pattern}|[^\\\n'])'""")
 _RAW_STRING_OPEN = re.compile(r'r(#*)"')
 _ESCAPED_NAME = re.compile(r"«([^»]*)»")  # Lean's escaped identifier component: `«debug»` is the name `debug`
 
@@ -147,6 +148,14 @@ def glues_to_name(char: str) -> bool:
     return char == "#" or ord(char) > 127
 
 
+def _name_start(text: str, index: int, floor: int) -> int:
+    """Where the run of name characters (`ID_REST`) that ends at `index` starts, not before `floor`."""
+    start = index
+    while start > floor and _ID_REST_CHAR.match(text[start - 1]):
+        start -= 1
+    return start
+
+
 def _token_start(text: str, index: int, floor: int) -> bool | None:
     """Whether a token starts at text[index] as Lean's tokenizer reads text[floor:] (`floor`: the text's start or
     a comment's or literal's end): True at `floor`, after a blank, after a numeral (`2'x'` is `2` and a character
@@ -155,9 +164,7 @@ def _token_start(text: str, index: int, floor: int) -> bool | None:
     `#eval` and Mathlib's `→o` are tokens)."""
     if index <= floor or text[index - 1].isspace():
         return True
-    start = index
-    while start > floor and _ID_REST_CHAR.match(text[start - 1]):
-        start -= 1
+    start = _name_start(text, index, floor)
     if start == index or (start > floor and glues_to_name(text[start - 1])):
         return None
     while start < index:
@@ -243,7 +250,6 @@ def read_two_ways(text: str) -> int | None:
 
 
 _PRIMED_TOKENS = ("]", "⁻¹", "∑", "∏")  # before `'` in the tokens ending with one: core's `]'`, Mathlib's `⁻¹'`, `∑'`
-_ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # Lean's `quotedCharCoreFn`
 
 
 def literal_problem(text: str) -> str | None:
@@ -292,9 +298,7 @@ def _broken_quote(text: str, floor: int, stop: int) -> str | None:
 def _glued_name(text: str, index: int, floor: int) -> bool:
     """Whether text[:index] ends with a name (from a character that may start one) glued to a symbol a token may run
     from into it (`glues_to_name`: `↑i`, `→o`); not a run of `'`, `!` or `?` (`]''`, `(!'`), each a token's start."""
-    start = index
-    while start > floor and _ID_REST_CHAR.match(text[start - 1]):
-        start -= 1
+    start = _name_start(text, index, floor)
     return floor < start < index and glues_to_name(text[start - 1]) and _ID_FIRST_CHAR.match(text, start) is not None
 
 
