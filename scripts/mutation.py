@@ -90,7 +90,11 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/config/lean.py": (("DEFAULT_DENY",), GUARD_TESTS),
     "burnqed/lean/soundness.py": (None, SOUNDNESS_TESTS),
     "burnqed/search/step.py": (("StepSearch._verify",), VERIFY_TESTS),
-    "burnqed/search/hybrid.py": (("HybridSearch._verify",), [*VERIFY_TESTS, "tests/search/test_hybrid_answers.py"]),
+    "burnqed/search/hybrid.py": (("HybridSearch._verify", "HybridSearch._started_by", "HybridSearch._mark_dead"),
+                                 [*VERIFY_TESTS, "tests/search/test_hybrid_answers.py",
+                                  "tests/search/test_shared_workers.py"]),
+    # a node's state after a worker replacement: rebuilt by replaying its path, or dead (never counted from)
+    "burnqed/search/rebuild.py": (None, ["tests/search/test_shared_workers.py", *VERIFY_TESTS]),
     "burnqed/search/whole.py": (("WholeSearch._check", "read_whole", "check_whole"), VERIFY_TESTS),
     "burnqed/search/answer.py": (None, ANSWER_TESTS),
     "burnqed/rl/reward.py": (None, REWARD_TESTS),
