@@ -94,7 +94,8 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
                                  [*VERIFY_TESTS, "tests/search/test_hybrid_answers.py",
                                   "tests/search/test_shared_workers.py"]),
     # a node's state after a worker replacement: rebuilt by replaying its path, or dead (never counted from)
-    "burnqed/search/rebuild.py": (None, ["tests/search/test_shared_workers.py", *VERIFY_TESTS]),
+    "burnqed/search/rebuild.py": (None, ["tests/search/test_rebuild.py", "tests/search/test_shared_workers.py",
+                                         *VERIFY_TESTS]),
     "burnqed/search/whole.py": (("WholeSearch._check", "read_whole", "check_whole"), VERIFY_TESTS),
     "burnqed/search/answer.py": (None, ANSWER_TESTS),
     "burnqed/rl/reward.py": (None, REWARD_TESTS),
