@@ -340,7 +340,7 @@ def test_a_forged_journal_proof_is_not_counted_and_the_result_says_why(forgery: 
     assert all(edge.label is not Label.POSITIVE for edge in resumed.edges)
 
 
-def test_a_refused_prompt_fails_its_node_alone_and_is_not_asked_again() -> None:
+def test_a_refused_prompt_fails_its_node_alone_and_is_not_asked_again(tmp_path: Path, store: Store) -> None:
     class Refusing(ScriptedPolicy):
         async def generate(self, prompts: Sequence[str], sampling: Sampling,
                        seeds: Seeds | None = None) -> list[list[Completion]]:
@@ -349,9 +349,14 @@ def test_a_refused_prompt_fails_its_node_alone_and_is_not_asked_again() -> None:
                     for prompt, answer in zip(prompts, answered, strict=True)]
 
     policy = Refusing(lambda state: {ROOT: [("intro x hx\nlinarith", -1.0)]}.get(state.split("\n")[-1], []))
-    outcome = run(policy, dataclasses.replace(SETTINGS, max_rounds=10))
+    prefix = str(tmp_path / "shard")
+    outcome = run(policy, dataclasses.replace(SETTINGS, max_rounds=10, journal=FileJournal(prefix, store=store)))
     rows = [e for e in outcome.edges if e.outcome is EdgeOutcome.PROMPT_REJECTED]
     assert len(rows) == 1 and rows[0].error == "too long" and outcome.result.rejected_prompts == 1
     # The root was sampled again (empty answers), the refused node never again.
     assert [call[0].split("\n")[-1] for call in policy.calls][:2] == [ROOT, AFTER_INTRO]
     assert all(call[0].split("\n")[-1] == ROOT for call in policy.calls[2:])
+    # The node is dead, and so recorded in the round's checkpoint (a resumed search never asks about it either).
+    (refused_node,) = {row.parent_id for row in rows}
+    records = FileJournal(prefix, store=store).load(NAME)
+    assert {stat.id for record in records for stat in record.stats if stat.dead} == {refused_node}
