@@ -42,7 +42,7 @@ from burnqed.records.enums import DeclarationForm
 from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof
 from burnqed.rl.reward import LeanReward, RewardSettings
-from burnqed.search.answer_check import check_file
+from burnqed.search.answer_check import check_file, header_digest, judged_header
 from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import whole_prompt
 from burnqed.text.feedback import Feedback, FeedbackMessage
@@ -211,11 +211,11 @@ def test_a_verified_proof_earns_one_and_the_file_compiled_is_whole_modes(version
     assert stats is not None and stats.reasons[2] == "the proof text does not compile: unsolved goals"
     files = compiled(tmp_path / "log")
     # The restated theorem as given, the answer in its slot, the axioms report and the recheck: whole mode's file; and,
-    # the answer's proof verified, its check against the reference under the header without the slot.
+    # the answer's proof verified, its check against the reference under the header the proof compiled under.
     assert sorted(file.split("\n#print axioms")[0] for file in files) == sorted([
         "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n",
         f"abbrev putnam_easy_solution : ℕ := (2)\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
-        check_file(OPEN, "2", "2", "="),
+        check_file(OPEN, "2", "="),
         "open Nat\n\ntheorem two_plus_two_is_five : 2 + 2 = 5 := by\n  norm_num\n  FAILCOMPILE\n"])
 
 
@@ -616,7 +616,8 @@ def test_an_answer_task_pays_only_an_answer_lean_shows_equal_to_the_reference() 
         stats = reward.last
         assert stats is not None
         assert stats.reasons == (
-            "the answer '100' is not shown to be the reference answer (different): Lean proved the answer different "
+            "the answer '100' is not shown to be the reference answer (different) (header sha256 "
+            f"{header_digest(judged_header(AT_LEAST_THREE, '100'))}): Lean proved the answer different "
             "from the reference", "",
             "the answer '5' is not shown to be the reference answer (no reference): the benchmark records no "
             "reference answer for putnam_mock_solution")
@@ -638,5 +639,6 @@ def test_an_answer_check_lean_gave_no_verdict_on_earns_zero_uncached_and_is_aske
             assert call(reward, [(hanging, RIGHT_ANSWER)]) == [0.0]
             stats = reward.last
             assert stats is not None and (stats.compiles, stats.failures, stats.cache_hits) == (1, 1, 0)
-            assert stats.reasons[0].startswith("the answer '2' is not shown to be the reference answer (undecided): "
-                                               "neither side proved: `=`: verification failed: ")
+            assert stats.reasons[0].startswith(
+                "the answer '2' is not shown to be the reference answer (undecided) (header sha256 "
+                f"{header_digest(judged_header(hanging, '2'))}): neither side proved: `=`: verification failed: ")
