@@ -625,6 +625,31 @@ def test_an_answer_task_pays_only_an_answer_lean_shows_equal_to_the_reference() 
 
 
 @pytest.mark.slow
+def test_an_answer_that_reads_the_reference_only_outside_its_slot_earns_zero() -> None:
+    """On minilean, `3 ≤ SOL` (reference 5) proved by `decide`: the value `if decl_name% == `SOL then 100 else 5` is
+    100 in the slot the proof compiled under (5 in any other declaration), so the check of the slot's constant, under
+    that header, says `different` and it earns 0.0, as the plain 100 does; the honest 5 earns 1.0."""
+    from tests.eval.test_answers import AT_LEAST_THREE, NAMED
+
+    minilean = PantographVersion.parse("0.3.4")
+    theorem = "theorem putnam_mock : 3 ≤ putnam_mock_solution := by\n"
+    with LeanReward([AT_LEAST_THREE], lambda: InProcessReplayPool(lambda: MiniLean(version=minilean), 1,
+                                                                  theorems_per_worker=4),
+                    DEFAULT_GUARD, RewardSettings(fmt=FMT)) as reward:
+        batch = [(AT_LEAST_THREE, completion(answer, "  decide", theorem)) for answer in (NAMED, "100", "5")]
+        assert call(reward, batch) == [0.0, 0.0, 1.0]
+        stats = reward.last
+        assert stats is not None and (stats.verified, stats.compiles, stats.failures) == (1, 3, 0)
+        assert stats.reasons == (
+            f"the answer {NAMED!r} is not shown to be the reference answer (different) (header sha256 "
+            f"{header_digest(judged_header(AT_LEAST_THREE, NAMED))}): Lean proved the answer different from the "
+            "reference",
+            "the answer '100' is not shown to be the reference answer (different) (header sha256 "
+            f"{header_digest(judged_header(AT_LEAST_THREE, '100'))}): Lean proved the answer different from the "
+            "reference", "")
+
+
+@pytest.mark.slow
 def test_an_answer_check_lean_gave_no_verdict_on_earns_zero_uncached_and_is_asked_again(tmp_path: Path) -> None:
     """The reference `compilehang` (the record's, not in the header: the proof's file does not hold it) makes the
     check's compile hang; before 0.3.4 the double never answers it, so the watchdog kills the verifier: no verdict of

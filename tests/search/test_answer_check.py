@@ -1,11 +1,15 @@
 """A produced answer judged against the reference (`burnqed.search.answer_check`; docs/search.md, "Answers"), on
-made-up problems in PutnamBench's form only: minilean (the embedded Lean, which decides these statements as Lean does)
-judges `100` for `3 ≤ SOL` (reference 5) `different`, `1 + 1` against `2` `equal`, and on ℝ `5 / 2` against the
-scientific literal `2.5` `equal` and `3` against it `different` (minilean reads `2.5` as Lean does, the exact
-rational `OfScientific.ofScientific 25 true 1`, which `norm_num` evaluates; on ℕ it is Lean's `failed to synthesize
+made-up problems in PutnamBench's form only: the check compiles the header the proof compiled under (its slot filled
+with the answer, byte for byte) and proves `(SLOT : T) = ((REFERENCE) : T)`, so the value is elaborated once. minilean
+(the embedded Lean, which decides these statements as Lean does, `decl_name%` included) judges `100` for `3 ≤ SOL`
+(reference 5) `different`, and so `if decl_name% == `SOL then 100 else 5` (100 in the slot, 5 in any other
+declaration, which the check's old file judged `equal`), `1 + 1` against `2` `equal`, and on ℝ `5 / 2` against the
+scientific literal `2.5` `equal` and `3` against it `different` (minilean reads `2.5` as Lean does, the exact rational
+`OfScientific.ofScientific 25 true 1`, which `norm_num` evaluates; on ℕ it is Lean's `failed to synthesize
 OfScientific ℕ`). The strict Pantograph double has no semantics (it compiles any honest text): there the check shows
 the file compiled and the path, not Lean's decision. The rules are pure and tested alone; the answer passes
-`soundness.check_answer` before any Lean; a theorem with no reference is `no reference`, never `equal`.
+`soundness.check_answer` before any Lean; a header other than the proof's is `undecided` before Lean, both digests
+named; a theorem with no reference is `no reference`, never `equal`.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import Verdict, assemble_proof, assembled_header
+from burnqed.lean.soundness import Verdict, assemble_proof, assembled_header, check_proof_text
 from burnqed.records.replies import CompileResult
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer_check import (
@@ -213,3 +217,46 @@ def test_a_header_the_proof_did_not_compile_under_is_undecided_before_lean() -> 
     assert judged.reason == (f"the header judged (sha256 {wanted}) is not the header the proof compiled under "
                              f"(sha256 {header_digest(compiled)})")
     assert not judged.equal and judged.answered
+
+
+# 100 in the slot's own declaration (`decl_name%` is the slot), 5 in any other: a value that reads the reference only
+# where it does not count
+NAMED = f"if decl_name% == `{SLOT} then 100 else 5"
+# a `by` block whose next line, 39 columns in, is a new tactic under the slot's layout (its first tactic stands at
+# column 41 after `abbrev putnam_mock_solution : ℕ := (by `) and would be a function argument one statement further
+BY_BLOCK = "by exact 100\n" + " " * 39 + "rfl"
+
+
+def test_on_minilean_the_check_judges_the_constant_the_proof_compiled_not_the_values_text() -> None:
+    argv = [sys.executable, "-m", "minilean", "--pantograph-version", "0.3.4"]
+
+    async def proof_compiles() -> bool:
+        async with LeanWorker(argv, tactic_timeout_s=10, watchdog_grace_s=1, ready_timeout_s=20) as lean:
+            filled = AT_LEAST_THREE.with_answer(NAMED)
+            proof = assemble_proof(filled, ["decide"])
+            assert proof is not None
+            verdict = await check_proof_text(lean, AT_LEAST_THREE.name, proof, index_header=AT_LEAST_THREE.header,
+                                             header=filled.header)
+            return verdict.verified
+
+    assert asyncio.run(proof_compiles())  # `decide` proves `3 ≤ SOL` with it: the proof counts
+    judged = judge_all(argv, [(AT_LEAST_THREE, NAMED), (AT_LEAST_THREE, "100"), (AT_LEAST_THREE, "5")])
+    assert [(j.verdict, j.reason) for j in judged] == [
+        (AnswerCheck.DIFFERENT, "Lean proved the answer different from the reference"),
+        (AnswerCheck.DIFFERENT, "Lean proved the answer different from the reference"),
+        (AnswerCheck.EQUAL, "Lean proved the answer equal to the reference")]
+    assert [j.header_sha256 for j in judged] == [j.compiled_sha256 for j in judged] == [
+        header_digest(judged_header(AT_LEAST_THREE, answer)) for answer in (NAMED, "100", "5")]
+
+
+@pytest.mark.parametrize("value", [NAMED, BY_BLOCK])
+def test_the_values_text_is_compiled_once_where_the_proof_compiled_it(value: str) -> None:
+    """The check file holds the value only inside the slot, laid out as `fill_slot` lays it out for the proof's
+    compile; the check's statement names the constant."""
+    header = (AT_LEAST_THREE.with_answer(value).header or "").rstrip()
+    for relation in ("=", "≠"):
+        file = check_file(AT_LEAST_THREE, value, relation)
+        assert file.startswith(f"{header}\n\ntheorem {CHECK_NAME} : ({SLOT} : ℕ) {relation} ((5) : ℕ) := by\n")
+        assert value.split("\n", maxsplit=1)[0] not in file[len(header):]  # nowhere after the slot
+    assert judged_header(AT_LEAST_THREE, BY_BLOCK) == (
+        f"abbrev {SLOT} : ℕ := (by exact 100\n" + " " * 41 + "rfl)\n-- 5")
