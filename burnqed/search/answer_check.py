@@ -30,7 +30,7 @@ from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, check_answer, check_proof_text
 from burnqed.records.replies import first_line
-from burnqed.records.theorem import Theorem
+from burnqed.records.theorem import Answer, Theorem
 from burnqed.search.answer import AnswerSlot
 from leankit.answer import uses_name
 from leankit.text import mask_comments
@@ -78,12 +78,18 @@ def header_digest(header: str) -> str:
     return hashlib.sha256(header.rstrip().encode("utf-8")).hexdigest()
 
 
+def _open_slot(theorem: Theorem) -> Answer:
+    """`theorem`'s open answer slot (`search.answer.AnswerSlot.judged`); ValueError when it has none."""
+    if not AnswerSlot(theorem).judged or theorem.answer is None:
+        raise ValueError(f"theorem {theorem.name} has no open answer slot: there is no produced answer to check")
+    return theorem.answer
+
+
 def judged_header(theorem: Theorem, answer: str) -> str:
     """The header both sides compile: `theorem`'s, its open slot filled with `answer` (`Theorem.with_answer`, what a
     proof giving `answer` is compiled as), trailing blanks gone. ValueError when `theorem` has no open slot or
     `answer` is no single term."""
-    if not AnswerSlot(theorem).judged:
-        raise ValueError(f"theorem {theorem.name} has no open answer slot: there is no produced answer to check")
+    _open_slot(theorem)
     return (theorem.with_answer(answer).header or "").rstrip()
 
 
@@ -103,15 +109,14 @@ def check_file(theorem: Theorem, answer: str, relation: Relation) -> str:
     := by`, the slot unfolded (`try unfold SLOT`) and `first | …` with the side's fixed tactic list. ValueError when
     `theorem` has no open slot or no reference, or `answer` is no single term."""
     header = judged_header(theorem, answer)
-    assert theorem.answer is not None  # judged_header checked it
-    if theorem.answer.reference is None:
+    slot = _open_slot(theorem)
+    if slot.reference is None:
         raise ValueError(f"theorem {theorem.name} records no reference answer to check against")
-    slot = theorem.answer.name
     tactics = EQUAL_TACTICS if relation == "=" else DIFFERENT_TACTICS
-    statement = check_statement(slot, theorem.answer.reference, theorem.answer.type, relation)
+    statement = check_statement(slot.name, slot.reference, slot.type, relation)
     body = "".join(f"\n  | {tactic}" for tactic in tactics)
     head = f"{header}\n\n" if header else ""
-    return f"{head}theorem {CHECK_NAME} : {statement} := by\n  try unfold {slot}\n  first{body}\n"
+    return f"{head}theorem {CHECK_NAME} : {statement} := by\n  try unfold {slot.name}\n  first{body}\n"
 
 
 def verdict_of(equal: Verdict | None, different: Verdict | None) -> AnswerCheck:
@@ -124,15 +129,14 @@ def verdict_of(equal: Verdict | None, different: Verdict | None) -> AnswerCheck:
     return AnswerCheck.UNDECIDED
 
 
-def _refusal(theorem: Theorem, answer: str, reference: str, guard: TacticGuard) -> str | None:
+def _refusal(slot: str, answer: str, reference: str, guard: TacticGuard) -> str | None:
     """Why the pair is not sent to Lean: a value `soundness.check_answer` refuses, or a reference naming the slot."""
     for what, value in (("answer", answer), ("reference", reference)):
         refused = check_answer(value, guard)
         if not refused.ok:
             return f"the {what} is not checked: {refused.reason}"
-    assert theorem.answer is not None
-    if uses_name(reference, theorem.answer.name):
-        return f"the reference is not checked: it names the answer slot {theorem.answer.name} (it would be the answer)"
+    if uses_name(reference, slot):
+        return f"the reference is not checked: it names the answer slot {slot} (it would be the answer)"
     return None
 
 
@@ -142,13 +146,12 @@ async def judge_answer(lean: LeanEnv, theorem: Theorem, answer: str, guard: Tact
     `≠` only when `=` did not verify. `compiled_under`: the header the proof compiled under; the check compiles the
     same, else it is `undecided`. A Lean that cannot start raises (`LeanStartError`, as `check_proof_text` does);
     any other failure is a side that proved nothing. ValueError when `theorem` has no open slot."""
-    if not AnswerSlot(theorem).judged or theorem.answer is None:
-        raise ValueError(f"theorem {theorem.name} has no open answer slot: there is no produced answer to check")
-    reference = theorem.answer.reference
+    slot = _open_slot(theorem)
+    reference = slot.reference
     if reference is None or not reference.strip():
         return AnswerJudgement(AnswerCheck.NO_REFERENCE, answer, None,
-                               f"the benchmark records no reference answer for {theorem.answer.name}")
-    refused = _refusal(theorem, answer, reference, guard)
+                               f"the benchmark records no reference answer for {slot.name}")
+    refused = _refusal(slot.name, answer, reference, guard)
     if refused is not None:
         return AnswerJudgement(AnswerCheck.UNDECIDED, answer, reference, refused)
     header = judged_header(theorem, answer)
