@@ -135,9 +135,8 @@ def _refusal(slot: str, answer: str, reference: str, guard: TacticGuard) -> str 
         refused = check_answer(value, guard)
         if not refused.ok:
             return f"the {what} is not checked: {refused.reason}"
-    if uses_name(reference, slot):
-        return f"the reference is not checked: it names the answer slot {slot} (it would be the answer)"
-    return None
+    named = uses_name(reference, slot)
+    return f"the reference is not checked: it names the answer slot {slot} (it would be the answer)" if named else None
 
 
 async def judge_answer(lean: LeanEnv, theorem: Theorem, answer: str, guard: TacticGuard, *,

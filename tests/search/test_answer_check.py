@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
+from burnqed.errors import LeanTimeoutError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, assemble_proof, assembled_header, check_proof_text
@@ -106,7 +107,7 @@ def test_the_check_is_the_header_the_proof_compiled_under_then_a_theorem_about_t
         check_file(AT_LEAST_THREE.with_answer("5"), "5", "=")
     with pytest.raises(ValueError, match=f"^{closed}$"):
         judged_header(AT_LEAST_THREE.with_answer("5"), "5")
-    with pytest.raises(ValueError, match="^theorem putnam_mock records no reference answer to check against$"):
+    with pytest.raises(ValueError, match=r"^theorem putnam_mock records no reference answer to check against$"):
         check_file(mock(f"3 ≤ {SLOT}", "ℕ", None), "5", "=")
 
 
@@ -153,8 +154,8 @@ def test_no_reference_is_its_own_verdict_never_equal_and_asks_no_lean() -> None:
     assert judged == AnswerJudgement(AnswerCheck.NO_REFERENCE, "5", None,
                                      f"the benchmark records no reference answer for {SLOT}")
     assert not judged.equal
-    with pytest.raises(ValueError, match="^theorem putnam_mock has no open answer slot: there is no produced answer "
-                       "to check$"):
+    with pytest.raises(ValueError, match=r"^theorem putnam_mock has no open answer slot: there is no produced answer "
+                       r"to check$"):
         asyncio.run(judge_answer(NoLean(), AT_LEAST_THREE.with_answer("5"), "5", GUARD,  # type: ignore[arg-type]
                                  compiled_under=""))
 
@@ -264,3 +265,30 @@ def test_the_values_text_is_compiled_once_where_the_proof_compiled_it(value: str
         assert value.split("\n", maxsplit=1)[0] not in file[len(header):]  # nowhere after the slot
     assert judged_header(AT_LEAST_THREE, BY_BLOCK) == (
         f"abbrev {SLOT} : ℕ := (by exact 100\n" + " " * 41 + "rfl)\n-- 5")
+
+
+class HalfAnswered:
+    """A LeanEnv whose first compile comes back with no units (Lean's reply, no proof: its shape is not the file's)
+    and whose second times out (no reply of Lean's)."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    async def compile(self, text: str, timeout_s: float | None = None) -> CompileResult:
+        self.sent.append(text)
+        if len(self.sent) == 1:
+            return CompileResult(())
+        raise LeanTimeoutError("the compile took longer than 10 s")
+
+
+def test_a_side_lean_gave_no_verdict_on_leaves_the_check_unanswered() -> None:
+    """`undecided` with `answered` false when either side came back without Lean's verdict (the reward does not cache
+    it, eval shows it): the `=` side answered, the `≠` side timed out."""
+    lean = HalfAnswered()
+    judged = asyncio.run(judge_answer(lean, AT_LEAST_THREE, "5", GUARD,  # type: ignore[arg-type]
+                                      compiled_under=judged_header(AT_LEAST_THREE, "5")))
+    assert [text.split("\n\n#print axioms")[0] + "\n" for text in lean.sent] == [
+        check_file(AT_LEAST_THREE, "5", "="), check_file(AT_LEAST_THREE, "5", "≠")]
+    assert (judged.verdict, judged.answered) == (AnswerCheck.UNDECIDED, False)
+    assert judged.reason == ("neither side proved: `=`: the compile reply has no compilation units: nothing was shown "
+                             "to be declared; `≠`: verification failed: the compile took longer than 10 s")
