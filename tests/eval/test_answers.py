@@ -2,8 +2,10 @@
 tasks counted apart, both shown in the eval's table, the per-theorem table and the report's proofs; the theorem set's
 digest follows the header and the answer. The produced answer checked against the reference (on minilean, a made-up
 problem in PutnamBench's form): `100` for `3 ≤ SOL` (reference 5) is proved and counted "answer produced", never
-"answer produced (reference answer)", in the table, eval.json's fields, the report's proofs and `compare`. minilean
-answers in this process (`InProcessReplayPool`; tests/search/test_answer_check.py checks one through a process)."""
+"answer produced (reference answer)", in the table, eval.json's fields, the report's proofs and `compare`; `burnqed
+eval` end to end judges the slot's constant under the proof's header, so `if decl_name% == `SOL then 100 else 5` (5
+only outside its slot) is `different` too, both headers' digests in eval.json. minilean answers in this process
+(`InProcessReplayPool`, `minilean_in_process`; tests/search/test_answer_check.py checks one through a process)."""
 
 from __future__ import annotations
 
