@@ -200,6 +200,7 @@ def _checked(name: str, winner: TheoremResult | None, attempts: Sequence[Theorem
     if judged is None:
         return {"reference_at_proof": _reference_at_proof(attempts, largest, checks)}
     return {"answer_check": judged.verdict.value, "answer_check_detail": judged.reason, "reference": judged.reference,
+            "answer_check_header": judged.header_sha256, "proof_header": judged.compiled_sha256,
             "reference_at_proof": _reference_at_proof(attempts, largest, checks)}
 
 

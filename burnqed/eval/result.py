@@ -45,7 +45,7 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
-SCHEMA_VERSION = 8  # of the eval result file (EvalResult.schema_version says what each version added)
+SCHEMA_VERSION = 9  # of the eval result file (EvalResult.schema_version says what each version added)
 
 
 def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -236,6 +236,14 @@ class PerTheorem(BaseModel):
         "schema 7.")
     answer_check_detail: str | None = Field(
         default=None, description="Why `answer_check` says what it says (each side's failure when undecided).")
+    answer_check_header: str | None = Field(
+        default=None, description="Answer produced: the sha256 (hex) of the header the answer check compiled: the "
+        "theorem's header with its slot filled with `answer`, byte for byte the one the proof compiled under, else the "
+        "check is 'undecided'. None where no header was compiled (no reference, a value refused before Lean), and in "
+        "results before schema 9.")
+    proof_header: str | None = Field(
+        default=None, description="Answer produced: the sha256 (hex) of the header the proof compiled under (its "
+        "text up to its declaration), which `answer_check_header` must equal. None as for `answer_check_header`.")
     reference: str | None = Field(
         default=None, description="Answer produced: the benchmark's reference answer, beside `answer` (never shown to "
         "the model).")
@@ -387,7 +395,8 @@ class EvalResult(BaseModel):
         "not_evaluated; 6 added tasks and per theorem task and answer; 7 added the answer check: per theorem "
         "answer_check, answer_check_detail, reference and reference_at_proof, and the task 'answer produced "
         "(reference answer)'; 8 added to settings every configuration key of eval's identity in its mode, by value: "
-        "`settings_model`). Files of every earlier version load."
+        "`settings_model`); 9 added per theorem answer_check_header and proof_header, the sha256 of the header the "
+        "answer check compiled and of the one the proof compiled under). Files of every earlier version load."
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")

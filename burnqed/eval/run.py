@@ -50,7 +50,7 @@ from burnqed.eval.result import (
 from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
+from burnqed.lean.soundness import assemble_proof, assembled_header, check_path, check_proof_text
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
@@ -424,16 +424,26 @@ async def _recheck_reason(result: TheoremResult, theorem: Theorem, pool: WorkerP
 async def check_answers(theorems: Sequence[Theorem], attempts: Sequence[Sequence[TheoremResult]],
                         pool: WorkerPool, guard: TacticGuard) -> AnswerChecks:
     """Every distinct answer the proofs of `theorems` whose answer is open gave, judged against its theorem's reference
-    (`search.answer_check.judge_answer`, on a worker of `pool`): (name, answer) → its judgement; empty when no such
-    theorem was proved."""
+    (`search.answer_check.judge_answer`, on a worker of `pool`) under the header each proof compiled under
+    (`lean.soundness.assembled_header` of its text; "" when its text is no assembly of the theorem, which no check
+    header matches): (name, answer) → its judgement, the first not `equal` when proofs giving one answer compiled
+    under several headers; empty when no such theorem was proved."""
     open_answers = {theorem.name: theorem for theorem in theorems if AnswerSlot(theorem).judged}
-    asked = sorted({(result.name, result.answer) for results in attempts for result in results
-                    if result.proved and result.answer is not None and result.name in open_answers})
+    headers: dict[tuple[str, str], set[str]] = {}
+    for results in attempts:
+        for result in results:
+            if result.proved and result.answer is not None and result.name in open_answers:
+                header = assembled_header(result.proof or "", open_answers[result.name], result.tactics)
+                headers.setdefault((result.name, result.answer), set()).add(header or "")
+    asked = sorted(headers)
 
     async def judge(name: str, answer: str) -> AnswerJudgement:
         theorem = open_answers[name]
+        judged = []
         async with pool.lease(f"{name} (answer check)", header=theorem.header) as lean:
-            return await judge_answer(lean, theorem, answer, guard)
+            for header in sorted(headers[(name, answer)]):
+                judged.append(await judge_answer(lean, theorem, answer, guard, compiled_under=header))
+        return next((j for j in judged if not j.equal), judged[0])
 
     judged = await asyncio.gather(*(judge(name, answer) for name, answer in asked))
     return dict(zip(asked, judged, strict=True))
