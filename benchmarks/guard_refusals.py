@@ -256,19 +256,20 @@ def tallies(args: argparse.Namespace) -> list[Tally]:
         check_compfiles(found[-1], args.compfiles)
     for paths, proofs in ((args.minif2f, False), (args.minif2f_proofs, True)):
         for path in paths:
-            found.append(Tally(f"miniF2F {'proofs' if proofs else 'statements'} ({path.name})", str(path)))
+            label = path.name if path.suffix else f"{path.parent.name}/{path.name}"
+            found.append(Tally(f"miniF2F {'proofs' if proofs else 'statements'} ({label})", str(path)))
             for item, text in lean_texts([path]):
                 check_lean_file(found[-1], item, text, proofs=proofs)
     return found
 
 
 def report(found: list[Tally], show: int, seconds: float) -> None:
-    print(f"{'corpus':48} " + " ".join(f"{route:>17}" for route in ROUTES) + "  skipped (sorry)")
+    print(f"{'corpus':60} " + " ".join(f"{route:>17}" for route in ROUTES) + "  skipped (sorry)")
     for tally in found:
         refused = Counter(route for route, *_ in tally.refused)
         cells = [f"{refused[route]:>6} of {tally.checked[route]:>7}" if tally.checked[route] else f"{'-':>17}"
                  for route in ROUTES]
-        print(f"{tally.name:48} " + " ".join(cells) + f"  {tally.skipped:>6}")
+        print(f"{tally.name:60} " + " ".join(cells) + f"  {tally.skipped:>6}")
     print("read:", "; ".join(f"{tally.name}: {tally.source}" for tally in found))
     checked = sum(sum(tally.checked.values()) for tally in found)
     refusals = [(tally.name, *refusal) for tally in found for refusal in tally.refused]
