@@ -131,6 +131,7 @@ def test_deriving_opens_a_command_only_before_instance() -> None:
     ("exact 5!!", None),
     ("exact 0x1F! + 0b1! + 2.5? + 2₁", None),
     ("exact h.2.elim", None),  # a field index, read by Lean's `fieldIdx` (digits only): no exponent
+    ("h.2.elim", None),  # its name two characters from the text's start
     ("exact (f x).1.eq_def", None),
     ("exact ⟨a, b⟩.1.elim", None),
     ("exact 5.e3 + 5.x", None),  # `5.e3` a scientific literal, `5.x` the literal `5.` and `x`: nothing hides
