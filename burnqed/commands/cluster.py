@@ -35,6 +35,7 @@ from burnqed.errors import BurnqedError, ConfigError, InputError
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
+    from burnqed.config import Config
 
 WorkflowsOption = Annotated[
     Path | None,
@@ -184,6 +185,7 @@ def submit(
     from burnqed.cluster.submit import parameter_values, pods_configuration, prepare_submission, send
 
     cfg = configure(config, set_)
+    check_pods_can_run(cfg, root)  # before the Argo Server or the ConfigMap is read
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
     target = None
     if not dry_run:  # render from the configuration the pods will read, or refuse (burnqed.cluster.source)
@@ -198,6 +200,15 @@ def submit(
     workflow_name = send(submission, target, from_template=from_template)
     typer.echo(f"submitted {workflow_name} (namespace {target.namespace})")
     typer.echo(target.ui_link(workflow_name))
+
+
+def check_pods_can_run(cfg: Config, root: str | None = None) -> None:
+    """The refusals of `burnqed.cluster.podinputs` for the local configuration, before any work: an input no pod can
+    open (`root`: the run root given, whose bucket the upload goes to), a setting without effect."""
+    from burnqed.cluster.podinputs import check_effect, check_pod_inputs
+
+    check_pod_inputs(cfg, root)
+    check_effect(cfg)
 
 
 @reports_errors
@@ -275,6 +286,7 @@ def check(
     from burnqed.errors import ClusterError
 
     cfg = configure(config, set_)
+    check_pods_can_run(cfg)  # before the cluster is read (the ConfigMap's configuration is checked when rendered)
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
     reader: ClusterReader
     prefix = "cannot read the cluster: "
