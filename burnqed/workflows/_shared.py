@@ -551,7 +551,8 @@ def _gpu_containers(stage: Stage, profile: Profile, *, sidecar: bool, planner: b
     policy's SGLang of a search pod (`sidecar`) and the planner's beside it (`planner`), the rl trainer's GPU
     (`trainer`) and, with `served_model`, the rl step's SGLang serving it."""
     cluster = profile.cfg.cluster
-    plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
+    exported = stage.policy_model is not None and stage.policy_model.startswith(ROOT)  # an iteration's own export
+    plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None, run_export=exported) if sidecar else None
     planner_plan = planner_gpu_plan(profile.cfg) if planner else None
     rl_plan = rl_gpu_plan(profile.cfg) if trainer else None
     server_plan = rl_server_plan(profile.cfg) if served_model is not None else None
