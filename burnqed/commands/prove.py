@@ -372,7 +372,7 @@ def compare(
         store.check_writable(output)
         check_not_an_input(output, results)
         store.check_replaceable_file(output, Comparison, "a comparison (`burnqed compare --output`)")
-    loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
+    loaded = [(str(path), load_eval_result(path, store=store, reader="compare")) for path in results]
     comparison = compare_results(loaded)
     typer.echo(render_comparison(comparison))
     if output is not None:
