@@ -136,6 +136,7 @@ def search(
         if not (begun := read_start(start, store)).search_value_model:
             typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
             ebm = None
+    _check_ebm(ebm, store)
     check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts
     settings = _job_settings(cfg, unsolved_from, store=store)
     try:
@@ -179,6 +180,14 @@ def search(
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))
+
+
+def _check_ebm(ebm: str | None, store: Store) -> None:
+    """--ebm is a finished value model, else one line saying what it is, before the Lean pool and the model start."""
+    if ebm is not None:
+        from burnqed.ebm.formats import check_value_model
+
+        check_value_model(ebm, store=store)
 
 
 def _refuse_contradictions(resume: bool, force: bool, *, start: str | None, ebm: str | None) -> None:
@@ -295,6 +304,7 @@ def evaluate(
     from burnqed.runner.reuse import eval_inputs
 
     cfg, store = setup(config, model_set(model, set_))
+    _check_ebm(ebm, store)
     check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts
     budget_list = eval_budgets(budgets, cfg.pipeline)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
