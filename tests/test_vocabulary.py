@@ -239,3 +239,18 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
             "--iter 0` first, or give --root the run root"])
     code, lines = _run("report", "--root", "nonexistent", "--iter", "0", "--output", "elsewhere", cwd=tmp_path)
     assert code == 2 and f"(file://{tmp_path}/nonexistent does not exist)" in lines[0]
+
+
+@pytest.mark.slow  # command starts
+def test_an_empty_model_is_refused_naming_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--model "$MODEL"` with MODEL unset said "storage URI: empty URI" (eval, search) or named three settings
+    monkeypatch.chdir(tmp_path)
+    said = {"eval": "policy.model", "search": "policy.model", "iterate": "sft.base_model and policy.model",
+            "plan": "sft.base_model and policy.model"}
+    for command, default in said.items():
+        args = ["--output", "out"] if command in ("eval", "search") else ["--root", "runs"]
+        refused = CliRunner().invoke(app, [command, "--model", "", *args])
+        assert (refused.exit_code, refused.stdout, refused.stderr) == (
+            2, "", "error: --model is empty (an unset variable?): give a model folder (a path or URI), or leave "
+            f"--model out for {default} (unset: the tiny embedded model)\n"), command
+    assert list(tmp_path.iterdir()) == []

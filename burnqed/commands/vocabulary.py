@@ -200,6 +200,12 @@ def model_set(model: str | None, sets: list[str] | None, *, base: bool = False) 
     `--set sft.base_model=DIR`."""
     if model is None:
         return sets
+    if not model.strip():  # `--model "$MODEL"` with MODEL unset: never the default model
+        from burnqed.errors import InputError
+
+        default = "sft.base_model and policy.model" if base else "policy.model"
+        raise InputError(f"--model is empty (an unset variable?): give a model folder (a path or URI), or leave "
+                         f"--model out for {default} (unset: the tiny embedded model)")
     value = json.dumps(model, ensure_ascii=False)
     return [*(sets or ()), f"policy.model={value}", *((f"sft.base_model={value}",) if base else ())]
 
