@@ -231,12 +231,20 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
         "run `burnqed iterate --root empty` first, or give --root and --iter"])
     for iteration in ((), ("--iter", "0")):
         assert _run("report", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
-            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no iteration: run `burnqed iterate "
-            "--root nonexistent` first, or give --root the run root"])
+            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no run; a new run starts there with "
+            "`burnqed iterate --root nonexistent`"])
     for iteration in ((), ("--iter", "1")):  # `start` reads the same root, and says the same of a missing one
         assert _run("start", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
-            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no iteration: run `burnqed iterate "
-            "--iter 0` first, or give --root the run root"])
+            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no run; a new run starts there with "
+            "`burnqed iterate --iter 0`"])
+    # a mistyped --root beside the run root: named, and a later iteration is refused too, not taken for a new run
+    assert _run("report", "--root", "runz", cwd=tmp_path) == (2, [
+        f"error: file://{tmp_path}/runz does not exist, so it holds no run; did you mean --root runs? a new run "
+        "starts there with `burnqed iterate --root runz`"])
+    assert _run("iterate", "--iter", "2", "--root", "runz", cwd=tmp_path) == (2, [
+        f"error: file://{tmp_path}/runz does not exist, so it holds no run; did you mean --root runs? a new run "
+        "starts there with `burnqed iterate --iter 0 --root runz`"])
+    assert not (tmp_path / "runz").exists()
     code, lines = _run("report", "--root", "nonexistent", "--iter", "0", "--output", "elsewhere", cwd=tmp_path)
     assert code == 2 and f"(file://{tmp_path}/nonexistent does not exist)" in lines[0]
 

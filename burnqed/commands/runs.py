@@ -125,6 +125,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     --config (`commands.kit.carried`), and after the last iteration's report it names the next iteration's command and
     `show`'s."""
     from burnqed.base.signals import same_command, stop_on_signals
+    from burnqed.commands.vocabulary import require_run_root
     from burnqed.layout import Layout
     from burnqed.runner.local import default_jobs, run_iterations
     from burnqed.storage.place_lease import hold_lease
@@ -133,6 +134,8 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     carry = carried(root=root, model=model, config=config, sets=given_sets)
     cfg, store, run_root, runner = _local_run(root, config, model_set(model, given_sets, base=True), grammar,
                                               jobs=jobs or default_jobs(), force=force)
+    if min(iters) >= 1:  # a later iteration of a root that does not exist: a mistyped --root, not a new run
+        require_run_root(Layout(run_root), store=store, command=suggestion(["iterate", "--iter", "0"], carry))
     command = same_command()
 
     def stopped() -> str:

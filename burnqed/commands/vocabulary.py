@@ -224,12 +224,36 @@ def last_iteration(at: Layout, *, store: Store, finished: Callable[[int], str] |
 
 
 def require_run_root(at: Layout, *, store: Store, command: str) -> None:
-    """`InputError` when the run root `at` does not exist (it holds no iteration); `command` makes one."""
+    """`InputError` when the run root `at` does not exist (it holds no iteration), naming the run roots beside it
+    whose names are near (a mistyped --root) and `command`, which starts a new run there."""
     from burnqed.errors import InputError
 
     if not store.exists(at.root):
-        raise InputError(f"{at.root} does not exist, so it holds no iteration: run `{command}` first, or give --root "
-                         "the run root")
+        near = near_run_roots(at.root)
+        meant = f"; did you mean {' or '.join(f'--root {name}' for name in near)}? a" if near else "; a"
+        raise InputError(f"{at.root} does not exist, so it holds no run{meant} new run starts there with `{command}`")
+
+
+def near_run_roots(root: str) -> list[str]:
+    """The run roots (folders holding iter_0) beside the local `root` whose names are close to its name (a typo's
+    distance: difflib's ratio ≥ 0.6), as a user would type them here; none for a remote root."""
+    import difflib
+    import os
+
+    from burnqed.storage import is_remote, local_path
+
+    if is_remote(root):
+        return []
+    path = local_path(root)
+    try:
+        runs = [entry.name for entry in path.parent.iterdir() if (entry / "iter_0").is_dir()]
+    except OSError:
+        return []
+    shown = []
+    for name in difflib.get_close_matches(path.name, runs, n=3, cutoff=0.6):
+        relative = os.path.relpath(path.parent / name)
+        shown.append(str(path.parent / name) if relative.startswith("..") else relative)
+    return shown
 
 
 def last_evaluated(at: Layout, *, store: Store, command: str) -> int:
