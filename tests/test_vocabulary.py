@@ -262,3 +262,27 @@ def test_an_empty_model_is_refused_naming_the_option(tmp_path: Path, monkeypatch
             2, "", "error: --model is empty (an unset variable?): give a model folder (a path or URI), or leave "
             f"--model out for {default} (unset: the tiny embedded model)\n"), command
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow  # every command's help, rendered
+def test_output_and_iter_show_one_placeholder_each() -> None:
+    # the new user's count: --output showed FILE|URI, PREFIX, URI, PATH and TEXT (on seven commands), --iter
+    # "I [0<=x<=2147483647]" beside "I [x>=0]"
+    from burnqed.commands.vocabulary import OUTPUT_METAVAR
+
+    runner = CliRunner()
+    shown: dict[str, set[str]] = {"--output": set(), "--iter": set()}
+    for path, command in commands():
+        context = typer.Context(command)
+        names = {opt for param in command.get_params(context) for opt in getattr(param, "opts", [])}
+        if not names & set(shown):
+            continue
+        text = runner.invoke(app, [*path, "-h"], terminal_width=200).output
+        for option in shown:
+            row = re.search(rf"│ [* ]*{option}(?: +-o)? +([A-Z|]+(?: \[[^\]]*\])?)", text)
+            if option in names:
+                assert row is not None, (path, option)
+                local = option == "--output" and path in (("render",), ("model", "init-tiny"))  # Path options
+                assert row.group(1) == ("PATH" if local else OUTPUT_METAVAR) or option == "--iter", (path, row[1])
+                shown[option].add(row.group(1))
+    assert shown == {"--output": {"PATH|URI", "PATH"}, "--iter": {"I [x>=0]", "I [x>=1]"}}  # x>=1: start, joint-study

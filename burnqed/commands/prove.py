@@ -32,7 +32,14 @@ from burnqed.commands.kit import (
     suggestion,
 )
 from burnqed.commands.outputs import check_not_an_input, check_trajectory_prefix, restart_trajectory_prefix
-from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, StartOption, last_iteration, model_set
+from burnqed.commands.vocabulary import (
+    OUTPUT_METAVAR,
+    THEOREMS_HELP,
+    ModelOption,
+    StartOption,
+    last_iteration,
+    model_set,
+)
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
@@ -49,6 +56,14 @@ if TYPE_CHECKING:
     from burnqed.trajectory.reader import TheoremSearch
 
 MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
+
+
+def _int32_iteration(value: int) -> int:
+    """--iter of the commands that write trajectory rows: at most MAX_ITERATION, checked here rather than by typer's
+    range, which would show it in help as a third form of --iter's placeholder."""
+    if value > MAX_ITERATION:
+        raise typer.BadParameter(f"{value} is above {MAX_ITERATION:,}, the largest iteration a trajectory row holds")
+    return value
 EbmOption = Annotated[
     str | None,
     typer.Option(
@@ -100,14 +115,14 @@ RunIdOption = Annotated[
 
 @reports_errors
 def search(
-    output: Annotated[str, typer.Option("--output", "-o", metavar="PREFIX",
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
                                         help="Trajectory prefix (path or URI) to write.")],
     theorems: TheoremsOption = None,
     model: ModelOption = None,
     shard: ShardOption = None,
     resume: SearchResumeOption = False,
     force: SearchForceOption = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", callback=_int32_iteration,
                                            help="The expert iteration the rows record.")] = 0,
     split: SplitOption = None,
     run_id: RunIdOption = None,
@@ -262,7 +277,7 @@ AblationOption = Annotated[
 
 @reports_errors
 def evaluate(
-    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE|URI",
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
                                         help="Write the eval result JSON here (path or URI).")],
     theorems: TheoremsOption = None,
     model: ModelOption = None,
@@ -273,7 +288,7 @@ def evaluate(
     resume: EvalResumeOption = False,
     force: EvalForceOption = False,
     show_theorems: ShowTheoremsOption = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", callback=_int32_iteration,
                                            help="The expert iteration the result records.")] = 0,
     split: SplitOption = None,
     ebm: EbmOption = None,
@@ -363,7 +378,7 @@ def compare(
     ],
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", metavar="FILE|URI", show_default=False,
+        typer.Option("--output", "-o", metavar=OUTPUT_METAVAR, show_default=False,
                      help="Also write the comparison it prints as JSON here (path or URI)."),
     ] = None,
     config: ConfigOption = None,
@@ -521,7 +536,8 @@ def _with_passes(uri: str, *, store: Store) -> list[str]:
 @reports_errors
 def merge_trajectories(
     inputs: Annotated[list[str], typer.Argument(help="Shard prefixes to merge.", show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="Merged trajectory prefix.")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
+                                                      help="Merged trajectory prefix (path or URI).")],
     allow_incomplete: Annotated[
         bool, typer.Option("--allow-incomplete", help="Merge shards that did not finish (no _SUCCESS.json).")
     ] = False,

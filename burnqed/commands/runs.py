@@ -31,7 +31,7 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
-from burnqed.commands.vocabulary import IterationModelOption, model_set
+from burnqed.commands.vocabulary import OUTPUT_METAVAR, IterationModelOption, model_set
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
@@ -189,7 +189,8 @@ def iterate(
 @reports_errors
 def run_all(
     ctx: typer.Context,
-    iters: Annotated[str, typer.Option("--iters", help="Iterations to run, e.g. 0-4.")] = "0-4",
+    iters: Annotated[str, typer.Option("--iters", metavar="I-J", help="Iterations to run: a range, e.g. 0-4, or a "
+                                       "list, e.g. 0,1,2.")] = "0-4",
     root: RootOption = None,
     model: IterationModelOption = None,
     gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
@@ -263,7 +264,7 @@ def report(
         help="The expert iteration to report on, with all earlier ones. Default: the last under the run root with a "
         "finished eval.")] = None,
     output: Annotated[str | None, typer.Option(
-        "--output", "-o", metavar="URI", show_default=False,
+        "--output", "-o", metavar=OUTPUT_METAVAR, show_default=False,
         help="Report folder (path or URI). Default: the run layout's, ROOT/iter_I/report (where `burnqed iterate` "
         "writes it), once iteration I's eval is finished.")] = None,
     root: RootOption = None,

@@ -164,6 +164,9 @@ def command(renames: Mapping[str, str] | None = None) -> type[Command]:
 
 # ------------------------------------------------------------------------------------------- shared options
 
+# Every --output that a store writes (a path or a URI): one placeholder, what the option takes; a local-only one is a
+# Path option, which typer shows as PATH (render's YAML folder, model init-tiny's folder)
+OUTPUT_METAVAR = "PATH|URI"
 THEOREMS_HELP = ("The theorems: a theorem index (JSON), a prepared-data folder, or a benchmark as you have it, read "
                  "on the fly as `burnqed data prepare --source benchmark=PATH` reads it: a .lean file or a folder of "
                  "them, a DeepSeek/miniF2F .jsonl (docs/data.md). A path or URI.")
