@@ -200,3 +200,13 @@ def test_shell_completion_through_typers_options() -> None:
     done = cli(process=True, env={**asks, "COMP_WORDS": "burnqed eval --theo", "COMP_CWORD": "2"})
     assert (done.returncode, done.stdout.split()) == (0, ["--theorems"])
     assert "--install-completion" in cli("--help").stdout
+
+
+@pytest.mark.slow  # two command starts
+def test_iterate_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
+    args = ["--iter", "0", "--root", str(tmp_path / "runs"), "--set", "pipeline.search_shards=1"]
+    dry = cli("iterate", "--dry-run", *args)
+    planned = cli("plan", *args)
+    assert (dry.returncode, dry.stdout, dry.stderr) == (planned.returncode, planned.stdout, planned.stderr)
+    assert dry.returncode == 0 and dry.stdout.startswith("todo  prepare-data ")
+    assert not (tmp_path / "runs").exists()

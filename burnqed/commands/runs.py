@@ -172,6 +172,9 @@ def iterate(
     ] = None,
     jobs: JobsOption = None,
     force: ForceOption = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run nothing: print the iteration's stages and what "
+                                          "iterate would do with each, as `burnqed plan` with the same options.")
+                       ] = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -181,7 +184,11 @@ def iterate(
     With no configuration it runs on the embedded defaults (minilean as the Lean server, the tiny model, ./runs) in a
     few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root. Finished stages
     are skipped when made with the inputs this run gives them, refused otherwise (or redone with --force).
+    --dry-run prints the plan instead (`burnqed plan`).
     """
+    if dry_run:
+        plan(ctx, iteration, root, model, config, set_)
+        return
     _run_iterations("iterate", [iteration], root, only, jobs, config, (model, set_), gates=False, force=force,
                     grammar=_grammar(ctx))
 
