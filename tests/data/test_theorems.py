@@ -187,3 +187,18 @@ def test_a_benchmark_folder_on_s3_is_read_as_the_same_folder_here(s3_root: str, 
     index = load_theorems(str(BENCH), store=store)
     store.write_bytes(f"{prepared}/theorems.json", index.model_dump_json().encode())
     assert load_theorems(prepared, store=store).theorems == index.theorems
+
+
+def test_a_syntax_error_in_a_benchmark_is_named_with_its_line_not_sent_to_lean(tmp_path: Path, store: Store) -> None:
+    # the new user's typo: filed as needs_real_lean ("Mathlib's names and notation") after the embedded Lean failed
+    # to start it, which sent them to install Lean
+    bench = tmp_path / "bench.lean"
+    bench.write_text("import Mathlib\n\ntheorem good (x : ℕ) (h : x = 2) : x + 1 = 3 := by\n  sorry\n\n"
+                     "/-- a docstring -/\ntheorem typo (x : ℕ)\n    (h : x + = 3) : x = 3 := by\n  sorry\n\n"
+                     "theorem ring_hom (f : ℕ →+* ℕ) (s : Finset ℕ) : f (∑ i ∈ s, i) = ∑ i ∈ s, f i := by\n  sorry\n")
+    index = load_theorems(str(bench), store=store)
+    assert [t.name for t in index.theorems] == ["good", "ring_hom"]  # `→+*` is one token: no syntax error
+    (skipped,) = index.skipped
+    assert (skipped.name, skipped.file, skipped.line, skipped.reason, skipped.detail) == (
+        "typo", str(bench), 8, "syntax_error",
+        "a syntax error in the statement: `+ =` is two operators with no term between them, which no Lean parses")
