@@ -13,6 +13,7 @@ With no configuration these run on the embedded defaults: the replay Lean server
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -42,7 +43,7 @@ from burnqed.commands.vocabulary import (
 )
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
-from burnqed.errors import InputError
+from burnqed.errors import BurnqedError, InputError
 from burnqed.storage import Store
 from burnqed.storage.place_lease import hold_lease
 
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from burnqed.config import Config
+    from burnqed.eval.result import EvalResult
     from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
     from burnqed.stages.search import JobSettings
@@ -145,14 +147,9 @@ def search(
 
     _refuse_contradictions(resume, force, start=start, ebm=ebm)
     cfg, store = setup(config, model_set(model, set_))
-    if start is not None and ebm is not None:
-        from burnqed.eval.best_so_far import read_start
-
-        if not (begun := read_start(start, store)).search_value_model:
-            typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
-            ebm = None
+    ebm = _started_ebm(start, ebm, store)
+    check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts, and --ebm's kind
     _check_ebm(ebm, store)
-    check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts
     settings = _job_settings(cfg, unsolved_from, store=store)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
@@ -195,6 +192,17 @@ def search(
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))
+
+
+def _started_ebm(start: str | None, ebm: str | None, store: Store) -> str | None:
+    """--ebm, or None when the start record (--start) says this search does without the value model (said so)."""
+    if start is not None and ebm is not None:
+        from burnqed.eval.best_so_far import read_start
+
+        if not (begun := read_start(start, store)).search_value_model:
+            typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
+            return None
+    return ebm
 
 
 def _check_ebm(ebm: str | None, store: Store) -> None:
@@ -319,8 +327,8 @@ def evaluate(
     from burnqed.runner.reuse import eval_inputs
 
     cfg, store = setup(config, model_set(model, set_))
+    check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts, and --ebm's kind
     _check_ebm(ebm, store)
-    check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts
     budget_list = eval_budgets(budgets, cfg.pipeline)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
                           trajectories=trajectories_out, resume=resume, keep_trajectories=not no_trajectories_out)
@@ -388,7 +396,6 @@ def compare(
     generated tokens and at equal Lean calls per theorem, newly solved theorems. --output is never one of the
     results, and replaces only an earlier comparison."""
     from burnqed.eval.compare import Comparison, compare_results, render_comparison, write_comparison
-    from burnqed.eval.result import load_eval_result
 
     store = setup(config, set_).store
     if len(results) < 2:
@@ -397,12 +404,35 @@ def compare(
         store.check_writable(output)
         check_not_an_input(output, results)
         store.check_replaceable_file(output, Comparison, "a comparison (`burnqed compare --output`)")
-    loaded = [(str(path), load_eval_result(path, store=store, reader="compare")) for path in results]
+    loaded = [(str(path), _compared(path, store)) for path in results]
     comparison = compare_results(loaded)
     typer.echo(render_comparison(comparison))
     if output is not None:
         write_comparison(comparison, output, store=store)
         typer.echo(f"wrote {output}")
+
+
+COMPARED = "eval results (the eval.json `burnqed eval --output` writes; an iteration's: iter_N/eval/eval.json)"
+
+
+def _compared(path: str, store: Store) -> EvalResult:
+    """The eval result at `path`; another document burnqed writes (an iteration's report.json, a data report, a
+    theorem index) is refused saying what it is and what compare takes, not by its first missing field."""
+    from burnqed.data.index import other_document
+    from burnqed.eval.result import load_eval_result
+
+    try:
+        return load_eval_result(path, store=store)
+    except InputError:
+        try:
+            document = json.loads(store.read_bytes(path))
+        except (ValueError, BurnqedError):
+            raise  # the eval result's own refusal
+        other = ("a theorem index (what --theorems reads)" if isinstance(document, dict)
+                 and isinstance(document.get("theorems"), list) else other_document(document))
+        if other is None or other.startswith(("an eval result", "a JSON object", "an empty")):
+            raise  # an eval result with a broken field, or other keys: its first problem says more
+        raise InputError(f"{path} is {other}, not an eval result: compare takes {COMPARED}") from None
 
 
 @reports_errors

@@ -27,7 +27,6 @@ from burnqed.config import Config
 from burnqed.config import digest as digests
 from burnqed.config.identity import MODES, identity_keys
 from burnqed.data.data_report import TrainingDataCheck
-from burnqed.errors import InputError, StorageError
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EXPANSION_MODES, FailureReason, UsageCurve
@@ -644,42 +643,12 @@ def lean_backend_label(command: Sequence[str]) -> str:
 
 
 
-EVAL_RESULTS = "eval results (the eval.json `burnqed eval --output` writes; an iteration's: iter_N/eval/eval.json)"
-
-
-def load_eval_result(path: Path | str, *, store: storage.Store, reader: str = "it") -> EvalResult:
-    """Read an eval result JSON file (a path or URI); InputError naming the file on any problem, and a document
-    burnqed writes that is another (an iteration's report.json, a data report, a theorem index) by what it is, and
-    what `reader` (the command) takes instead."""
+def load_eval_result(path: Path | str, *, store: storage.Store) -> EvalResult:
+    """Read an eval result JSON file (a path or URI); InputError naming the file on any problem."""
     hint = "format: docs/search.md, `burnqed eval`"
-    try:
-        if isinstance(path, Path):
-            return read_json_model(path, EvalResult, "eval result", hint=hint)
-        return store.read_model(path, EvalResult, "eval result", hint=hint)
-    except InputError:
-        other = _other_document(path, store)
-        if other is None:
-            raise
-        raise InputError(f"{path} is {other}, not an eval result: {reader} takes {EVAL_RESULTS}") from None
-
-
-def _other_document(path: Path | str, store: storage.Store) -> str | None:
-    """What the JSON document at `path` is when it is no eval result but another document burnqed writes (`data.index.
-    other_document`: a report, a data report; a theorem index); None when it cannot be read or is none of them (an
-    eval result with a broken field keeps its first problem)."""
-    import json
-
-    from burnqed.data.index import other_document
-
-    try:
-        data = path.read_bytes() if isinstance(path, Path) else store.read_bytes(path)
-        document = json.loads(data)
-    except (OSError, ValueError, InputError, StorageError):
-        return None
-    if isinstance(document, dict) and isinstance(document.get("theorems"), list):
-        return "a theorem index (what --theorems reads)"
-    other = other_document(document)  # a document burnqed writes, or "a JSON object with the keys …"
-    return None if other is None or other.startswith(("an eval result", "a JSON object", "an empty")) else other
+    if isinstance(path, Path):
+        return read_json_model(path, EvalResult, "eval result", hint=hint)
+    return store.read_model(path, EvalResult, "eval result", hint=hint)
 
 
 def write_eval_result(result: EvalResult, path: Path | str, *, store: storage.Store) -> None:
