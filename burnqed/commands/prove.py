@@ -148,8 +148,7 @@ def search(
     _refuse_contradictions(resume, force, start=start, ebm=ebm)
     cfg, store = setup(config, model_set(model, set_))
     ebm = _started_ebm(start, ebm, store)
-    check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts, and --ebm's kind
-    _check_ebm(ebm, store)
+    check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts
     settings = _job_settings(cfg, unsolved_from, store=store)
     try:
         shard_spec = parse_shard(shard, MAX_SHARDS) if shard else None
@@ -157,6 +156,7 @@ def search(
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
     check_trajectory_prefix(store, output, stage="search")
+    _check_ebm(ebm, store)  # after the output, before the theorems, Lean and the model
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
@@ -327,14 +327,14 @@ def evaluate(
     from burnqed.runner.reuse import eval_inputs
 
     cfg, store = setup(config, model_set(model, set_))
-    check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts, and --ebm's kind
-    _check_ebm(ebm, store)
+    check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts
     budget_list = eval_budgets(budgets, cfg.pipeline)
     request = EvalRequest(output, pass_n=pass_n, iteration=iteration, ebm=ebm, ablation=ablation,
                           trajectories=trajectories_out, resume=resume, keep_trajectories=not no_trajectories_out)
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, stage="eval", what="--trajectories-out", passes=pass_n > 1)
+    _check_ebm(ebm, store)  # after the outputs, before the theorems, Lean and the model
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
