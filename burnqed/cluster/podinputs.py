@@ -79,7 +79,7 @@ def unreachable(item: PodInput) -> str | None:
     if hub_shaped(item.value):
         return "a Hugging Face hub name, which " + ("`burnqed fetch` does not download" if item.kind == "model"
                                                     else "`eval --theorems` does not read")
-    return "a local path (it does not exist here either)"
+    return "a local path, which does not exist here either"
 
 
 def _bucket(cfg: Config, root: str | None) -> str:
