@@ -231,7 +231,9 @@ def plan(
     not finished. Refuses what `iterate` refuses before its first stage (a --model naming no model folder, a --root
     that is a file). Warns first when eval-base would evaluate another model than SFT starts from
     (policy.model set, sft.base_model not)."""
+    from burnqed.commands.vocabulary import require_run_root
     from burnqed.errors import BurnqedError
+    from burnqed.layout import Layout
     from burnqed.runner.local import base_model_warning, check_iteration, other_inputs_refusal
     from burnqed.runner.plan import iteration_of
 
@@ -254,9 +256,13 @@ def plan(
                        "starts it over")
         elif shard.redo and refused is not None:
             typer.echo("      --force redoes it too: it comes after a stage that runs")
-    try:  # what iterate refuses first: an earlier iteration not finished, an input nothing makes
+    carry = carried(root=root, model=model, config=config, sets=set_)
+    try:  # what iterate refuses first: a root with no run for a later iteration, an earlier iteration not finished,
+        # an input nothing makes
+        if iteration >= 1:
+            require_run_root(Layout(run_root), store=store, command=suggestion(["iterate", "--iter", "0"], carry))
         check_iteration(iteration_plan, store, lambda j: not runner.pending(iteration_of(cfg, run_root, j)),
-                        carry=carried(root=root, model=model, config=config, sets=set_))
+                        carry=carry)
     except BurnqedError as exc:
         typer.echo(f"iterate refuses: {exc}")
     else:
