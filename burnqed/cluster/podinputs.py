@@ -45,7 +45,7 @@ def pod_inputs(cfg: Config) -> list[PodInput]:
     """The settings of `cfg` whose values the pods open: the benchmark and the searched theorems (`eval|search
     --theorems`), each data source's path (prepare-data), the model `burnqed fetch` downloads for a sidecar
     (sft.base_model while eval-base evaluates it, planner.model when its sidecar serves it), the local backend's
-    policy.model (eval-base runs it in-process), the value model's embedding cache."""
+    policy.model where eval-base runs it in-process (sft.base_model unset), the value model's embedding cache."""
     from burnqed.cluster.gpu_plan import planner_sidecar
 
     found = [PodInput(key, value, "benchmark") for key, value in (
@@ -57,7 +57,8 @@ def pod_inputs(cfg: Config) -> list[PodInput]:
         found.append(PodInput("sft.base_model", cfg.sft.base_model, "model" if cfg.pipeline.eval_base else "data"))
     if cfg.planner.model is not None and planner_sidecar(cfg):
         found.append(PodInput("planner.model", cfg.planner.model, "model"))
-    if cfg.policy.model is not None and cfg.policy.backend == "local":
+    if (cfg.policy.model is not None and cfg.policy.backend == "local" and cfg.pipeline.eval_base
+            and cfg.sft.base_model is None):  # eval-base runs it in-process (every other step is served)
         found.append(PodInput("policy.model", cfg.policy.model, "data"))
     if cfg.ebm.cache_uri is not None:
         found.append(PodInput("ebm.cache_uri", cfg.ebm.cache_uri, "cache"))

@@ -213,3 +213,22 @@ def test_submit_dry_run_and_cluster_check_refuse_a_local_benchmark_before_any_wo
     # no kubeconfig here (tests/cluster/conftest.py): the refusal comes before the cluster is read
     checked = CliRunner().invoke(_app(), ["cluster", "check", "--config", str(path)])
     assert (checked.exit_code, checked.stderr) == (2, f"error: {pod_input_refusal(load_config(path, (), {}))}\n")
+
+
+def test_each_input_a_pod_opens_is_checked_where_a_pod_opens_it(tmp_path: Path) -> None:
+    mine = tmp_path / "my-model"
+    mine.mkdir()
+    local = [f"policy.model={mine}", "policy.backend=local"]
+    refusal = pod_input_refusal(load_config(sets=local))  # eval-base runs the local policy in-process
+    assert refusal is not None and f"policy.model = '{mine}' (a folder on this machine)" in refusal
+    assert pod_input_refusal(load_config(sets=[*local, "pipeline.eval_base=false"])) is None  # no pod reads it
+    # a hub model is downloaded by no `burnqed fetch`: refused where eval-base's sidecar would serve it
+    hub = pod_input_refusal(load_config(sets=["sft.base_model=deepseek-ai/DeepSeek-Prover-V2-7B"]))
+    assert hub is not None and "(a Hugging Face hub name, which `burnqed fetch` does not download)" in hub
+    assert "`huggingface-cli download deepseek-ai/DeepSeek-Prover-V2-7B --local-dir DeepSeek-Prover-V2-7B && aws s3 " \
+           "cp --recursive DeepSeek-Prover-V2-7B s3://BUCKET/burnqed-inputs/DeepSeek-Prover-V2-7B`" in hub
+    assert pod_input_refusal(load_config(sets=["sft.base_model=deepseek-ai/DeepSeek-Prover-V2-7B",
+                                               "pipeline.eval_base=false"])) is None  # SFT reads the hub itself
+    cache = pod_input_refusal(load_config(sets=[f"ebm.cache_uri={tmp_path / 'cache'}"]))
+    assert cache is not None and cache.endswith(": leave ebm.cache_uri unset (beside train-ebm's output) or name an "
+                                                "s3:// URI")
