@@ -18,7 +18,7 @@ import json
 import posixpath
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import mark_of
@@ -27,9 +27,10 @@ from burnqed.storage import hub_shaped, is_remote
 
 UPLOADS = "burnqed-inputs"  # the prefix the refusal suggests for uploads, in the run root's bucket
 PLACEHOLDER_BUCKET = "s3://BUCKET"  # when no remote run root names one
-# what a setting names, for the refusal: "benchmark" and "theorems" are read as `eval --theorems` reads them (no hub
-# dataset), "data" as a data source (a hub dataset too), "model" as `burnqed fetch` reads it (no hub model)
-Kind = str
+# What a setting names, which decides what a pod can open: "benchmark" is read as `eval --theorems` reads it (no hub
+# dataset), "data" as a data source or a model SFT loads (a hub name too), "model" as `burnqed fetch` downloads it (no
+# hub model), "cache" is written by the pod (a URI or nothing)
+Kind = Literal["benchmark", "data", "model", "cache"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +39,7 @@ class PodInput:
 
     key: str
     value: str
-    kind: Kind  # "benchmark" | "data" | "model" | "cache"
+    kind: Kind
 
 
 def pod_inputs(cfg: Config) -> list[PodInput]:

@@ -73,7 +73,9 @@ def render(
 ) -> None:
     """Render the workflows' WorkflowTemplates to YAML, one file per template, and print the GPU memory plan of
     their sidecars (SGLang, and burnqed's encoder where a value model scores). A plan that cannot fit the GPU
-    (serving.gpu_memory_gib) is an error (exit 2) with the numbers.
+    (serving.gpu_memory_gib) is an error (exit 2) with the numbers; so is a benchmark, data source or model at a path
+    of this machine, which no pod can open (the line names the upload and the --set), and a setting that has no
+    effect under the others.
 
     Without --output it writes the checkout's golden files, the renders of the embedded defaults; a configuration of
     your own (--config, --set, BURNQED_SECTION__KEY) renders to the --output you give (with --helm: a copy of the
@@ -178,7 +180,9 @@ def submit(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Submit a workflow to the Argo Server; prints the workflow's name and its link in the Argo UI."""
+    """Submit a workflow to the Argo Server; prints the workflow's name and its link in the Argo UI. It renders from
+    the namespace's ConfigMap, read through the kubeconfig (or a pod's service account) even with ARGO_SERVER set;
+    --dry-run reads neither. A benchmark, data source or model at a path of this machine is refused first."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
     from burnqed.cluster.render import default_workflows_dir
     from burnqed.cluster.source import explicit_configuration
