@@ -278,11 +278,11 @@ def test_output_and_iter_show_one_placeholder_each() -> None:
         if not names & set(shown):
             continue
         text = runner.invoke(app, [*path, "-h"], terminal_width=200).output
-        for option in shown:
+        for option, seen in shown.items():
             row = re.search(rf"│ [* ]*{option}(?: +-o)? +([A-Z|]+(?: \[[^\]]*\])?)", text)
             if option in names:
                 assert row is not None, (path, option)
                 local = option == "--output" and path in (("render",), ("model", "init-tiny"))  # Path options
                 assert row.group(1) == ("PATH" if local else OUTPUT_METAVAR) or option == "--iter", (path, row[1])
-                shown[option].add(row.group(1))
+                seen.add(row.group(1))
     assert shown == {"--output": {"PATH|URI", "PATH"}, "--iter": {"I [x>=0]", "I [x>=1]"}}  # x>=1: start, joint-study
