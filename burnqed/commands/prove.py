@@ -322,6 +322,7 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
+    from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT, alarm_lines
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
     from burnqed.eval.stage import run_eval
     from burnqed.runner.reuse import eval_inputs
@@ -342,7 +343,7 @@ def evaluate(
                              store) for arm in request.arms()]
     if not force and _reused_eval(request, made_from, show_theorems=show_theorems, store=store):
         return
-    run_eval(request, index, settings, config=cfg, made_from=made_from,
+    results = run_eval(request, index, settings, config=cfg, made_from=made_from,
              restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
              open_edges=lambda: open_search_edges(cfg, ebm, store=store),
              start_over=lambda prefix: restart_trajectory_prefix(store, prefix, stage="eval",
@@ -353,6 +354,10 @@ def evaluate(
                       carried(config=config, sets=show_sets(set_))) if prefixes else ""
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
+    if any(alarm_lines(result) for result in results):
+        typer.echo(f"error: soundness alarm: comparator refused proofs burnqed counted (listed above; not counted); "
+                   f"exit {SOUNDNESS_ALARM_EXIT}", err=True)
+        raise typer.Exit(SOUNDNESS_ALARM_EXIT)
 
 
 def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, show_theorems: bool,
