@@ -130,7 +130,7 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
 
     async def run() -> SelftestReport:
         async with open_pool(cfg.lean.model_copy(update={"workers": 1})) as (pool, _):
-            return await run_selftest(pool, TacticGuard.from_config(cfg.lean), sources, comparator=judged)
+            return await run_selftest(pool, TacticGuard.from_config(cfg.lean), sources, judged)
 
     report = asyncio.run(run())
     table = Table(title=f"burnqed lean selftest: {report.triple or f'Pantograph {report.version}'} "
