@@ -59,9 +59,9 @@ def run_eval(tmp_path: Path, *sets: str) -> tuple[int, str, dict[str, dict[str, 
 
 @pytest.mark.slow
 def test_comparator_counts_the_honest_proofs_and_raises_the_alarm_on_the_other(tmp_path: Path) -> None:
-    code, said, rows, out = run_eval(
-        tmp_path, "--set", f"lean.command={json.dumps(double_argv())}", "--set", "lean.judge=comparator",
-        "--set", f"lean.comparator_command={json.dumps(COMPARATOR)}")
+    sets = ("--set", f"lean.command={json.dumps(double_argv())}", "--set", "lean.judge=comparator",
+            "--set", f"lean.comparator_command={json.dumps(COMPARATOR)}")
+    code, said, rows, out = run_eval(tmp_path, *sets)
     assert code == SOUNDNESS_ALARM_EXIT, said
     assert {name: (row["proved"], row["failure_reason"]) for name, row in rows.items()} == {
         "honest_sum": (True, None), "false_claim": (False, "judge_refused"), "putnam_judged": (True, None)}
@@ -83,6 +83,12 @@ def test_comparator_counts_the_honest_proofs_and_raises_the_alarm_on_the_other(t
     assert "judge: comparator, toolchain not pinned" in said
     result = EvalResult.model_validate_json(out.read_text(encoding="utf-8"))
     assert (result.cumulative_solved, result.total) == (2, 3)
+    # the finished result reused: its alarm said again, the same exit; judged otherwise now: refused, one line
+    again, said_again, _, _ = run_eval(tmp_path, *sets)
+    assert again == SOUNDNESS_ALARM_EXIT and "reusing" in said_again and "soundness alarm: false_claim" in said_again
+    other, said_other, _, _ = run_eval(tmp_path, "--set", f"lean.command={json.dumps(double_argv())}")
+    assert other == 2, said_other
+    assert f"error: {out} was counted by comparator, not by burnqed (lean.judge): --force evaluates again" in said_other
 
 
 @pytest.mark.slow
