@@ -29,7 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from burnqed.base.sandbox import sealed_environment
+from burnqed.base.sandbox import LeanIdentity, lean_identity, sealed_environment, spawn_options
 from burnqed.config.lean import LeanConfig
 from burnqed.config.section import PYTHON_PLACEHOLDER
 
@@ -103,6 +103,7 @@ class ComparatorSettings:
     timeout_s: float = 1800.0
     env: Mapping[str, str] | None = None
     lake_project: str | None = None  # lean.cwd: a Lake project whose lakefile, manifest and packages are reused
+    run_as_uid: int | None = None  # lean.run_as_uid: comparator runs as Lean does, never as burnqed's (root) user
     permitted_axioms: tuple[str, ...] = PERMITTED_AXIOMS
 
     @classmethod
@@ -110,7 +111,7 @@ class ComparatorSettings:
         """The settings `lean` gives."""
         return cls(tuple(lean.comparator_command), paranoid=lean.comparator_paranoid,
                    no_sandbox=lean.comparator_no_sandbox, timeout_s=lean.comparator_timeout_s, env=dict(lean.env),
-                   lake_project=lean.cwd)
+                   lake_project=lean.cwd, run_as_uid=lean.run_as_uid)
 
     def argv(self, config: Path) -> list[str]:
         """The command with `{config}` and `{python}` expanded, then --paranoid and --inadvisably-no-sandbox."""
@@ -262,14 +263,27 @@ def _uncaught(stderr: str) -> str | None:
     return lines[-1].removeprefix(UNCAUGHT).strip() if lines else None
 
 
+def hand_over(folder: Path, identity: LeanIdentity) -> None:
+    """`folder` and what burnqed wrote in it owned by `identity` (comparator writes `.lake` and its report there), its
+    parent traversable; the linked packages stay as they are."""
+    os.chmod(folder.parent, 0o711)
+    for path in [folder, *folder.iterdir(), *(folder / ".lake").glob("*")]:
+        if not path.is_symlink():
+            os.chown(path, identity.uid, identity.gid)
+
+
 async def run_comparator(folder: Path, config: Path, settings: ComparatorSettings) -> tuple[int, str]:
     """Run comparator in `folder` under the deadline; (exit code, stderr's last STREAM_LIMIT characters). A run
     past the deadline is killed (its process group) and answers -1."""
     passed = {name: value for name, value in os.environ.items() if name.startswith("COMPARATOR_")}
     env = sealed_environment(os.environ, {**passed, **(settings.env or {})})
+    identity = lean_identity(settings.run_as_uid)
+    spawn = spawn_options(identity, os.environ)  # ConfigError when the separation cannot hold, before any run
+    if identity is not None:
+        hand_over(folder, identity)
     process = await asyncio.create_subprocess_exec(
         *settings.argv(config), cwd=folder, env=env, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, **spawn)
     try:
         _, err = await asyncio.wait_for(process.communicate(), settings.timeout_s)
     except TimeoutError:

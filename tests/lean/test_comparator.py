@@ -6,13 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from burnqed.base.sandbox import CAP_KILL, CAP_SETGID, CAP_SETUID, effective_capabilities
 from burnqed.config import LeanConfig
+from burnqed.errors import ConfigError
 from burnqed.lean.comparator import (
     ComparatorSettings,
     JudgeCase,
@@ -21,6 +26,7 @@ from burnqed.lean.comparator import (
     challenge_text,
     comparator_config,
     judge,
+    judge_batch,
     read_verdicts,
     solution_text,
 )
@@ -153,3 +159,27 @@ def test_minilean_has_no_comparator() -> None:
     with pytest.raises(ValidationError, match="the embedded minilean has no comparator"):
         LeanConfig(judge="comparator")
     assert LeanConfig(judge="comparator", command=["repl"]).judge == "comparator"
+
+
+can_switch = os.geteuid() == 0 and all(effective_capabilities() >> bit & 1 for bit in (CAP_SETUID, CAP_SETGID,
+                                                                                       CAP_KILL))
+
+
+@pytest.mark.skipif(not can_switch, reason="needs root with CAP_SETUID, CAP_SETGID and CAP_KILL (as the cluster's "
+                    "Lean containers run burnqed)")
+def test_comparator_runs_as_leans_uid_never_as_burnqeds() -> None:
+    work = Path(tempfile.mkdtemp())
+    try:
+        as_lean = ComparatorSettings(("sh", "-c", "id -u > whoami; touch .lake-written"), run_as_uid=1001)
+        (verdict,) = asyncio.run(judge_batch([case("a", ": 1 = 1", "rfl")], as_lean, work / "b"))
+        assert verdict.accepted
+        assert (work / "b" / "whoami").read_text(encoding="utf-8").strip() == "1001"
+    finally:
+        shutil.rmtree(work)
+
+
+def test_comparator_as_root_is_refused_before_it_runs(tmp_path: Path) -> None:
+    as_root = ComparatorSettings(("sh", "-c", "touch ran"), run_as_uid=0)
+    with pytest.raises(ConfigError, match=r"lean\.run_as_uid = 0 is root"):
+        asyncio.run(judge_batch([case("a", ": 1 = 1", "rfl")], as_root, tmp_path / "b"))
+    assert not (tmp_path / "b" / "ran").exists()
