@@ -11,11 +11,14 @@ eval's search counted goes through Lean's comparator (`lean.comparator`) after t
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from burnqed.errors import ConfigError
 from burnqed.eval.result import EvalResult
 from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord, JudgeVerdict, judge
 from burnqed.lean.soundness import assembled_header
@@ -40,11 +43,16 @@ class JudgeSettings:
 
     @classmethod
     def of(cls, judge_name: str, settings: ComparatorSettings, lean_backend: str) -> JudgeSettings:
-        """The judge `lean.judge` names; the embedded Lean's is burnqed, saying why."""
+        """The judge `lean.judge` names; the embedded Lean's is burnqed, saying why. ConfigError (before any search)
+        when the comparator's program is not found."""
         if lean_backend in ("minilean", "replay"):
             return cls(why=EMBEDDED)
         if judge_name != "comparator":
             return cls(why="lean.judge = 'burnqed'")
+        program = settings.argv(Path("comparator.json"))[0]
+        if shutil.which(program, path=os.environ.get("PATH")) is None:
+            raise ConfigError(f"lean.comparator_command: {program!r} is not a program here (not on PATH): install "
+                              "comparator (lake comparator: Lean >= v4.35.0-rc2) or set lean.judge = 'burnqed'")
         project = Path(settings.lake_project) if settings.lake_project else None
         toolchain = project / "lean-toolchain" if project is not None else None
         pinned = toolchain.read_text(encoding="utf-8").strip() if toolchain and toolchain.is_file() else None

@@ -32,6 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from burnqed.base.sandbox import LeanIdentity, lean_identity, sealed_environment, spawn_options
 from burnqed.config.lean import LeanConfig
 from burnqed.config.section import PYTHON_PLACEHOLDER
+from burnqed.errors import ConfigError
 
 CONFIG_PLACEHOLDER = "{config}"  # in lean.comparator_command: the config's path
 PERMITTED_AXIOMS: tuple[str, ...] = ("propext", "Quot.sound", "Classical.choice")  # comparator's README and tests
@@ -274,16 +275,20 @@ def hand_over(folder: Path, identity: LeanIdentity) -> None:
 
 async def run_comparator(folder: Path, config: Path, settings: ComparatorSettings) -> tuple[int, str]:
     """Run comparator in `folder` under the deadline; (exit code, stderr's last STREAM_LIMIT characters). A run
-    past the deadline is killed (its process group) and answers -1."""
+    past the deadline is killed (its process group) and answers -1; a command that cannot start is a ConfigError."""
     passed = {name: value for name, value in os.environ.items() if name.startswith("COMPARATOR_")}
     env = sealed_environment(os.environ, {**passed, **(settings.env or {})})
     identity = lean_identity(settings.run_as_uid)
     spawn = spawn_options(identity, os.environ)  # ConfigError when the separation cannot hold, before any run
     if identity is not None:
         hand_over(folder, identity)
-    process = await asyncio.create_subprocess_exec(
-        *settings.argv(config), cwd=folder, env=env, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True, **spawn)
+    argv = settings.argv(config)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv, cwd=folder, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True, **spawn)
+    except OSError as exc:  # no verdict at all: never read as a refusal (an alarm) nor as an acceptance
+        raise ConfigError(f"lean.comparator_command: {argv[0]!r} cannot run: {exc.strerror or exc}") from None
     try:
         _, err = await asyncio.wait_for(process.communicate(), settings.timeout_s)
     except TimeoutError:

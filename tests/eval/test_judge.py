@@ -114,3 +114,11 @@ def test_asking_for_comparator_on_the_embedded_lean_is_one_line(tmp_path: Path) 
     assert done.returncode == 2
     assert "the embedded minilean has no comparator" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+def test_a_comparator_that_is_not_there_is_one_line_before_the_search(tmp_path: Path) -> None:
+    code, said, rows, _ = run_eval(tmp_path, "--set", f"lean.command={json.dumps(double_argv())}", "--set",
+                                   "lean.judge=comparator", "--set", 'lean.comparator_command=["no-such-comparator"]')
+    assert (code, rows) == (2, {})
+    assert ("error: lean.comparator_command: 'no-such-comparator' is not a program here (not on PATH): install "
+            "comparator (lake comparator: Lean >= v4.35.0-rc2) or set lean.judge = 'burnqed'") in said

@@ -183,3 +183,9 @@ def test_comparator_as_root_is_refused_before_it_runs(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"lean\.run_as_uid = 0 is root"):
         asyncio.run(judge_batch([case("a", ": 1 = 1", "rfl")], as_root, tmp_path / "b"))
     assert not (tmp_path / "b" / "ran").exists()
+
+
+def test_a_comparator_that_cannot_start_is_no_verdict(tmp_path: Path) -> None:
+    missing = ComparatorSettings((str(tmp_path / "no-comparator"), "{config}"))
+    with pytest.raises(ConfigError, match="no-comparator' cannot run: No such file or directory"):
+        asyncio.run(judge([case("a", ": 1 = 1", "rfl")], missing, tmp_path / "work"))
