@@ -317,6 +317,9 @@ class Provenance(BaseModel):
     burnqed_version: str | None
     lean_backend: str
     pantograph_version: str | None
+    judge: str | None = Field(default=None, description="Who counted its proofs (`eval.judging.judge_line`: burnqed "
+                              "and why, or comparator and its toolchain); None for results before the judge was "
+                              "recorded.")
 
 
 class OverlapRow(BenchmarkOverlap):
