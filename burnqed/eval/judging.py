@@ -44,7 +44,7 @@ class JudgeSettings:
     @classmethod
     def of(cls, judge_name: str, settings: ComparatorSettings, lean_backend: str) -> JudgeSettings:
         """The judge `lean.judge` names; the embedded Lean's is burnqed, saying why. ConfigError (before any search)
-        when the comparator's program is not found."""
+        when the comparator's program is not found, or lean.cwd has no lakefile.toml to take requirements from."""
         if lean_backend in ("minilean", "replay"):
             return cls(why=EMBEDDED)
         if judge_name != "comparator":
@@ -54,6 +54,10 @@ class JudgeSettings:
             raise ConfigError(f"lean.comparator_command: {program!r} is not a program here (not on PATH): install "
                               "comparator (lake comparator: Lean >= v4.35.0-rc2) or set lean.judge = 'burnqed'")
         project = Path(settings.lake_project) if settings.lake_project else None
+        if project is not None and not (project / "lakefile.toml").is_file():
+            raise ConfigError(f"lean.judge = 'comparator': the judge's Lake projects take their requirements from "
+                              f"lean.cwd's lakefile.toml, and {project} has none (a lakefile.lean is not read): set "
+                              "lean.cwd to a Lake project with a lakefile.toml that requires what the headers import")
         toolchain = project / "lean-toolchain" if project is not None else None
         pinned = toolchain.read_text(encoding="utf-8").strip() if toolchain and toolchain.is_file() else None
         return cls(comparator=settings, toolchain=pinned)

@@ -137,3 +137,16 @@ def test_the_reports_provenance_says_who_judged() -> None:
     (line,) = [text for text in _provenance_markdown([row], []) if text.startswith("| iteration 0 llm")]
     assert line.endswith("| pantograph (Pantograph 0.3.16); judge: comparator, toolchain leanprover/lean4:v4.35.0 "
                          "(--paranoid) | 2026-11-29 00:00 UTC |")
+
+
+def test_a_lake_project_without_a_lakefile_toml_is_refused_before_the_search(tmp_path: Path) -> None:
+    """The judge's projects take lean.cwd's requirements from its lakefile.toml: without one (Mathlib's own checkout
+    has a lakefile.lean) every header that imports would fail to build, each proof a false alarm."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "lakefile.lean").write_text("import Lake\n", encoding="utf-8")
+    judged = ("--set", f"lean.command={json.dumps(double_argv())}", "--set", "lean.judge=comparator",
+              "--set", f"lean.comparator_command={json.dumps(COMPARATOR)}")
+    code, said, rows, _ = run_eval(tmp_path, *judged, "--set", f"lean.cwd={project}")
+    assert (code, rows) == (2, {})
+    assert f"{project} has none (a lakefile.lean is not read)" in " ".join(said.split())
