@@ -47,8 +47,8 @@ from minilean.server import Server
 KEYS = {"challenge_module", "solution_module", "theorem_names", "definition_names", "permitted_axioms",
         "json_output_path", "enable_nanoda", "external_kernels"}
 REQUIRED = {"challenge_module", "solution_module", "theorem_names", "permitted_axioms"}
-_DECL = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*"
-                   r"(theorem|lemma|def|abbrev|axiom)\s+([^\s:({\[]+)")
+_DECL = re.compile(r"(?:/--.*?-/\s*)?(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*"
+                   r"(theorem|lemma|def|abbrev|axiom)\s+([^\s:({\[]+)", re.DOTALL)
 _AXIOMS = re.compile(r"'(?P<name>[^']+)' (?:depends on axioms: \[(?P<axioms>[^\]]*)\]|does not depend on any axioms)")
 
 
@@ -70,8 +70,11 @@ def _blanks(text: str) -> str:
 
 
 def _signature(text: str) -> str:
-    """The declaration's text before its top-level `:=` (or the whole, for an axiom), blanks normalised."""
-    return _blanks(text.split(":=", 1)[0])
+    """The declaration's text before its top-level `:=` (or the whole, for an axiom), from its keyword on (its doc
+    comment and attributes are compared as text elsewhere: not here), blanks normalised."""
+    found = _DECL.match(text.lstrip())
+    head = text.lstrip()[found.start(1):] if found else text
+    return _blanks(head.split(":=", 1)[0])
 
 
 def compile_module(path: Path, targets: list[str]) -> Module:

@@ -189,3 +189,10 @@ def test_a_comparator_that_cannot_start_is_no_verdict(tmp_path: Path) -> None:
     missing = ComparatorSettings((str(tmp_path / "no-comparator"), "{config}"))
     with pytest.raises(ConfigError, match="no-comparator' cannot run: No such file or directory"):
         asyncio.run(judge([case("a", ": 1 = 1", "rfl")], missing, tmp_path / "work"))
+
+
+@pytest.mark.slow
+def test_a_theorem_with_its_docstring_is_found_in_both(tmp_path: Path) -> None:
+    documented = JudgeCase("d", "", "/-- Two and two. -/\ntheorem d : 2 + 2 = 4", "",
+                           "/-- Two and two. -/\ntheorem d : 2 + 2 = 4 := by\n  decide\n")
+    assert [(v.accepted, v.reason) for v in judged([documented], tmp_path)] == [(True, None)]
