@@ -519,6 +519,8 @@ def _provenance_markdown(provenance: list[Provenance], summaries: list[TrainingS
                      f"{_cell(p.git_commit and p.git_commit[:12])} | {_cell(p.burnqed_version)} | {lean} | "
                      f"{p.timestamp:%Y-%m-%d %H:%M} UTC |")
     lines.append("")
+    for p in provenance:
+        lines += [f"**iteration {p.iteration} {p.arm}: {alarm}**" for alarm in p.alarms] + ([""] if p.alarms else [])
     trained = [s for s in summaries if s.sft_method is not None]
     if trained:
         lines += ["Policies trained (sft.json): " + "; ".join(

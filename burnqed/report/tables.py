@@ -320,6 +320,8 @@ class Provenance(BaseModel):
     judge: str | None = Field(default=None, description="Who counted its proofs (`eval.judging.judge_line`: burnqed "
                               "and why, or comparator and its toolchain); None for results before the judge was "
                               "recorded.")
+    alarms: list[str] = Field(default_factory=list, description="Its soundness alarms (`eval.judging.alarm_lines`): "
+                              "proofs burnqed counted and comparator refused, not counted.")
 
 
 class OverlapRow(BenchmarkOverlap):

@@ -124,7 +124,7 @@ def test_a_comparator_that_is_not_there_is_one_line_before_the_search(tmp_path: 
             "comparator (lake comparator: Lean >= v4.35.0-rc2) or set lean.judge = 'burnqed'") in said
 
 
-def test_the_reports_provenance_says_who_judged() -> None:
+def test_the_reports_provenance_says_who_judged_and_the_alarms() -> None:
     from datetime import UTC, datetime
 
     from burnqed.report.core import _provenance_markdown
@@ -133,8 +133,13 @@ def test_the_reports_provenance_says_who_judged() -> None:
     row = Provenance(iteration=0, arm="llm", uri="u", timestamp=datetime(2026, 11, 29, tzinfo=UTC), model="m",
                      ebm=None, benchmark="b", total=3, pass_n=1, mode="whole", seed=None, config_digest="c",
                      git_commit=None, burnqed_version="0.1.0", lean_backend="pantograph", pantograph_version="0.3.16",
-                     judge="comparator, toolchain leanprover/lean4:v4.35.0 (--paranoid)")
-    (line,) = [text for text in _provenance_markdown([row], []) if text.startswith("| iteration 0 llm")]
+                     judge="comparator, toolchain leanprover/lean4:v4.35.0 (--paranoid)",
+                     alarms=["soundness alarm: f: burnqed counted its proof, comparator refused it (axioms: Illegal "
+                             "axiom detected: 'helper'); not counted"])
+    markdown = _provenance_markdown([row], [])
+    (line,) = [text for text in markdown if text.startswith("| iteration 0 llm")]
+    assert ("**iteration 0 llm: soundness alarm: f: burnqed counted its proof, comparator refused it (axioms: Illegal "
+            "axiom detected: 'helper'); not counted**") in markdown
     assert line.endswith("| pantograph (Pantograph 0.3.16); judge: comparator, toolchain leanprover/lean4:v4.35.0 "
                          "(--paranoid) | 2026-11-29 00:00 UTC |")
 
