@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 from burnqed import storage
-from burnqed.base.signals import SUPERVISED_ENV, command_text, signal_name, stop_process_group
+from burnqed.base.signals import (
+    PROGRAM_ENV,
+    SUPERVISED_ENV,
+    command_text,
+    program_name,
+    signal_name,
+    stop_process_group,
+)
 from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
@@ -268,7 +275,8 @@ class LocalRunner:
     ) -> None:
         if jobs < 1:
             raise ConfigError(f"--jobs must be ≥ 1, got {jobs}")
-        self.env = env_for(sets, config, os.environ if environ is None else environ)
+        # the commands a stage names for the user start as this process was started (`signals.program_name`)
+        self.env = {**env_for(sets, config, os.environ if environ is None else environ), PROGRAM_ENV: program_name()}
         self.jobs = jobs
         self.python = python
         self.echo = echo
@@ -619,13 +627,16 @@ def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGramma
 
 
 def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
-                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = ()) -> bool:
+                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = (),
+                   before_work: Callable[[], None] | None = None) -> bool:
     """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
     `echo` what each did and where its report is, with the report's headline (`report.build.headline`: solve rates
     with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
     Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
-    `carry`: the options a command it names repeats (`require_earlier`). An iteration whose earlier ones are neither
-    finished nor among `iters` before it is refused before any work (`ConfigError`), not after those before it ran.
+    `carry`: the options a command it names repeats (`require_earlier`); `before_work` is called once, after the
+    first iteration's checks and before its first stage (the run root's experiment record). An iteration whose
+    earlier ones are neither finished nor among `iters` before it is refused before any work (`ConfigError`), not
+    after those before it ran.
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
     from burnqed.report.build import headline, load_report
     from burnqed.runner.plan import iteration_of
@@ -643,6 +654,8 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         if warning is not None:
             echo(warning, err=True)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
+        if before_work is not None and i == iters[0]:
+            before_work()
         outcome = runner.run(iteration, only or ())
         if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
             signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
