@@ -19,6 +19,7 @@ import pytest
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
 from tests.pipeline.iteration import RECORD, Interruptions, iterate_env, iterate_forked, iterate_in_process
+from tests.processes import PRINTED_PROGRAM
 
 # Whole iterations as subprocesses: minutes on a shared 2-core machine, beyond the default per-test timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -46,7 +47,7 @@ def test_sigterm_mid_search_stops_iterate_in_one_line_and_keeps_the_committed_pa
     assert len(errors) == 1 and re.fullmatch(
         r"error: burnqed iterate \(stages? (\S+, )*search\[0\](, \S+)*\) stopped by SIGTERM; finished "
         rf"stages and committed search parts under file://{re.escape(str(root))} are kept: continue with "
-        rf"`burnqed iterate --iter 0 --root {re.escape(str(root))}`", errors[0]), stops.sigterm_stderr[-3000:]
+        rf"`{PRINTED_PROGRAM} iterate --iter 0 --root {re.escape(str(root))}`", errors[0]), stops.sigterm_stderr[-3000:]
     assert "Traceback" not in stops.sigterm_stderr
     # committed parts kept, nothing published as finished, no lease left
     assert "search/shard-0/part-000000.json" in stops.kept_after_sigterm and not stops.sigterm_shard0_done
