@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from burnqed.config.identity import recorded, shapes
 from burnqed.config.search import MAX_BUDGET
@@ -143,6 +143,19 @@ class PipelineConfig(Section):
             raise ValueError("is empty: give a benchmark file, folder or theorem index, or leave it unset for the "
                              "embedded test split")
         return benchmark
+
+    @field_validator("gate_min_rate", "gate_min_gain", mode="before")
+    @classmethod
+    def _fraction(cls, value: object, info: ValidationInfo) -> object:
+        """A gate's threshold is a fraction of the theorems, which the report prints as percent or points: a value
+        out of its range is refused naming the unit (20 meant as 20 points is 0.2)."""
+        low = 0 if info.field_name == "gate_min_rate" else -1
+        if isinstance(value, int | float) and not isinstance(value, bool) and not low <= value <= 1:
+            unit = "a solve rate" if low == 0 else "a gain in solve rate"
+            raise ValueError(f"is {unit} as a fraction of the theorems, {low} to 1 (0.05 is 5 points, which the "
+                             f"report prints as 5.0%); {value:g} is out of range" + (
+                                 f": for {value:g} points give {value / 100:g}" if low * 100 <= value <= 100 else ""))
+        return value
 
     @field_validator("eval_budgets", "eval_proof_budgets")
     @classmethod
