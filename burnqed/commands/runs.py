@@ -13,6 +13,7 @@ re-run does no work and an interrupted run continues where it stopped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NamedTuple
 
@@ -214,7 +215,10 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
         from burnqed.report.build import load_report
         from burnqed.runner.local import next_line
 
-        again = suggestion(["iterate", "--iter", str(last + 1)], carry)
+        def again(lowered: Sequence[str]) -> str:
+            sets = [part for item in lowered for part in ("--set", item)]
+            return suggestion(["iterate", "--iter", str(last + 1)], [*carry, *sets])
+
         show = suggestion(["show", "THEOREM", "--iter", str(last)],
                           carried(root=root, config=config, sets=show_sets(given_sets)))
         typer.echo(next_line(load_report(Layout(run_root).report(last), store=store), again, show))

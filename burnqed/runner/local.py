@@ -686,12 +686,27 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     return True
 
 
-def next_line(report: Report, again: str, show: str) -> str:
-    """The `next:` line after the iterations up to `report`'s: `again` (the command running the one after) only when
-    its go/no-go gates say go; after a STOP (or a blocking gate not measured) what stopped it instead, never another
-    iteration; `show` (drawing one theorem's search) either way."""
+# The settings that lower a blocking gate that stopped (`next_line`): what goes on past it, iteration by iteration.
+LOWERS = {"baseline": ("pipeline.gate_min_rate=0",),
+          "gain": ("pipeline.gate_min_gain=-1", "pipeline.gate_max_lost=null")}
+
+
+def next_line(report: Report, again: Callable[[Sequence[str]], str], show: str) -> str:
+    """The `next:` line after the iterations up to `report`'s: `again(SETS)` (the command running the one after, with
+    `--set` each of SETS) only when its go/no-go gates say go; after a STOP by measured gates (the baseline's floor on
+    a benchmark the base hardly solves, a gain too small) what the gate measured and the command that goes on with
+    the gate lowered (`LOWERS`); after a blocking gate not measured no iteration; `show` (drawing one theorem's
+    search) either way."""
     drawn = f"`{show}` draws one theorem's search"
+    following = report.iteration + 1
     if report.go and report.decided:
-        return f"next: `{again}` runs iteration {report.iteration + 1}; {drawn}"
-    return (f"next: no iteration {report.iteration + 1} (iteration {report.iteration}'s decision: {report.decision}); "
+        return f"next: `{again(())}` runs iteration {following}; {drawn}"
+    stopped = [gate for gate in report.gates if gate.blocking and not gate.passed]
+    if stopped and all(gate.measured and gate.name in LOWERS and (gate.name != "gain" or gate.change is not None)
+                       for gate in stopped):
+        lowered = [item for gate in stopped for item in LOWERS[gate.name]]
+        return (f"next: iteration {report.iteration}'s decision: {report.decision}; to go on anyway, "
+                f"`{again(lowered)}` runs iteration {following} with the gate{'s' if len(stopped) > 1 else ''} "
+                f"lowered (run-all: --no-gates); see its report.md; {drawn}")
+    return (f"next: no iteration {following} (iteration {report.iteration}'s decision: {report.decision}); "
             f"see its report.md; {drawn}")
