@@ -298,15 +298,19 @@ class LocalRunner:
             if not all(self.store.is_done(uri) for uri in stage.outputs_for(shard))
         ]
 
-    def run(self, iteration: Iteration, only: Sequence[str] = ()) -> IterationRun:
+    def run(self, iteration: Iteration, only: Sequence[str] = (),
+            before_start: Callable[[], None] | None = None) -> IterationRun:
         """Run every unfinished stage (or only the named ones) of `iteration`, a stage once every stage it comes
         `after` has finished (a stage left out by `only` counts as finished). After the first failure nothing new
-        starts; what is running finishes (a finished stage is kept, a re-run skips it) and the run returns."""
+        starts; what is running finishes (a finished stage is kept, a re-run skips it) and the run returns.
+        `before_start` is called once the run is judged (nothing refused) and before anything starts."""
         unknown = [name for name in only if name not in iteration.names]
         if unknown:
             raise ConfigError(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(iteration.names)}")
         result = IterationRun(iteration.index)
         plan = self._plan(iteration, only, result)
+        if before_start is not None:
+            before_start()
         try:
             while plan.waiting or plan.running:
                 if not plan.failed:
@@ -633,8 +637,8 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     `echo` what each did and where its report is, with the report's headline (`report.build.headline`: solve rates
     with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
     Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
-    `carry`: the options a command it names repeats (`require_earlier`); `before_work` is called once, after the
-    first iteration's checks and before its first stage (the run root's experiment record). An iteration whose
+    `carry`: the options a command it names repeats (`require_earlier`); `before_work` is called once, when the
+    first iteration is judged and before its first stage (the run root's experiment record). An iteration whose
     earlier ones are neither finished nor among `iters` before it is refused before any work (`ConfigError`), not
     after those before it ran.
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
@@ -654,9 +658,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         if warning is not None:
             echo(warning, err=True)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
-        if before_work is not None and i == iters[0]:
-            before_work()
-        outcome = runner.run(iteration, only or ())
+        outcome = runner.run(iteration, only or (), before_start=before_work if i == iters[0] else None)
         if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
             signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
             raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
