@@ -45,7 +45,7 @@ def go_no_go(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
         gates.append(Gate(
             name="baseline", passed=floor.rate >= cfg.gate_min_rate, blocking=True,
             detail=f"{who}{model} solves {floor.text}{of} at its largest budget, {floor.budget} (gate: ≥ "
-            f"{cfg.gate_min_rate:.1%}, pipeline.gate_min_rate = {cfg.gate_min_rate:g})",
+            f"{cfg.gate_min_rate:.1%} [pipeline.gate_min_rate = {cfg.gate_min_rate:g}])",
         ))
     gain = _gain_gate(iteration, cfg, rows, results, base)
     if gain is not None:
@@ -138,14 +138,15 @@ def _gain_check(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],
         change.difference, "the difference")
     short = read < cfg.gate_min_gain
     too_many = cfg.gate_max_lost is not None and change.lost > cfg.gate_max_lost
-    rules = [(f"{measure} ≥ {100 * cfg.gate_min_gain:+.1f} pts, pipeline.gate_min_gain = {cfg.gate_min_gain:g}",
-              short)]
+    rules = [(f"{measure} ≥ {100 * cfg.gate_min_gain:+.1f} pts", short)]
     if cfg.gate_max_lost is not None:
         rules.append((f"at most {cfg.gate_max_lost} lost", too_many))
     unmet = [rule for rule, failed in rules if failed]
     return Gate(name="gain", passed=not unmet, blocking=True, change=change,
                 detail=f"{after_step} vs {before_step.removeprefix('iteration ')}: {change.text} (gate: "
-                + ", ".join(rule for rule, _ in rules) + (f"; not met: {', '.join(unmet)})" if unmet else ")"))
+                + ", ".join(rule + (f" [pipeline.gate_min_gain = {cfg.gate_min_gain:g}]" if k == 0 else "")
+                            for k, (rule, _) in enumerate(rules))
+                + (f"; not met: {', '.join(unmet)})" if unmet else ")"))
 
 
 def model_label(model: str) -> str:
