@@ -213,15 +213,16 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     last = iters[-1]
     if store.is_done(Layout(run_root).report(last)):
         from burnqed.report.build import load_report
-        from burnqed.runner.local import next_line
+        from burnqed.runner.local import drawn_theorem, next_line
 
         def again(lowered: Sequence[str]) -> str:
             sets = [part for item in lowered for part in ("--set", item)]
             return suggestion(["iterate", "--iter", str(last + 1)], [*carry, *sets])
 
-        show = suggestion(["show", "THEOREM", "--iter", str(last)],
+        report = load_report(Layout(run_root).report(last), store=store)
+        show = suggestion(["show", drawn_theorem(report), "--iter", str(last)],
                           carried(root=root, config=config, sets=show_sets(given_sets)))
-        typer.echo(next_line(load_report(Layout(run_root).report(last), store=store), again, show))
+        typer.echo(next_line(report, again, show))
 
 
 @reports_errors

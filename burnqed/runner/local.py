@@ -688,6 +688,13 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     return True
 
 
+def drawn_theorem(report: Report) -> str:
+    """The theorem a suggested `show` names, so that it runs as printed: the first the report's iteration's main eval
+    proved (its proof path drawn), else the first it left unsolved, else `THEOREM` (no eval was read)."""
+    proved = [row.theorem for row in report.proofs if row.iteration == report.iteration]
+    return next(iter([*proved, *(row.theorem for row in report.unsolved)]), "THEOREM")
+
+
 # The settings that lower a blocking gate that stopped (`next_line`): what goes on past it, iteration by iteration.
 LOWERS = {"baseline": ("pipeline.gate_min_rate=0",),
           "gain": ("pipeline.gate_min_gain=-1", "pipeline.gate_max_lost=null")}
