@@ -148,7 +148,7 @@ def differences(record: Experiment, cfg: Config, given: Mapping[str, str], store
     changed = {key: (record.settings.get(key), value) for key, value in now.items()
                if key in record.settings and record.settings[key] != value}
     both = ("policy.model", "sft.base_model")
-    if all(key in changed for key in both) and changed[both[0]] == changed[both[1]] and None not in changed[both[0]]:
+    if all(key in changed for key in both) and changed[both[0]] == changed[both[1]]:
         changed = {"--model": changed.pop(both[0]), **{k: v for k, v in changed.items() if k != both[1]}}
     shown = {"--model": both[1]}
     found = [Difference(f"{key}: {_show(shown.get(key, key), was)} → {_show(shown.get(key, key), value)}",
