@@ -12,9 +12,9 @@ refused, before any work, a setting of the experiment it is given otherwise.
 Which settings define the experiment is read from the configuration's marks (`config.identity.experiment_keys`:
 the prepared data's and the evals' identities); the base model and the benchmark are also stamped by content
 (`runner.reuse.stamp`), so a model folder rebuilt in place is another base. The other settings that shape a result
-(`identity.result_keys`: how an iteration trains, what the report judges) and every setting the first command was
-given are recorded too, and taken when not given, but may be given otherwise: they are an iteration's, not the
-experiment's.
+(`identity.result_keys`: how an iteration trains, what the report judges) are recorded too, and taken when not given,
+but may be given otherwise: they are an iteration's, not the experiment's. The result-neutral ones (workers,
+timeouts, where Lean and the model run) are this machine's: neither recorded nor taken.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ class Experiment(BaseModel):
     written_at: datetime = Field(description="When the record was written (UTC).")
     command: str = Field(description="The command that wrote it, as the user typed it.")
     settings: dict[str, object] = Field(description="`section.key` → its value (JSON): every setting that shapes a "
-                                        "result (`identity.result_keys`) and every one the command was given; a "
-                                        "local path of `INPUTS` as the absolute path it named.")
+                                        "result (`identity.result_keys`); a local path of `INPUTS` as the absolute "
+                                        "path it named.")
     given: list[str] = Field(default_factory=list, description="The settings the command was given (file, env, "
                              "--set, --model), in the configuration's order.")
     inputs: dict[str, InputStamp] = Field(default_factory=dict, description="The base model, the policy model and "
@@ -78,19 +78,19 @@ def _values(cfg: Config, keys: Sequence[str]) -> dict[str, object]:
     return values
 
 
-def _recorded_keys(given: Mapping[str, str]) -> list[str]:
-    """The settings a record holds: those that shape a result and those given, in the configuration's order."""
-    keys = {*result_keys(Config), *given}
+def _recorded_keys() -> list[str]:
+    """The settings a record holds: those that shape a result, in the configuration's order. The result-neutral ones
+    (how many workers, timeouts, where Lean and the model run) are this machine's and this run's: never taken."""
+    keys = set(result_keys(Config))
     return [key for key, _ in fields(Config) if key in keys]
 
 
 def experiment_of(cfg: Config, given: Mapping[str, str], store: Store, *, command: str) -> Experiment:
     """The record of the experiment `cfg` defines (`given`: the settings the command was given, key → where from)."""
-    keys = _recorded_keys(given)
-    settings = _values(cfg, keys)
+    settings = _values(cfg, _recorded_keys())
     inputs = {role: stamp(str(settings[key]), store) for key, role in INPUTS.items() if settings.get(key) is not None}
     return Experiment(written_at=datetime.now(UTC), command=command, settings=settings,
-                      given=[key for key in keys if key in given], inputs=inputs)
+                      given=[key for key, _ in fields(Config) if key in given], inputs=inputs)
 
 
 def read_experiment(store: Store, at: Layout) -> Experiment | None:
