@@ -50,7 +50,8 @@ GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (th
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="Redo the stages that finished with other inputs than this run gives them (another --set, an "
     "earlier stage redone since), and every stage after them; without it such a stage is refused (exit 2). Stages "
-    "finished with the same inputs are still skipped.")]
+    "finished with the same inputs are still skipped. Another model, benchmark or setting of the run root's "
+    "experiment is refused even so: a new --root is a new experiment.")]
 JobsOption = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, show_default=False,
     help="Stage processes run at once on this machine: stages whose earlier stages finished, and search shards "
