@@ -146,8 +146,20 @@ def _new_root(root: str, store: Store) -> str:
     return f"{base}-{k}"
 
 
+def under_root(cfg: Config, config: Path | None, sets: list[str] | None, store: Store,
+               root: str | None) -> tuple[Config, list[str]]:
+    """The configuration and --sets of a command that reads a run under the run root `root` (report, start): the
+    root's experiment continued as `iterate` continues it (`_continued`), a setting of the experiment given otherwise
+    refused (exit 2)."""
+    from burnqed import storage
+
+    cfg, given_sets, _ = _continued(cfg, config, sets, store, (storage.normalize(root or cfg.storage.root),
+                                                                root or cfg.storage.root), None)
+    return cfg, given_sets
+
+
 def _continued(cfg: Config, config: Path | None, sets: list[str] | None, store: Store, root: tuple[str, str],
-               anew: list[str]) -> tuple[Config, list[str], dict[str, str] | None]:
+               anew: list[str] | None) -> tuple[Config, list[str], dict[str, str] | None]:
     """The configuration and --sets of a command under the run root `root` (its URI, and as the user named it) that
     continue the root's experiment (`runner.experiment`): the root's value of each recorded setting not given here,
     said on stderr; `InputError` (one line, exit 2) naming each setting of the experiment given otherwise. With no
@@ -164,7 +176,7 @@ def _continued(cfg: Config, config: Path | None, sets: list[str] | None, store: 
         return cfg, list(sets or ()), given
     found = differences(record, cfg, given, store)
     if found:
-        raise InputError(refusal(root[1], found, suggestion(anew)))
+        raise InputError(refusal(root[1], found, None if anew is None else suggestion(anew)))
     taken = taken_sets(record, cfg, given)
     if not taken:
         return cfg, list(sets or ()), None
@@ -353,10 +365,11 @@ def report(
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    cfg, _ = under_root(cfg, config, set_, store, root)  # its gates are the experiment's when not given
     for need in check_packages("report", cfg):  # the plots alone are optional
         typer.echo(f"warning: {need.why} needs the {need.distribution} package, which is not installed here: the "
                    f"report is written without them (pip install 'burnqed[{need.extra}]')", err=True)
-    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
     carry = carried(root=root, config=config, sets=set_)
     if iteration is None or output is None:  # else --output is checked first

@@ -170,11 +170,14 @@ def taken_sets(record: Experiment, cfg: Config, given: Mapping[str, str]) -> lis
             if record.settings[key] != value]
 
 
-def refusal(root: str, found: Sequence[Difference], anew: str) -> str:
+def refusal(root: str, found: Sequence[Difference], anew: str | None) -> str:
     """The one line that refuses a command giving the root's experiment other settings (`found`): each difference,
     then the two ways on: the root's settings (left out, they are taken from it; or given as the root has them), or
-    `anew`, the command that starts the new experiment under a new root."""
+    `anew`, the command that starts the new experiment under a new root (None: a command that reads a run, which
+    another root made with them serves)."""
     roots = shlex.join(arg for difference in found for arg in difference.roots)
     same = "leave these settings out (the root's are taken)" + (f" or give the root's ({roots})" if roots else "")
-    return (f"{root} holds one experiment, and this command changes it: {'; '.join(d.text for d in found)}; {same}, "
-            f"or start the new experiment under a new root: `{anew}`")
+    other = (f"start the new experiment under a new root: `{anew}`" if anew is not None
+             else "give --root a run root made with them")
+    return f"{root} holds one experiment, and this command changes it: {'; '.join(d.text for d in found)}; {same}, " \
+           f"or {other}"
