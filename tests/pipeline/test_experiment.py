@@ -57,6 +57,8 @@ def test_another_model_after_iteration_0_is_refused_in_one_line_before_any_work(
         f"{tmp_path}/OTHER; data.world_seed: 0 → 1; leave these settings out (the root's are taken) or give the "
         "root's (--set data.world_seed=0), or start the new experiment under a new root: `burnqed plan --iter 0 "
         "--model OTHER --set data.world_seed=1 --set sft.learning_rate=0.001 --root runs-2`\n")
+    ran = cli("run-all", "--iters", "1-2", "--root", "runs", "--model", "OTHER")
+    assert (ran.returncode, ran.stderr) == (2, refused.stderr.replace("iterate --iter 0", "run-all --iters 0-2"))
     reported = cli("report", "--root", "runs", "--set", "data.world_seed=1", "--force")  # a command reading the run
     assert (reported.returncode, reported.stderr) == (2, (
         "error: runs holds one experiment, and this command changes it: data.world_seed: 0 → 1; leave these settings "

@@ -132,12 +132,13 @@ def test_plan_over_the_finished_iteration_with_another_world_says_what_iterate_d
 
 def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteration_0: Path, iterate_home: Path,
                                                                         tmp_path: Path, store: Store) -> None:
-    """Iteration 1 as iteration 0's `next:` line names it, pasted as printed (`python -m burnqed` as typed, then the
-    printed arguments in this process, its stages forks), with the benchmark iteration 0 was given (by env) left out:
-    it is the run root's (its experiment.json). The `show` the line names runs in a shell as printed."""
-    run = tmp_path / "run"
-    shutil.copytree(iteration_0 / "run", run, symlinks=True)  # the shared run stays as it is
-    again = subprocess.run([sys.executable, "-m", "burnqed", "iterate", "--root", str(run)], capture_output=True,
+    """Iteration 1 as iteration 0's `next:` line names it (printed by `python -m burnqed iterate` over the finished
+    iteration 0, which does nothing), its arguments run on a copy of the run (the shared one stays as it is; in this
+    process, its stages forks), with the benchmark iteration 0 was given (by env) left out: it is the run root's (its
+    experiment.json). The `show` the line names runs in a shell as printed."""
+    shared, run = iteration_0 / "run", tmp_path / "run"
+    shutil.copytree(shared, run, symlinks=True)
+    again = subprocess.run([sys.executable, "-m", "burnqed", "iterate", "--root", str(shared)], capture_output=True,
                            text=True, env=iterate_env(iterate_home), cwd=REPO, timeout=600, check=False)
     assert again.returncode == 0, again.stderr[-3000:]
     printed = re.findall(r"`([^`]+)`", again.stdout.splitlines()[-1])
@@ -146,13 +147,14 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteratio
     program = following[:following.index("iterate")]
     assert program == show[:len(program)] and program[1:] == ["-m", "burnqed"]
     assert Path(REPO, program[0]).resolve() == Path(sys.executable).resolve()
-    assert following[len(program):][:5] == ["iterate", "--iter", "1", "--root", str(run)]
+    arguments = following[len(program):]
+    assert arguments[:5] == ["iterate", "--iter", "1", "--root", str(shared)]
     drawn = subprocess.run(["bash", "-c", printed[1]], capture_output=True, text=True, cwd=REPO, timeout=300,
                            env=iterate_env(iterate_home), check=False)
     assert drawn.returncode == 0 and drawn.stdout.startswith(f"{show[len(program) + 1]}: "), drawn.stderr[-2000:]
     env = {**iterate_env(iterate_home, ITERATION_1), "BURNQED_PIPELINE__BENCHMARK": None}
     with forked_stages(), lean_in_process():
-        done = cli(*following[len(program):], env={**env, "BURNQED_CONFIG": None})
+        done = cli(*arguments[:4], str(run), *arguments[5:], env={**env, "BURNQED_CONFIG": None})
     assert done.returncode == 0, done.stderr[-3000:]
     assert f'pipeline.benchmark="{iterate_home / "test.json"}"' in done.stderr  # the root's, said before any work
     it1 = run / "iter_1"
