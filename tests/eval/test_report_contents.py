@@ -132,7 +132,7 @@ def test_every_rate_carries_its_n_and_interval(root: str, store: Store) -> None:
     assert Report.model_validate(saved).rows == report.rows  # report.json reads back (run-all reads it)
     markdown = render_markdown(report)
     assert "Every solve rate is shown as solved/n (rate, 95% Wilson score interval)." in markdown
-    assert "Solve rate of `embedded-test` (8 theorems) at the largest budget (50); each iteration's main eval" in markdown
+    assert "Solve rate of `embedded-test` (8 theorems) at the largest budget (50); each iteration's main" in markdown
     assert ("| all | 1/8 (12.5%, 2.2–47.1%) | 4/8 (50.0%, 21.5–78.5%) (+37.5) | 5/8 (62.5%, 30.6–86.3%) (+12.5) |"
             in markdown)
     assert "| 1 | llm+ebm | 4/8 (50.0%, 21.5–78.5%) | 5/8 (62.5%, 30.6–86.3%) |" in markdown
