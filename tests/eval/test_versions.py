@@ -1,6 +1,7 @@
 """Eval results of every schema version read as the current record (`eval.migrations`, docs/search.md "Saved
 versions"): the files of tests/fixtures/eval-results/, each written by the burnqed of its version, load, compare
-for reuse as the burnqed of schema 9 compared them."""
+for reuse as the burnqed of schema 9 compared them, and a configuration key renamed since a result was written is
+a migration: the result still reads and is reused."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 
 from burnqed.errors import InputError
-from burnqed.eval.migrations import EVAL_MIGRATIONS, V9_ENGINE_FIELDS, V9_RECORDED_KEYS
+from burnqed.eval.migrations import EVAL_MIGRATIONS, V9_ENGINE_FIELDS, V9_RECORDED_KEYS, renamed
 from burnqed.eval.result import SCHEMA_VERSION, load_eval_result, write_eval_result
 from burnqed.eval.settings import ENGINE_FIELDS
 from burnqed.records.versions import Migrations, added, rename_keys
@@ -131,3 +132,69 @@ def test_a_step_fills_what_its_version_added_and_renames_keys_where_they_are_rec
     assert old["settings"]["config"] == {"search.old": 3, "policy.top_p": 0.9}  # the document read is left alone
     for current in ({"schema_version": 3}, {"schema_version": 9}, {"schema_version": "3"}, {}):
         assert steps.upgrade(current) is current
+
+
+# ------------------------------------------------------------------------- the trial: a knob renamed
+
+OLD_NAME = "search.revisit_limit"  # what search.revisits was called when the result below was written
+
+
+def _as_written_before_the_rename(path: Path) -> None:
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    raw["settings"]["config"] = {OLD_NAME if key == "search.revisits" else key: value
+                                 for key, value in raw["settings"]["config"].items()}
+    raw["made_from"]["settings"] = {OLD_NAME if key == "search.revisits" else key: value
+                                    for key, value in raw["made_from"]["settings"].items()}
+    path.write_text(json.dumps(raw, indent=2), encoding="utf-8")
+
+
+@pytest.mark.usefixtures("minilean_in_process")
+def test_a_knob_renamed_is_a_migration_a_result_written_before_still_reads_and_is_reused(
+        tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The trial change of issue 89: `search.revisits` was `search.revisit_limit` when an eval wrote its result
+    (schema 10); the rename is one step of the registry (schema 11), and the result reads with the key under its new
+    name and is reused by the same eval, refused by another value of the knob."""
+    from burnqed.config import load_config
+    from burnqed.data.index import bundled_index_path, load_local_theorem_index
+    from burnqed.eval.pass_at import build_eval_result
+    from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
+    from burnqed.eval.settings import recorded_settings
+    from burnqed.provenance import when
+    from burnqed.records.results import FailureReason, TheoremResult
+    from burnqed.records.theorem import TheoremIndex
+    from burnqed.runner.reuse import eval_inputs
+    from tests.processes import burnqed_in_process as burnqed
+
+    full = load_local_theorem_index(bundled_index_path())
+    index = TheoremIndex(name="embedded-test", theorems=full.theorems[:3])
+    bench, out = tmp_path / "bench.json", tmp_path / "eval.json"
+    bench.write_text(index.model_dump_json(), encoding="utf-8")
+    replay = ["--set", "lean.command=" + json.dumps(["python", "-m", "minilean.replay"])]
+    sets = ["search.revisits=3", "lean.command=" + json.dumps(["python", "-m", "minilean.replay"])]
+    cfg = load_config(sets=sets)
+    job = EvalJobSettings.from_config(cfg, [10])
+    identity = EvalIdentity.of(index, job, pass_n=1, iteration=0, ebm=None)
+    result = build_eval_result(
+        [[TheoremResult(name=t.name, proved=False, failure_reason=FailureReason.EXHAUSTED) for t in index.theorems]],
+        [10], benchmark=index.name, model="tiny", ebm=None, lean_backend=job.lean_backend, iteration=0,
+        config_digest="0" * 16, git_commit=None, theorem_names=[t.name for t in index.theorems], seed=job.seed,
+        settings=recorded_settings(eval_settings("local", job.job.engine, 4), job.identity))
+    write_eval_result(result.model_copy(update={"made_from": eval_inputs(identity, cfg, store)}), out, store=store)
+    command = ["eval", "--theorems", str(bench), "--output", str(out), "--budgets", "10", *replay]
+    reused = f"reusing {out} (finished {when(result.timestamp)}, same inputs); --force redoes it"
+    assert burnqed(*command, "--set", "search.revisits=3").stdout.splitlines()[0] == reused
+
+    _as_written_before_the_rename(out)
+    assert "search.revisits" not in out.read_text(encoding="utf-8")
+    monkeypatch.setitem(EVAL_MIGRATIONS.steps, 10, renamed({OLD_NAME: "search.revisits"}))
+    read = load_eval_result(out, store=store)
+    assert read.schema_version == 11 and read.settings is not None and read.made_from is not None
+    assert (read.settings.config["search.revisits"], read.made_from.settings["search.revisits"]) == (3, 3)
+    assert OLD_NAME not in read.settings.config and OLD_NAME not in read.made_from.settings
+
+    same = burnqed(*command, "--set", "search.revisits=3")
+    assert same.returncode == 0 and same.stdout.splitlines()[0] == reused, same.stderr
+    other = burnqed(*command, "--set", "search.revisits=4")
+    assert other.returncode == 2 and other.stderr == (
+        f"error: {out} is a finished eval result made with other inputs: search.revisits was 3, now 4; --force "
+        "redoes it, or choose another --output\n")
