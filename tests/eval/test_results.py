@@ -478,7 +478,7 @@ def test_lean_backend_label():
 
 
 def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: Store):
-    from burnqed.eval.result import EvalSettings
+    from burnqed.eval.settings import EvalSettings
 
     settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
                             top_p=0.95, max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5,
@@ -503,7 +503,7 @@ def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: 
 def test_a_repair_arms_header_says_its_repair_rounds() -> None:
     """A whole search that revised failed proofs with Lean's messages: its title says `whole+repair` and its
     settings line `repair_rounds`; the same search without repair says neither."""
-    from burnqed.eval.result import EvalSettings
+    from burnqed.eval.settings import EvalSettings
 
     common = dict(backend="local", prompt_format="plain-tactic", num_candidates=4, temperature=1.0, top_p=0.95,
                   max_new_tokens=256, max_proofs=16, timeout_s=300.0, verify=True, stop_at_first=True, concurrency=1)
