@@ -70,7 +70,8 @@ _TERM_SYMBOLS = frozenset({":=", ",", "⟨", "←", "+", "-", "*", "/", "=", "<"
 def configuration_problem(text: str) -> str | None:
     """Why a tactic configuration in `text` may run code, or None: its value is more than a literal (above). A
     `(name := V)` after a name that a tactic may stand for is read as one (after `exact foo`, a term, it is a named
-    argument); an ambiguous place counts as a configuration."""
+    argument); where a tactic starts is Lean's parsers' reading (`burnqed.lean.tactic_starts`), every combinator
+    alike, and an ambiguous place counts as a configuration."""
     listed = list(tokens(text))
     anchored = next((at for at, t in enumerate(listed) if t.kind == IDENT and t.text in AFTER_AN_ARGUMENT), len(listed))
     for at, token in enumerate(listed):
