@@ -8,7 +8,8 @@ Read from the sources by `scripts/tactic_combinators.py`, which prints any token
 missing here (docs/results.md, "Where a tactic starts, read from the parsers", 2026-11-29), at:
 
     core Lean 4   src/Init/Tactics.lean at 00165f83 and its newest stored version (a `module` file, Lean
-                  >= v4.22), src/Init/TacticsExtra.lean (newest), src/Lean/Parser/Tactic.lean 0514f7ca, byTactic
+                  >= v4.22), src/Init/TacticsExtra.lean (newest), src/Init/Conv.lean 00312708,
+                  src/Lean/Parser/Tactic.lean 0514f7ca, byTactic
                   and the tacticSeq parsers of src/Lean/Parser/Term.lean, cdot and solve of
                   src/Init/NotationExtra.lean (through the search index: the repository is over what `fetch`
                   brings)
