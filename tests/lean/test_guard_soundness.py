@@ -4,6 +4,7 @@ subject, not the pipe; tests/lean/test_client.py covers the pipe)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from burnqed.config import DEFAULT_DENY, LeanConfig
 from burnqed.errors import LeanCrashError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, configuration_problem
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import (
     Verdict,
@@ -927,6 +928,18 @@ def test_a_configuration_that_is_code_is_refused_after_every_token_before_a_tact
 def test_the_found_inputs_of_the_seventh_pass_are_refused(tactic: str) -> None:
     """Each passed the guard of fd2a25d (the commit before), whose list of words was kept by hand."""
     assert (TacticGuard(()).check(tactic) or "").startswith("configures a tactic with code at "), tactic
+
+
+@pytest.mark.parametrize("text", [
+    "simp " + "(a := 1) " * 8000,                                               # a run of items: each walked back over
+    "success_if_fail_with_msg m simp " + "(a := " * 8000 + "1" + ")" * 8000,   # nested values, each read as one
+    "simp " + "(" * 8000 + "x" + ")" * 8000 + " (a := f x)",                    # brackets paired once
+], ids=["items", "nested", "brackets"])
+def test_the_configuration_rule_is_linear_in_its_tokens(text: str) -> None:
+    """Tens of kilobytes in well under the seconds a reading quadratic in the items took (12 s for 36 KB of items)."""
+    started = time.monotonic()
+    configuration_problem(text)
+    assert time.monotonic() - started < 5.0
 
 
 @pytest.mark.parametrize("tactic", ["exact h) (maxSteps := f x)", "simp (maxSteps :=", "simp (maxSteps := f x",
