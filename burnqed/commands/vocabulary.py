@@ -189,8 +189,9 @@ IterationModelOption = Annotated[
     str | None,
     typer.Option("--model", metavar="DIR|URI", show_default=False,
                  help=f"{MODEL_HELP} Here it is also SFT's base (--set sft.base_model=DIR|URI): iteration 0 evaluates "
-                 "it as the untrained base and fine-tunes it, and every export merges into it. Give the same --model "
-                 "to every iteration of a run root. Default: sft.base_model (and policy.model), else the tiny "
+                 "it as the untrained base and fine-tunes it, and every export merges into it. The run root keeps it: "
+                 "a later iteration there takes it when not given, and refuses another (a new --root is a new "
+                 "experiment). Default: the run root's, else sft.base_model (and policy.model), else the tiny "
                  "embedded model."),
 ]
 
