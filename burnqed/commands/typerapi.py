@@ -23,8 +23,8 @@ from typing import Any
 import typer
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
-# The classes typer builds a command line from (`typer.core`'s, documented by typer's "custom command class"
-# pages): commands and groups are given as `cls=`, parameters are read from them to render help.
+# The classes typer builds a command line from (`typer.core`'s): `Typer(cls=…)` and `Typer.command(cls=…)` take
+# subclasses of the first two, and a command's parameters are instances of the last two.
 BaseCommand = TyperCommand
 BaseGroup = TyperGroup
 Argument = TyperArgument
