@@ -177,6 +177,9 @@ def test_a_named_command_starts_with_the_program_as_the_user_can_type_it_again(
     assert program_name() == ".venv/bin/python -m burnqed"
     monkeypatch.setattr(sys, "orig_argv", ["python3", "-X", "utf8", "-m", "burnqed.cli", "eval"])
     assert program_name() == "python3 -m burnqed.cli"
+    for no_program in ("-c", "-", ""):  # `python -c …` (pytest-xdist's workers), a script on stdin: the bare name
+        monkeypatch.setattr(sys, "argv", [no_program, "eval"])
+        assert program_name() == "burnqed"
     monkeypatch.setenv(PROGRAM_ENV, ".venv/bin/burnqed")  # a stage of `iterate`: the name its parent was run by
     assert command_text(["show", "t"]) == ".venv/bin/burnqed show t"
 

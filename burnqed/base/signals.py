@@ -148,8 +148,10 @@ def program_name() -> str:
     if given:
         return given
     first = sys.argv[0] if sys.argv else ""
+    if not first or first in ("-c", "-"):  # `python -c …` (pytest-xdist's workers) or a script on stdin: no program
+        return "burnqed"
     if not first.endswith(".py"):
-        return shlex.quote(_as_typed(first)) if first else "burnqed"
+        return shlex.quote(_as_typed(first))
     original = list(getattr(sys, "orig_argv", []))  # `python -m burnqed`: its module file is argv[0]
     module = original[original.index("-m", 1) + 1] if "-m" in original[1:-1] else None
     return shlex.join([_as_typed(original[0]), "-m", module]) if module in ("burnqed", "burnqed.cli") else "burnqed"
