@@ -20,7 +20,8 @@ from itertools import pairwise
 from typing import Any
 
 from burnqed import __version__
-from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
+from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, GroupRow, PerTheorem, budget_unit
+from burnqed.eval.settings import EvalSettings
 from burnqed.records.enums import SearchMode
 from burnqed.records.replies import first_line
 from burnqed.records.results import EXPANSION_MODES, FailureReason, TheoremResult, UsageCurve

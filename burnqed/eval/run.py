@@ -40,14 +40,13 @@ from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result, v
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import (
     EvalResult,
-    EvalSettings,
     config_digest,
     git_commit,
     lean_backend_label,
     load_eval_result,
-    recorded_settings,
     write_eval_result,
 )
+from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 from burnqed.layout import trajectories_beside
 from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
 from burnqed.lean.env import WorkerPool
@@ -79,15 +78,15 @@ OPEN_ANSWER = "open_answer"  # a not-evaluated theorem's reason: its answer is o
 
 def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> EvalSettings:
     """The effective settings an eval ran with (recorded in its result): every field of the engine's settings that
-    `EvalSettings` declares under the same name (a tuple as a list), with the sampling and the repair; fields of
-    other modes stay unset."""
+    `EvalSettings` declares under the same name (`ENGINE_FIELDS`; a tuple as a list), with the sampling and the
+    repair; fields of other modes stay unset."""
     sampling = settings.sampling
     common = {"backend": backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
               "top_k": sampling.top_k, "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty,
               "frequency_penalty": sampling.frequency_penalty, "presence_penalty": sampling.presence_penalty,
               "concurrency": concurrency, "prompt_format": str(settings.fmt)}
     for field in dataclasses.fields(settings):
-        if field.name in EvalSettings.model_fields:
+        if field.name in ENGINE_FIELDS:
             value = getattr(settings, field.name)
             common[field.name] = list(value) if isinstance(value, tuple) else value
     if isinstance(settings, StepSettings):
@@ -565,8 +564,7 @@ def _eval_result(index: TheoremIndex, settings: EvalJobSettings, attempts: list[
         theorem_tasks={t.name: answer_task(t) for t in index.theorems},
         answer_checks=checks if any(AnswerSlot(t).judged for t in index.theorems) else None,
         seed=settings.seed,
-        settings=recorded_settings(eval_settings(settings.backend, job.engine, concurrency), settings.identity,
-                                   str(job.mode)),
+        settings=recorded_settings(eval_settings(settings.backend, job.engine, concurrency), settings.identity),
         benchmark=index.name,
         model=model,
         ebm=ebm,
