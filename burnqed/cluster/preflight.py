@@ -14,6 +14,7 @@ go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`.
 from __future__ import annotations
 
 import json
+import re
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -389,6 +390,48 @@ def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: Check
                      "--scale-from-zero")
 
 
+LANDLOCK_KERNEL = (5, 13)  # Linux's first release with Landlock, the sandbox comparator builds solutions in
+
+
+def _kernel(node: Mapping[str, Any]) -> tuple[int, int] | None:
+    """The node's Linux version (status.nodeInfo.kernelVersion: `6.1.0-18-cloud-amd64`), None when not given."""
+    found = re.match(r"(\d+)\.(\d+)", str(((node.get("status") or {}).get("nodeInfo") or {}).get("kernelVersion", "")))
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config) -> None:
+    """With lean.judge = "comparator" (docs/cluster.md, "The judge's sandbox"): comparator runs in the eval pods
+    under lean's uid (cluster.lean_uid, else run_as_user: never root, never privileged) and builds each solution in
+    Landlock, which the nodes' kernel must have; `lean.comparator_no_sandbox` is said."""
+    if cfg.lean.judge != "comparator":
+        return
+    what = "Judge sandbox"
+    if cfg.lean.comparator_no_sandbox:
+        rows.add(what, Verdict.WARN, "lean.comparator_no_sandbox: comparator builds the solutions outside its "
+                 "sandbox (--inadvisably-no-sandbox; every eval result says so)", "unset lean.comparator_no_sandbox")
+        return
+    listed = reader.items("Node")
+    if listed.unseen:
+        return  # the node rows say it
+    nodes = [n for n in (listed.found or {}).get("items") or [] if not (n.get("spec") or {}).get("unschedulable")]
+    kernels = {str((n.get("metadata") or {}).get("name")): _kernel(n) for n in nodes}
+    old = sorted(name for name, found in kernels.items() if found is not None and found < LANDLOCK_KERNEL)
+    unknown = sorted(name for name, found in kernels.items() if found is None)
+    uid = cfg.cluster.lean_uid or cfg.cluster.run_as_user
+    fix = ("run the eval pods on nodes with Linux >= 5.13 and Landlock in the kernel's LSM list (lsm=…,landlock), "
+           "or set lean.judge = 'burnqed'")
+    if old and len(old) + len(unknown) == len(kernels):
+        rows.add(what, Verdict.MISSING, f"no schedulable node has Linux >= 5.13 for Landlock (older: "
+                 f"{', '.join(old)}): comparator cannot sandbox the solutions", fix)
+    elif old or unknown:
+        said = "; ".join(part for part in (f"older than 5.13: {', '.join(old)}" if old else "",
+                                           f"kernel not reported: {', '.join(unknown)}" if unknown else "") if part)
+        rows.add(what, Verdict.WARN, f"comparator may be scheduled where it cannot sandbox ({said})", fix)
+    else:
+        rows.add(what, Verdict.OK, f"comparator runs as uid {uid}, unprivileged; every schedulable node has Linux "
+                 ">= 5.13 (Landlock must also be in its LSM list, which the API does not show)")
+
+
 def _argo_services(reader: ClusterReader) -> list[str]:
     """argo-helm's Argo Server Services anywhere in the cluster, as NAMESPACE/http:NAME:PORT (best effort)."""
     try:
@@ -495,6 +538,7 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
     _check_priority_classes(rows, reader, cluster)
     _check_templates(rows, reader, namespace, expected_templates, options, pods_digest)
     _check_nodes(rows, reader, cfg, options)
+    _check_judge_sandbox(rows, reader, cfg)
     _check_argo(rows, reader, argo)
     return Report(namespace, tuple(rows.rows))
 

@@ -91,7 +91,10 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     the scoped `π` and `n !`, binders as hypotheses); tactics run in the header's scope (`exact pi_pos`) and use
     the binders without `intro`; the proofs compile and count (`#print axioms`, the kernel check); every known
     exploit is refused by the tactic guard (lean.deny) and, sent past an open guard, not counted; and the time
-    each took. The theorems are `burnqed_selftest_*`: in no index, never trained on.
+    each took. The theorems are `burnqed_selftest_*`: in no index, never trained on. With lean.judge = "comparator",
+    a section judged by Lean's comparator (lean.comparator_command): an honest proof accepted, and a statement changed
+    by a local notation, a sorryAx, a custom axiom, native_decide, debug.skipKernelTC and a filled answer slot of the
+    wrong type each refused, with comparator's category.
     """
     from rich.console import Console
     from rich.markup import escape
@@ -101,6 +104,7 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
     from burnqed.cluster.images import TRIPLE_ENV, lean_triples
     from burnqed.commands.edges import open_pool
     from burnqed.errors import from_leankit
+    from burnqed.lean.comparator import ComparatorSettings
     from burnqed.lean.guard import TacticGuard
     from burnqed.lean.selftest import SelftestReport, TripleSources, run_selftest
     from leankit.failures import LeankitFailure
@@ -122,9 +126,11 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
                             lean_probe=lean_version,
                             image_triple=os.environ.get(TRIPLE_ENV) or None, triples=lean_triples())
 
+    judged = ComparatorSettings.of(cfg.lean) if cfg.lean.judge == "comparator" else None
+
     async def run() -> SelftestReport:
         async with open_pool(cfg.lean.model_copy(update={"workers": 1})) as (pool, _):
-            return await run_selftest(pool, TacticGuard.from_config(cfg.lean), sources)
+            return await run_selftest(pool, TacticGuard.from_config(cfg.lean), sources, judged)
 
     report = asyncio.run(run())
     table = Table(title=f"burnqed lean selftest: {report.triple or f'Pantograph {report.version}'} "

@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from burnqed.config import Config
+    from burnqed.eval.judging import JudgeSettings
     from burnqed.eval.result import EvalResult
     from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
@@ -340,9 +341,11 @@ def evaluate(
                        world_sketches=cfg.data.world_sketches)
     made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
                              store) for arm in request.arms()]
-    if not force and _reused_eval(request, made_from, show_theorems=show_theorems, store=store):
+    if not force and (reused := _reused_eval(request, made_from, judge=settings.judge, show_theorems=show_theorems,
+                                             store=store)) is not None:
+        _alarm_exit(reused)
         return
-    run_eval(request, index, settings, config=cfg, made_from=made_from,
+    results = run_eval(request, index, settings, config=cfg, made_from=made_from,
              restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
              open_edges=lambda: open_search_edges(cfg, ebm, store=store),
              start_over=lambda prefix: restart_trajectory_prefix(store, prefix, stage="eval",
@@ -353,6 +356,17 @@ def evaluate(
                       carried(config=config, sets=show_sets(set_))) if prefixes else ""
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
+    _alarm_exit(results)
+
+
+def _alarm_exit(results: Sequence[EvalResult]) -> None:
+    """Exit SOUNDNESS_ALARM_EXIT, after one line, when comparator refused a proof burnqed counted (`eval.judging`)."""
+    from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT, alarm_lines
+
+    if any(alarm_lines(result) for result in results):
+        typer.echo(f"error: soundness alarm: comparator refused proofs burnqed counted (listed above; not counted); "
+                   f"exit {SOUNDNESS_ALARM_EXIT}", err=True)
+        raise typer.Exit(SOUNDNESS_ALARM_EXIT)
 
 
 def _drawn(result: str, store: Store) -> str:
@@ -364,28 +378,35 @@ def _drawn(result: str, store: Store) -> str:
     return next((t.name for t in evaluated if t.proved), evaluated[0].name if evaluated else "THEOREM")
 
 
-def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, show_theorems: bool,
-                 store: Store) -> bool:
-    """`already_done` for an eval's arms: True when every result file exists made from `made_from` (one per arm),
-    after printing "reusing OUTPUT …", the tables and the decontamination lines; `InputError` (exit 2) when one
-    was made from other inputs; False when one is missing."""
+def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, judge: JudgeSettings,
+                 show_theorems: bool, store: Store) -> list[EvalResult] | None:
+    """`already_done` for an eval's arms: the results when every result file exists made from `made_from` (one per
+    arm) and counted by the configured judge (`judge`), after printing "reusing OUTPUT …", the tables and the
+    decontamination lines; `InputError` (exit 2) when one was made from other inputs or counted by another judge;
+    None when one is missing."""
     from burnqed.data.decontaminate import check_lines
+    from burnqed.eval.judging import judges_of
     from burnqed.eval.run import finished_eval, render_finished
     from burnqed.runner.reuse import check_reusable, reuse_line
     from burnqed.runner.reuse import finished_eval as finished
 
     if (results := finished_eval(request, store=store)) is None:
-        return False
+        return None
     found = [finished(uri, result) for uri, result in zip(request.outputs, results, strict=True)]
     for arm, now in zip(found, made_from, strict=True):
         check_reusable(arm, now, "eval result")  # never another eval's table as this one's
+    wanted = "comparator" if judge.comparator is not None else "burnqed"
+    for uri, result in zip(request.outputs, results, strict=True):
+        if judges_of(result) != {wanted}:
+            raise InputError(f"{uri} was counted by {', '.join(sorted(judges_of(result)))}, not by {wanted} "
+                             "(lean.judge): --force evaluates again")
     for arm in found:
         typer.echo(reuse_line(arm))
     for text in render_finished(results, show_theorems=show_theorems):
         typer.echo(text)
     for line in check_lines(results[0].training_check):
         typer.echo(line, err=True)
-    return True
+    return results
 
 
 @reports_errors

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sys
+from itertools import pairwise
+from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from burnqed.base.resources import machine_workers
-from burnqed.config.identity import neutral, searched, shapes
+from burnqed.config.identity import neutral, recorded, searched, shapes
 from burnqed.config.section import PYTHON_PLACEHOLDER, Section
 
 # The tactic guard's deny list by default (`burnqed.lean.guard`: what each rule refuses and why; every rule has a
@@ -63,6 +65,11 @@ DEFAULT_DENY: tuple[str, ...] = (
     # any program, `Lean.saveModuleData` writes an .olean (imports are trusted: the recheck checks the file's own).
     r"\bLean\.(Lsp|Server|JsonRpc|Language)\b|\b(save|read)ModuleData\w*|\bwriteModule\b|\bStd\.Internal\b|\bLake\.",
 )
+
+def embedded_lean(command: list[str]) -> bool:
+    """`command` runs the embedded minilean (`-m minilean`), which has no comparator."""
+    return any(a == "-m" and b == "minilean" for a, b in pairwise(command))
+
 
 class LeanConfig(Section):
     """How Lean (Pantograph's `repl`) processes are started, timed, recycled and guarded."""
@@ -175,6 +182,47 @@ class LeanConfig(Section):
         default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations).",
         json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
+
+    judge: Literal["burnqed", "comparator"] = Field(
+        default="burnqed",
+        description="Who has the last word on a proof eval counts: 'burnqed' (its own compile checks, docs/lean.md, "
+        "\"Soundness\") or 'comparator' (Lean's comparator, lean.comparator_command, run after the search on every "
+        "counted proof: one it refuses is a soundness alarm, not counted). minilean has no comparator: with the "
+        "embedded Lean 'comparator' is refused.",
+        json_schema_extra=recorded("eval records the judge of every theorem (per_theorem[].judge); compare refuses "
+                                   "results counted by different judges"),
+    )
+    comparator_command: list[str] = Field(
+        default=["lake", "comparator", "--config", "{config}"],
+        min_length=1,
+        description="argv of Lean's comparator, run in the judge's Lake project (Challenge.lean, Solution.lean); "
+        "'{config}' is its config's path, '{python}' the running interpreter. For a toolchain before v4.35.0-rc2, "
+        "the standalone binary: ['lake', 'env', '/path/to/comparator', '{config}'].",
+        json_schema_extra=recorded("eval records the command per theorem (per_theorem[].judge.command)"),
+    )
+    comparator_paranoid: bool = Field(
+        default=False,
+        description="Pass --paranoid to comparator: more kernels replay the solution (lake comparator only).",
+        json_schema_extra=recorded("eval records it per theorem (per_theorem[].judge.paranoid)"),
+    )
+    comparator_no_sandbox: bool = Field(
+        default=False,
+        description="Pass --inadvisably-no-sandbox to comparator: the solution is built outside Landlock/bubblewrap "
+        "(where the kernel lacks them, e.g. macOS). The eval's report prints that it was.",
+        json_schema_extra=recorded("eval records it per theorem (per_theorem[].judge.sandboxed) and prints it"),
+    )
+    comparator_timeout_s: float = Field(
+        default=1800.0, gt=0,
+        description="Deadline of one comparator run (one batch: a header's theorems); a run past it refuses its batch.",
+        json_schema_extra=neutral("how long the judge may take"),
+    )
+
+    @model_validator(mode="after")
+    def _judge_has_a_comparator(self) -> LeanConfig:
+        if self.judge == "comparator" and embedded_lean(self.command):
+            raise ValueError("lean.judge = 'comparator' needs a real Lean: the embedded minilean has no comparator; "
+                             "set lean.judge = 'burnqed' or lean.command to a Pantograph REPL")
+        return self
 
     @field_validator("env")
     @classmethod

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed import storage
 from burnqed.errors import InputError
+from burnqed.eval.judging import judges_of
 from burnqed.eval.rendering import to_text
 from burnqed.eval.result import BudgetRow, EvalResult, paired_interval
 
@@ -311,6 +312,11 @@ def compare_results(results: Sequence[tuple[str, EvalResult]]) -> Comparison:
     labels = [label for label, _ in results]
     if len(set(labels)) != len(labels):
         raise InputError(f"eval result labels must be distinct, got {labels}")
+    judges = [(label, judges_of(result)) for label, result in results]
+    if len(set().union(*(found for _, found in judges))) > 1:
+        listing = "; ".join(f"{label}: {', '.join(sorted(found))}" for label, found in judges)
+        raise InputError(f"the eval results were counted by different judges ({listing}): compare results counted "
+                         "by one judge (lean.judge, docs/search.md)")
     same_units = len({r.budget_unit for _, r in results}) == 1
     common = sorted(set.intersection(*({row.budget for row in r.budgets} for _, r in results))) if same_units else []
     tokens = _with_tokens(results)

@@ -27,6 +27,7 @@ from burnqed.config import digest as digests
 from burnqed.data.data_report import TrainingDataCheck
 from burnqed.eval.migrations import EVAL_MIGRATIONS
 from burnqed.eval.settings import EvalSettings
+from burnqed.lean.comparator import JudgeRecord
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EXPANSION_MODES, FailureReason, UsageCurve
@@ -250,6 +251,10 @@ class PerTheorem(BaseModel):
     reference_at_proof: int | None = Field(
         default=None, ge=0, description="Answer produced: the smallest budget_at_proof of an attempt whose answer the "
         "check found 'equal' (proved with the reference answer); None when none did.")
+    judge: JudgeRecord | None = Field(
+        default=None, description="Who had the last word on its proofs (lean.judge): burnqed (and why) or "
+        "comparator (toolchain, --paranoid, the kernels that replayed, its verdict; `alarm` when it refused a proof "
+        "burnqed counted). None in results written before the judge was recorded.")
 
 
 class GroupRow(SolveRate):

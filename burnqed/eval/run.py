@@ -35,6 +35,7 @@ from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
+from burnqed.eval.judging import JudgeSettings, alarm_lines, judge_line, judge_passes, with_judges
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result, validate_budgets
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import (
@@ -47,6 +48,7 @@ from burnqed.eval.result import (
 )
 from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 from burnqed.layout import trajectories_beside
+from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import assemble_proof, assembled_header, check_path, check_proof_text
@@ -132,6 +134,7 @@ class EvalJobSettings:
     lean_backend: str  # lean_backend_label(lean.command)
     config_digest: str  # of the whole configuration the eval ran with
     identity: dict[str, object]  # search_identity(config, "eval"): the keys that shape its results, by value
+    judge: JudgeSettings = dataclasses.field(default_factory=JudgeSettings)  # who has the last word (lean.judge)
 
     @classmethod
     def from_config(cls, config: Config, budgets: Sequence[int]) -> EvalJobSettings:
@@ -150,6 +153,8 @@ class EvalJobSettings:
             lean_backend=lean_backend_label(config.lean.command),
             config_digest=config_digest(config),
             identity=search_identity(config, "eval"),
+            judge=JudgeSettings.of(config.lean.judge, ComparatorSettings.of(config.lean),
+                                   lean_backend_label(config.lean.command)),
         )
 
 
@@ -536,18 +541,19 @@ async def eval_job(
             attempts.append(done + results)
             log.info("pass %d: %s", k, render_throughput(monitor.report()))
     checks = await check_answers(index.theorems, attempts, pool, job.guard)
-    resumed = sum(len(state.done) for state in states if state is not None)
+    attempts, judges = await judge_passes(index.theorems, attempts, settings.judge)  # the judge has the last word
     return _eval_result(index, settings, attempts, checks, concurrency=concurrency, model=policy.name, ebm=ebm,
-                        iteration=iteration, wall_s=time.perf_counter() - started, resumed=resumed,
-                        pantograph_version=pantograph_version)
+                        iteration=iteration, wall_s=time.perf_counter() - started, judges=judges,
+                        resumed=sum(len(s.done) for s in states if s), pantograph_version=pantograph_version)
 
 
 def _eval_result(index: TheoremIndex, settings: EvalJobSettings, attempts: list[list[TheoremResult]],
                  checks: AnswerChecks, *, concurrency: int, model: str, ebm: str | None, iteration: int,
-                 wall_s: float, resumed: int, pantograph_version: str | None) -> EvalResult:
-    """The result of `eval_job`'s passes (`attempts`, one list a pass) with the answers judged (`checks`): a theorem
-    the embedded Lean cannot start (Mathlib's names and notation) is no 0 %: counted apart, not in a rate, and listed
-    among the declarations not evaluated."""
+                 wall_s: float, resumed: int, pantograph_version: str | None,
+                 judges: dict[str, JudgeRecord] | None = None) -> EvalResult:
+    """The result of `eval_job`'s passes (`attempts`, one list a pass) with the answers judged (`checks`) and each
+    theorem's judge (`judges`, `eval.judging`): a theorem the embedded Lean cannot start (Mathlib's names and
+    notation) is no 0 %: counted apart, not in a rate, and listed among the declarations not evaluated."""
     job = settings.job
     apart = needs_real_lean(attempts, settings.lean_backend)
     attempts = [[r for r in passed if r.name not in apart] for passed in attempts]
@@ -575,7 +581,8 @@ def _eval_result(index: TheoremIndex, settings: EvalJobSettings, attempts: list[
     cannot_start = [SkippedDeclaration(name=t.name, file=t.source or index.name, line=None, reason=NEEDS_REAL_LEAN,
                                        detail=f"{settings.lean_backend} cannot start it: {apart[t.name]}")
                     for t in index.theorems if t.name in apart]
-    return result.model_copy(update={"not_evaluated": [*index.skipped, *cannot_start]})
+    result = result.model_copy(update={"not_evaluated": [*index.skipped, *cannot_start]})
+    return with_judges(result, judges) if judges is not None else result
 
 
 NEEDS_REAL_LEAN = "needs_real_lean"  # SkippedDeclaration.reason of a theorem the embedded Lean cannot start
@@ -773,6 +780,8 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_fr
         result = found.model_copy(update={"made_from": made})
         write_eval_result(result, arm.output, store=store)
         echo(render_eval_table(result))
+        for line in judge_texts(result):
+            echo(line)
         if k == 0 and result.not_evaluated:
             echo(render_not_evaluated(result))
         if k == 0 and (apart := needs_real_lean_line(result)) is not None:
@@ -783,6 +792,12 @@ def publish_eval(request: EvalRequest, results: Sequence[EvalResult], *, made_fr
         echo(render_comparison(compare_results([("llm", results[1]), ("llm+ebm", results[0])])))
 
 
+def judge_texts(result: EvalResult) -> list[str]:
+    """Who counted the result's proofs, then one line per soundness alarm (`eval.judging`)."""
+    said = judge_line(result)
+    return ([said] if said is not None else []) + alarm_lines(result)
+
+
 def render_finished(results: Sequence[EvalResult], *, show_theorems: bool) -> list[str]:
     """The tables of an eval that had finished already: each arm's, with `show_theorems` its per-theorem one too."""
     from burnqed.eval.per_theorem import render_not_evaluated, render_theorem_table
@@ -790,6 +805,7 @@ def render_finished(results: Sequence[EvalResult], *, show_theorems: bool) -> li
     texts = []
     for k, result in enumerate(results):
         texts.append(render_eval_table(result))
+        texts.extend(judge_texts(result))
         if k == 0 and result.not_evaluated:
             texts.append(render_not_evaluated(result))
         if k == 0 and (apart := needs_real_lean_line(result)) is not None:

@@ -13,12 +13,15 @@ Each item is a positive check. The theorems are named `burnqed_selftest_*`: in n
 
 from __future__ import annotations
 
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from burnqed.errors import BurnqedError, LeanStartError
+from burnqed.lean.comparator import ComparatorSettings, JudgeCase, judge
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.pool import LeanPool
 from burnqed.lean.soundness import verify_proof
@@ -132,10 +135,11 @@ def _one_goal(goals: tuple[Goal, ...], target: str, hyps: tuple[str, ...]) -> st
     return goal.pretty().replace("\n", " | ")
 
 
-async def run_selftest(pool: LeanPool, guard: TacticGuard, sources: TripleSources | None = None) -> SelftestReport:
+async def run_selftest(pool: LeanPool, guard: TacticGuard, sources: TripleSources | None = None,
+                       comparator: ComparatorSettings | None = None) -> SelftestReport:
     """Run every item against `pool` (started) with the configured `guard` (see the module docstring); `sources`
     say where the triple item learns Lean's version and what the image declares (default: nothing declared, Lean's
-    version not asked)."""
+    version not asked); with `comparator` (lean.judge = "comparator"), its section too (`comparator_items`)."""
     sources = sources or TripleSources()
     report = SelftestReport(version=str(pool.version))
 
@@ -171,6 +175,8 @@ async def run_selftest(pool: LeanPool, guard: TacticGuard, sources: TripleSource
 
     await _timed(report, "known exploits refused by the tactic guard", refused)
     await _timed(report, "known exploits not counted past an open guard", lambda: _not_counted(pool))
+    if comparator is not None:
+        await comparator_items(report, comparator)
     return report
 
 
@@ -248,3 +254,38 @@ async def _not_counted(pool: LeanPool) -> str:
                 raise _Failed(f"{exploit!r} proves 2 + 2 = 5 and counts: the kernel net is missing")
     return (f"{closed} of {len(KNOWN_EXPLOITS)} close the false goal in Lean; none counts"
             if closed else f"Lean refuses all {len(KNOWN_EXPLOITS)}")
+
+
+# The comparator section (lean.judge = "comparator"): core Lean only, no header but each case's own. Each refused case
+# is something burnqed's own checks refuse too; here the question is whether the configured comparator does.
+SLOT = "burnqed_judge_slot"
+_SUM, _FALSE = "(2 : Nat) + 2 = 4", "(2 : Nat) + 2 = 5"
+COMPARATOR_CASES: tuple[tuple[str, bool, JudgeCase], ...] = tuple(
+    (what, accept, JudgeCase(name, challenge, f"theorem {name} : {statement}", solution,
+                             f"theorem {name} : {statement} := by\n  {tactic}\n", hole))
+    for what, accept, name, statement, challenge, solution, tactic, hole in (
+        ("an honest proof", True, "burnqed_judge_honest", _SUM, "", "", "decide", None),
+        ("a statement changed by a local notation", False, "burnqed_judge_notation", _SUM, "",
+         'local infix:65 " + " => Nat.mul', "decide", None),
+        ("a sorryAx", False, "burnqed_judge_sorry", _FALSE, "", "", "exact sorryAx _ false", None),
+        ("a custom axiom", False, "burnqed_judge_axiom", _FALSE, "", f"axiom burnqed_judge_cheat : {_FALSE}",
+         "exact burnqed_judge_cheat", None),
+        ("native_decide", False, "burnqed_judge_native", _SUM, "", "", "native_decide", None),
+        ("debug.skipKernelTC", False, "burnqed_judge_skip", _FALSE, "", "",
+         "set_option debug.skipKernelTC true in decide +kernel", None),
+        ("a filled answer slot of the wrong type", False, "burnqed_judge_answer", f"3 ≤ {SLOT}",
+         f"def {SLOT} : Nat := sorry", f"def {SLOT} : Int := 5", "decide", SLOT),
+    ))
+
+
+async def comparator_items(report: SelftestReport, settings: ComparatorSettings) -> None:
+    """One item per `COMPARATOR_CASES` entry, judged by the configured comparator in one call (batched per header):
+    the honest proof must be accepted, every other case refused; each item says comparator's category and reason."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="burnqed-selftest-judge-") as work:
+        verdicts = await judge([case for _, _, case in COMPARATOR_CASES], settings, Path(work))
+    ms = (time.perf_counter() - started) * 1000 / len(COMPARATOR_CASES)
+    for (what, accept, _), verdict in zip(COMPARATOR_CASES, verdicts, strict=True):
+        said = "accepted" if verdict.accepted else f"refused ({verdict.category}): {first_line(verdict.reason or '')}"
+        name = f"comparator: {what} {'accepted' if accept else 'refused'}"
+        report.items.append(Item(name, verdict.accepted == accept, said, ms))

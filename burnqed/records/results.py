@@ -90,6 +90,7 @@ class FailureReason(StrEnum):
     UNVERIFIED = "unverified"  # a proof passed the step-level rules but was not compiled (search.verify=false)
     PROMPT_REJECTED = "prompt_rejected"  # the frontier ran empty after the policy refused prompts (too long)
     RECHECK_FAILED = "recheck_failed"  # eval --resume: a committed proof did not verify again (the part was edited)
+    JUDGE_REFUSED = "judge_refused"  # eval with lean.judge = comparator: comparator refused the proof (an alarm)
 
 
 class BudgetUsage(BaseModel):

@@ -516,11 +516,14 @@ def _provenance_markdown(provenance: list[Provenance], summaries: list[TrainingS
              "| written |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for p in provenance:
         lean = p.lean_backend + (f" (Pantograph {p.pantograph_version})" if p.pantograph_version else "")
+        lean += f"; judge: {p.judge}" if p.judge else ""
         lines.append(f"| iteration {p.iteration} {p.arm} | `{p.model}` | {_cell(p.ebm and f'`{p.ebm}`')} | "
                      f"{p.benchmark} ({p.total}) | {p.pass_n}, {p.mode} | {_cell(p.seed)} | `{p.config_digest}` | "
                      f"{_cell(p.git_commit and p.git_commit[:12])} | {_cell(p.burnqed_version)} | {lean} | "
                      f"{p.timestamp:%Y-%m-%d %H:%M} UTC |")
     lines.append("")
+    for p in provenance:
+        lines += [f"**iteration {p.iteration} {p.arm}: {alarm}**" for alarm in p.alarms] + ([""] if p.alarms else [])
     trained = [s for s in summaries if s.sft_method is not None]
     if trained:
         lines += ["Policies trained (sft.json): " + "; ".join(

@@ -23,6 +23,7 @@ from burnqed.data.pairs import REPORT_FILE
 from burnqed.ebm.formats import ValueEvidence
 from burnqed.errors import InputError
 from burnqed.eval.compare import Comparison, compare_results, unlike
+from burnqed.eval.judging import alarm_lines, judge_line
 from burnqed.eval.result import UNKNOWN_REASON, EvalResult
 from burnqed.layout import Layout, StageTimes
 from burnqed.report.tables import (
@@ -350,7 +351,9 @@ def _provenance(uri: str, result: EvalResult, iteration: int, arm: str) -> Prove
                       ebm=result.ebm, benchmark=result.benchmark, total=result.total, pass_n=result.pass_n,
                       mode=str(result.mode), seed=result.seed, config_digest=result.config_digest,
                       git_commit=result.git_commit, burnqed_version=result.burnqed_version,
-                      lean_backend=result.lean_backend, pantograph_version=result.pantograph_version)
+                      lean_backend=result.lean_backend, pantograph_version=result.pantograph_version,
+                      judge=(said := judge_line(result)) and said.removeprefix("judge: "),
+                      alarms=alarm_lines(result))
 
 
 def _learning(steps: list[tuple[str, str, EvalResult]]) -> list[LearningRow]:

@@ -317,6 +317,11 @@ class Provenance(BaseModel):
     burnqed_version: str | None
     lean_backend: str
     pantograph_version: str | None
+    judge: str | None = Field(default=None, description="Who counted its proofs (`eval.judging.judge_line`: burnqed "
+                              "and why, or comparator and its toolchain); None for results before the judge was "
+                              "recorded.")
+    alarms: list[str] = Field(default_factory=list, description="Its soundness alarms (`eval.judging.alarm_lines`): "
+                              "proofs burnqed counted and comparator refused, not counted.")
 
 
 class OverlapRow(BenchmarkOverlap):

@@ -428,3 +428,37 @@ def test_without_a_kubeconfig_the_argo_checks_run_and_the_kubernetes_ones_are_no
         "KUBECONFIG at a kubeconfig for the cluster (or run inside a pod of it)"]
     assert shown.stdout.rstrip().endswith("not ready: 1 problem(s), 11 not checked; a submit would not run")
     assert ARGO_TOKEN not in result.output + shown.output
+
+
+def set_lean(kube: FakeKube, line: str) -> None:
+    """A key of the ConfigMap's `[lean]` table (it has one: TOML declares a table once), the templates re-rendered."""
+    config_map = kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
+    text = config_map["data"]["burnqed.toml"]
+    assert text.count("\n[lean]\n") == 1
+    config_map["data"]["burnqed.toml"] = text.replace("\n[lean]\n", f"\n[lean]\n{line}\n")
+    add_config(kube, "")  # the templates rendered again from it, as the documented upgrade does
+
+
+@pytest.mark.slow
+def test_the_judges_sandbox_needs_landlock_on_the_nodes(cli, fake_kube) -> None:
+    """With lean.judge = comparator: every schedulable node's kernel must have Landlock (Linux >= 5.13), one line
+    each way; the sandbox switched off is a warning; with burnqed as the judge there is no row."""
+    install(fake_kube)
+    assert "Judge sandbox" not in check(cli).stdout
+    set_lean(fake_kube, 'judge = "comparator"')
+    for name, kernel in (("gpu-1", "6.1.0-18-cloud-amd64"), ("cpu-1", "5.15.0-1057-aws")):
+        fake_kube.objects[f"/api/v1/nodes/{name}"]["status"]["nodeInfo"] = {"kernelVersion": kernel}
+    result = check(cli)
+    assert result.exit_code == 0, result.output
+    assert problems(result.stdout) == [] and "Judge sandbox" in result.stdout
+    assert "comparator runs as uid 1001, unprivileged" in " ".join(result.stdout.split())
+    for name in ("gpu-1", "cpu-1"):
+        fake_kube.objects[f"/api/v1/nodes/{name}"]["status"]["nodeInfo"] = {"kernelVersion": "5.4.0-1103-aws"}
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = problems(result.stdout)
+    assert line.startswith("MISSING Judge sandbox: no schedulable node has Linux >= 5.13 for Landlock (older: cpu-1, "
+                           "gpu-1): comparator cannot sandbox the solutions.")
+    set_lean(fake_kube, "comparator_no_sandbox = true")
+    (line,) = problems(check(cli).stdout)
+    assert line.startswith("WARN Judge sandbox: lean.comparator_no_sandbox: comparator builds the solutions outside")

@@ -6,6 +6,9 @@ is. Each module's docstring says where it is more lenient than the real peer and
 - `line_servers.py`: the same Lean peers as objects in this process (`MiniLean`: minilean's server; `DoubleServer`:
   the double above) for `InProcessReplay`, where the wire is not what a test checks; `minilean_worker`: the worker
   a configured pool gets for `{python} -m minilean` under the `minilean_in_process` fixture.
+- `comparator_double.py`: Lean's comparator (`lake comparator --config FILE`, the standalone binary), a process in
+  the judge's Lake project: its config keys, messages, exit codes and report shape; judges on minilean's fragment,
+  comparing the commands' text (stricter), with no kernel replay, nanoda or sandbox.
 - `fake_argo.py`: the Argo Server's REST API (v4.1.2): its routes, request decoding and CreateWorkflow /
   SubmitWorkflow refusals; the workflow spec is not type-checked (test_validate does that with Argo's schema).
 - `fake_kube.py`: the Kubernetes API server (bearer auth, 401/403/404 `Status`, label selectors, the service proxy

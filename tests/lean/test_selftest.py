@@ -5,8 +5,10 @@ it was learned, and fails where the image declares another."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +16,15 @@ from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.cluster.images import lean_triples
-from burnqed.lean.selftest import FACTORIAL_PROOF, PI_PROOF, TripleSources, name_triple
+from burnqed.lean.comparator import ComparatorSettings
+from burnqed.lean.selftest import (
+    FACTORIAL_PROOF,
+    PI_PROOF,
+    SelftestReport,
+    TripleSources,
+    comparator_items,
+    name_triple,
+)
 from leankit.version import PantographVersion
 from tests.conftest import double_argv
 
@@ -161,3 +171,41 @@ def test_a_detail_with_brackets_prints_as_written(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(module, "run_selftest", report)
     code, out, _ = selftest()
     assert code == 0 and "'t' depends on axioms: [propext, Quot.sound]" in out
+
+
+COMPARATOR = json.dumps([sys.executable, str(Path(__file__).parents[1] / "doubles" / "comparator_double.py"),
+                         "--config", "{config}"])
+JUDGE_ITEMS = [
+    ("comparator: an honest proof accepted", "accepted"),
+    ("comparator: a statement changed by a local notation refused", "refused (run): Child exited with 1"),
+    ("comparator: a sorryAx refused", "refused (run): Child exited with 1"),
+    ("comparator: a custom axiom refused", "refused (run): Child exited with 1"),
+    ("comparator: native_decide refused", "refused (run): Child exited with 1"),
+    ("comparator: debug.skipKernelTC refused", "refused (run): Child exited with 1"),
+    ("comparator: a filled answer slot of the wrong type refused",
+     "refused (comparison): Const does not match between challenge and target 'burnqed_judge_slot'"),
+]
+
+
+def test_the_comparator_section_against_the_strict_double() -> None:
+    """With lean.judge = comparator: each case judged by the comparator double, which cannot build on minilean what
+    lies outside its fragment (a build failure, `run`) and compares the filled slot's type."""
+    report = SelftestReport(version="0.3.16")
+    double = ComparatorSettings(tuple(json.loads(COMPARATOR)))
+    asyncio.run(comparator_items(report, double))
+    assert [(item.name, item.ok, item.detail) for item in report.items] == [
+        (name, True, detail) for name, detail in JUDGE_ITEMS]
+
+
+def test_a_comparator_that_accepts_everything_fails_every_refusal_item() -> None:
+    report = SelftestReport(version="0.3.16")
+    asyncio.run(comparator_items(report, ComparatorSettings(("true",))))  # exit 0, no report: all accepted
+    assert [item.name for item in report.failed] == [name for name, _ in JUDGE_ITEMS[1:]]
+
+
+@pytest.mark.slow
+def test_lean_selftest_runs_the_comparator_section_when_it_judges() -> None:
+    code, out, err = selftest(lean_command("--pantograph-version", "0.3.16", *CLOSES), "lean.judge=comparator",
+                              f"lean.comparator_command={COMPARATOR}")
+    assert code == 0, (out, err)
+    assert "all 15 items conform" in out and "comparator: a custom axiom refused" in out

@@ -1,0 +1,160 @@
+"""The judge of eval's counted proofs (`lean.judge`; docs/search.md, "The judge"): with `comparator`, every proof
+eval's search counted goes through Lean's comparator (`lean.comparator`) after the search, and one it refuses is a
+**soundness alarm**: not counted (`judge_refused`, comparator's reason in its detail), listed by name, and
+`burnqed eval` exits SOUNDNESS_ALARM_EXIT. eval.json records who judged each theorem (`per_theorem[].judge`).
+
+    attempts, records = await judge_passes(index.theorems, attempts, settings)   # records: name → JudgeRecord
+    result = with_judges(result, records)
+    lines = alarm_lines(result)            # one line per alarm, empty without one
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from burnqed.errors import ConfigError
+from burnqed.eval.result import EvalResult
+from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord, JudgeVerdict, judge
+from burnqed.lean.soundness import assembled_header
+from burnqed.lean.start import START_FORM
+from burnqed.records.results import FailureReason, TheoremResult
+from burnqed.records.theorem import Theorem
+from burnqed.search.answer import AnswerSlot
+
+log = logging.getLogger(__name__)
+SOUNDNESS_ALARM_EXIT = 4  # `burnqed eval`'s exit code when comparator refused a proof burnqed counted
+REFUSED = "comparator refused it"  # the detail's start of a proof the judge did not count
+EMBEDDED = "the embedded Lean (minilean) has no comparator"
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeSettings:
+    """Who judges eval's counted proofs: comparator (`comparator` set) or burnqed, and why."""
+
+    comparator: ComparatorSettings | None = None
+    toolchain: str | None = None  # the `lean-toolchain` of lean.cwd, when it has one
+    why: str | None = None  # why burnqed judges (no comparator on the embedded Lean)
+
+    @classmethod
+    def of(cls, judge_name: str, settings: ComparatorSettings, lean_backend: str) -> JudgeSettings:
+        """The judge `lean.judge` names; the embedded Lean's is burnqed, saying why. ConfigError (before any search)
+        when the comparator's program is not found, or lean.cwd has no lakefile.toml to take requirements from."""
+        if lean_backend in ("minilean", "replay"):
+            return cls(why=EMBEDDED)
+        if judge_name != "comparator":
+            return cls(why="lean.judge = 'burnqed'")
+        program = settings.argv(Path("comparator.json"))[0]
+        if shutil.which(program, path=os.environ.get("PATH")) is None:
+            raise ConfigError(f"lean.comparator_command: {program!r} is not a program here (not on PATH): install "
+                              "comparator (lake comparator: Lean >= v4.35.0-rc2) or set lean.judge = 'burnqed'")
+        project = Path(settings.lake_project) if settings.lake_project else None
+        if project is not None and not (project / "lakefile.toml").is_file():
+            raise ConfigError(f"lean.judge = 'comparator': the judge's Lake projects take their requirements from "
+                              f"lean.cwd's lakefile.toml, and {project} has none (a lakefile.lean is not read): set "
+                              "lean.cwd to a Lake project with a lakefile.toml that requires what the headers import")
+        toolchain = project / "lean-toolchain" if project is not None else None
+        pinned = toolchain.read_text(encoding="utf-8").strip() if toolchain and toolchain.is_file() else None
+        return cls(comparator=settings, toolchain=pinned)
+
+
+def judge_case(theorem: Theorem, result: TheoremResult) -> JudgeCase | None:
+    """The comparator case of `result`'s proof of `theorem` (None: no proof text or no statement to restate)."""
+    declaration = theorem.declaration(START_FORM)
+    if result.proof is None or declaration is None:
+        return None
+    header = assembled_header(result.proof, theorem, result.tactics)
+    if header is None:  # not an assembly of the theorem: the file as it is, alone in its batch
+        header, body = result.proof, ""
+    else:
+        body = result.proof[len(header):].lstrip("\n")
+    slot = theorem.answer.name if theorem.answer is not None and theorem.answer_open else None
+    return JudgeCase(theorem.name, theorem.header or "", declaration, header, body, slot)
+
+
+async def judge_passes(theorems: Sequence[Theorem], attempts: Sequence[Sequence[TheoremResult]],
+                       settings: JudgeSettings) -> tuple[list[list[TheoremResult]], dict[str, JudgeRecord]]:
+    """`attempts` with every proof comparator refused not counted, and each theorem's judge record (see the
+    module docstring). With burnqed as the judge, `attempts` unchanged."""
+    if settings.comparator is None:
+        record = JudgeRecord(judge="burnqed", why=settings.why)
+        return [list(p) for p in attempts], {t.name: record for t in theorems}
+    by_name = {t.name: t for t in theorems}
+    asked: list[tuple[int, int, JudgeCase]] = []
+    for k, passed in enumerate(attempts):
+        for j, result in enumerate(passed):
+            found = judge_case(by_name[result.name], result) if result.proved and result.name in by_name else None
+            if found is not None:
+                asked.append((k, j, found))
+    with tempfile.TemporaryDirectory(prefix="burnqed-judge-") as work:
+        verdicts = await judge([c for _, _, c in asked], settings.comparator, Path(work))
+    judged = [list(p) for p in attempts]
+    seen: dict[str, list[JudgeVerdict]] = {}
+    for (k, j, _), verdict in zip(asked, verdicts, strict=True):
+        seen.setdefault(verdict.name, []).append(verdict)
+        if not verdict.accepted:
+            log.error("soundness alarm: %s: burnqed counted the proof, comparator refused it (%s)", verdict.name,
+                      verdict.reason)
+            judged[k][j] = _refused(judged[k][j], by_name[verdict.name], verdict)
+    base = settings.comparator.record(settings.toolchain)
+    return judged, {t.name: _record(base, seen.get(t.name, [])) for t in theorems}
+
+
+def _refused(result: TheoremResult, theorem: Theorem, verdict: JudgeVerdict) -> TheoremResult:
+    return result.model_copy(update={
+        "proved": False, "failure_reason": FailureReason.JUDGE_REFUSED,
+        "detail": f"{REFUSED} ({verdict.category}): {verdict.reason}", "proof": None, "tactics": [], "depth": None,
+        "budget_at_proof": None, "revision_at_proof": None, "answer": AnswerSlot(theorem).dropped(result.answer)})
+
+
+def _record(base: JudgeRecord, verdicts: list[JudgeVerdict]) -> JudgeRecord:
+    """A theorem's record: its first refusal (an alarm), else its kernels when comparator accepted a proof."""
+    refused = next((v for v in verdicts if not v.accepted), None)
+    if refused is not None:
+        return base.model_copy(update={"accepted": False, "category": refused.category, "reason": refused.reason,
+                                       "alarm": True, "kernels": list(refused.kernels)})
+    if verdicts:
+        return base.model_copy(update={"accepted": True, "kernels": list(verdicts[0].kernels)})
+    return base
+
+
+def with_judges(result: EvalResult, records: dict[str, JudgeRecord]) -> EvalResult:
+    """`result` with each theorem's judge record."""
+    rows = [row.model_copy(update={"judge": records.get(row.name)}) for row in result.per_theorem]
+    return result.model_copy(update={"per_theorem": rows})
+
+
+def alarm_lines(result: EvalResult) -> list[str]:
+    """One line per soundness alarm of `result`: the theorem and comparator's reason."""
+    return [f"soundness alarm: {row.name}: burnqed counted its proof, comparator refused it "
+            f"({row.judge.category}: {row.judge.reason}); not counted"
+            for row in result.per_theorem if row.judge is not None and row.judge.alarm]
+
+
+def judge_line(result: EvalResult) -> str | None:
+    """The line saying who counted the eval's proofs (and that the sandbox was off); None for results before."""
+    records = [row.judge for row in result.per_theorem if row.judge is not None]
+    if not records:
+        return None
+    first = records[0]
+    if first.judge == "burnqed":
+        return f"judge: burnqed ({first.why})" if first.why else "judge: burnqed"
+    flags = [*(["--paranoid"] if first.paranoid else []),
+             *(["--inadvisably-no-sandbox: the solutions were built outside the sandbox"] if not first.sandboxed
+               else [])]
+    said = f" ({'; '.join(flags)})" if flags else ""
+    return f"judge: comparator, toolchain {first.toolchain or 'not pinned'}{said}"
+
+
+def judges_of(result: EvalResult) -> set[str]:
+    """Who counted `result`'s proofs ('burnqed' for a result recorded before the judge was)."""
+    return {row.judge.judge if row.judge is not None else "burnqed" for row in result.per_theorem} or {"burnqed"}
+
+
+__all__ = ["SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "judge_case", "judge_line", "judge_passes",
+           "judges_of", "with_judges"]
