@@ -104,4 +104,6 @@ EVAL_MIGRATIONS = Migrations("eval result", {
     8: added(per_theorem={"answer_check_header": None, "proof_header": None}),
     # 10 moved the configuration keys of settings into its `section.key` map
     9: settings_as_config,
+    # 11 added per theorem the judge that had the last word on its proofs (lean.judge)
+    10: added(per_theorem={"judge": None}),
 })

@@ -28,7 +28,7 @@ def fixture(version: int) -> Path:
 
 
 def test_a_file_of_every_version_is_kept_and_records_its_version() -> None:
-    assert SCHEMA_VERSION == 10
+    assert SCHEMA_VERSION == 11
     assert [json.loads(fixture(v).read_text(encoding="utf-8"))["schema_version"] for v in VERSIONS] == list(VERSIONS)
 
 
@@ -152,8 +152,8 @@ def _as_written_before_the_rename(path: Path) -> None:
 def test_a_knob_renamed_is_a_migration_a_result_written_before_still_reads_and_is_reused(
         tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """The trial change of issue 89: `search.revisits` was `search.revisit_limit` when an eval wrote its result
-    (schema 10); the rename is one step of the registry (schema 11), and the result reads with the key under its new
-    name and is reused by the same eval, refused by another value of the knob."""
+    (today's schema, N); the rename is one step of the registry (schema N + 1), and the result reads with the key under
+    its new name and is reused by the same eval, refused by another value of the knob."""
     from burnqed.config import load_config
     from burnqed.data.index import bundled_index_path, load_local_theorem_index
     from burnqed.eval.pass_at import build_eval_result
@@ -186,9 +186,9 @@ def test_a_knob_renamed_is_a_migration_a_result_written_before_still_reads_and_i
 
     _as_written_before_the_rename(out)
     assert "search.revisits" not in out.read_text(encoding="utf-8")
-    monkeypatch.setitem(EVAL_MIGRATIONS.steps, 10, renamed({OLD_NAME: "search.revisits"}))
+    monkeypatch.setitem(EVAL_MIGRATIONS.steps, SCHEMA_VERSION, renamed({OLD_NAME: "search.revisits"}))
     read = load_eval_result(out, store=store)
-    assert read.schema_version == 11 and read.settings is not None and read.made_from is not None
+    assert read.schema_version == SCHEMA_VERSION + 1 and read.settings is not None and read.made_from is not None
     assert (read.settings.config["search.revisits"], read.made_from.settings["search.revisits"]) == (3, 3)
     assert OLD_NAME not in read.settings.config and OLD_NAME not in read.made_from.settings
 
