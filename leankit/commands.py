@@ -81,6 +81,7 @@ OTHER_COMMAND_KEYWORDS: frozenset[str] = frozenset({
 MODIFIERS: frozenset[str] = frozenset({"private", "protected", "noncomputable", "unsafe", "partial", "nonrec",
                                        "local", "scoped", "public", "meta"})  # the last two: the module system's
 COMMAND_KEYWORDS: frozenset[str] = DECLARATION_KEYWORDS | OTHER_COMMAND_KEYWORDS | MODIFIERS
+_LONGEST_KEYWORD = max(map(len, COMMAND_KEYWORDS))  # a name's tail longer than this is no keyword
 
 # Token kinds.
 IDENT = "ident"
@@ -317,7 +318,7 @@ def lexical_problem(text: str) -> str | None:
             return f"has a numeral glued to a name at {shown!r}: Lean's numeral may end elsewhere"
         if token.kind == IDENT and token.start > 0 and glues_to_name(text[token.start - 1]):
             head = token.text.split(".")[0]  # a token such as Mathlib's `→o` may take the name's first letters
-            if any(head[cut:] in COMMAND_KEYWORDS for cut in range(1, len(head))):
+            if any(head[cut:] in COMMAND_KEYWORDS for cut in range(max(1, len(head) - _LONGEST_KEYWORD), len(head))):
                 shown = text[token.start - 1 : token.end]
                 return f"has a name glued to a symbol at {shown!r}: a notation token may end in it, before a command"
     return None

@@ -80,39 +80,42 @@ _BEFORE_A_TACTIC = frozenset({
 def configuration_problem(text: str) -> str | None:
     """Why a tactic configuration in `text` may run code, or None: its value is more than a literal (above). A
     `(name := V)` after a name that a tactic may stand for is read as one (after `exact foo`, a term, it is a named
-    argument); an ambiguous place counts as a configuration."""
+    argument); an ambiguous place counts as a configuration. Linear in the tokens: the brackets are paired once
+    (`_pairs`) and each walk back over items is taken once (`heads`)."""
     listed = list(tokens(text))
+    pairs = _pairs(listed)
+    heads: dict[int, int] = {}
+    literal_until = -1  # the end of the last value found a literal: one inside it is a literal too
     for at, token in enumerate(listed):
         if not (token.kind == SYMBOL and token.text == "(" and at + 2 < len(listed)
-                and listed[at + 1].kind == IDENT and listed[at + 2].text == ":="):
+                and listed[at + 1].kind == IDENT and listed[at + 2].text == ":=") or at < literal_until:
             continue
         name = listed[at + 1].name
-        if name in _TACTIC_VALUED or ("." not in name and not _after_a_tactic(text, listed, at)):
+        if name in _TACTIC_VALUED or ("." not in name and not _after_a_tactic(text, listed, at, pairs, heads)):
             continue
-        value = listed[at + 3 : _matching(listed, at, 1)]
+        end = pairs.get(at, len(listed))
+        value = listed[at + 3 : end]
         if name != "config" and value and value[0].kind == IDENT and value[0].text == "by":
             continue  # `(opt := by tac)` is quoted, a syntax value; `(config := by …)` is a term the tactics make
         if not _literal_configuration(value):
             return (f"configures a tactic with code at {text[token.start : token.start + 40]!r}: a tactic's "
                     "configuration is compiled and run (write a literal: true, 400000, .reducible, { a := b })")
+        literal_until = end
     return None
 
 
-def _matching(listed: list[Token], at: int, step: int) -> int:
-    """The index of the bracket that pairs with the one at listed[at]: forward to its closer (`step` 1; len(listed)
-    when none) or back to its opener (`step` -1; -1 when none)."""
-    deeper, shallower = (_OPENERS, _CLOSERS) if step > 0 else (_CLOSERS, _OPENERS)
-    depth = 0
-    while 0 <= at < len(listed):
-        token = listed[at]
-        if token.kind == SYMBOL and token.text in deeper:
-            depth += 1
-        elif token.kind == SYMBOL and token.text in shallower:
-            depth -= 1
-            if depth == 0:
-                return at
-        at += step
-    return at
+def _pairs(listed: list[Token]) -> dict[int, int]:
+    """The index of the bracket that pairs with each bracket of `listed` (an opener's closer, a closer's opener), read
+    in one pass; an unpaired one is absent. Any closer closes the innermost opener (`(]` is a pair)."""
+    pairs: dict[int, int] = {}
+    open_at: list[int] = []
+    for at, token in enumerate(listed):
+        if token.kind == SYMBOL and token.text in _OPENERS:
+            open_at.append(at)
+        elif token.kind == SYMBOL and token.text in _CLOSERS and open_at:
+            opener = open_at.pop()
+            pairs[opener], pairs[at] = at, opener
+    return pairs
 
 
 def _literal_configuration(value: list[Token]) -> bool:
@@ -136,9 +139,10 @@ def _literal_configuration(value: list[Token]) -> bool:
     return True
 
 
-def _after_a_tactic(text: str, listed: list[Token], at: int) -> bool:
+def _after_a_tactic(text: str, listed: list[Token], at: int, pairs: dict[int, int], heads: dict[int, int]) -> bool:
     """Whether the `(` at `at` follows a name a tactic may stand for: back over the items before it (`+opt`, `-opt`,
-    `(…)`), an undotted name (`simp?!` is one name to these readers) where a tactic may start."""
+    `(…)`), an undotted name (`simp?!` is one name to these readers) where a tactic may start. `heads`: where the walk
+    back from before each `(` asked about ended, so that no item is walked over twice (`simp (a := 1) (b := 2) …`)."""
     def glued(index: int) -> bool:
         return listed[index - 1].end == listed[index].start
 
@@ -146,11 +150,16 @@ def _after_a_tactic(text: str, listed: list[Token], at: int) -> bool:
     while head >= 0:
         token = listed[head]
         if token.kind == SYMBOL and token.text == ")":
-            head = _matching(listed, head, -1) - 1
+            opener = pairs.get(head, -1)
+            if opener in heads:
+                head = heads[opener]
+                break
+            head = opener - 1
         elif token.kind == IDENT and head >= 1 and listed[head - 1].text in ("+", "-") and glued(head):
             head -= 2
         else:
             break
+    heads[at] = head
     if head < 0 or listed[head].kind != IDENT or "." in listed[head].name:
         return False
     return _where_a_tactic_starts(text, listed, head)
