@@ -152,7 +152,8 @@ class _Names:
     right (`regions`, `literal_problem`): where a token starts, whether a name is glued to a symbol. Each character
     is walked over once, whatever the text: a run of `'` (a legal name) or of a numeral's digits is not walked again
     for each quote in it, so a scan is linear in its text. Asked out of order, it walks from the start again (the
-    same answers, at a run's cost)."""
+    same answers, at a run's cost). It is asked where an opener stands (a quote, `«`, a raw string's `r`, `--`,
+    `/-`): no numeral runs on across that character, so the numerals read up to one place stand for a later one."""
 
     def __init__(self, text: str) -> None:
         self.text = text

@@ -123,8 +123,11 @@ def read_attempt(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGua
                  kept: str | None = None) -> AnswerAttempt:
     """The attempt a completion `raw` (in whole or repair format `fmt`) makes at `theorem` (whose answer is open).
     `kept`: the answer of the attempt a repair revises, used when the revision gives none (docs/search.md,
-    "Answers")."""
+    "Answers"). A completion over the cap (`TacticGuard.over_cap`) is refused unread."""
     assert theorem.answer is not None and theorem.header is not None and theorem.statement is not None
+    over = guard.over_cap(raw)
+    if over is not None:
+        return AnswerAttempt(None, refusal=f"the completion has {over}")
     slot = theorem.answer.name
     read = read_answer_file(answer_file(fmt, raw, answer_prime(theorem.header, slot)), slot, theorem.name)
     answer = read.answer or kept

@@ -251,7 +251,11 @@ def read_whole(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGuard
     """The attempt a completion `raw` of a whole or repair prompt (format `fmt`) makes at `theorem`, as whole mode
     reads it: for an open answer the answer and the theorem restated (`search.answer.read_attempt`; `kept`, the answer
     of the attempt a repair revises), else the proof body (`text.completion.extract_completion`); refused when the
-    answer is no answer or the guard denies a tactic (`lean.soundness.check_path`)."""
+    answer is no answer or the guard denies a tactic (`lean.soundness.check_path`), or unread when over the cap
+    (`TacticGuard.over_cap`)."""
+    over = guard.over_cap(raw)
+    if over is not None:
+        return WholeAttempt("", [], theorem, None, f"the completion has {over}")
     answer, refusal, compiled = None, None, theorem
     if AnswerSlot(theorem).open:  # the completion writes the answer and the proof (search.answer)
         read = read_attempt(theorem, fmt, raw, guard, kept=kept)
