@@ -4,7 +4,9 @@ benchmarks/guard_cost.py's; the cap's refusals are tested here."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -15,7 +17,7 @@ import pytest
 import burnqed
 import leankit
 from burnqed.config import DEFAULT_DENY
-from burnqed.lean.guard import TacticGuard, builtin_refusal
+from burnqed.lean.guard import OFF_LOOP_CHARS, TacticGuard, builtin_refusal, read_off_loop
 from burnqed.lean.soundness import check_answer
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer import read_attempt
@@ -155,3 +157,29 @@ def test_the_cap_is_checked_before_the_readers() -> None:
     assert steps(lambda text: check_answer(text, guard), huge) < 10
     assert steps(guard.check_sketch, huge) < 10
     assert steps(lambda text: read_attempt(MOCK, PromptFormat.PLAIN_WHOLE, text, guard), huge) < 10
+
+
+def test_a_long_text_is_read_off_the_event_loop_while_other_coroutines_run() -> None:
+    """A text over OFF_LOOP_CHARS is read in a worker thread: here the read waits until another coroutine has run,
+    which it never could if the read held the event loop (it would wait out its timeout and say False)."""
+    async def run(text: str) -> tuple[bool, int]:
+        ran = threading.Event()
+        ticks = 0
+
+        def read() -> bool:
+            return ran.wait(timeout=5)
+
+        async def tick() -> None:
+            nonlocal ticks
+            for _ in range(3):
+                await asyncio.sleep(0)
+                ticks += 1
+            ran.set()
+
+        read_result, _ = await asyncio.gather(read_off_loop(text, read), tick())
+        return read_result, ticks
+
+    assert asyncio.run(run("'" * (OFF_LOOP_CHARS + 1))) == (True, 3)
+    # a short text is read at once, in the loop's thread
+    assert asyncio.run(read_off_loop("'" * OFF_LOOP_CHARS, threading.get_ident)) == threading.get_ident()
+    assert asyncio.run(read_off_loop("'" * (OFF_LOOP_CHARS + 1), threading.get_ident)) != threading.get_ident()

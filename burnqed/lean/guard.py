@@ -22,9 +22,10 @@ The guard is the first fence, not the only one: the compile's checks and the clu
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from burnqed.records.replies import SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch, read_sketch
@@ -33,6 +34,19 @@ from leankit.text import read_as_lean
 
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig
+
+T = TypeVar("T")
+# Model text longer than this is read in a worker thread (`read_off_loop`): ~10-50 ms of reading at the worst shapes.
+OFF_LOOP_CHARS = 10_000
+
+
+async def read_off_loop(text: str, read: Callable[[], T]) -> T:
+    """`read()`, a reader or check of the model text `text`: run here when the text is short, in a worker thread
+    (`asyncio.to_thread`) when it is longer than OFF_LOOP_CHARS, so that the event loop's other coroutines (another
+    theorem's search, the Lean watchdogs) keep running while it is read; the readers are pure."""
+    if len(text) <= OFF_LOOP_CHARS:
+        return read()
+    return await asyncio.to_thread(read)
 
 
 def builtin_refusal(text: str) -> str | None:

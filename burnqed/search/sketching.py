@@ -28,7 +28,7 @@ from typing import Any, TypeGuard
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
@@ -319,12 +319,12 @@ class SketchSearch:
             record.detail, row.error = reason, first_line(reason)
             tried.failures.append(_cap(f"the sketch was refused before Lean: {reason}"))
             return tried
-        read = read_sketch(text)
+        read = await read_off_loop(text, lambda: read_sketch(text))
         if isinstance(read, str) and read != SORRY_OUTSIDE_HOLE:  # no sketch at all (a sorry left is smuggling)
             record.outcome, record.detail, row.error = SketchOutcome.UNREADABLE, read, first_line(read)
             tried.failures.append(_cap(f"no sketch could be read: {read}"))
             return tried
-        checked = self.core.guard.sketch_refusal(text)
+        checked = await read_off_loop(text, lambda: self.core.guard.sketch_refusal(text))
         if isinstance(checked, SketchResult):
             reason = checked.errors[0] if checked.errors else "refused by the tactic guard"
             record.detail, row.error = reason, first_line(reason)

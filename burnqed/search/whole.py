@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from burnqed.lean.env import LeanEnv
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import Verdict, assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
@@ -156,7 +156,8 @@ class WholeSearch:
         """Check one proof (a revision of `revises`' proof when given, whose answer was `kept`); the failure when it
         failed with Lean's messages and repair is on."""
         fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
-        attempt = read_whole(self.core.theorem, fmt, completion.text, self.core.guard, kept=kept)
+        attempt = await read_off_loop(completion.text, lambda: read_whole(self.core.theorem, fmt, completion.text,
+                                                                          self.core.guard, kept=kept))
         answer, tactics = attempt.answer, attempt.tactics
         if not attempt.key.strip("\0") or attempt.key in self.checked:
             return None
