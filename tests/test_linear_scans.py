@@ -183,3 +183,21 @@ def test_a_long_text_is_read_off_the_event_loop_while_other_coroutines_run() -> 
     # a short text is read at once, in the loop's thread
     assert asyncio.run(read_off_loop("'" * OFF_LOOP_CHARS, threading.get_ident)) == threading.get_ident()
     assert asyncio.run(read_off_loop("'" * (OFF_LOOP_CHARS + 1), threading.get_ident)) != threading.get_ident()
+
+
+def test_a_restated_theorem_far_longer_than_the_statement_is_refused_before_its_normal_form() -> None:
+    """The statement's normal form drops parentheses in more than linear time: a restatement with more than half
+    again the statement's tokens and 64 more is refused unread by it (`1 + 1 = …` has 5 tokens: 71 pass)."""
+    from burnqed.search.answer import statement_problem
+
+    def restated(extra: int) -> str:
+        return ": 1 + 1 = putnam_mock_a_solution" + " + 0" * (extra // 2)
+
+    def problem(text: str) -> str | None:
+        return statement_problem(MOCK, text)
+
+    assert steps(problem, restated(66)) > 5 * steps(problem, restated(68))  # 71 tokens normalised, 73 not
+    assert problem(restated(66)) == problem(restated(68)) is not None
+    nested = ": " + "(" * 2000 + "1 + 1 = putnam_mock_a_solution" + ")" * 2000  # quadratic in its normal form
+    assert steps(problem, nested) < 10_000
+    assert statement_problem(MOCK, ": ((1 + 1)) = (putnam_mock_a_solution)") is None
