@@ -61,6 +61,7 @@ _ID_REST_CHAR = re.compile(ID_REST)
 # `/p` would break `a*b` and `x/p'`). After any other symbol one may: core's `#eval`, Mathlib's `→o`, `≃r`, `→L[`.
 _ENDS_TOKENS = frozenset(".,;:|()[]{}⟨⟩⦃⦄+-*/^<>=&~%@$`\"\\")
 _NOT_NEWLINE = re.compile(r"[^\n]")
+_QUOTES = re.compile("'+")
 _ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # Lean's `quotedCharCoreFn`
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
 _CHAR_LITERAL = re.compile(rf"""'(?:{_ESCAPE.pattern}|[^\\\n'])'""")
@@ -248,6 +249,9 @@ def regions(text: str, *, glued: bool = False) -> Iterator[Region]:
         token = found.group()
         region: Region | None = None
         starts = True if token in ('"', "«") else names.token_start(start, floor)
+        if starts is False and token == "'":  # inside a name, and so is every quote of its run (`h'''`): past them
+            index = _QUOTES.match(text, start).end()  # type: ignore[union-attr]
+            continue
         if starts is None:
             starts = not glued
         if not starts:
@@ -322,6 +326,9 @@ def _broken_quote(names: _Names, floor: int, stop: int) -> str | None:
             index += 2  # Mathlib's image `f '' s`; whatever core Lean makes of it, nothing after hides in a literal
             continue
         starts = names.token_start(index, floor)
+        if starts is False:  # inside a name, and so is every quote of its run (`h'''`): past them
+            index = _QUOTES.match(text, index).end()  # type: ignore[union-attr]
+            continue
         if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
             starts = False  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s`, `∑' i` (Mathlib's)
         if starts is None and names.glued_name(index, floor):  # a name glued to a symbol (`↑i'`, `→o'`): dangerous

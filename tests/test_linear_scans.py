@@ -201,3 +201,10 @@ def test_a_restated_theorem_far_longer_than_the_statement_is_refused_before_its_
     nested = ": " + "(" * 2000 + "1 + 1 = putnam_mock_a_solution" + ")" * 2000  # quadratic in its normal form
     assert steps(problem, nested) < 10_000
     assert statement_problem(MOCK, ": ((1 + 1)) = (putnam_mock_a_solution)") is None
+
+
+@pytest.mark.parametrize("read", [lambda text: list(regions(text)), literal_problem],
+                         ids=["regions", "literal_problem"])
+def test_a_run_of_quotes_inside_a_name_is_passed_in_one_step(read: Callable[[str], object]) -> None:
+    """`h'''…` is one name: after its first quote is read as inside it, the rest of the run is passed at once."""
+    assert steps(read, "exact h" + "'" * 801 + " x") == steps(read, "exact h" + "'" * 3 + " x")
