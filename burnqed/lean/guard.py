@@ -36,8 +36,9 @@ if TYPE_CHECKING:
     from burnqed.config import LeanConfig
 
 T = TypeVar("T")
-# Model text longer than this is read in a worker thread (`read_off_loop`): ~10-50 ms of reading at the worst shapes.
-OFF_LOOP_CHARS = 10_000
+# Model text longer than this is read in a worker thread (`read_off_loop`): up to ~45 ms of CPU on the loop at the
+# worst shape measured (nested brackets through read_attempt, benchmarks/guard_cost.py); a tactic never is.
+OFF_LOOP_CHARS = 4_000
 
 
 async def read_off_loop(text: str, read: Callable[[], T]) -> T:
