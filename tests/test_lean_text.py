@@ -18,6 +18,7 @@ from leankit.text import (
     NOT_A_PROOF_WORDS,
     OPENER_OF,
     SORRY_WORDS,
+    Region,
     Statement,
     append_code,
     bracket_delta,
@@ -133,6 +134,16 @@ def test_an_opener_glued_to_a_symbol_is_read_both_ways(text: str, at: int) -> No
     """After a symbol character Lean's token table decides; the two readings differ, and where is said."""
     assert list(regions(text)) != list(regions(text, glued=True))
     assert read_two_ways(text) == at
+
+
+def test_by_default_an_opener_glued_to_a_symbol_opens_and_glued_it_ends_the_symbol() -> None:
+    """Core Lean's reading first (`⁻¹` is no token of core: the quote opens `'"'`); with `glued=True` the quote ends
+    Mathlib's `⁻¹'` and the `"` opens a string left open (the mutation run of the linear reader: no test said which
+    reading was the default)."""
+    assert list(regions("x ⁻¹'\"'")) == [Region(LITERAL, 4, 7, True)]
+    assert list(regions("x ⁻¹'\"'", glued=True)) == [Region(LITERAL, 5, 7, False)]
+    assert list(regions("<--1")) == [Region(LINE_COMMENT, 1, 4, True)]
+    assert list(regions("<--1", glued=True)) == []
 
 
 @pytest.mark.parametrize(("written", "code", "docstring"), [
