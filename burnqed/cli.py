@@ -47,7 +47,7 @@ app = typer.Typer(
     "bundled theorems and the generated world) with no configuration at all. Every configuration key: `burnqed config "
     "describe`; the words the reports use: docs/glossary.md; the options every command shares: docs/commands.md.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion and --show-completion (typer's, for bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
     cls=OneLineErrors,
     context_settings=HELP_OPTIONS,

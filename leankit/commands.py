@@ -95,7 +95,17 @@ MODULE = "module doc"  # a `/-! … -/` module doc: a command of its own
 _IDENT = re.compile(rf"{ID_FIRST}{ID_REST}*(?:\.{ID_FIRST}{ID_REST}*)*")
 _HASH_COMMAND = re.compile(rf"#{ID_FIRST}{ID_REST}*")  # #eval, #print, #check, #exit, … (`#[` is an array)
 _SPACE = re.compile(r"\s+")
-_NAME_CHAR = re.compile(ID_REST)
+# What Lean's numeral may run on into after these readers end it (`numberFnAux`: `0x`, `0b`, `0o`, `1e`, `1E` take the
+# letter and fail without a digit after it), and any other letter or digit with them: Lean ends `1opened` where these
+# readers do, but which letters continue a numeral has changed with Lean's releases (the scientific `1e5`), and no
+# honest text glues a name to a numeral. Not `!`, `?`, `'` or a subscript: no numeral reader of Lean takes one and
+# none starts a name, so the numeral ends before it as before `)` (`5!` is Mathlib's `Nat.factorial 5` as `(n)!` and
+# `n !` are; `2'x'` is `2` and a character literal, `leankit.text`).
+_GLUED_TO_NUMERAL = re.compile(rf"{ID_FIRST}|[0-9]")
+# `5.e…` with no exponent digits: Lean reads `5.` and then the exponent (`decimalNumberFn`'s `parseOptExp`) and stops
+# at the missing digit; these readers read `5`, `.`, a name.
+_EMPTY_EXPONENT = re.compile(r"\.[eE](?![+-]?[0-9])")
+_ID_REST_CHAR = re.compile(ID_REST)
 
 
 class Token(NamedTuple):
@@ -319,9 +329,9 @@ def lexical_problem(text: str) -> str | None:
     """Why Lean may read `text` otherwise than these readers do, or None: where its tokenizer breaks off inside a
     token, its parser reads on from there, so what lay inside the token is code to Lean (`leankit.text.literal_problem`:
     a literal left open, an unknown escape, a quote that is no character literal; a numeral glued to a name, `0xopen`,
-    `0bend`, `1eopen`, where Lean stops after `0x` or `1e`); or where the reading depends on the notation tokens in
-    scope (`leankit.text.read_two_ways`; a name glued to a symbol and ending in a command keyword, `→oopen`). Model
-    text with any of these is refused (`burnqed.lean.guard`)."""
+    `0bend`, `1eopen`, `5.eopen`, where Lean stops after `0x`, `1e` or `5.e`, but not `5!`: `_numeral_problem`); or
+    where the reading depends on the notation tokens in scope (`leankit.text.read_two_ways`; a name glued to a symbol
+    and ending in a command keyword, `→oopen`). Model text with any of these is refused (`burnqed.lean.guard`)."""
     problem = literal_problem(text)
     if problem is not None:
         return problem
@@ -330,14 +340,32 @@ def lexical_problem(text: str) -> str | None:
         return (f"has a quote or comment opener glued to a symbol at {text[max(0, place - 2):place + 3]!r}: Lean "
                 "reads it by the notation tokens in scope (put a space before it)")
     for token in tokens(text):
-        if token.kind == NUMBER and _NAME_CHAR.match(text, token.end):
-            shown = text[token.start : token.end + 4]
-            return f"has a numeral glued to a name at {shown!r}: Lean's numeral may end elsewhere"
+        problem = _numeral_problem(text, token) if token.kind == NUMBER else None
+        if problem is not None:
+            return problem
         if token.kind == IDENT and token.start > 0 and glues_to_name(text[token.start - 1]):
             head = token.text.split(".")[0]  # a token such as Mathlib's `→o` may take the name's first letters
             if any(head[cut:] in COMMAND_KEYWORDS for cut in range(max(1, len(head) - _LONGEST_KEYWORD), len(head))):
                 shown = text[token.start - 1 : token.end]
                 return f"has a name glued to a symbol at {shown!r}: a notation token may end in it, before a command"
+    return None
+
+
+def _numeral_problem(text: str, token: Token) -> str | None:
+    """Why Lean may end the numeral `token` elsewhere than these readers do, or None (`lexical_problem`): a letter or
+    digit glued after it (`0xopen`, `1eopen`: Lean stops after `0x`, `1e`), a `_` ending it (Lean needs a digit after
+    one), or `.e` with no exponent digits after a numeral that is no field index (`5.eopen`; `h.2.elim` is the field
+    `2` of `h`, read by Lean's `fieldIdx`, which takes digits only). A `!`, `?`, `'` or subscript glued after it is
+    none (`5!`, `2 * 3!`)."""
+    shown = text[token.start : token.end + 4]
+    if _GLUED_TO_NUMERAL.match(text, token.end):
+        return f"has a numeral glued to a name at {shown!r}: Lean's numeral may end elsewhere"
+    if token.text.endswith("_"):
+        return f"has a numeral ending in `_` at {shown!r}: Lean's numeral needs a digit after it"
+    before = text[max(0, token.start - 2) : token.start]  # `h.2`, `(x).2`: a field index
+    field = len(before) == 2 and before[1] == "." and (before[0] in ")]}⟩»" or bool(_ID_REST_CHAR.match(before[0])))
+    if not field and _EMPTY_EXPONENT.match(text, token.end):
+        return f"has a numeral glued to a name at {text[token.start : token.end + 6]!r}: Lean reads an exponent there"
     return None
 
 

@@ -648,3 +648,27 @@ def tactic_head(text: str) -> str:
     word = stripped.split(None, 1)[0]
     # `simp?`/`norm_num!` style suffixes belong to the head; `exact?` too.
     return word
+
+
+# Operators that only ever stand between two terms, in core Lean and in Mathlib alike: none opens a term (`-`, `¬`, `↑`,
+# `!`, `∑` do, and are not here), so two of them with white space alone between is a parse error whatever notation
+# is in scope. An operator glued to other symbols is another token (`→+*`, `Type*`, `^[`) and is not one of these.
+INFIX_ONLY = frozenset({"=", "≠", "!=", "<", ">", "≤", "≥", "<=", ">=", "+", "*", "/", "%", "^", "∧", "∨", "→", "->",
+                        "↔", "<->", "∣", "∈", "∉", "⊆", "⊂", "∪", "∩", "×", "∘", "•", "≡"})
+
+
+def adjacent_operators(text: str) -> tuple[int, str] | None:
+    """The first place where two operators of INFIX_ONLY follow each other with white space alone between them
+    (`x + = 3`), which Lean cannot parse: the first one's offset in `text` and the two as written ("+ ="); None when
+    there is none. Comments and literals are not read; one pass over the text."""
+    masked = mask_comments(text)
+    code = list(masked)
+    for region in regions(masked):
+        if not region.is_comment:  # a literal is an operand
+            code[region.start : region.end] = "x" * (region.end - region.start)
+    previous: re.Match[str] | None = None
+    for chunk in re.finditer(r"\S+", "".join(code)):
+        if previous is not None and previous.group() in INFIX_ONLY and chunk.group() in INFIX_ONLY:
+            return previous.start(), f"{previous.group()} {chunk.group()}"
+        previous = chunk
+    return None

@@ -1,7 +1,7 @@
 """Arithmetic for minilean: Lean's semantics of closed terms, polynomial normal forms, and the decision
 procedures behind `linarith`, `nlinarith`, `omega`, `tauto` (z3 on exactly the facts each tactic may use).
 
-    value = evaluate(expr, env)                       # ℕ/ℤ as int, ℚ/ℝ as Fraction, Prop as bool
+    value = evaluate(expr, env)     # ℕ/ℤ as int, ℚ/ℝ as Fraction, Prop and Bool as bool, a name literal as str
     refuted = linarith_refutes(facts, ctx, products=False)
 
 A procedure proves a goal only when z3 answers *unsat*: `unknown`, the deterministic `rlimit` budget or the
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from minilean.elab import FIELDS, INT, NAT, NUMBER_TYPES, PROP, Context, type_of, unfold
-from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars
+from minilean.elab import DATA_TYPES, FIELDS, INT, NAT, NUMBER_TYPES, PROP, Context, type_of, unfold
+from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars, is_name_literal
 
 Z3_TIMEOUT_MS = 2000
 # z3's deterministic resource budget per call: the same problem gets the same answer on a busy machine. The
@@ -26,7 +26,7 @@ Z3_TIMEOUT_MS = 2000
 Z3_RLIMIT = 2_000_000
 MAX_POWER = 12  # `x ^ n` with n above this stays an atom (keeps normal forms small)
 
-Value = int | Fraction | bool | frozenset[Any]
+Value = int | Fraction | bool | str | frozenset[Any]
 
 
 class NotEvaluable(Exception):
@@ -59,6 +59,10 @@ def evaluate(expr: Expr, env: Mapping[str, Value], ctx: Context | None = None,
                 return True
             if e.name == "False":
                 return False
+            if e.name in ("true", "false"):
+                return e.name == "true"
+            if is_name_literal(e):
+                return e.name[1:]  # Lean's `Name`: compared component by component, so by its text
             if e.name in local:
                 return local[e.name]
             raise NotEvaluable(e.name)
@@ -87,6 +91,14 @@ def evaluate(expr: Expr, env: Mapping[str, Value], ctx: Context | None = None,
                 return bool(a) == bool(ev(e.args[1], local, tys))
             if op == "¬":
                 return not ev(e.args[0], local, tys)
+            if op == "ite":  # `ite c a b` reduces through `c`'s `Decidable` instance: decided by evaluation
+                cond = ev(e.args[0], local, tys)
+                if not isinstance(cond, bool):
+                    raise NotEvaluable("condition")
+                return ev(e.args[1] if cond else e.args[2], local, tys)
+            if op == "==" or (op in ("=", "≠") and _carrier(e, {**ctx, **tys}) in DATA_TYPES):
+                same = ev(e.args[0], local, tys) == ev(e.args[1], local, tys)  # `BEq`, `DecidableEq` by value
+                return not same if op == "≠" else same
             if op in ("∈", "∉"):
                 coll = e.args[1]
                 step = unfold(Op("∈", e.args), {**ctx, **tys})
@@ -175,7 +187,7 @@ def _domain_of(ty: Expr, domain: Mapping[str, Sequence[Value]] | None) -> Sequen
 
 
 def _num(v: Value) -> int | Fraction:
-    if isinstance(v, (bool, frozenset)):
+    if isinstance(v, (bool, str, frozenset)):
         raise NotEvaluable("not a number")
     return v
 
@@ -358,7 +370,7 @@ def to_poly(expr: Expr, ctx: Context, atoms: Atoms, ty: Expr | None = None) -> P
             inverse = Op("/", (Ascr(Num(1), ty), expr.args[1]))  # the atom b⁻¹, printed as 1 / b
             return pmul(numerator, {((atoms.index(inverse, ty), 1),): Fraction(1)})
         value = closed_value(expr, ctx)
-        if value is not None and not isinstance(value[0], (bool, frozenset)):
+        if value is not None and not isinstance(value[0], (bool, str, frozenset)):
             return pconst(value[0])
         return atom(expr)
     return atom(expr)

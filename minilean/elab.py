@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 
 from minilean.constants import active, constant_types
 from minilean.syntax import (
+    DECL_NAME,
     FALSE,
     PROP,
     TRUE,
@@ -37,6 +38,7 @@ from minilean.syntax import (
     SetLit,
     Var,
     free_vars,
+    is_name_literal,
     pp,
 )
 
@@ -45,6 +47,10 @@ INT = Var("ℤ")
 RAT = Var("ℚ")
 REAL = Var("ℝ")
 NUMBER_TYPES = (NAT, INT, RAT, REAL)
+BOOL = Var("Bool")  # `true`, `false`, what `==` gives (a condition or a proposition is `b = true`)
+NAME = Var("Lean.Name")  # name literals `` `foo ``, `decl_name%`
+DATA_TYPES = (BOOL, NAME)  # compared by `==` and `=`, decided by evaluation; no arithmetic, no order
+TRUE_BOOL = Var("true")
 FIELDS = (RAT, REAL)
 _ALIASES = {"Nat": NAT, "Int": INT, "Rat": RAT, "Real": REAL}
 _ORDER = {NAT: 0, INT: 1, RAT: 2, REAL: 3}
@@ -72,7 +78,7 @@ def element_type(ty: Expr) -> Expr | None:
 
 def is_type(ty: Expr) -> bool:
     """`ty` is a type of the fragment (so a local of that type is a variable, not a hypothesis)."""
-    if ty in NUMBER_TYPES or ty == PROP:
+    if ty in NUMBER_TYPES or ty in DATA_TYPES or ty == PROP:
         return True
     if element_type(ty) is not None:
         return True
@@ -83,7 +89,7 @@ def normalize_type(ty: Expr) -> Expr:
     """`Nat` → `ℕ` and so on; refuses what is no type of the fragment."""
     if isinstance(ty, Var):
         ty = _ALIASES.get(ty.name, ty)
-        if ty in NUMBER_TYPES or ty == PROP:
+        if ty in NUMBER_TYPES or ty in DATA_TYPES or ty == PROP:
             return ty
         raise ElabError(f"unknown identifier '{ty.name}'" if ty.name not in ("Type",) else "type universes are "
                         "outside minilean's fragment")
@@ -181,6 +187,10 @@ def type_of(expr: Expr, ctx: Context) -> Expr | None:
     if isinstance(expr, Var):
         if expr.name in ("True", "False"):
             return PROP
+        if expr.name in ("true", "false"):
+            return BOOL
+        if is_name_literal(expr):
+            return NAME
         found = ctx.get(expr.name)
         if found is None and expr.name in active():
             return active()[expr.name].ty
@@ -198,12 +208,14 @@ def type_of(expr: Expr, ctx: Context) -> Expr | None:
             return None
         if expr.op == "^":
             return type_of(expr.args[0], ctx)
-        if expr.op in ("∩", "∪", "\\"):
-            for arg in expr.args:
+        if expr.op in ("∩", "∪", "\\", "ite"):
+            for arg in expr.args[1:] if expr.op == "ite" else expr.args:
                 ty = type_of(arg, ctx)
                 if ty is not None:
                     return ty
             return None
+        if expr.op == "==":
+            return BOOL
         return PROP
     if isinstance(expr, App):
         fn_ty = type_of(expr.fn, ctx)
@@ -269,10 +281,12 @@ def _join(types: list[Expr | None]) -> Expr | None:
 
 
 class Elaborator:
-    """Elaborates expressions in a local context and the visible constants (`minilean.constants.active`)."""
+    """Elaborates expressions in a local context and the visible constants (`minilean.constants.active`);
+    `decl_name` is the declaration being elaborated (what `decl_name%` names), None outside one."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, decl_name: str | None = None) -> None:
         self.ctx = {**constant_types(), **ctx}  # the visible constants, then the locals (which shadow them)
+        self.decl_name = decl_name
 
     # -- value terms ----------------------------------------------------------------------------
 
@@ -297,6 +311,10 @@ class Elaborator:
                 return self.ctx[expr.name]
             if expr.name in ("True", "False"):
                 return PROP
+            if expr.name in ("true", "false"):
+                return BOOL
+            if is_name_literal(expr) or (expr == DECL_NAME and self._decl_name() is not None):
+                return NAME
             raise ElabError(f"unknown identifier '{expr.name}'")
         if isinstance(expr, (Num, Sci)):
             return None
@@ -325,6 +343,11 @@ class Elaborator:
                 if joined is not None and element_type(joined) is None:
                     raise ElabError(f"failed to synthesize\n  {_class_of(expr.op)} {pp(joined)}")
                 return joined
+            if expr.op == "==":
+                self._compared(expr)
+                return BOOL
+            if expr.op == "ite":
+                return _join([self._infer(a) for a in expr.args[1:]])
             return PROP
         if isinstance(expr, App):
             fn_ty = self._infer(expr.fn)
@@ -360,7 +383,8 @@ class Elaborator:
                 raise ElabError(f"failed to synthesize\n  OfScientific {pp(ty)}\n{_DIAGNOSTICS}")
             return Ascr(expr, ty)
         if isinstance(expr, Var):
-            return expr
+            decl_name = self._decl_name() if expr == DECL_NAME else None
+            return Var(f"`{decl_name}") if decl_name is not None else expr
         if isinstance(expr, Ascr):
             inner_ty = normalize_type(expr.ty)
             return self._annotate(expr.expr, inner_ty)
@@ -380,6 +404,15 @@ class Elaborator:
                 return Op("^", (self._annotate(base, ty), self._annotate(exponent, NAT)))
             if expr.op in ("∩", "∪", "\\"):
                 return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
+            if expr.op == "==":
+                if ty != BOOL:
+                    raise ElabError(f"type mismatch\n  {pp(expr)}\nhas type\n  Bool : Type\nbut is expected to have "
+                                    f"type\n  {pp(ty)} : Type")
+                compared = self._compared(expr)
+                return Op("==", tuple(self._annotate(a, compared) for a in expr.args))
+            if expr.op == "ite":
+                cond, then, other = expr.args
+                return Op("ite", (self._condition(cond), self._annotate(then, ty), self._annotate(other, ty)))
             return self.prop(expr)
         if isinstance(expr, App):
             fn_ty = self._infer(expr.fn)
@@ -402,6 +435,25 @@ class Elaborator:
                 return Binder("setOf", expr.name, elem, self._under(expr.name, elem, expr.body, self.prop))
             return self.prop(expr)
         raise ElabError(f"unexpected term\n  {pp(expr)}")
+
+    def _decl_name(self) -> str | None:
+        """What `decl_name%` names: the declaration being elaborated; Lean's error outside one."""
+        if self.decl_name is None:
+            raise ElabError("invalid `decl_name%` macro, the declaration name is not available")
+        return self.decl_name
+
+    def _compared(self, expr: Op) -> Expr:
+        """The type both sides of `a == b` have (`BEq`: the number types, `Bool`, `Lean.Name`)."""
+        ty = _join([self._infer(a) for a in expr.args]) or _default_type(*expr.args)
+        if ty not in NUMBER_TYPES and ty not in DATA_TYPES:
+            raise ElabError(f"failed to synthesize\n  {pp(App(Var('BEq'), (ty,)))}\n{_DIAGNOSTICS}")
+        return ty
+
+    def _condition(self, cond: Expr) -> Expr:
+        """An `if`'s condition: a proposition, or a `Bool` `b` read as `b = true` (Lean's coercion)."""
+        if self._infer(cond) == BOOL:
+            return Op("=", (self._annotate(cond, BOOL), TRUE_BOOL))
+        return self.prop(cond)
 
     def _under(self, name: str, ty: Expr, body: Expr, how: Callable[[Expr], Expr]) -> Expr:
         saved = self.ctx.get(name)
@@ -429,6 +481,8 @@ class Elaborator:
             return expr
         if isinstance(expr, Op):
             op = expr.op
+            if op == "==":  # a `Bool` where a proposition is expected: `b = true` (Lean's coercion)
+                return self._condition(expr)
             if op in ("∧", "∨", "→", "↔"):
                 return Op(op, (self.prop(expr.args[0]), self.prop(expr.args[1])))
             if op == "¬":

@@ -529,10 +529,10 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
             try:
                 ty = normalize_type(ty_expr)
             except ElabError:
-                ty = Elaborator(ctx).prop(ty_expr)
+                ty = Elaborator(ctx, decl.name or "_example").prop(ty_expr)
             hyps.append(Hyp(name, ty, server.uniq()))
             ctx[name] = ty
-        target = Elaborator(ctx).prop(parse(decl.statement))
+        target = Elaborator(ctx, decl.name or "_example").prop(parse(decl.statement))
     except (ElabError, ParseError) as exc:
         text = exc.message
         unit["messages"] = [_message(server, state, text, name_start, name_end)]
@@ -630,7 +630,7 @@ def _definition(server: FrontendHost, state: FileState, decl: _Decl, unit: JsonO
                 result, term = result.args[1], term.body
             if isinstance(term, By):
                 raise ElabError("minilean: a definition's value by tactics is outside minilean's fragment")
-            elaborator = Elaborator(ctx)
+            elaborator = Elaborator(ctx, decl.name or "_example")
             if result is None:
                 result = elaborator.infer_type(term) or NAT
             value = elaborator.prop(term) if result == PROP else elaborator.value(term, result)

@@ -71,7 +71,8 @@ def _builtin(expr: Expr, ctx: Context, numerals: str) -> Expr | None:
     if isinstance(expr, Op):
         op, args = expr.op, expr.args
         # closed arithmetic and comparisons
-        if numerals != "none" and not is_numeral(expr) and op not in ("∧", "∨", "→", "↔", "¬"):
+        # (`==` and `ite` are values, a `Bool` or a number: not rewritten to a proposition here)
+        if numerals != "none" and not is_numeral(expr) and op not in ("∧", "∨", "→", "↔", "¬", "==", "ite"):
             value = closed_value(expr, ctx)
             if value is not None:
                 result, ty = value
@@ -79,7 +80,7 @@ def _builtin(expr: Expr, ctx: Context, numerals: str) -> Expr | None:
                     carrier = type_of(args[0], ctx) if args else None
                     if numerals == "all" or carrier in (NAT, Var("ℤ"), None) or op in ("∈", "∉", "⊆"):
                         return TRUE if result else FALSE
-                elif not isinstance(result, frozenset) and ty in NUMBER_TYPES and (
+                elif not isinstance(result, (frozenset, str)) and ty in NUMBER_TYPES and (
                         numerals == "all" or ty not in FIELDS):
                     return numeral(result, ty)
         if op == "+":

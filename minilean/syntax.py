@@ -174,6 +174,13 @@ LOGIC_OPS = ("∧", "∨", "→", "↔")
 TRUE = Var("True")
 FALSE = Var("False")
 PROP = Var("Prop")
+# `decl_name%`: the name of the declaration being elaborated, which elaboration writes in as a name literal.
+DECL_NAME = Var("decl_name%")
+
+
+def is_name_literal(expr: Expr) -> bool:
+    """`` `foo ``: Lean's quoted name, a value of type `Lean.Name` (the name after the backquote)."""
+    return isinstance(expr, Var) and expr.name.startswith("`")
 
 # ---------------------------------------------------------------------------------------------------
 # The grammar.
@@ -187,6 +194,7 @@ _GRAMMAR = r"""
 quant: "∀" binders "," expr        -> forall_
      | "∃" binders "," expr        -> exists_
      | ("fun" | "λ") fun_binders ("=>" | "↦") expr -> lam
+     | "if" expr "then" expr "else" expr -> ite
 
 ?iff: imp
     | imp "↔" imp_r               -> iff
@@ -228,6 +236,8 @@ quant: "∀" binders "," expr        -> forall_
 ?atom: IDENT                      -> ident
      | NUMBER                     -> number
      | SCIENTIFIC                 -> scientific
+     | DECL_NAME                  -> decl_name
+     | NAME_LIT                   -> name_lit
      | "(" expr ")"
      | "(" expr ":" expr ")"      -> ascr
      | "⟨" [expr ("," expr)*] "⟩"  -> anon
@@ -249,10 +259,12 @@ bgroup: "(" IDENT+ ":" expr ")"
 fun_binders: IDENT+                       -> fbare
            | "(" IDENT+ ":" expr ")"      -> ftyped
 
-RELOP: "=" | "≠" | "<" | ">" | "≤" | "≥" | "∣" | "∈" | "∉" | "⊆"
+RELOP: "==" | "=" | "≠" | "<" | ">" | "≤" | "≥" | "∣" | "∈" | "∉" | "⊆"
 ADDOP: "+" | "-" | "∪"
 MULOP: "*" | "/" | "%" | "∩" | "\\"
 IDENT: /@IDENT@/
+DECL_NAME.3: "decl_name%"
+NAME_LIT: /`@NAME@/
 NUMBER: /[0-9]+/
 SCIENTIFIC.2: /[0-9]+(\.[0-9]*([eE][-+]?[0-9]+)?|[eE][-+]?[0-9]+)/
 COMMENT: /--[^\n]*/
@@ -264,9 +276,11 @@ COMMENT: /--[^\n]*/
 
 # Lean identifiers: letters (Greek except λ), subscripts, `'`, `!`, `?`, dotted components; `✝` only for
 # the names minilean gives inaccessible locals (users cannot type it in Lean either).
-_IDENT = ("(?!(fun|λ|by)\\b)[A-Za-z_α-κμ-ωΑ-Ωℕℤℚℝ𝔽][A-Za-z_0-9'!?α-ωΑ-Ω₀-₉ₐ-ₜ✝]*"
+_IDENT = ("(?!(fun|λ|by|if|then|else)\\b)[A-Za-z_α-κμ-ωΑ-Ωℕℤℚℝ𝔽][A-Za-z_0-9'!?α-ωΑ-Ω₀-₉ₐ-ₜ✝]*"
           "(\\.[A-Za-z_α-κμ-ω][A-Za-z_0-9'!?α-ωΑ-Ω₀-₉ₐ-ₜ]*)*")
-_GRAMMAR = _GRAMMAR.replace("@IDENT@", _IDENT)
+# A name literal's name (`` `foo.bar ``, Lean's `Name`), any identifier (a keyword too: `` `if `` is a name).
+_NAME = "[A-Za-z_α-κμ-ωΑ-Ω][A-Za-z_0-9'!?α-ωΑ-Ω₀-₉ₐ-ₜ]*(\\.[A-Za-z_α-κμ-ω][A-Za-z_0-9'!?α-ωΑ-Ω₀-₉ₐ-ₜ]*)*"
+_GRAMMAR = _GRAMMAR.replace("@IDENT@", _IDENT).replace("@NAME@", _NAME)
 
 
 class ParseError(Exception):
@@ -327,6 +341,15 @@ class _Build(Transformer[Token, Expr]):
 
     def scientific(self, token: Token) -> Expr:
         return scientific(str(token))
+
+    def decl_name(self, token: Token) -> Expr:
+        return DECL_NAME
+
+    def name_lit(self, token: Token) -> Expr:
+        return Var(str(token))  # `` `foo ``: a constant of type `Lean.Name` (`is_name_literal`)
+
+    def ite(self, cond: Expr, then: Expr, other: Expr) -> Expr:
+        return Op("ite", (cond, then, other))
 
     def ascr(self, expr: Expr, ty: Expr) -> Expr:
         return Ascr(expr, ty)
@@ -519,7 +542,7 @@ def parse(text: str) -> Expr:
 
 _INFIX: dict[str, tuple[int, str]] = {
     "↔": (20, "none"), "→": (25, "right"), "∨": (30, "right"), "∧": (35, "right"),
-    "=": (50, "none"), "≠": (50, "none"), "<": (50, "none"), ">": (50, "none"), "≤": (50, "none"),
+    "=": (50, "none"), "==": (50, "none"), "≠": (50, "none"), "<": (50, "none"), ">": (50, "none"), "≤": (50, "none"),
     "≥": (50, "none"), "∣": (50, "none"), "∈": (50, "none"), "∉": (50, "none"), "⊆": (50, "none"),
     "+": (65, "left"), "-": (65, "left"), "∪": (65, "left"),
     "*": (70, "left"), "/": (70, "left"), "%": (70, "left"), "∩": (70, "left"), "\\": (70, "left"),
@@ -531,7 +554,7 @@ MAX_PREC = 1024
 def free_vars(expr: Expr) -> frozenset[str]:
     """Names occurring free in `expr`."""
     if isinstance(expr, Var):
-        return frozenset() if expr.name in _CONSTANTS else frozenset((expr.name,))
+        return frozenset() if expr.name in _CONSTANTS or is_name_literal(expr) else frozenset((expr.name,))
     if isinstance(expr, Binder):
         inner = free_vars(expr.body) - {expr.name}
         return inner | (free_vars(expr.ty) if expr.ty is not None else frozenset())
@@ -548,7 +571,8 @@ def free_vars(expr: Expr) -> frozenset[str]:
 
 
 # Names that are never local variables: the fragment's types and the propositions True/False.
-_CONSTANTS = frozenset({"ℕ", "ℤ", "ℚ", "ℝ", "Prop", "Type", "Nat", "Int", "Rat", "Real", "Set", "True", "False"})
+_CONSTANTS = frozenset({"ℕ", "ℤ", "ℚ", "ℝ", "Prop", "Type", "Nat", "Int", "Rat", "Real", "Set", "True", "False",
+                        "Bool", "true", "false", "Lean.Name", DECL_NAME.name})
 
 
 def _prec(expr: Expr) -> int:
@@ -559,6 +583,8 @@ def _prec(expr: Expr) -> int:
             return 40
         if expr.op == "neg":
             return 75
+        if expr.op == "ite":
+            return 0  # `if … then … else …` extends as far right as it can, as a binder does
         return MAX_PREC
     if isinstance(expr, Binder) and expr.kind != "setOf":
         return 0
@@ -679,6 +705,9 @@ def pp(expr: Expr) -> str:
             return f"-{_wrap(expr.args[0], 75)}"
         if expr.op == "abs":
             return f"|{pp(expr.args[0])}|"
+        if expr.op == "ite":
+            cond, then, other = expr.args
+            return f"if {pp(cond)} then {pp(then)} else {pp(other)}"
         raise ValueError(f"unknown operator {expr.op}")
     if isinstance(expr, App):
         return " ".join([_wrap(expr.fn, MAX_PREC - 1), *(_wrap(a, MAX_PREC) for a in expr.args)])

@@ -188,3 +188,25 @@ def test_eval_help_and_the_commands_page_name_every_search_mode() -> None:
     for command in ("search", "eval"):
         row = next(line for line in page.splitlines() if line.startswith(f"| `burnqed {command} --output"))
         assert [mode.value for mode in SearchMode if f"`{mode.value}`" not in row] == [], command
+
+
+@pytest.mark.slow  # processes: the entry point completes as a shell asks it to
+def test_shell_completion_through_typers_options() -> None:
+    shown = cli("--show-completion", "bash", process=True)
+    assert shown.returncode == 0 and "_BURNQED_COMPLETE=complete_bash" in shown.stdout, shown.stderr
+    asks = {"_BURNQED_COMPLETE": "complete_bash", "COMP_CWORD": "1"}
+    done = cli(process=True, env={**asks, "COMP_WORDS": "burnqed ite"})
+    assert (done.returncode, done.stdout.split()) == (0, ["iterate"])
+    done = cli(process=True, env={**asks, "COMP_WORDS": "burnqed eval --theo", "COMP_CWORD": "2"})
+    assert (done.returncode, done.stdout.split()) == (0, ["--theorems"])
+    assert "--install-completion" in cli("--help").stdout
+
+
+@pytest.mark.slow  # two command starts
+def test_iterate_dry_run_prints_the_plan_and_runs_nothing(tmp_path: Path) -> None:
+    args = ["--iter", "0", "--root", str(tmp_path / "runs"), "--set", "pipeline.search_shards=1"]
+    dry = cli("iterate", "--dry-run", *args)
+    planned = cli("plan", *args)
+    assert (dry.returncode, dry.stdout, dry.stderr) == (planned.returncode, planned.stdout, planned.stderr)
+    assert dry.returncode == 0 and dry.stdout.startswith("todo  prepare-data ")
+    assert not (tmp_path / "runs").exists()

@@ -118,6 +118,23 @@ def test_deriving_opens_a_command_only_before_instance() -> None:
     ("exact h →xend", "has a name glued to a symbol at '→xend': a notation token may end in it, before a command"),
     ("hopen x →", None),  # a name at the text's start is glued to nothing
     ("exact 1opened", "has a numeral glued to a name at '1open': Lean's numeral may end elsewhere"),
+    ("exact 0b12", "has a numeral glued to a name at '0b12': Lean's numeral may end elsewhere"),
+    ("exact 5.eopen Foo", "has a numeral glued to a name at '5.eopen': Lean reads an exponent there"),
+    ("exact 5.E+x", "has a numeral glued to a name at '5.E+x': Lean reads an exponent there"),
+    ("[1..5.eopen]", "has a numeral glued to a name at '5.eopen': Lean reads an exponent there"),
+    ("exact 1_!", "has a numeral ending in `_` at '1_!': Lean's numeral needs a digit after it"),
+    ("exact 0x_ !", "has a numeral ending in `_` at '0x_ !': Lean's numeral needs a digit after it"),
+    # Mathlib's factorial `n !` (`Nat.factorial`): no numeral reader of Lean takes `!`, so `5!` is `5` then `!`
+    ("exact 5!", None),
+    ("norm_num [Nat.factorial] at h ⊢; exact 2 * 3! + 10! / 7!", None),
+    ("have : (n)! * n ! = (n + 1)! := by simp", None),
+    ("exact 5!!", None),
+    ("exact 0x1F! + 0b1! + 2.5? + 2₁", None),
+    ("exact h.2.elim", None),  # a field index, read by Lean's `fieldIdx` (digits only): no exponent
+    ("h.2.elim", None),  # its name two characters from the text's start
+    ("exact (f x).1.eq_def", None),
+    ("exact ⟨a, b⟩.1.elim", None),
+    ("exact 5.e3 + 5.x", None),  # `5.e3` a scientific literal, `5.x` the literal `5.` and `x`: nothing hides
     ("<--xyz", "has a quote or comment opener glued to a symbol at '<--x': Lean reads it by the notation tokens in "
      "scope (put a space before it)"),
     ("exact h <--x", "has a quote or comment opener glued to a symbol at ' <--x': Lean reads it by the notation "

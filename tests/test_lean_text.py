@@ -208,3 +208,21 @@ def test_literal_problem_names_where_lean_breaks_off(text: str, problem: str) ->
 def test_a_name_at_the_texts_start_keeps_its_primes(text: str) -> None:
     """A name read back to the text's start, and no further: a symbol at its end glues nothing to it."""
     assert list(regions(text)) == [] and read_two_ways(text) is None and literal_problem(text) is None
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    ("(h : x + = 3) : x = 3", (7, "+ =")),
+    ("a ≤\n  ≥ b", (2, "≤ ≥")),
+    ("x = 3 -- a + = b in a comment", None),
+    ('s = "+ ="', None),                       # a literal
+    ("f : ℕ →+* ℕ", None),                     # Mathlib's ring-hom arrow: one token
+    ("(α : Type*) (a b : α) : a = b", None),
+    ("a * -b = - a * b", None),                # `-` opens a term
+    ("¬ a ∧ ¬ b", None),
+    ("n ! = 6", None),                         # Mathlib's factorial: `!` is no INFIX_ONLY operator
+    ("{x | x > 0} = ∅", None),
+])
+def test_adjacent_operators_are_a_parse_error_whatever_notation(text: str, found: tuple[int, str] | None) -> None:
+    from leankit.text import adjacent_operators
+
+    assert adjacent_operators(text) == found

@@ -59,8 +59,8 @@ def invoke(*args: str) -> tuple[int, str, list[str]]:
                                     "to 10000 (see burnqed eval -h)"),
     (["eval", "--pass-n", "2.5"], "burnqed eval: Invalid value for '--pass-n': Input should be a valid integer, "
                                   "unable to parse string as an integer (see burnqed eval -h)"),
-    (["search", "--iter", "2147483648"], "burnqed search: Invalid value for '--iter': Input should be less than or "
-     "equal to 2147483647 (see burnqed search -h)"),
+    (["search", "--iter", "2147483648"], "burnqed search: Invalid value for '--iter': 2147483648 is above "
+     "2,147,483,647, the largest iteration a trajectory row holds (see burnqed search -h)"),
     (["search", "--shard", "3/2"], "--shard '3/2': I counts from 0 to N - 1 (1 here), e.g. 0/4"),
     (["search", "--shard", "0/0"], "--shard '0/0': N is the number of shards, 1 to 10,000"),
     (["search", "--shard", "0/10001"], "--shard '0/10001': N is the number of shards, 1 to 10,000"),

@@ -57,7 +57,10 @@ FOLDER_OUTPUTS: dict[str, tuple[Args, str, str]] = {
     "rl checkpoints (a README.md not TRL's)": (
         lambda u, t: ["rl", "--sft", str(t), "--output", u.removesuffix("-checkpoints")], "README.md",
         "holds a README.md that is not the model card TRL's trainer writes there"),
-    "render": (lambda u, t: ["render", "--output", u], "burnqed-smoke.yaml", "was not written by `burnqed render`"),
+    # a base model for eval-base's sidecar: WOULD_WAIT's sglang policy on loopback has none to serve otherwise, which
+    # render refuses (workflows/_shared.py, check_unserved) before it looks at the output
+    "render": (lambda u, t: ["render", "--output", u, "--set", "sft.base_model=s3://b/base"], "burnqed-smoke.yaml",
+               "was not written by `burnqed render`"),
     "model init-tiny --force": (lambda u, t: ["model", "init-tiny", "--output", u, "--force"], USER_FILE,
                                 "not a tiny model folder"),
     "fetch": (lambda u, t: ["fetch", str(t), u], USER_FILE, "fetch replaces only an empty folder or one it filled"),

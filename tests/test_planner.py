@@ -139,7 +139,8 @@ def test_an_older_sketch_result_compares_its_recorded_sampling_as_the_policys() 
     """A result without `made_from` records its settings by bare name (`temperature`): in sketch mode that name is
     both policy.temperature and planner.temperature, and the result's is the policy's."""
     from burnqed.eval.pass_at import build_eval_result
-    from burnqed.eval.result import EvalSettings
+    from burnqed.eval.result import EvalResult
+    from burnqed.eval.settings import EvalSettings
     from burnqed.records.results import FailureReason, TheoremResult
     from burnqed.runner.reuse import inputs_from_settings
 
@@ -150,7 +151,9 @@ def test_an_older_sketch_result_compares_its_recorded_sampling_as_the_policys() 
         [[TheoremResult(name="t", proved=False, failure_reason=FailureReason.EXHAUSTED)]], [4], benchmark="b",
         model="tiny", ebm=None, lean_backend="minilean", iteration=0, config_digest="0" * 16, git_commit=None,
         theorem_names=["t"], seed=0, settings=settings, mode=SearchMode.SKETCH)
-    recorded = inputs_from_settings(older).settings
+    written = older.model_dump(mode="json")
+    del written["settings"]["config"]  # as schema 9 wrote it: the settings' own fields, no map of keys
+    recorded = inputs_from_settings(EvalResult.model_validate({**written, "schema_version": 9})).settings
     assert (recorded["policy.temperature"], recorded["policy.top_p"], recorded["policy.backend"]) == (0.6, 0.9, "local")
     assert not {key for key in recorded if key.startswith("planner.")}
 

@@ -293,6 +293,7 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
     another temperature refused."""
     from burnqed.data.index import bundled_index_path, load_local_theorem_index
     from burnqed.eval.pass_at import build_eval_result
+    from burnqed.eval.result import EvalResult
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
     from burnqed.records.enums import SearchMode
     from burnqed.records.results import FailureReason, TheoremResult
@@ -306,6 +307,9 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
         [4], benchmark=index.name, model="tiny", ebm=None, lean_backend=settings.lean_backend, iteration=0,
         config_digest="0" * 16, git_commit=None, theorem_names=[t.name for t in index.theorems], seed=0,
         settings=eval_settings("local", settings.job.engine, 8), mode=SearchMode(mode))
+    written = older.model_dump(mode="json")
+    del written["settings"]["config"]  # as schema 9 wrote it: the settings' own fields, no map of keys
+    older = EvalResult.model_validate({**written, "schema_version": 9})
     legacy = inputs_from_settings(older)
     assert {"policy.temperature", "policy.prompt_format", "search.timeout_s", "search.stop_at_first"} <= set(
         legacy.settings)

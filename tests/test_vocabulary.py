@@ -231,11 +231,58 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
         "run `burnqed iterate --root empty` first, or give --root and --iter"])
     for iteration in ((), ("--iter", "0")):
         assert _run("report", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
-            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no iteration: run `burnqed iterate "
-            "--root nonexistent` first, or give --root the run root"])
+            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no run; a new run starts there with "
+            "`burnqed iterate --root nonexistent`"])
     for iteration in ((), ("--iter", "1")):  # `start` reads the same root, and says the same of a missing one
         assert _run("start", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
-            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no iteration: run `burnqed iterate "
-            "--iter 0` first, or give --root the run root"])
+            f"error: file://{tmp_path}/nonexistent does not exist, so it holds no run; a new run starts there with "
+            "`burnqed iterate --iter 0`"])
+    # a mistyped --root beside the run root: named, and a later iteration is refused too, not taken for a new run
+    assert _run("report", "--root", "runz", cwd=tmp_path) == (2, [
+        f"error: file://{tmp_path}/runz does not exist, so it holds no run; did you mean --root runs? a new run "
+        "starts there with `burnqed iterate --root runz`"])
+    assert _run("iterate", "--iter", "2", "--root", "runz", cwd=tmp_path) == (2, [
+        f"error: file://{tmp_path}/runz does not exist, so it holds no run; did you mean --root runs? a new run "
+        "starts there with `burnqed iterate --iter 0 --root runz`"])
+    assert not (tmp_path / "runz").exists()
     code, lines = _run("report", "--root", "nonexistent", "--iter", "0", "--output", "elsewhere", cwd=tmp_path)
     assert code == 2 and f"(file://{tmp_path}/nonexistent does not exist)" in lines[0]
+
+
+@pytest.mark.slow  # command starts
+def test_an_empty_model_is_refused_naming_the_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `--model "$MODEL"` with MODEL unset said "storage URI: empty URI" (eval, search) or named three settings
+    monkeypatch.chdir(tmp_path)
+    said = {"eval": "policy.model", "search": "policy.model", "iterate": "sft.base_model and policy.model",
+            "plan": "sft.base_model and policy.model"}
+    for command, default in said.items():
+        args = ["--output", "out"] if command in ("eval", "search") else ["--root", "runs"]
+        refused = CliRunner().invoke(app, [command, "--model", "", *args])
+        assert (refused.exit_code, refused.stdout, refused.stderr) == (
+            2, "", "error: --model is empty (an unset variable?): give a model folder (a path or URI), or leave "
+            f"--model out for {default} (unset: the tiny embedded model)\n"), command
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow  # every command's help, rendered
+def test_output_and_iter_show_one_placeholder_each() -> None:
+    # the new user's count: --output showed FILE|URI, PREFIX, URI, PATH and TEXT (on seven commands), --iter
+    # "I [0<=x<=2147483647]" beside "I [x>=0]"
+    from burnqed.commands.vocabulary import OUTPUT_METAVAR
+
+    runner = CliRunner()
+    shown: dict[str, set[str]] = {"--output": set(), "--iter": set()}
+    for path, command in commands():
+        context = typer.Context(command)
+        names = {opt for param in command.get_params(context) for opt in getattr(param, "opts", [])}
+        if not names & set(shown):
+            continue
+        text = runner.invoke(app, [*path, "-h"], terminal_width=200).output
+        for option, seen in shown.items():
+            row = re.search(rf"│ [* ]*{option}(?: +-o)? +([A-Z|]+(?: \[[^\]]*\])?)", text)
+            if option in names:
+                assert row is not None, (path, option)
+                local = option == "--output" and path in (("render",), ("model", "init-tiny"))  # Path options
+                assert row.group(1) == ("PATH" if local else OUTPUT_METAVAR) or option == "--iter", (path, row[1])
+                seen.add(row.group(1))
+    assert shown == {"--output": {"PATH|URI", "PATH"}, "--iter": {"I [x>=0]", "I [x>=1]"}}  # x>=1: start, joint-study

@@ -101,6 +101,32 @@ def model_shape(serving: ServingConfig, config_json: str | None = None,
         raise ConfigError(f"{key} {path}: cannot read the model's sizes from it ({exc})") from None
 
 
+def parameters(count: int) -> str:
+    """A parameter count as a plan prints it: 6.91B, 0.15M."""
+    return f"{count / 1e9:.2f}B" if count >= 10**8 else f"{count / 1e6:.2f}M"
+
+
+def tiny_shape() -> ModelShape:
+    """The tiny embedded model's sizes (`burnqed.policy.tiny`; its vocabulary at its cap), exported in float32."""
+    from burnqed.policy import tiny
+
+    return ModelShape(layers=tiny.LAYERS, hidden=tiny.HIDDEN, intermediate=tiny.INTERMEDIATE, heads=tiny.HEADS,
+                      kv_heads=tiny.KV_HEADS, head_dim=tiny.HIDDEN // tiny.HEADS, vocab=tiny.VOCAB_SIZE,
+                      tied_embeddings=True, dtype="float32")
+
+
+def served_shape(cfg: Config, *, run_export: bool = False) -> ModelShape:
+    """The sizes of the policy a search or eval sidecar serves: `model_shape(cfg.serving)`, except for an export of
+    the run (`run_export`: an iteration's stages) with sft.base_model unset: the iteration trains and exports the tiny
+    embedded model, so unless `[serving]` names a model's sizes itself (model_config_json or a model_* key set) the
+    plan is the tiny model's, not that of the DeepSeek-Prover-V2-7B the `[serving]` defaults describe."""
+    named = cfg.serving.model_config_json is not None or any(key.startswith("model_")
+                                                             for key in cfg.serving.model_fields_set)
+    if run_export and cfg.sft.base_model is None and not named:
+        return tiny_shape()
+    return model_shape(cfg.serving)
+
+
 def sglang_reserve_gib(gpu_gib: float, tp: int) -> float:
     """SGLang 0.5.6's own estimate of the memory it needs outside the static pool on a card of `gpu_gib`
     (`ServerArgs._handle_gpu_memory_settings`, CUDA cards, default chunked prefill and CUDA graph batch)."""
@@ -148,7 +174,7 @@ class GpuPlan:
         """The plan and its arithmetic, a few lines."""
         shape = self.shape
         lines = [
-            f"GPU {self.gpu_gib:g} GiB; model {shape.params / 1e9:.2f}B parameters in {shape.dtype} = "
+            f"GPU {self.gpu_gib:g} GiB; model {parameters(shape.params)} parameters in {shape.dtype} = "
             f"{shape.weights_gib:.2f} GiB of weights, KV {shape.kv_bytes_per_token / MIB:.3f} MiB per token"
             + (f", tensor parallel {self.tp}" if self.tp > 1 else ""),
         ]
@@ -220,12 +246,13 @@ def check_repair_context(cfg: Config) -> None:
                           "policy.context_length or serving.model_config_json)")
 
 
-def gpu_plan(cfg: Config, *, encoder: bool) -> GpuPlan:
-    """The plan for a sidecar with (`encoder`) or without burnqed's encoder beside SGLang; `ConfigError` (one
+def gpu_plan(cfg: Config, *, encoder: bool, run_export: bool = False) -> GpuPlan:
+    """The plan for a sidecar with (`encoder`) or without burnqed's encoder beside SGLang, serving an export of the
+    run (`run_export`, `served_shape`) or a model given to the workflow; `ConfigError` (one
     line, with the numbers) when the model does not fit the card that way, or when the repair prompts the
     configuration asks for do not fit the context it serves (`check_repair_context`)."""
     check_repair_context(cfg)
-    return _sglang_plan(cfg, model_shape(cfg.serving), cfg.cluster.gpus_per_step, encoder=encoder,
+    return _sglang_plan(cfg, served_shape(cfg, run_export=run_export), cfg.cluster.gpus_per_step, encoder=encoder,
                         forced=cfg.serving.sglang_mem_fraction,
                         who="SGLang and burnqed's encoder do" if encoder else "SGLang does",
                         advice="use a larger GPU, more GPUs per step, or lower serving.min_kv_tokens / "

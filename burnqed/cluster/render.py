@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from burnqed.cluster.literal import check_cluster_names, check_no_templates
+from burnqed.cluster.podinputs import check_effect, check_pod_inputs
 from burnqed.cluster.yamlio import dump_documents
 from burnqed.config import Config
 from burnqed.errors import BurnqedError, ConfigError, InputError
@@ -118,8 +119,11 @@ def load(name: str, folder: Path) -> WorkflowModule:
 def render_templates(cfg: Config, names: Sequence[str], folder: Path, *, helm: bool = False) -> list[Rendered]:
     """The WorkflowTemplates of the named workflow files (all when `names` is empty), as dicts. For the Helm chart
     (`helm`) the namespace is left out: the release namespace applies. `InputError` for a cluster name Kubernetes
-    would refuse or a configuration value Argo would read as a template (burnqed/cluster/literal.py)."""
+    would refuse or a configuration value Argo would read as a template (burnqed/cluster/literal.py), or an input no
+    pod can open (a local path: `burnqed.cluster.podinputs`); `ConfigError` for a setting without effect."""
     check_cluster_names(cfg.cluster)
+    check_pod_inputs(cfg)
+    check_effect(cfg)
     rendered = []
     for name in names or available(folder):
         module = load(name, folder)
@@ -140,8 +144,11 @@ def render_workflow(
     cfg: Config, name: str, folder: Path, *, iteration: int, parameters: Mapping[str, str]
 ) -> dict[str, Any]:
     """The Workflow `submit` creates, as a dict; unknown or invalid parameters, cluster names Kubernetes would refuse
-    and values Argo would read as templates are an `InputError`."""
+    and values Argo would read as templates are an `InputError`, and so is an input no pod can open (a local path);
+    a setting without effect is a `ConfigError` (`burnqed.cluster.podinputs`)."""
     check_cluster_names(cfg.cluster)
+    check_pod_inputs(cfg, parameters.get("root"))
+    check_effect(cfg)
     module = load(name, folder)
     try:
         doc: dict[str, Any] = module.workflow(cfg, iteration=iteration, parameters=parameters).to_dict()

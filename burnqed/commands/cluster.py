@@ -35,6 +35,7 @@ from burnqed.errors import BurnqedError, ConfigError, InputError
 
 if TYPE_CHECKING:
     from burnqed.cluster.preflight import Report
+    from burnqed.config import Config
 
 WorkflowsOption = Annotated[
     Path | None,
@@ -72,7 +73,9 @@ def render(
 ) -> None:
     """Render the workflows' WorkflowTemplates to YAML, one file per template, and print the GPU memory plan of
     their sidecars (SGLang, and burnqed's encoder where a value model scores). A plan that cannot fit the GPU
-    (serving.gpu_memory_gib) is an error (exit 2) with the numbers.
+    (serving.gpu_memory_gib) is an error (exit 2) with the numbers; so is a benchmark, data source or model at a path
+    of this machine, which no pod can open (the line names the upload and the --set), and a setting that has no
+    effect under the others.
 
     Without --output it writes the checkout's golden files, the renders of the embedded defaults; a configuration of
     your own (--config, --set, BURNQED_SECTION__KEY) renders to the --output you give (with --helm: a copy of the
@@ -177,13 +180,16 @@ def submit(
     config: ConfigOption = None,
     set_: SetOption = None,
 ) -> None:
-    """Submit a workflow to the Argo Server; prints the workflow's name and its link in the Argo UI."""
+    """Submit a workflow to the Argo Server; prints the workflow's name and its link in the Argo UI. It renders from
+    the namespace's ConfigMap, read through the kubeconfig (or a pod's service account) even with ARGO_SERVER set;
+    --dry-run reads neither. A benchmark, data source or model at a path of this machine is refused first."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
     from burnqed.cluster.render import default_workflows_dir
     from burnqed.cluster.source import explicit_configuration
     from burnqed.cluster.submit import parameter_values, pods_configuration, prepare_submission, send
 
     cfg = configure(config, set_)
+    check_pods_can_run(cfg, root)  # before the Argo Server or the ConfigMap is read
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
     target = None
     if not dry_run:  # render from the configuration the pods will read, or refuse (burnqed.cluster.source)
@@ -198,6 +204,15 @@ def submit(
     workflow_name = send(submission, target, from_template=from_template)
     typer.echo(f"submitted {workflow_name} (namespace {target.namespace})")
     typer.echo(target.ui_link(workflow_name))
+
+
+def check_pods_can_run(cfg: Config, root: str | None = None) -> None:
+    """The refusals of `burnqed.cluster.podinputs` for the local configuration, before any work: an input no pod can
+    open (`root`: the run root given, whose bucket the upload goes to), a setting without effect."""
+    from burnqed.cluster.podinputs import check_effect, check_pod_inputs
+
+    check_pod_inputs(cfg, root)
+    check_effect(cfg)
 
 
 @reports_errors
@@ -275,6 +290,7 @@ def check(
     from burnqed.errors import ClusterError
 
     cfg = configure(config, set_)
+    check_pods_can_run(cfg)  # before the cluster is read (the ConfigMap's configuration is checked when rendered)
     ns = resolve_namespace(cfg.cluster, namespace, os.environ)
     reader: ClusterReader
     prefix = "cannot read the cluster: "

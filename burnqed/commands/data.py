@@ -20,14 +20,14 @@ from typing import Annotated, get_args
 import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_packages, reports_errors, setup
-from burnqed.commands.vocabulary import Command, Group
+from burnqed.commands.vocabulary import OUTPUT_METAVAR, Command, Group
 from burnqed.config.data import RENAMED_KINDS
 from burnqed.errors import InputError
 
 data_app = typer.Typer(help="Data preparation: sources → theorem index + tactic pairs (docs/data.md).",
                        no_args_is_help=True, cls=Group)
 
-OutputOption = Annotated[str, typer.Option("--output", "-o", metavar="URI",
+OutputOption = Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
                                            help="Output folder (path, file:// or s3:// URI).")]
 
 

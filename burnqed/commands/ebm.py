@@ -22,7 +22,7 @@ import typer
 
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_packages, reports_errors, setup
-from burnqed.commands.vocabulary import Command, Group, ModelOption, StartOption, model_set
+from burnqed.commands.vocabulary import OUTPUT_METAVAR, Command, Group, ModelOption, StartOption, model_set
 from burnqed.errors import InputError
 from burnqed.storage import Store
 
@@ -151,7 +151,8 @@ def _progress_printer(steps: int) -> Callable[[Snapshot], None]:
 
 @reports_errors
 def train_ebm(
-    output: Annotated[str, typer.Option("--output", "-o", help="Output folder of the trained head (path or URI).")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
+                                                      help="Output folder of the trained head (path or URI).")],
     trajectories: TrajectoriesOption,
     model: ModelOption = None,
     init: Annotated[

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, configure, reports_errors, setup
-from burnqed.commands.vocabulary import THEOREMS_HELP, Command, Group
+from burnqed.commands.vocabulary import OUTPUT_METAVAR, THEOREMS_HELP, Command, Group
 
 lean_app = typer.Typer(help="The Lean edge: check that theorems start, and that this build conforms to the "
                        "configured Lean.", no_args_is_help=True, cls=Group)
@@ -33,7 +33,8 @@ def lean_check(
     ] = None,
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", help="Write the JSON report here (path or URI).", show_default=False),
+        typer.Option("--output", "-o", metavar=OUTPUT_METAVAR, help="Write the JSON report here (path or URI).",
+                     show_default=False),
     ] = None,
     config: ConfigOption = None,
     set_: SetOption = None,

@@ -13,6 +13,7 @@ With no configuration these run on the embedded defaults: the replay Lean server
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -32,10 +33,17 @@ from burnqed.commands.kit import (
     suggestion,
 )
 from burnqed.commands.outputs import check_not_an_input, check_trajectory_prefix, restart_trajectory_prefix
-from burnqed.commands.vocabulary import THEOREMS_HELP, ModelOption, StartOption, last_iteration, model_set
+from burnqed.commands.vocabulary import (
+    OUTPUT_METAVAR,
+    THEOREMS_HELP,
+    ModelOption,
+    StartOption,
+    last_iteration,
+    model_set,
+)
 from burnqed.config.pipeline import MAX_PASS_N, MAX_SHARDS
 from burnqed.config.search import MAX_BUDGET
-from burnqed.errors import InputError
+from burnqed.errors import BurnqedError, InputError
 from burnqed.storage import Store
 from burnqed.storage.place_lease import hold_lease
 
@@ -43,12 +51,21 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from burnqed.config import Config
+    from burnqed.eval.result import EvalResult
     from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
     from burnqed.stages.search import JobSettings
     from burnqed.trajectory.reader import TheoremSearch
 
 MAX_ITERATION = 2**31 - 1  # trajectory rows store the iteration as int32 (burnqed.trajectory.schema)
+
+
+def _int32_iteration(value: int) -> int:
+    """--iter of the commands that write trajectory rows: at most MAX_ITERATION, checked here rather than by typer's
+    range, which would show it in help as a third form of --iter's placeholder."""
+    if value > MAX_ITERATION:
+        raise typer.BadParameter(f"{value} is above {MAX_ITERATION:,}, the largest iteration a trajectory row holds")
+    return value
 EbmOption = Annotated[
     str | None,
     typer.Option(
@@ -100,14 +117,14 @@ RunIdOption = Annotated[
 
 @reports_errors
 def search(
-    output: Annotated[str, typer.Option("--output", "-o", metavar="PREFIX",
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
                                         help="Trajectory prefix (path or URI) to write.")],
     theorems: TheoremsOption = None,
     model: ModelOption = None,
     shard: ShardOption = None,
     resume: SearchResumeOption = False,
     force: SearchForceOption = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", callback=_int32_iteration,
                                            help="The expert iteration the rows record.")] = 0,
     split: SplitOption = None,
     run_id: RunIdOption = None,
@@ -130,12 +147,7 @@ def search(
 
     _refuse_contradictions(resume, force, start=start, ebm=ebm)
     cfg, store = setup(config, model_set(model, set_))
-    if start is not None and ebm is not None:
-        from burnqed.eval.best_so_far import read_start
-
-        if not (begun := read_start(start, store)).search_value_model:
-            typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
-            ebm = None
+    ebm = _started_ebm(start, ebm, store)
     check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts
     settings = _job_settings(cfg, unsolved_from, store=store)
     try:
@@ -144,6 +156,7 @@ def search(
         raise InputError(str(exc)) from None
     store.check_writable(output, folder=True)
     check_trajectory_prefix(store, output, stage="search")
+    _check_ebm(ebm, store)  # after the output, before the theorems, Lean and the model
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
@@ -179,6 +192,25 @@ def search(
         from burnqed.search.monitor import render_throughput
 
         typer.echo(render_throughput(report.throughput))
+
+
+def _started_ebm(start: str | None, ebm: str | None, store: Store) -> str | None:
+    """--ebm, or None when the start record (--start) says this search does without the value model (said so)."""
+    if start is not None and ebm is not None:
+        from burnqed.eval.best_so_far import read_start
+
+        if not (begun := read_start(start, store)).search_value_model:
+            typer.echo(f"searching without the value model {ebm}: {begun.reasons[-1]} ({start})", err=True)
+            return None
+    return ebm
+
+
+def _check_ebm(ebm: str | None, store: Store) -> None:
+    """--ebm is a finished value model, else one line saying what it is, before the Lean pool and the model start."""
+    if ebm is not None:
+        from burnqed.ebm.formats import check_value_model
+
+        check_value_model(ebm, store=store)
 
 
 def _refuse_contradictions(resume: bool, force: bool, *, start: str | None, ebm: str | None) -> None:
@@ -253,7 +285,7 @@ AblationOption = Annotated[
 
 @reports_errors
 def evaluate(
-    output: Annotated[str, typer.Option("--output", "-o", metavar="FILE|URI",
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
                                         help="Write the eval result JSON here (path or URI).")],
     theorems: TheoremsOption = None,
     model: ModelOption = None,
@@ -264,7 +296,7 @@ def evaluate(
     resume: EvalResumeOption = False,
     force: EvalForceOption = False,
     show_theorems: ShowTheoremsOption = False,
-    iteration: Annotated[int, typer.Option("--iter", min=0, max=MAX_ITERATION, metavar="I",
+    iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", callback=_int32_iteration,
                                            help="The expert iteration the result records.")] = 0,
     split: SplitOption = None,
     ebm: EbmOption = None,
@@ -302,6 +334,7 @@ def evaluate(
     check_eval_request(request, store=store)
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, stage="eval", what="--trajectories-out", passes=pass_n > 1)
+    _check_ebm(ebm, store)  # after the outputs, before the theorems, Lean and the model
     settings = EvalJobSettings.from_config(cfg, budget_list)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
@@ -353,7 +386,7 @@ def compare(
     ],
     output: Annotated[
         str | None,
-        typer.Option("--output", "-o", metavar="FILE|URI", show_default=False,
+        typer.Option("--output", "-o", metavar=OUTPUT_METAVAR, show_default=False,
                      help="Also write the comparison it prints as JSON here (path or URI)."),
     ] = None,
     config: ConfigOption = None,
@@ -363,7 +396,6 @@ def compare(
     generated tokens and at equal Lean calls per theorem, newly solved theorems. --output is never one of the
     results, and replaces only an earlier comparison."""
     from burnqed.eval.compare import Comparison, compare_results, render_comparison, write_comparison
-    from burnqed.eval.result import load_eval_result
 
     store = setup(config, set_).store
     if len(results) < 2:
@@ -372,12 +404,35 @@ def compare(
         store.check_writable(output)
         check_not_an_input(output, results)
         store.check_replaceable_file(output, Comparison, "a comparison (`burnqed compare --output`)")
-    loaded = [(str(path), load_eval_result(path, store=store)) for path in results]
+    loaded = [(str(path), _compared(path, store)) for path in results]
     comparison = compare_results(loaded)
     typer.echo(render_comparison(comparison))
     if output is not None:
         write_comparison(comparison, output, store=store)
         typer.echo(f"wrote {output}")
+
+
+COMPARED = "eval results (the eval.json `burnqed eval --output` writes; an iteration's: iter_N/eval/eval.json)"
+
+
+def _compared(path: str, store: Store) -> EvalResult:
+    """The eval result at `path`; another document burnqed writes (an iteration's report.json, a data report, a
+    theorem index) is refused saying what it is and what compare takes, not by its first missing field."""
+    from burnqed.data.index import other_document
+    from burnqed.eval.result import load_eval_result
+
+    try:
+        return load_eval_result(path, store=store)
+    except InputError:
+        try:
+            document = json.loads(store.read_bytes(path))
+        except (ValueError, BurnqedError):
+            raise  # the eval result's own refusal
+        other = ("a theorem index (what --theorems reads)" if isinstance(document, dict)
+                 and isinstance(document.get("theorems"), list) else other_document(document))
+        if other is None or other.startswith(("an eval result", "a JSON object", "an empty")):
+            raise  # an eval result with a broken field, or other keys: its first problem says more
+        raise InputError(f"{path} is {other}, not an eval result: compare takes {COMPARED}") from None
 
 
 @reports_errors
@@ -511,7 +566,8 @@ def _with_passes(uri: str, *, store: Store) -> list[str]:
 @reports_errors
 def merge_trajectories(
     inputs: Annotated[list[str], typer.Argument(help="Shard prefixes to merge.", show_default=False)],
-    output: Annotated[str, typer.Option("--output", "-o", help="Merged trajectory prefix.")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
+                                                      help="Merged trajectory prefix (path or URI).")],
     allow_incomplete: Annotated[
         bool, typer.Option("--allow-incomplete", help="Merge shards that did not finish (no _SUCCESS.json).")
     ] = False,

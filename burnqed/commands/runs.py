@@ -31,7 +31,7 @@ from burnqed.commands.kit import (
     show_sets,
     suggestion,
 )
-from burnqed.commands.vocabulary import IterationModelOption, model_set
+from burnqed.commands.vocabulary import OUTPUT_METAVAR, IterationModelOption, model_set
 from burnqed.errors import InputError
 
 if TYPE_CHECKING:
@@ -125,6 +125,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     --config (`commands.kit.carried`), and after the last iteration's report it names the next iteration's command and
     `show`'s."""
     from burnqed.base.signals import same_command, stop_on_signals
+    from burnqed.commands.vocabulary import require_run_root
     from burnqed.layout import Layout
     from burnqed.runner.local import default_jobs, run_iterations
     from burnqed.storage.place_lease import hold_lease
@@ -133,6 +134,8 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     carry = carried(root=root, model=model, config=config, sets=given_sets)
     cfg, store, run_root, runner = _local_run(root, config, model_set(model, given_sets, base=True), grammar,
                                               jobs=jobs or default_jobs(), force=force)
+    if min(iters) >= 1:  # a later iteration of a root that does not exist: a mistyped --root, not a new run
+        require_run_root(Layout(run_root), store=store, command=suggestion(["iterate", "--iter", "0"], carry))
     command = same_command()
 
     def stopped() -> str:
@@ -169,6 +172,9 @@ def iterate(
     ] = None,
     jobs: JobsOption = None,
     force: ForceOption = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Run nothing: print the iteration's stages and what "
+                                          "iterate would do with each, as `burnqed plan` with the same options.")
+                       ] = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -178,7 +184,11 @@ def iterate(
     With no configuration it runs on the embedded defaults (minilean as the Lean server, the tiny model, ./runs) in a
     few minutes on 2 cores. Iteration i ≥ 1 needs iterations 0..i-1 finished under the same root. Finished stages
     are skipped when made with the inputs this run gives them, refused otherwise (or redone with --force).
+    --dry-run prints the plan instead (`burnqed plan`).
     """
+    if dry_run:
+        plan(ctx, iteration, root, model, config, set_)
+        return
     _run_iterations("iterate", [iteration], root, only, jobs, config, (model, set_), gates=False, force=force,
                     grammar=_grammar(ctx))
 
@@ -186,7 +196,8 @@ def iterate(
 @reports_errors
 def run_all(
     ctx: typer.Context,
-    iters: Annotated[str, typer.Option("--iters", help="Iterations to run, e.g. 0-4.")] = "0-4",
+    iters: Annotated[str, typer.Option("--iters", metavar="I-J", help="Iterations to run: a range, e.g. 0-4, or a "
+                                       "list, e.g. 0,1,2.")] = "0-4",
     root: RootOption = None,
     model: IterationModelOption = None,
     gates: Annotated[bool, typer.Option("--gates/--no-gates", help="Stop when a go/no-go gate fails.")] = True,
@@ -220,7 +231,9 @@ def plan(
     not finished. Refuses what `iterate` refuses before its first stage (a --model naming no model folder, a --root
     that is a file). Warns first when eval-base would evaluate another model than SFT starts from
     (policy.model set, sft.base_model not)."""
+    from burnqed.commands.vocabulary import require_run_root
     from burnqed.errors import BurnqedError
+    from burnqed.layout import Layout
     from burnqed.runner.local import base_model_warning, check_iteration, other_inputs_refusal
     from burnqed.runner.plan import iteration_of
 
@@ -243,9 +256,13 @@ def plan(
                        "starts it over")
         elif shard.redo and refused is not None:
             typer.echo("      --force redoes it too: it comes after a stage that runs")
-    try:  # what iterate refuses first: an earlier iteration not finished, an input nothing makes
+    carry = carried(root=root, model=model, config=config, sets=set_)
+    try:  # what iterate refuses first: a root with no run for a later iteration, an earlier iteration not finished,
+        # an input nothing makes
+        if iteration >= 1:
+            require_run_root(Layout(run_root), store=store, command=suggestion(["iterate", "--iter", "0"], carry))
         check_iteration(iteration_plan, store, lambda j: not runner.pending(iteration_of(cfg, run_root, j)),
-                        carry=carried(root=root, model=model, config=config, sets=set_))
+                        carry=carry)
     except BurnqedError as exc:
         typer.echo(f"iterate refuses: {exc}")
     else:
@@ -260,7 +277,7 @@ def report(
         help="The expert iteration to report on, with all earlier ones. Default: the last under the run root with a "
         "finished eval.")] = None,
     output: Annotated[str | None, typer.Option(
-        "--output", "-o", metavar="URI", show_default=False,
+        "--output", "-o", metavar=OUTPUT_METAVAR, show_default=False,
         help="Report folder (path or URI). Default: the run layout's, ROOT/iter_I/report (where `burnqed iterate` "
         "writes it), once iteration I's eval is finished.")] = None,
     root: RootOption = None,

@@ -17,6 +17,7 @@ import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.commands.runs import RootOption
+from burnqed.commands.vocabulary import OUTPUT_METAVAR
 
 
 @reports_errors
@@ -26,7 +27,7 @@ def start(
         help="The iteration to start (≥ 1). Default: the last under the run root with a finished eval, plus one.")
     ] = None,
     output: Annotated[str | None, typer.Option(
-        "--output", "-o", metavar="URI", show_default=False,
+        "--output", "-o", metavar=OUTPUT_METAVAR, show_default=False,
         help="The start record (a .json path or URI) to write. Default: the run layout's, ROOT/iter_I/start.json.")
     ] = None,
     root: RootOption = None,

@@ -16,12 +16,13 @@ import typer
 
 from burnqed.commands.ebm import TrajectoriesOption
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, reports_errors, setup
-from burnqed.commands.vocabulary import last_iteration
+from burnqed.commands.vocabulary import OUTPUT_METAVAR, last_iteration
 
 
 @reports_errors
 def joint_study(
-    output: Annotated[str, typer.Option("--output", "-o", help="Output folder of study.json (path or URI).")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
+                                                      help="Output folder of study.json (path or URI).")],
     trajectories: TrajectoriesOption,
     iteration: Annotated[int | None, typer.Option(
         "--iter", min=1, metavar="I", show_default=False,

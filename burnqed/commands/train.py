@@ -24,13 +24,14 @@ import typer
 from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_packages, reports_errors, setup
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
-from burnqed.commands.vocabulary import StartOption
+from burnqed.commands.vocabulary import OUTPUT_METAVAR, StartOption
 
 
 @reports_errors
 def sft(
     data: Annotated[str, typer.Option("--data", help="Prepared-data folder (pairs.parquet), path or URI.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="SFT output folder to publish (path or URI).")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
+                                                      help="SFT output folder to publish (path or URI).")],
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help=(
         "The expert iteration: 0 trains on the data's pairs, I ≥ 1 also on the positives of --trajectories."))] = 0,
     trajectories: Annotated[
@@ -114,7 +115,8 @@ def export(
     sft: Annotated[str, typer.Option(
         "--sft", metavar="DIR|URI", help="The SFT output to export (`burnqed sft`'s output folder, a path or URI): a "
         "LoRA/QLoRA adapter, merged into its base, or a fully fine-tuned model.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Model folder to publish (path or URI).")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
+                                                      help="Model folder to publish (path or URI).")],
     force: Annotated[bool, typer.Option("--force", help="Redo OUTPUT even if it is finished (without it a finished "
                                         "export is reused when made from the same SFT output, refused when made "
                                         "from another).")] = False,
@@ -144,8 +146,9 @@ def rl(
     sft: Annotated[str, typer.Option(
         "--sft", metavar="DIR|URI", help="The SFT output to train further (`burnqed sft`'s output folder, a path or "
         "URI): its weights, or its LoRA/QLoRA adapter on its base.")],
-    output: Annotated[str, typer.Option("--output", "-o", help="Model folder to publish (path or URI): the form of "
-                                        "an SFT output, which `burnqed export --sft` reads.")],
+    output: Annotated[str, typer.Option("--output", "-o", metavar=OUTPUT_METAVAR,
+                                        help="Model folder to publish (path or URI): the form of an SFT output, "
+                                        "which `burnqed export --sft` reads.")],
     theorems: TheoremsOption = None,
     split: SplitOption = None,
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration.")] = 0,

@@ -164,6 +164,9 @@ def command(renames: Mapping[str, str] | None = None) -> type[Command]:
 
 # ------------------------------------------------------------------------------------------- shared options
 
+# Every --output that a store writes (a path or a URI): one placeholder, what the option takes; a local-only one is a
+# Path option, which typer shows as PATH (render's YAML folder, model init-tiny's folder)
+OUTPUT_METAVAR = "PATH|URI"
 THEOREMS_HELP = ("The theorems: a theorem index (JSON), a prepared-data folder, or a benchmark as you have it, read "
                  "on the fly as `burnqed data prepare --source benchmark=PATH` reads it: a .lean file or a folder of "
                  "them, a DeepSeek/miniF2F .jsonl (docs/data.md). A path or URI.")
@@ -200,6 +203,12 @@ def model_set(model: str | None, sets: list[str] | None, *, base: bool = False) 
     `--set sft.base_model=DIR`."""
     if model is None:
         return sets
+    if not model.strip():  # `--model "$MODEL"` with MODEL unset: never the default model
+        from burnqed.errors import InputError
+
+        default = "sft.base_model and policy.model" if base else "policy.model"
+        raise InputError(f"--model is empty (an unset variable?): give a model folder (a path or URI), or leave "
+                         f"--model out for {default} (unset: the tiny embedded model)")
     value = json.dumps(model, ensure_ascii=False)
     return [*(sets or ()), f"policy.model={value}", *((f"sft.base_model={value}",) if base else ())]
 
@@ -218,12 +227,36 @@ def last_iteration(at: Layout, *, store: Store, finished: Callable[[int], str] |
 
 
 def require_run_root(at: Layout, *, store: Store, command: str) -> None:
-    """`InputError` when the run root `at` does not exist (it holds no iteration); `command` makes one."""
+    """`InputError` when the run root `at` does not exist (it holds no iteration), naming the run roots beside it
+    whose names are near (a mistyped --root) and `command`, which starts a new run there."""
     from burnqed.errors import InputError
 
     if not store.exists(at.root):
-        raise InputError(f"{at.root} does not exist, so it holds no iteration: run `{command}` first, or give --root "
-                         "the run root")
+        near = near_run_roots(at.root)
+        meant = f"; did you mean {' or '.join(f'--root {name}' for name in near)}? a" if near else "; a"
+        raise InputError(f"{at.root} does not exist, so it holds no run{meant} new run starts there with `{command}`")
+
+
+def near_run_roots(root: str) -> list[str]:
+    """The run roots (folders holding iter_0) beside the local `root` whose names are close to its name (a typo's
+    distance: difflib's ratio ≥ 0.6), as a user would type them here; none for a remote root."""
+    import difflib
+    import os
+
+    from burnqed.storage import is_remote, local_path
+
+    if is_remote(root):
+        return []
+    path = local_path(root)
+    try:
+        runs = [entry.name for entry in path.parent.iterdir() if (entry / "iter_0").is_dir()]
+    except OSError:
+        return []
+    shown = []
+    for name in difflib.get_close_matches(path.name, runs, n=3, cutoff=0.6):
+        relative = os.path.relpath(path.parent / name)
+        shown.append(str(path.parent / name) if relative.startswith("..") else relative)
+    return shown
 
 
 def last_evaluated(at: Layout, *, store: Store, command: str) -> int:

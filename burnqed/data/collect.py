@@ -184,7 +184,7 @@ class _SourceReader:
         for where, converted, row in self._items():
             if isinstance(converted, Reject):
                 self._reject_row(converted.reason, f"{where}: {converted.detail or converted.reason}")
-                self._skip(row, converted.reason, converted.detail)
+                self._skip(row, converted.reason, converted.detail, line=converted.line)
                 continue
             if row is not None:
                 converted.file, converted.line = row.file, row.line
@@ -228,8 +228,10 @@ class _SourceReader:
                 item.proofs = []
             yield item
 
-    def _skip(self, row: rows_mod.Row | None, reason: str, detail: str, name: str | None = None) -> None:
-        """Record a row of a benchmark source that gives no theorem of its own (`Collection.skipped`)."""
+    def _skip(self, row: rows_mod.Row | None, reason: str, detail: str, name: str | None = None, *,
+              line: int = 0) -> None:
+        """Record a row of a benchmark source that gives no theorem of its own (`Collection.skipped`); `line`: where
+        in the row, in lines after its first."""
         if self.spec.kind not in BENCHMARK_KINDS or row is None:
             return
         data = row.data or {}
@@ -239,7 +241,8 @@ class _SourceReader:
         own = data.get("split")
         split = normalize_split(own) if isinstance(own, str) else None
         self.skipped.append(SkippedDeclaration(
-            name=name, file=row.file or row.where, line=row.line, reason=reason, detail=detail or reason,
+            name=name, file=row.file or row.where, line=None if row.line is None else row.line + line, reason=reason,
+            detail=detail or reason,
             split=split or benchmark_split(row.path_split, self.spec.split)))
 
     def _items(self) -> Iterator[tuple[str, Item | Reject, rows_mod.Row | None]]:

@@ -24,7 +24,7 @@ from leankit.declaration import (
     strip_imports,
     uses_sorry,
 )
-from leankit.text import read_statement
+from leankit.text import adjacent_operators, read_statement
 
 Kind = str
 NO_GOALS = "no goals"
@@ -77,6 +77,7 @@ class Reject:
 
     reason: str
     detail: str = ""
+    line: int = 0  # where in the row the problem is, in lines after its first (a statement's syntax error)
 
 
 REQUIRED_COLUMNS: dict[Kind, tuple[str, ...]] = {
@@ -120,6 +121,8 @@ def _statement_item(data: Mapping[str, Any], text: str, name_column: str) -> tup
     decl = parse_declaration(text, given)
     if decl is None:
         return Reject("unparsable_statement", "no `theorem … : type` declaration found")
+    if (syntax := _syntax_error(decl)) is not None:
+        return syntax
     name = given or decl.name
     if given is not None and decl.name is not None and lean_name_problem(given) is not None:
         name = decl.name  # an id Lean cannot declare (NuminaMath's uuids) gives way to the name the statement declares
@@ -132,6 +135,19 @@ def _statement_item(data: Mapping[str, Any], text: str, name_column: str) -> tup
     theorem = Theorem(name=name, statement=decl.statement, signature=decl.signature, header=header,
                       docstring=docstring)
     return Item(theorem, row_split=_optional_str(data, "split")), decl
+
+
+def _syntax_error(decl: Declaration) -> Reject | None:
+    """A statement Lean cannot parse whatever notation is in scope (`leankit.text.adjacent_operators`: `x + = 3`), as
+    a `syntax_error` at its line, counted from the declaration's keyword; None otherwise. Only the statement is read
+    (after the keyword, to the `:=`)."""
+    start, end = decl.source_statement if decl.source_statement[0] >= 0 else (0, len(decl.source))
+    found = adjacent_operators(decl.source[start:end])
+    if found is None:
+        return None
+    offset, pair = found
+    return Reject("syntax_error", f"a syntax error in the statement: `{pair}` is two operators with no term between "
+                  "them, which no Lean parses", line=decl.source[: start + offset].count("\n"))
 
 
 def _add_proof(item: Item, decl: Declaration, proof: str) -> None:

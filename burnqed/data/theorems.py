@@ -111,6 +111,11 @@ def _load_theorems(path: str, *, store: Store, option: str) -> TheoremIndex:
     if is_remote(path):
         if suffix in NOT_AN_INDEX:
             return benchmark_index(path, store=store, option=option)
+        if store.exists(path) and not store.is_file(path):  # a folder: a prepared-data folder or a benchmark's
+            index_file = join(path, "theorems.json")
+            if store.exists(index_file):
+                return load_theorem_index(index_file, store=store)
+            return benchmark_index(path, store=store, option=option)
         return load_theorem_index(path, store=store)
     local = local_path(path)
     if local.is_dir():

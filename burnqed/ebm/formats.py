@@ -10,11 +10,14 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from burnqed.text.prompt import PromptFormat
+
+if TYPE_CHECKING:
+    from burnqed.storage import Store
 
 MANIFEST_FILE = "ebm.json"
 WEIGHTS_FILE = "head.safetensors"
@@ -325,3 +328,33 @@ def depth_bucket(depth: int) -> str:
 
 
 DEPTH_BUCKETS: tuple[str, ...] = ("1", "2", "3", "4+")
+
+
+POLICY_STAGES = ("export", "sft", "rl")  # outputs that hold a policy model, which --model takes
+
+
+def check_value_model(uri: str, *, store: Store) -> None:
+    """`--ebm URI` before any work: `InputError` (one line, saying what it got) unless `uri` is a finished value
+    model (a train-ebm output: a folder with its completion marker and MANIFEST_FILE). A policy folder (an export, an
+    SFT or rl output, any model folder with a config.json) is named as one, with where it goes (--model)."""
+    from burnqed.errors import InputError
+    from burnqed.storage import MARKER_NAME, join
+
+    takes = f"--ebm takes a value model: a train-ebm output (a folder with {MANIFEST_FILE}, e.g. runs/iter_1/ebm)"
+    if not store.exists(uri):
+        raise InputError(f"--ebm {uri} does not exist: {takes}")
+    if store.is_file(uri):
+        raise InputError(f"--ebm {uri} is a file, not a folder: {takes}")
+    marker = store.read_marker(uri)
+    if marker is not None and store.exists(join(uri, MANIFEST_FILE)):
+        return
+    if marker is not None and marker.stage in POLICY_STAGES:
+        got = f"a policy model (the output of `burnqed {marker.stage}`)"
+    elif store.exists(join(uri, "config.json")):
+        got = "a model folder (config.json, no value model in it)"
+    elif marker is not None:
+        got = f"the output of `burnqed {marker.stage}`"
+    else:
+        got = f"a folder with no {MARKER_NAME} (no finished output)"
+    where = "; a policy goes to --model" if "model" in got else ""
+    raise InputError(f"--ebm {uri} is {got}, not a value model: {takes}{where}")

@@ -20,7 +20,8 @@ from itertools import pairwise
 from typing import Any
 
 from burnqed import __version__
-from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, EvalSettings, GroupRow, PerTheorem, budget_unit
+from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, GroupRow, PerTheorem, budget_unit
+from burnqed.eval.settings import EvalSettings
 from burnqed.records.enums import SearchMode
 from burnqed.records.replies import first_line
 from burnqed.records.results import EXPANSION_MODES, FailureReason, TheoremResult, UsageCurve
@@ -200,6 +201,7 @@ def _checked(name: str, winner: TheoremResult | None, attempts: Sequence[Theorem
     if judged is None:
         return {"reference_at_proof": _reference_at_proof(attempts, largest, checks)}
     return {"answer_check": judged.verdict.value, "answer_check_detail": judged.reason, "reference": judged.reference,
+            "answer_check_header": judged.header_sha256, "proof_header": judged.compiled_sha256,
             "reference_at_proof": _reference_at_proof(attempts, largest, checks)}
 
 

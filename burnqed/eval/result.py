@@ -14,19 +14,19 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from burnqed import storage
-from burnqed.config import Config
 from burnqed.config import digest as digests
-from burnqed.config.identity import MODES, identity_keys
 from burnqed.data.data_report import TrainingDataCheck
+from burnqed.eval.migrations import EVAL_MIGRATIONS
+from burnqed.eval.settings import EvalSettings
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EXPANSION_MODES, FailureReason, UsageCurve
@@ -45,7 +45,7 @@ def budget_unit(mode: SearchMode) -> BudgetUnit:
 
 
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
-SCHEMA_VERSION = 8  # of the eval result file (EvalResult.schema_version says what each version added)
+SCHEMA_VERSION = EVAL_MIGRATIONS.current  # of the eval result file (eval.migrations: what each version changed)
 
 
 def wilson_interval(solved: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -236,6 +236,14 @@ class PerTheorem(BaseModel):
         "schema 7.")
     answer_check_detail: str | None = Field(
         default=None, description="Why `answer_check` says what it says (each side's failure when undecided).")
+    answer_check_header: str | None = Field(
+        default=None, description="Answer produced: the sha256 (hex) of the header the answer check compiled: the "
+        "theorem's header with its slot filled with `answer`, byte for byte the one the proof compiled under, else the "
+        "check is 'undecided'. None where no header was compiled (no reference, a value refused before Lean), and in "
+        "results before schema 9.")
+    proof_header: str | None = Field(
+        default=None, description="Answer produced: the sha256 (hex) of the header the proof compiled under (its "
+        "text up to its declaration), which `answer_check_header` must equal. None as for `answer_check_header`.")
     reference: str | None = Field(
         default=None, description="Answer produced: the benchmark's reference answer, beside `answer` (never shown to "
         "the model).")
@@ -253,141 +261,20 @@ class GroupRow(SolveRate):
     group: str = Field(description="The theorems' source in the benchmark index ('none' when unset).")
 
 
-class EffectiveSettings(BaseModel):
-    """The effective search and sampling settings of an eval, as its engine ran (`eval.run.eval_settings`): the
-    fields `EvalSettings` declares by hand, beside those it derives from the configuration's marks."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    backend: str = Field(description="policy.backend: 'local' (in-process) or 'sglang'.")
-    prompt_format: str = Field(description="policy.prompt_format.")
-    num_candidates: int = Field(
-        description="Completions per policy request: tactics per expanded node (step), proofs per request (whole), "
-        "proofs per round at the root (hybrid)."
-    )
-    temperature: float = Field(description="Sampling temperature.")
-    top_p: float = Field(description="Nucleus sampling mass.")
-    # The other sampling fields every request sends (policy.*); None in a result written before they were recorded,
-    # whose requests left them to the server (SGLang's defaults, or its --preferred-sampling-params).
-    top_k: int | None = Field(default=None, description="policy.top_k (-1: the whole vocabulary).")
-    min_p: float | None = Field(default=None, description="policy.min_p.")
-    repetition_penalty: float | None = Field(default=None, description="policy.repetition_penalty.")
-    frequency_penalty: float | None = Field(default=None, description="policy.frequency_penalty.")
-    presence_penalty: float | None = Field(default=None, description="policy.presence_penalty.")
-    max_new_tokens: int = Field(description="Token limit per completion (hybrid: at the root).")
-    max_nodes: int | None = Field(
-        default=None, description="Expansion budget of each attempt (step mode: the largest eval budget)."
-    )
-    max_proofs: int | None = Field(
-        default=None, description="Proofs-sampled budget of each attempt (whole and hybrid: the largest eval budget)."
-    )
-    max_depth: int | None = Field(default=None, description="search.max_depth (step and hybrid).")
-    timeout_s: float = Field(description="search.timeout_s per theorem.")
-    alpha: float | None = Field(default=None, description="search.alpha, length normalisation of log-probs (step).")
-    expand_batch: int | None = Field(default=None, description="search.expand_batch (step).")
-    probe_tactics: list[str] = Field(default_factory=list, description="search.probe_tactics (step).")
-    verify: bool = Field(description="search.verify (proofs compiled with frontend.process).")
-    stop_at_first: bool = Field(description="search.stop_at_first.")
-    value_weight: float | None = Field(
-        default=None, description="search.value_weight (step; used only with a value model)."
-    )
-    value_ramp_depth: int | None = Field(default=None, description="search.value_ramp_depth (step).")
-    concurrency: int = Field(description="Theorems searched at once.")
-    repair_rounds: int | None = Field(
-        default=None, description="search.repair_rounds (whole and hybrid; None: step, or a result before repair)."
-    )
-    repair_message_tokens: int | None = Field(
-        default=None, description="search.repair_message_tokens, when repair_rounds is above 0."
-    )
-    repair_cut_at_error: bool | None = Field(
-        default=None, description="search.repair_cut_at_error, when repair_rounds is above 0."
-    )
-    sketch_rounds: int | None = Field(default=None, description="search.sketch_rounds (sketch mode).")
-    sketch_subgoal_mode: str | None = Field(default=None, description="search.sketch_subgoal_mode (sketch mode).")
-    sketch_subgoal_share: float | None = Field(default=None, description="search.sketch_subgoal_share (sketch mode).")
-    subgoal_num_candidates: int | None = Field(
-        default=None, description="Sketch mode: completions per request of a subgoal's search (num_candidates and "
-        "max_new_tokens are the planner's: sketches per request, tokens per sketch).")
-    subgoal_max_new_tokens: int | None = Field(
-        default=None, description="Sketch mode: the token limit of a subgoal search's completions (hybrid: at its "
-        "root).")
-
-
-# The sections whose keys an eval result records under their bare names (`temperature` is policy.temperature); a key
-# of another section is recorded as `section_key` (`planner_temperature`).
-BARE_SECTIONS = ("policy", "search")
-
-
-def recorded_name(key: str) -> str:
-    """The field of `EvalSettings` that records the configuration key `key` (`section.name`)."""
-    section, _, name = key.partition(".")
-    return name if section in BARE_SECTIONS else f"{section}_{name}"
-
-
-def recorded_keys(config_model: type[BaseModel]) -> dict[str, str]:
-    """Field name → `section.key`, for every key of `config_model` that enters eval's identity in some mode (its
-    mark: `config.identity`); `ValueError` when two keys would be recorded under one name."""
-    names: dict[str, str] = {}
-    for mode in MODES:
-        for key in identity_keys(config_model, "eval", mode):
-            if names.setdefault(recorded_name(key), key) != key:
-                raise ValueError(f"{key} and {names[recorded_name(key)]} would both be recorded as "
-                                 f"{recorded_name(key)!r} in an eval's settings")
-    return names
-
-
-def settings_model(config_model: type[BaseModel]) -> type[EffectiveSettings]:
-    """The model of an eval's recorded settings: `EffectiveSettings`' fields, and one field for every key of
-    `config_model` that enters eval's identity in some mode (`recorded_keys`) and is not among them, holding its
-    value as the identity holds it (JSON; None: the key does not shape the eval's mode, or a result written before
-    schema 8). A setting added with a mark that names eval is recorded with no edit here."""
-    derived: dict[str, Any] = {
-        name: (Any, Field(default=None, description=f"{key}, as eval's identity holds it (None: not of this mode)."))
-        for name, key in recorded_keys(config_model).items() if name not in EffectiveSettings.model_fields}
-    model: type[EffectiveSettings] = create_model("EvalSettings", __base__=EffectiveSettings, **derived)
-    return model
-
-
-if TYPE_CHECKING:
-    EvalSettings = EffectiveSettings
-else:
-    # What an eval's result records of its settings: the effective ones, and every key of eval's identity by value
-    EvalSettings = settings_model(Config)
-
-
-# Recorded only where a failed proof is revised (whole, hybrid: `EvalResult.search_label`); in step mode the keys
-# shape what the search records for training, which `made_from` holds.
-REPAIR_FIELDS = ("repair_rounds", "repair_message_tokens", "repair_cut_at_error")
-REPAIR_MODES = (SearchMode.WHOLE.value, SearchMode.HYBRID.value)
-
-
-def recorded_settings(effective: EffectiveSettings, identity: Mapping[str, object], mode: str) -> EvalSettings:
-    """`effective` (`eval.run.eval_settings`: what the engine ran with) with every key of eval's identity in `mode`
-    (`identity`: `section.key` → value, `eval.run.search_identity`) that it leaves unset, by value, under the field
-    `recorded_name` gives it (the repair keys only in `REPAIR_MODES`)."""
-    values = effective.model_dump(exclude_unset=True)
-    for key, value in identity.items():
-        name = recorded_name(key)
-        if name in EvalSettings.model_fields and name not in values and (
-                name not in REPAIR_FIELDS or str(mode) in REPAIR_MODES):
-            values[name] = value
-    return EvalSettings.model_validate(values)
-
-
 class EvalResult(BaseModel):
     """One eval: a benchmark × budgets × pass@N (docs/search.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = Field(
-        default=SCHEMA_VERSION, ge=1, le=SCHEMA_VERSION,
-        description="Version of this file format (2 added mode, budget_unit, tokens and lean_calls; 3 added wall_s, "
-        "resumed and per theorem detail, edges and the time split; 4 added burnqed_version, pantograph_version and "
-        "per theorem source; 5 added per theorem curve, its tokens and Lean calls at every budget, training_check and "
-        "not_evaluated; 6 added tasks and per theorem task and answer; 7 added the answer check: per theorem "
-        "answer_check, answer_check_detail, reference and reference_at_proof, and the task 'answer produced "
-        "(reference answer)'; 8 added to settings every configuration key of eval's identity in its mode, by value: "
-        "`settings_model`). Files of every earlier version load."
+        default_factory=lambda: EVAL_MIGRATIONS.current, ge=1,
+        description="Version of this file format. A file of an earlier version is read through the migrations of "
+        "`eval.migrations` (one step per version: 2 added mode, budget_unit, tokens and lean_calls; 3 wall_s, resumed "
+        "and per theorem detail, edges and the time split; 4 burnqed_version, pantograph_version and per theorem "
+        "source; 5 per theorem curve, training_check and not_evaluated; 6 tasks and per theorem task and answer; 7 "
+        "the answer check; 8 settings recorded every configuration key of eval's identity; 9 per theorem "
+        "answer_check_header and proof_header; 10 settings record those keys in their `section.key` map, `config`), "
+        "so that the record read is always of the current version.",
     )
     iteration: int = Field(ge=0, description="Expert-iteration index of the evaluated model.")
     timestamp: AwareDatetime = Field(description="When the result was built, ISO 8601 in UTC.")
@@ -461,6 +348,20 @@ class EvalResult(BaseModel):
         "export's and SFT output's completion markers name it) that restate a theorem of this eval "
         "(burnqed.data.decontaminate); None when the model names no training data, and in older results."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgraded(cls, data: Any) -> Any:
+        """A document as read, of an earlier schema version, made a current one (`eval.migrations`)."""
+        return EVAL_MIGRATIONS.upgrade(data) if isinstance(data, dict) else data
+
+    @field_validator("schema_version")
+    @classmethod
+    def _known(cls, value: int) -> int:
+        if value > EVAL_MIGRATIONS.current:
+            raise ValueError(f"version {value} is newer than this burnqed reads (up to {EVAL_MIGRATIONS.current}): "
+                             "read it with the burnqed that wrote it")
+        return value
 
     @field_validator("timestamp")
     @classmethod

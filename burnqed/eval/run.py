@@ -39,18 +39,17 @@ from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result, v
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import (
     EvalResult,
-    EvalSettings,
     config_digest,
     git_commit,
     lean_backend_label,
     load_eval_result,
-    recorded_settings,
     write_eval_result,
 )
+from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 from burnqed.layout import trajectories_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, check_path, check_proof_text
+from burnqed.lean.soundness import assemble_proof, assembled_header, check_path, check_proof_text
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
@@ -77,15 +76,15 @@ OPEN_ANSWER = "open_answer"  # a not-evaluated theorem's reason: its answer is o
 
 def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> EvalSettings:
     """The effective settings an eval ran with (recorded in its result): every field of the engine's settings that
-    `EvalSettings` declares under the same name (a tuple as a list), with the sampling and the repair; fields of
-    other modes stay unset."""
+    `EvalSettings` declares under the same name (`ENGINE_FIELDS`; a tuple as a list), with the sampling and the
+    repair; fields of other modes stay unset."""
     sampling = settings.sampling
     common = {"backend": backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
               "top_k": sampling.top_k, "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty,
               "frequency_penalty": sampling.frequency_penalty, "presence_penalty": sampling.presence_penalty,
               "concurrency": concurrency, "prompt_format": str(settings.fmt)}
     for field in dataclasses.fields(settings):
-        if field.name in EvalSettings.model_fields:
+        if field.name in ENGINE_FIELDS:
             value = getattr(settings, field.name)
             common[field.name] = list(value) if isinstance(value, tuple) else value
     if isinstance(settings, StepSettings):
@@ -424,16 +423,26 @@ async def _recheck_reason(result: TheoremResult, theorem: Theorem, pool: WorkerP
 async def check_answers(theorems: Sequence[Theorem], attempts: Sequence[Sequence[TheoremResult]],
                         pool: WorkerPool, guard: TacticGuard) -> AnswerChecks:
     """Every distinct answer the proofs of `theorems` whose answer is open gave, judged against its theorem's reference
-    (`search.answer_check.judge_answer`, on a worker of `pool`): (name, answer) → its judgement; empty when no such
-    theorem was proved."""
+    (`search.answer_check.judge_answer`, on a worker of `pool`) under the header each proof compiled under
+    (`lean.soundness.assembled_header` of its text; "" when its text is no assembly of the theorem, which no check
+    header matches): (name, answer) → its judgement, the first not `equal` when proofs giving one answer compiled
+    under several headers; empty when no such theorem was proved."""
     open_answers = {theorem.name: theorem for theorem in theorems if AnswerSlot(theorem).judged}
-    asked = sorted({(result.name, result.answer) for results in attempts for result in results
-                    if result.proved and result.answer is not None and result.name in open_answers})
+    headers: dict[tuple[str, str], set[str]] = {}
+    for results in attempts:
+        for result in results:
+            if result.proved and result.answer is not None and result.name in open_answers:
+                header = assembled_header(result.proof or "", open_answers[result.name], result.tactics)
+                headers.setdefault((result.name, result.answer), set()).add(header or "")
+    asked = sorted(headers)
 
     async def judge(name: str, answer: str) -> AnswerJudgement:
         theorem = open_answers[name]
+        judged = []
         async with pool.lease(f"{name} (answer check)", header=theorem.header) as lean:
-            return await judge_answer(lean, theorem, answer, guard)
+            for header in sorted(headers[(name, answer)]):
+                judged.append(await judge_answer(lean, theorem, answer, guard, compiled_under=header))
+        return next((j for j in judged if not j.equal), judged[0])
 
     judged = await asyncio.gather(*(judge(name, answer) for name, answer in asked))
     return dict(zip(asked, judged, strict=True))
@@ -549,8 +558,7 @@ def _eval_result(index: TheoremIndex, settings: EvalJobSettings, attempts: list[
         theorem_tasks={t.name: answer_task(t) for t in index.theorems},
         answer_checks=checks if any(AnswerSlot(t).judged for t in index.theorems) else None,
         seed=settings.seed,
-        settings=recorded_settings(eval_settings(settings.backend, job.engine, concurrency), settings.identity,
-                                   str(job.mode)),
+        settings=recorded_settings(eval_settings(settings.backend, job.engine, concurrency), settings.identity),
         benchmark=index.name,
         model=model,
         ebm=ebm,

@@ -337,6 +337,22 @@ async def check_proof_text(lean: LeanEnv, name: str, proof: str, *, index_header
     return Verdict(verdict.ok, verdict.reason, proof, compiled=True, result=result)
 
 
+def assembled_header(proof: str, theorem: Theorem, tactics: Sequence[str]) -> str | None:
+    """The header `proof` was assembled under: `proof` is `assemble_proof` of `theorem` with some header and `tactics`,
+    and this is that header as the file holds it (trailing blanks gone; "" for none); None when `proof` is no such
+    assembly. What the compile's pinned shape held the proof to (`pinned_starts`: the file begins with it)."""
+    declaration = theorem.declaration(START_FORM)
+    if declaration is None:
+        return None
+    tail = f"{append_code(declaration, ':= by')}\n{join_tactics(tactics)}\n"
+    if not proof.endswith(tail):
+        return None
+    head = proof[: len(proof) - len(tail)]
+    if not head:
+        return ""
+    return head[:-2] if head.endswith("\n\n") and head[:-2].strip() else None
+
+
 def body_line(proof: str, tactics: Sequence[str]) -> int | None:
     """The line of `compile_text(proof, …)` where the body of `proof` (`assemble_proof(theorem, tactics)`) starts,
     1-based; None when `proof` is not such an assembly. The compile text drops the header's `import` lines, so a

@@ -327,15 +327,20 @@ class LeanReward:
             started = time.perf_counter()
             verdict = await check_whole(lean, theorem, attempt)
             if verdict.verified and AnswerSlot(theorem).judged and attempt.answer is not None:
-                verdict = await self._reference(lean, theorem, attempt.answer, verdict)
+                verdict = await self._reference(lean, theorem, attempt, verdict)
             return _Judged(verdict, compiled=True, lean_s=time.perf_counter() - started)
 
-    async def _reference(self, lean: LeanEnv, theorem: Theorem, answer: str, verdict: Verdict) -> Verdict:
+    async def _reference(self, lean: LeanEnv, theorem: Theorem, attempt: WholeAttempt, verdict: Verdict) -> Verdict:
         """A verified proof of an answer-produced theorem earns 1.0 only when its answer is the reference's
-        (`search.answer_check`: Lean proves them `equal`); `different`, `undecided` and `no reference` earn 0.0.
-        A check Lean gave no verdict on (a timeout, a crash) is no verdict on the completion: not cached."""
-        judged = await judge_answer(lean, theorem, answer, self.guard)
+        (`search.answer_check`: Lean proves the slot's constant `equal` to it, under the header the proof compiled
+        under, `attempt.theorem.header`); `different`, `undecided` and `no reference` earn 0.0, the reason naming the
+        header judged by its sha256. A check Lean gave no verdict on (a timeout, a crash) is no verdict on the
+        completion: not cached."""
+        assert attempt.answer is not None
+        judged = await judge_answer(lean, theorem, attempt.answer, self.guard,
+                                    compiled_under=attempt.theorem.header or "")
         if judged.equal:
             return verdict
-        return Verdict(False, f"the answer {first_line(answer)!r} is not shown to be the reference answer "
-                       f"({judged.verdict}): {judged.reason}", verdict.proof, compiled=judged.answered)
+        header = f" (header sha256 {judged.header_sha256})" if judged.header_sha256 is not None else ""
+        return Verdict(False, f"the answer {first_line(attempt.answer)!r} is not shown to be the reference answer "
+                       f"({judged.verdict}){header}: {judged.reason}", verdict.proof, compiled=judged.answered)

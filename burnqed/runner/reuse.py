@@ -270,14 +270,12 @@ def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str 
 
 def inputs_from_settings(result: EvalResult) -> StageInputs:
     """What an eval result without `made_from` says of its inputs: its settings, not its theorems'
-    content nor its models' stamps. Each search setting it records is compared as the key of eval's identity in its
-    mode it records (`eval.result.recorded_name`: `temperature` as `policy.temperature`); one it left unset, or no
-    such key, is not."""
-    from burnqed.eval.result import recorded_name
-
-    named = {recorded_name(key): key for key in identity_keys(Config, "eval", str(result.mode))}
-    recorded = result.settings.model_dump(mode="json") if result.settings is not None else {}
-    search = {named[name]: value for name, value in recorded.items() if name in named and value is not None}
+    content nor its models' stamps. Each configuration key its settings record (`EvalSettings.config`, a result of an
+    earlier schema read into it by `eval.migrations`) that is a key of eval's identity in its mode is compared; one
+    it left unset, or no such key, is not."""
+    keys = set(identity_keys(Config, "eval", str(result.mode)))
+    recorded = result.settings.config if result.settings is not None else {}
+    search: dict[str, object] = {key: value for key, value in recorded.items() if key in keys and value is not None}
     return _made({}, {"benchmark": result.benchmark, "theorems": result.total,
                       "--budgets": [row.budget for row in result.budgets], "--pass-n": result.pass_n,
                       "--iter": result.iteration, **_search_settings(str(result.mode), result.seed,

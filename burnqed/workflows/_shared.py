@@ -551,7 +551,8 @@ def _gpu_containers(stage: Stage, profile: Profile, *, sidecar: bool, planner: b
     policy's SGLang of a search pod (`sidecar`) and the planner's beside it (`planner`), the rl trainer's GPU
     (`trainer`) and, with `served_model`, the rl step's SGLang serving it."""
     cluster = profile.cfg.cluster
-    plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None) if sidecar else None
+    exported = stage.policy_model is not None and stage.policy_model.startswith(ROOT)  # an iteration's own export
+    plan = gpu_plan(profile.cfg, encoder=stage.ebm is not None, run_export=exported) if sidecar else None
     planner_plan = planner_gpu_plan(profile.cfg) if planner else None
     rl_plan = rl_gpu_plan(profile.cfg) if trainer else None
     server_plan = rl_server_plan(profile.cfg) if served_model is not None else None
@@ -573,11 +574,31 @@ def _gpu_containers(stage: Stage, profile: Profile, *, sidecar: bool, planner: b
     return described, sidecars, inits
 
 
+def check_unserved(stage: Stage, cfg: Config) -> None:
+    """A search or eval step with no model for a sidecar to serve (eval-base when sft.base_model is unset) runs the
+    configured policy itself: in-process (policy.backend 'local', on the CPU pool), or at policy.url when that is a
+    server of the user's own; `ValueError` when it would ask the pod's loopback, where no sidecar listens."""
+    from burnqed.policy.sglang import is_loopback
+
+    policy = cfg.policy
+    if policy.backend == "sglang" and is_loopback(policy.url):
+        raise ValueError(
+            f"step {stage.name} evaluates the untrained base model with policy.backend = 'sglang' at {policy.url}, "
+            "the pod's loopback, but has no sidecar there: it serves only a model it can fetch, and sft.base_model "
+            "(the base model eval-base evaluates) is unset; set sft.base_model to the base model's folder at a URI "
+            "(s3://…, a model folder SGLang loads), point policy.url at a server of your own, or set "
+            "pipeline.eval_base = false")
+
+
 def stage_template(stage: Stage, profile: Profile) -> Container:
     """The container template of one stage (see the module docstring for what each resource class gets)."""
     cluster = profile.cfg.cluster
     lean = stage.resource in (Resource.LEAN, Resource.GPU_LEAN, Resource.TRAIN_LEAN)
-    gpu = not profile.cpu_only and stage.resource in (Resource.GPU, Resource.GPU_LEAN, Resource.TRAIN_LEAN)
+    unserved = stage.resource is Resource.GPU_LEAN and stage.policy_model is None and not profile.cpu_only
+    if unserved:  # eval-base of the configured policy: no model to fetch, so no sidecar and no GPU
+        check_unserved(stage, profile.cfg)
+    gpu = (not profile.cpu_only and not unserved
+           and stage.resource in (Resource.GPU, Resource.GPU_LEAN, Resource.TRAIN_LEAN))
     trains = gpu and stage.resource in (Resource.GPU, Resource.TRAIN_LEAN)  # the GPU is the main container's
     sidecar = gpu and stage.resource is Resource.GPU_LEAN and stage.policy_model is not None
     # sketch mode with a second served planner: its own sidecar on loopback, or a deployment at planner.url

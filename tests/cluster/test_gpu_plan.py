@@ -14,6 +14,9 @@ from burnqed.errors import ConfigError
 
 # DeepSeek-Prover-V2-7B's published config.json (a Llama shape): the sizes the expected figures below start from.
 LAYERS, HIDDEN, INTERMEDIATE, HEADS, KV_HEADS, VOCAB, BF16 = 30, 4096, 11008, 32, 32, 102400, 2
+# A run that fine-tunes it: [serving]'s default sizes are its, and the sidecars serve its exports (with sft.base_model
+# unset they serve the tiny embedded model's: test_the_tiny_models_exports_are_planned_as_what_they_are).
+SEVEN_B = "sft.base_model=s3://b/models/DeepSeek-Prover-V2-7B"
 
 
 def expected_sglang(card_gib: float, held_gib: float, context_gib: float) -> tuple[float, float, int]:
@@ -34,7 +37,7 @@ def expected_sglang(card_gib: float, held_gib: float, context_gib: float) -> tup
 
 
 def test_the_7b_model_on_an_80_gb_card() -> None:
-    cfg = Config()
+    cfg = load_config(sets=[SEVEN_B])
     assert (cfg.serving.gpu_memory_gib, cfg.serving.cuda_context_gib, cfg.cluster.gpus_per_step) == (79.6, 1.0, 1)
     shape = model_shape(cfg.serving)
     assert shape.params == 6_910_365_696  # the published parameter count of DeepSeek-Prover-V2-7B
@@ -69,17 +72,17 @@ def test_the_old_fractions_could_not_fit_and_are_refused_with_the_numbers() -> N
     # 0.3 of what SGLang sees is less than the weights plus the smallest useful KV cache.
     with pytest.raises(ConfigError, match=r"static pool minus 12.9 GiB of weights leaves .* fewer than "
                                           r"serving.min_kv_tokens 32768") as refused:
-        gpu_plan(load_config(sets=["serving.sglang_mem_fraction=0.3"]), encoder=True)
+        gpu_plan(load_config(sets=[SEVEN_B, "serving.sglang_mem_fraction=0.3"]), encoder=True)
     assert "\n" not in str(refused.value)
     with pytest.raises(ConfigError, match=r"leaves 6.1 GiB outside its static pool, less than the 13.1 GiB it needs"
                                           r" \(serving.sglang_reserve_gib\): at most 0.785"):
-        gpu_plan(load_config(sets=["serving.sglang_mem_fraction=0.9"]), encoder=True)
-    forced = gpu_plan(load_config(sets=["serving.sglang_mem_fraction=0.7"]), encoder=True)
+        gpu_plan(load_config(sets=[SEVEN_B, "serving.sglang_mem_fraction=0.9"]), encoder=True)
+    forced = gpu_plan(load_config(sets=[SEVEN_B, "serving.sglang_mem_fraction=0.7"]), encoder=True)
     assert forced.sglang_fraction == 0.7 and forced.kv_tokens >= 32768
 
 
 def test_a_small_card_is_refused_and_the_plan_can_be_relaxed() -> None:
-    small = ["serving.gpu_memory_gib=39.4"]
+    small = [SEVEN_B, "serving.gpu_memory_gib=39.4"]
     assert gpu_plan(load_config(sets=small), encoder=False).kv_tokens > 32768  # SGLang alone fits a 40 GB card
     with pytest.raises(ConfigError, match=r"SGLang and burnqed's encoder do not fit a 39.4 GiB GPU: SGLang sees "
                                           r"21.1 GiB free"):
@@ -88,7 +91,7 @@ def test_a_small_card_is_refused_and_the_plan_can_be_relaxed() -> None:
                        encoder=True)
     assert relaxed.kv_tokens >= 2048 and relaxed.encoder_gib < 16.32
     with pytest.raises(ConfigError, match="the encoder alone holds"):
-        gpu_plan(load_config(sets=["serving.gpu_memory_gib=12"]), encoder=True)
+        gpu_plan(load_config(sets=[SEVEN_B, "serving.gpu_memory_gib=12"]), encoder=True)
 
 
 def test_sizes_can_come_from_the_models_config_json(tmp_path: Path) -> None:
@@ -104,3 +107,17 @@ def test_sizes_can_come_from_the_models_config_json(tmp_path: Path) -> None:
     path.write_text("{}")
     with pytest.raises(ConfigError, match=r"serving.model_config_json .*config.json: cannot read the model's sizes"):
         gpu_plan(from_file, encoder=False)
+
+
+def test_the_tiny_models_exports_are_planned_as_what_they_are() -> None:
+    # sft.base_model unset: the iteration trains the tiny embedded model, whose exports the sidecars serve; the
+    # [serving] defaults describe DeepSeek-Prover-V2-7B, which the default render used to plan (6.91B, 12.87 GiB)
+    tiny = gpu_plan(Config(), encoder=False, run_export=True)
+    # a model given to the eval or baseline workflow is planned with [serving]'s sizes
+    assert gpu_plan(Config(), encoder=False).shape == model_shape(Config().serving)
+    assert (tiny.shape.layers, tiny.shape.hidden, tiny.shape.dtype, tiny.shape.params) == (2, 64, "float32", 164_160)
+    assert tiny.describe().splitlines()[0].startswith("GPU 79.6 GiB; model 0.16M parameters in float32 = 0.00 GiB")
+    # a model's sizes named in [serving] are planned whatever SFT starts from
+    named = gpu_plan(load_config(sets=["serving.model_layers=30"]), encoder=False, run_export=True)
+    assert named.shape == model_shape(Config().serving) and named.shape.params == 6_910_365_696
+    assert gpu_plan(load_config(sets=[SEVEN_B]), encoder=False, run_export=True).shape == model_shape(Config().serving)

@@ -156,7 +156,9 @@ def test_render_says_when_the_core_images_lean_is_not_the_pinned_one(tmp_path: P
     unknown = lean_image_warning(load_config(None, ("lean.pantograph_version=0.3.8",), {}))
     assert unknown is not None and unknown.startswith("lean.pantograph_version 0.3.8 is no triple of ")
 
+    uploaded = ["--set", "pipeline.benchmark=s3://b/putnam/src",  # the pods read no local path (cluster/podinputs.py)
+                "--set", 'data.sources=[{"kind": "benchmark", "path": "s3://b/putnam/src", "answers": "both"}]']
     done = CliRunner().invoke(app, ["render", "eval", "--config", str(ROOT / "configs" / "putnambench.toml"),
-                                    "--output", str(tmp_path / "out")])
+                                    "--output", str(tmp_path / "out"), *uploaded])
     assert done.exit_code == 0, done.output
     assert done.stderr.splitlines() == [f"warning: {lean_image_warning(putnam)}"]

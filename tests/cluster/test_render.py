@@ -126,9 +126,10 @@ def test_value_model_stages_get_burnqeds_encoder_in_the_same_sidecar(rendered) -
         args = stage["container"]["args"]
         plan = stage["metadata"]["annotations"]["burnqed.io/gpu-plan"]
         if with_ebm:
-            assert (env["EMBED_PORT"], env["ENCODER_MEMORY_GIB"], env["ENCODER_BATCH_TOKENS"]) == ("30001", "16.32",
+            # the embedded defaults' exports are the tiny model's (sft.base_model unset): a small encoder beside SGLang
+            assert (env["EMBED_PORT"], env["ENCODER_MEMORY_GIB"], env["ENCODER_BATCH_TOKENS"]) == ("30001", "0.96",
                                                                                                   "16384")
-            assert env["MEM_FRACTION"] == "0.785" and "--mem-fraction-static = 1 − 13.12/61.28 → 0.785" in plan
+            assert env["MEM_FRACTION"] == "0.828" and "--mem-fraction-static = 1 − 13.12/76.64 → 0.828" in plan
             assert "EMBED_MEM_FRACTION" not in env  # no second SGLang: the encoder is burnqed's
             # The encoder reads the same ebm.* settings as train-ebm: the config is mounted into the sidecar.
             assert env["BURNQED_CONFIG"] == "/etc/burnqed/burnqed.toml"
@@ -418,7 +419,9 @@ def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
 
     from burnqed.cli import app
 
-    result = CliRunner().invoke(app, ["render", "iteration", "--check", "-o", str(tmp_path)], catch_exceptions=False)
+    seven_b = ["--set", "sft.base_model=s3://b/models/DeepSeek-Prover-V2-7B"]  # [serving]'s default sizes are its
+    result = CliRunner().invoke(app, ["render", "iteration", "--check", "-o", str(tmp_path), *seven_b],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[:4] == [
@@ -426,13 +429,13 @@ def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
         "3 documents valid against the Argo schema",
     ]
     # Then the GPU memory plan of each kind of sidecar, with its arithmetic (burnqed/cluster/gpu_plan.py).
-    assert lines[4] == ("GPU memory plan of burnqed-iteration-0/search, burnqed-iteration-0/search-noise, "
-                        "burnqed-iteration-0/eval, burnqed-iteration-1/eval-noebm and 1 more:")
+    assert lines[4] == ("GPU memory plan of burnqed-iteration-0/eval-base, burnqed-iteration-0/search, "
+                        "burnqed-iteration-0/search-noise, burnqed-iteration-0/eval and 2 more:")
     assert lines[5].startswith("GPU 79.6 GiB; model 6.91B parameters in bfloat16 = 12.87 GiB of weights")
     encoder = lines.index("GPU memory plan of burnqed-iteration-1/search, burnqed-iteration-1/eval, "
                           "burnqed-iteration-2/search, burnqed-iteration-2/eval:")
     assert "--mem-fraction-static = 1 − 13.12/61.28 → 0.785" in lines[encoder + 3]
-    small = CliRunner().invoke(app, ["render", "iteration", "-o", str(tmp_path / "small"),
+    small = CliRunner().invoke(app, ["render", "iteration", "-o", str(tmp_path / "small"), *seven_b,
                                      "--set", "serving.gpu_memory_gib=39.4"])
     assert small.exit_code == 2 and not (tmp_path / "small").exists()
     assert small.stderr.startswith("error: GPU memory plan: SGLang and burnqed's encoder do not fit a 39.4 GiB GPU: ")

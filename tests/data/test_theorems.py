@@ -173,3 +173,32 @@ def test_a_document_burnqed_writes_given_as_theorems_is_named_with_what_theorems
     assert TAKES == ("--theorems takes a theorem index (a JSON object with a `theorems` list, as the theorems.json "
                      "`burnqed data prepare` writes), a prepared-data folder, or a benchmark as you have it: a .lean "
                      "file or a folder of them, a DeepSeek/miniF2F .jsonl (formats: docs/data.md)")
+
+
+@pytest.mark.slow
+def test_a_benchmark_folder_on_s3_is_read_as_the_same_folder_here(s3_root: str, tmp_path: Path) -> None:
+    # what render's refusal of a local pipeline.benchmark folder says to do: `aws s3 cp --recursive` it and name the
+    # prefix; a pod then reads the folder's .lean files as the local folder is read
+    store = Store(cache_dir=tmp_path / "cache")
+    folder = f"{s3_root}/burnqed-inputs/bench"
+    store.write_bytes(f"{folder}/MyBench.lean", BENCH.read_bytes())
+    assert load_theorems(folder, store=store).theorems == load_theorems(str(BENCH.parent), store=store).theorems
+    prepared = f"{s3_root}/iter_0/data"  # a prepared-data folder: its theorems.json
+    index = load_theorems(str(BENCH), store=store)
+    store.write_bytes(f"{prepared}/theorems.json", index.model_dump_json().encode())
+    assert load_theorems(prepared, store=store).theorems == index.theorems
+
+
+def test_a_syntax_error_in_a_benchmark_is_named_with_its_line_not_sent_to_lean(tmp_path: Path, store: Store) -> None:
+    # the new user's typo: filed as needs_real_lean ("Mathlib's names and notation") after the embedded Lean failed
+    # to start it, which sent them to install Lean
+    bench = tmp_path / "bench.lean"
+    bench.write_text("import Mathlib\n\ntheorem good (x : ℕ) (h : x = 2) : x + 1 = 3 := by\n  sorry\n\n"
+                     "/-- a docstring -/\ntheorem typo (x : ℕ)\n    (h : x + = 3) : x = 3 := by\n  sorry\n\n"
+                     "theorem ring_hom (f : ℕ →+* ℕ) (s : Finset ℕ) : f (∑ i ∈ s, i) = ∑ i ∈ s, f i := by\n  sorry\n")
+    index = load_theorems(str(bench), store=store)
+    assert [t.name for t in index.theorems] == ["good", "ring_hom"]  # `→+*` is one token: no syntax error
+    (skipped,) = index.skipped
+    assert (skipped.name, skipped.file, skipped.line, skipped.reason, skipped.detail) == (
+        "typo", str(bench), 8, "syntax_error",
+        "a syntax error in the statement: `+ =` is two operators with no term between them, which no Lean parses")

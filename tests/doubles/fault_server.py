@@ -31,6 +31,8 @@ is (a real one runs on to max_new_tokens; fixed short texts keep the client test
 penalties and seeds change nothing in the fixed completions (the client's request bodies are what the tests
 check, `server.received`); `/encode` is answered even though a generation server refuses it (the encoder tests
 need one server for both); the log-probs do not depend on the temperature.
+With `completions` (a function of the prompt text) every sample of a prompt is that text, one token (log-prob -0.5),
+cut by max_new_tokens and stop strings as above: a command run end to end gets the completions its test writes.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import math
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -128,8 +131,10 @@ class FaultServer:
     """The fake server. `single_object=True` answers a bare object (not a list) whenever one result is due."""
 
     def __init__(self, *, port: int = 0, single_object: bool = False, context_length: int | None = None,
-                 report_context: bool = True, deterministic: bool = False) -> None:
+                 report_context: bool = True, deterministic: bool = False,
+                 completions: Callable[[str], str] | None = None) -> None:
         self.single_object = single_object
+        self.completions = completions  # prompt → the text every sample of it is (one token), instead of `tactic i.j`
         self.deterministic = deterministic  # --enable-deterministic-inference: min_p > 0 takes the server down
         self.crashed = False  # set once a request took the server down: every request is dropped from then on
         self.context_length = context_length
@@ -220,7 +225,8 @@ class FaultServer:
         for i in range(len(texts)):  # prompt-major, as SGLang's TokenizerManager._handle_batch_request
             for j in range(n):
                 sample = 0 if greedy else j  # temperature 0 is greedy: every sample is the first
-                pieces, logprobs = fake_pieces(i, sample), fake_logprobs(i, sample)
+                pieces, logprobs = (([self.completions(texts[i])], [-0.5]) if self.completions is not None
+                                    else (fake_pieces(i, sample), fake_logprobs(i, sample)))
                 finish: dict[str, Any] = (
                     {"type": "stop", "matched": stops[0] if stops else EOS_ID} if sample % 2 == 0
                     else {"type": "length", "length": len(pieces)}

@@ -142,12 +142,23 @@ def test_clear_refusals(tmp_path: Path, store: Store) -> None:
     assert not (tmp_path / "ebm").exists()
     ablation = invoke("eval", "--ablation", "--output", str(tmp_path / "e.json"))
     assert ablation.exit_code == 2 and "give --ebm too" in ablation.stderr
+    takes = "--ebm takes a value model: a train-ebm output (a folder with ebm.json, e.g. runs/iter_1/ebm)"
     missing = invoke("search", "--ebm", str(tmp_path / "nothing"), "--output", str(tmp_path / "s"))
-    assert missing.exit_code == 2 and "is not a finished value model" in missing.stderr
+    assert (missing.exit_code, missing.stderr) == (2, f"error: --ebm {tmp_path / 'nothing'} does not exist: {takes}\n")
     (tmp_path / "ebm.json").write_text("{}", encoding="utf-8")  # a file: its "ebm.json/ebm.json" was read
     a_file = invoke("eval", "--ebm", str(tmp_path / "ebm.json"), "--output", str(tmp_path / "e.json"))
-    assert (a_file.exit_code, a_file.stderr) == (2, f"error: --ebm {tmp_path / 'ebm.json'} is a file: --ebm must be a "
-                                                    "value-model folder (a train-ebm output)\n")
+    assert (a_file.exit_code, a_file.stderr) == (2, f"error: --ebm {tmp_path / 'ebm.json'} is a file, not a folder: "
+                                                    f"{takes}\n")
+    # the new user's case: an iteration's policy folder given as --ebm failed 8 s in, once Lean had started
+    export = str(tmp_path / "iter_0" / "export")
+    with store.staged_output(export, "export") as folder:
+        (folder / "config.json").write_text("{}", encoding="utf-8")
+    for command in ("eval", "search"):
+        policy = invoke(command, "--ebm", export, "--output", str(tmp_path / "p"))
+        assert (policy.exit_code, policy.stdout, policy.stderr) == (
+            2, "", f"error: --ebm {export} is a policy model (the output of `burnqed export`), not a value model: "
+            f"{takes}; a policy goes to --model\n")
+    assert not (tmp_path / "p").exists()
 
 
 @pytest.mark.slow

@@ -2,12 +2,15 @@
 tasks counted apart, both shown in the eval's table, the per-theorem table and the report's proofs; the theorem set's
 digest follows the header and the answer. The produced answer checked against the reference (on minilean, a made-up
 problem in PutnamBench's form): `100` for `3 ≤ SOL` (reference 5) is proved and counted "answer produced", never
-"answer produced (reference answer)", in the table, eval.json's fields, the report's proofs and `compare`. minilean
-answers in this process (`InProcessReplayPool`; tests/search/test_answer_check.py checks one through a process)."""
+"answer produced (reference answer)", in the table, eval.json's fields, the report's proofs and `compare`; `burnqed
+eval` end to end judges the slot's constant under the proof's header, so `if decl_name% == `SOL then 100 else 5` (5
+only outside its slot) is `different` too, both headers' digests in eval.json. minilean answers in this process
+(`InProcessReplayPool`, `minilean_in_process`; tests/search/test_answer_check.py checks one through a process)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,11 +31,13 @@ from burnqed.records.results import TheoremResult
 from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
 from burnqed.report.core import _proofs_markdown
 from burnqed.report.tables import ProofRow
-from burnqed.search.answer_check import AnswerCheck
+from burnqed.search.answer_check import AnswerCheck, header_digest, judged_header
 from burnqed.storage import Store
 from leankit.version import PantographVersion
+from tests.doubles.fault_server import FaultServer
 from tests.doubles.line_servers import MiniLean
 from tests.doubles.policy_double import ScriptedPolicy
+from tests.processes import cli
 from tests.search.test_answers import completion, search
 
 PRODUCED = Theorem(name="putnam_easy", signature=": 1 + 1 = putnam_easy_solution",
@@ -227,3 +232,51 @@ def test_an_eval_on_minilean_counts_a_wrong_answer_proved_but_not_with_the_refer
     mocked = result.per_theorem[0]
     assert (mocked.proved, mocked.answer, mocked.answer_check, mocked.reference, mocked.reference_at_proof) == (
         True, "100", "different", "5", None)
+
+
+# ----------------------------------------------------------- the constant judged, not the text (issue 87)
+
+# 100 where it is elaborated in the slot's abbrev (`decl_name%` is the slot), 5 in any other declaration
+NAMED = f"if decl_name% == `{SLOT} then 100 else 5"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("minilean_in_process")
+@pytest.mark.parametrize(("answer", "verdict"), [(NAMED, "different"), ("100", "different"), ("5", "equal")])
+def test_burnqed_eval_judges_the_constant_the_proof_compiled_under(tmp_path: Path, answer: str, verdict: str) -> None:
+    """`burnqed eval`, whole mode on minilean, the policy (SGLang's API, tests/doubles/fault_server.py) answering
+    `answer` with `decide`, which proves `3 ≤ SOL` for 100 and for 5: eval.json's answer check judges the slot's
+    constant under the header the proof compiled under (both digests recorded), so the value that reads 5 only outside
+    its slot is `different`, as the plain 100 is; the honest 5 is `equal`."""
+    index = tmp_path / "index.json"
+    index.write_text(TheoremIndex(name="putnam-made-up", theorems=[AT_LEAST_THREE]).model_dump_json(),
+                     encoding="utf-8")
+    text = completion(answer, "  decide", theorem="theorem putnam_mock : 3 ≤ putnam_mock_solution := by\n")
+    out = tmp_path / "eval.json"
+    with FaultServer(completions=lambda _: text) as server:
+        done = cli("eval", "--theorems", str(index), "--output", str(out), "--budgets", "1", "--set",
+                   "policy.backend=sglang", "--set", f"policy.url={server.url}", "--set", "search.mode=whole",
+                   "--set", "policy.prompt_format=deepseek-tactic", "--set", "search.num_proofs=1", "--set",
+                   "search.min_proofs=1", "--set", "search.timeout_s=30", "--set", "lean.workers=1")
+    assert done.returncode == 0, done.stderr
+    (mocked,) = json.loads(out.read_text(encoding="utf-8"))["per_theorem"]
+    header = judged_header(AT_LEAST_THREE, answer)
+    assert (mocked["proved"], mocked["answer"], mocked["answer_check"], mocked["reference"]) == (
+        True, answer, verdict, "5")
+    assert mocked["proof"] == f"{header}\n\ntheorem putnam_mock : 3 ≤ putnam_mock_solution := by\n  decide\n"
+    assert mocked["answer_check_header"] == mocked["proof_header"] == header_digest(header)
+    solved = {g["group"]: g["solved"] for g in json.loads(out.read_text(encoding="utf-8"))["tasks"]}
+    assert solved == {"answer produced": 1, "answer produced (reference answer)": int(verdict == "equal")}
+
+
+def test_a_proof_not_assembled_under_its_theorem_is_judged_undecided_with_both_digests() -> None:
+    """eval's check takes the header each proof's text holds (`lean.soundness.assembled_header`): a proof whose text
+    is not its theorem's header with the answer filled (an edited trajectory part) is no `equal`, whatever Lean would
+    say of the answer; `3 ≤ SOL` with 5 filled elsewhere is asked about 100."""
+    proof = mock_file("5")
+    forged = TheoremResult(name="putnam_mock", proved=True, budget_at_proof=1, proof=proof, answer="100",
+                           tactics=[f"norm_num [{SLOT}]"], mode=SearchMode.WHOLE, proofs_sampled=1)
+    (judged,) = checked([[forged]], [AT_LEAST_THREE]).values()
+    stored = judged_header(AT_LEAST_THREE, "5")
+    assert (judged.verdict, judged.header_sha256, judged.compiled_sha256) == (
+        AnswerCheck.UNDECIDED, header_digest(judged_header(AT_LEAST_THREE, "100")), header_digest(stored))

@@ -427,3 +427,30 @@ def test_compare_output_is_never_an_input_nor_a_file_of_another_kind(tmp_path: P
         assert refused.exit_code == 2 and refused.output.count("\n") == 1, refused.output
         assert refused.output.startswith("error: --output ") and why in refused.output, refused.output
     assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
+
+
+@pytest.mark.slow  # the command in-process: its imports
+def test_compare_given_a_report_says_what_it_got_and_what_it_takes(tmp_path: Path, store: Store) -> None:
+    """The new user's case: `compare runs/iter_0/report/report.json …` said "timestamp: Field required (and 44 more
+    problems)"."""
+    from typer.testing import CliRunner
+
+    from burnqed.cli import app
+    from burnqed.report.document import Report
+
+    paths = written_results(tmp_path, store)
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({name: None for name, field in Report.model_fields.items() if field.is_required()}))
+    index = tmp_path / "theorems.json"
+    index.write_text(json.dumps({"name": "b", "theorems": []}))
+    takes = ("compare takes eval results (the eval.json `burnqed eval --output` writes; an iteration's: "
+             "iter_N/eval/eval.json)")
+    for given, what in ((report, "an iteration report (the report.json `burnqed report` writes)"),
+                        (index, "a theorem index (what --theorems reads)")):
+        refused = CliRunner().invoke(app, ["compare", paths[0], str(given)])
+        assert (refused.exit_code, refused.output) == (2, f"error: {given} is {what}, not an eval result: {takes}\n")
+    # a broken eval result still names its first problem
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({**json.loads(Path(paths[0]).read_text()), "total": "many"}))
+    refused = CliRunner().invoke(app, ["compare", paths[0], str(broken)])
+    assert refused.exit_code == 2 and refused.output.startswith(f"error: eval result {broken}: total: "), refused.output

@@ -1,26 +1,20 @@
-"""What an eval's result records of its settings (`eval.result.EvalSettings`): the effective settings its engine ran
-with, and every configuration key of eval's identity in its mode by value, the fields derived from the marks
-(`settings_model`), so that a setting added with a mark naming eval is recorded with no list to edit."""
+"""What an eval's result records of its settings (`eval.settings.EvalSettings`): the effective settings its engine ran
+with, a fixed set of fields, and every configuration key of eval's identity in its mode by value, in one `section.key`
+map (`config`), so that a setting added with a mark naming eval is recorded with no list to edit, and a knob renamed
+or removed changes no field of the saved record."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field, create_model
 
 from burnqed.config import Config
-from burnqed.config.identity import MODES, identity_keys, neutral, searched
-from burnqed.eval.result import (
-    EffectiveSettings,
-    EvalSettings,
-    recorded_keys,
-    recorded_name,
-    recorded_settings,
-    settings_model,
-)
+from burnqed.config.identity import MODES, identity_keys, identity_values, neutral, searched
+from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_settings
+from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 
 
 def grown(section: str, **extra: Any) -> type[BaseModel]:
@@ -33,62 +27,55 @@ def grown(section: str, **extra: Any) -> type[BaseModel]:
     return model
 
 
-def recorded(mode: str) -> tuple[BaseModel, dict[str, object]]:
+def recorded(mode: str) -> tuple[EvalSettings, dict[str, object]]:
     cfg = Config.model_validate({"search": {"mode": mode}})
     job = EvalJobSettings.from_config(cfg, [10, 30])
-    settings = recorded_settings(eval_settings(job.backend, job.job.engine, 4), job.identity, mode)
-    return settings, job.identity
+    return recorded_settings(eval_settings(job.backend, job.job.engine, 4), job.identity), job.identity
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_every_key_of_evals_identity_is_recorded_in_its_settings(mode: str) -> None:
+def test_every_key_of_evals_identity_is_recorded_by_value_in_the_settings_map(mode: str) -> None:
     settings, identity = recorded(mode)
-    unrecorded = [key for key in identity_keys(Config, "eval", mode)
-                  if recorded_name(key) not in settings.model_fields_set]
-    # step search revises no failed proof: its repair keys shape the trajectories it records (made_from holds them)
-    assert unrecorded == (["search.repair_rounds", "search.repair_message_tokens"] if mode == "step" else [])
-    derived = set(EvalSettings.model_fields) - set(EffectiveSettings.model_fields)
-    for key in identity_keys(Config, "eval", mode):
-        if recorded_name(key) in derived:
-            assert getattr(settings, recorded_name(key)) == identity[key], key
+    assert settings.config == identity
+    assert set(settings.config) == set(identity_keys(Config, "eval", mode))
+    # the effective settings are the engine's: a step search revises no failed proof
+    assert (settings.repair_rounds is None) == (mode in ("step", "sketch"))
+    assert settings.timeout_s == Config().search.timeout_s
 
 
-def test_the_derived_fields_are_the_keys_of_evals_identity_the_effective_settings_lack() -> None:
-    keys = recorded_keys(Config)
-    assert set(EvalSettings.model_fields) == set(EffectiveSettings.model_fields) | set(keys)
-    assert keys["temperature"] == "policy.temperature" and keys["planner_temperature"] == "planner.temperature"
-    assert keys["revisits"] == "search.revisits" and keys["lean_deny"] == "lean.deny"
+def test_the_effective_settings_are_a_fixed_set_of_fields_beside_the_map() -> None:
+    assert set(EvalSettings.model_fields) == {*ENGINE_FIELDS, "config"}
+    assert len(ENGINE_FIELDS) == 31
     sketch, _ = recorded("sketch")
-    assert (sketch.model_dump()["planner_max_new_tokens"], sketch.model_dump()["revisits"]) == (
+    assert (sketch.config["planner.max_new_tokens"], sketch.config["search.revisits"]) == (
         Config().planner.max_new_tokens, Config().search.revisits)
     step, _ = recorded("step")
-    assert step.model_dump()["planner_max_new_tokens"] is None and step.model_dump()["num_proofs"] is None
+    assert "planner.max_new_tokens" not in step.config and "search.num_proofs" not in step.config
 
 
-@pytest.mark.parametrize(("section", "name"), [("search", "new_knob"), ("lean", "lean_new_knob"),
-                                               ("planner", "planner_new_knob")])
-def test_a_setting_added_with_a_mark_naming_eval_is_recorded_and_one_outside_is_not(section: str, name: str) -> None:
-    assert name in settings_model(grown(section, json_schema_extra=searched("whole"))).model_fields
-    assert name not in settings_model(grown(section, json_schema_extra=neutral("a test's knob"))).model_fields
-    assert name not in EvalSettings.model_fields
+@pytest.mark.parametrize("section", ["search", "lean", "planner"])
+def test_a_setting_added_with_a_mark_naming_eval_is_recorded_and_one_outside_is_not(section: str) -> None:
+    key = f"{section}.new_knob"
+    marked = identity_values(grown(section, json_schema_extra=searched("whole"))(), "eval", "whole")
+    assert recorded_settings(recorded("whole")[0], marked).config[key] == 3
+    outside = identity_values(grown(section, json_schema_extra=neutral("a test's knob"))(), "eval", "whole")
+    assert key not in recorded_settings(recorded("whole")[0], outside).config
+    assert "new_knob" not in EvalSettings.model_fields  # the saved record's model is not derived from the config
 
 
-def test_two_keys_recorded_under_one_name_are_refused() -> None:
-    base = Config.model_fields["search"].annotation
-    assert isinstance(base, type) and issubclass(base, BaseModel)
-    clash = create_model("ClashSearch", __base__=base, temperature=(float, Field(default=1.0,
-                                                                                 json_schema_extra=searched())))
-    model = create_model("ClashConfig", __base__=Config, search=(clash, Field(default_factory=clash)))
-    with pytest.raises(ValueError, match=re.escape("search.temperature and policy.temperature would both be "
-                                                   "recorded as 'temperature'")):
-        recorded_keys(model)
-
-
-def test_settings_written_before_schema_8_read_with_the_derived_fields_unset() -> None:
+def test_settings_written_before_schema_8_read_with_an_empty_map() -> None:
     old = {"backend": "local", "prompt_format": "plain-tactic", "num_candidates": 8, "temperature": 0.8,
            "top_p": 0.95, "max_new_tokens": 64, "max_nodes": 30, "timeout_s": 60.0, "verify": True,
            "stop_at_first": True, "concurrency": 4}
     settings = EvalSettings.model_validate(old)
-    assert settings.model_dump(exclude_none=True) == {**old, "probe_tactics": []}
-    assert all(getattr(settings, name) is None for name in set(recorded_keys(Config)) - set(
-        EffectiveSettings.model_fields))
+    assert settings.model_dump(exclude_none=True) == {**old, "probe_tactics": [], "config": {}}
+
+
+def test_a_knob_removed_from_the_configuration_leaves_every_saved_result_readable() -> None:
+    """eval.json no longer has a field per key: a key today's `Config` does not have reads, in the map."""
+    settings, _ = recorded("step")
+    written = settings.model_dump(mode="json")
+    written["config"]["search.a_knob_long_removed"] = 7
+    assert EvalSettings.model_validate(written).config["search.a_knob_long_removed"] == 7
+    assert "search.a_knob_long_removed" not in Config.model_fields["search"].annotation.model_fields  # type: ignore[union-attr]
+    assert EvalResult.model_fields["settings"].annotation == EvalSettings | None

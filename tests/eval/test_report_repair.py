@@ -12,7 +12,8 @@ import pytest
 from burnqed.config import PipelineConfig
 from burnqed.eval.compare import compare_results, render_comparison
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.result import EvalResult, EvalSettings, write_eval_result
+from burnqed.eval.result import EvalResult, write_eval_result
+from burnqed.eval.settings import EvalSettings
 from burnqed.layout import Layout
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import FailureReason, TheoremResult, UsageCurve

@@ -314,7 +314,7 @@ def test_json_round_trip(tmp_path: Path, store: Store):
     write_eval_result(result, path, store=store)
     assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == SCHEMA_VERSION == 8
+    assert raw["schema_version"] == SCHEMA_VERSION == 10
     assert raw["not_evaluated"] == []
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")
@@ -478,7 +478,7 @@ def test_lean_backend_label():
 
 
 def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: Store):
-    from burnqed.eval.result import EvalSettings
+    from burnqed.eval.settings import EvalSettings
 
     settings = EvalSettings(backend="local", prompt_format="plain-tactic", num_candidates=8, temperature=0.8,
                             top_p=0.95, max_new_tokens=128, max_nodes=60, max_depth=50, timeout_s=300.0, alpha=0.5,
@@ -503,7 +503,7 @@ def test_groups_seed_and_settings_are_recorded_and_shown(tmp_path: Path, store: 
 def test_a_repair_arms_header_says_its_repair_rounds() -> None:
     """A whole search that revised failed proofs with Lean's messages: its title says `whole+repair` and its
     settings line `repair_rounds`; the same search without repair says neither."""
-    from burnqed.eval.result import EvalSettings
+    from burnqed.eval.settings import EvalSettings
 
     common = dict(backend="local", prompt_format="plain-tactic", num_candidates=4, temperature=1.0, top_p=0.95,
                   max_new_tokens=256, max_proofs=16, timeout_s=300.0, verify=True, stop_at_first=True, concurrency=1)
@@ -564,7 +564,7 @@ def test_a_result_of_schema_4_loads_with_nothing_not_evaluated_and_prints_as_it_
     path = tmp_path / "old.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     old = load_eval_result(path, store=store)
-    assert (old.schema_version, old.not_evaluated, old.declarations) == (4, [], 4)
+    assert (old.schema_version, old.not_evaluated, old.declarations) == (SCHEMA_VERSION, [], 4)  # read as current
     assert render_eval_table(old).splitlines()[-1] == "cumulative solved: 3/4; failures: exhausted 1"
     assert render_not_evaluated(old) == ""
 
@@ -619,7 +619,7 @@ def test_results_of_schema_2_still_load(tmp_path: Path, store: Store):
     path = tmp_path / "old.json"
     path.write_text(json.dumps(raw), encoding="utf-8")
     old = load_eval_result(path, store=store)
-    assert old.schema_version == 2 and old.wall_s is None and old.per_theorem[0].detail is None
+    assert old.schema_version == SCHEMA_VERSION and old.wall_s is None and old.per_theorem[0].detail is None
 
 
 def test_theorem_table_names_the_solved_and_says_why_the_rest_failed():

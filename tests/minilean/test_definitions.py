@@ -201,3 +201,39 @@ def test_a_definition_outside_the_fragment_is_an_error_at_its_name() -> None:
     said = _said(_process(Server(), "def sol : ℕ := by exact 2\ntheorem t : sol = 2 := by rfl"))
     assert said == [["error: minilean: a definition's value by tactics is outside minilean's fragment"],
                     ["error: unknown identifier 'sol'"]]
+
+
+# ------------------------------------------- `decl_name%`, `if … then … else`, `==` (the answer check, issue 87)
+
+NAMED = "if decl_name% == `putnam_easy_solution then 2 else 3"
+
+
+@pytest.mark.parametrize(("answer", "proof", "said"), [
+    # `decl_name%` is the declaration being elaborated: the slot's abbrev, where the name matches
+    (f"({NAMED})", "decide", []),
+    (f"({NAMED})", "rfl", []),
+    # the same text in the theorem's statement names the theorem: 3 there
+    ("(2)", "decide", ["error: tactic 'decide' proved that the proposition\n  (if (`putnam_easy == "
+                       "`putnam_easy_solution) = true then 2 else 3) = putnam_easy_solution\nis false"]),
+    # a proposition as the condition (decided), a `Bool` as one (`b = true`), `==` on numbers
+    ("(if 2 < 3 then 2 else 7)", "decide", []),
+    ("(if (1 == 2) then 7 else 2)", "decide", []),
+    ("(if `a == `a.b then 7 else 2)", "rfl", []),
+])
+def test_decl_name_names_the_declaration_elaborated_and_if_decides_its_condition(answer: str, proof: str,
+                                                                                said: list[str]) -> None:
+    statement = STATEMENT if answer != "(2)" else f"theorem putnam_easy : ({NAMED}) = putnam_easy_solution"
+    text = f"abbrev putnam_easy_solution : ℕ := {answer}\n{statement} := by {proof}\n"
+    assert _said(_process(Server(version=V034), text)) == [[], said]
+
+
+def test_decl_name_outside_a_declaration_and_beq_without_an_instance_are_lean_errors() -> None:
+    server = Server(version=V034)
+    started = _send(server, "goal.start", {"expr": "decl_name% = `x"})
+    assert started == {"error": "elab", "desc": "invalid `decl_name%` macro, the declaration name is not available"}
+    units = _process(server, "theorem t : (({1} : Set ℕ) == {1}) = true := by decide\n")
+    assert _said(units)[0][0].startswith("error: failed to synthesize\n  BEq (Set ℕ)")
+    # unfolded, the constant is the value its own declaration elaborated: 2, not 3
+    units = _process(server, f"abbrev putnam_easy_solution : ℕ := ({NAMED})\ntheorem t : putnam_easy_solution ≠ 3 := "
+                             "by\n  unfold putnam_easy_solution\n  decide\n")
+    assert _said(units) == [[], []]

@@ -18,7 +18,7 @@ from burnqed.provenance import StageInputs
 from burnqed.runner.local import LocalRunner
 from burnqed.runner.plan import iteration_of
 from burnqed.runner.reuse import export_inputs, prepare_inputs
-from burnqed.storage import Store
+from burnqed.storage import Store, normalize
 
 pytestmark = pytest.mark.slow  # the whole command line in this process
 
@@ -83,6 +83,12 @@ def test_plan_says_iterate_refuses_an_iteration_whose_earlier_one_has_not_finish
     planned = CliRunner().invoke(app, ["plan", "--iter", "1", "--root", root])
     iterated = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", root])
     assert (planned.exit_code, iterated.exit_code) == (0, 2), planned.output + iterated.output
+    assert planned.stdout.splitlines()[-1] == "iterate refuses: " + iterated.stderr.splitlines()[-1].removeprefix(
+        "error: ")
+    assert f"{normalize(root)} does not exist, so it holds no run" in planned.stdout.splitlines()[-1]
+    (tmp_path / "runs" / "iter_0").mkdir(parents=True)  # a root whose iteration 0 has not finished
+    planned = CliRunner().invoke(app, ["plan", "--iter", "1", "--root", root])
+    iterated = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", root])
     assert planned.stdout.splitlines()[-1] == "iterate refuses: " + iterated.stderr.splitlines()[-1].removeprefix(
         "error: ")
     assert "iteration 0 has not finished under" in planned.stdout.splitlines()[-1]

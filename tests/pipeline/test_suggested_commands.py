@@ -44,9 +44,9 @@ def test_iterate_names_the_unfinished_iteration_with_the_options_it_was_given(tm
     done = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", "runs-mine", "--model", "my-model",
                                     "--config", "mine.toml", "--set", "lean.workers=1"])
     assert done.exit_code == 2, done.output
-    assert done.stderr.splitlines() == [
-        f"error: iteration 0 has not finished under file://{tmp_path}/runs-mine: run `burnqed iterate --iter 0 --root "
-        "runs-mine --model my-model --config mine.toml --set lean.workers=1` first"]
+    assert done.stderr.splitlines() == [  # a root that does not exist: said so (commands.vocabulary.require_run_root)
+        f"error: file://{tmp_path}/runs-mine does not exist, so it holds no run; a new run starts there with "
+        "`burnqed iterate --iter 0 --root runs-mine --model my-model --config mine.toml --set lean.workers=1`"]
 
 
 @pytest.mark.slow  # one in-process iterate over a finished iteration

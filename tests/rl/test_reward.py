@@ -42,7 +42,7 @@ from burnqed.records.enums import DeclarationForm
 from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof
 from burnqed.rl.reward import LeanReward, RewardSettings
-from burnqed.search.answer_check import check_file
+from burnqed.search.answer_check import check_file, header_digest, judged_header
 from burnqed.search.repair import repair_prompt
 from burnqed.search.whole import whole_prompt
 from burnqed.text.feedback import Feedback, FeedbackMessage
@@ -211,11 +211,11 @@ def test_a_verified_proof_earns_one_and_the_file_compiled_is_whole_modes(version
     assert stats is not None and stats.reasons[2] == "the proof text does not compile: unsolved goals"
     files = compiled(tmp_path / "log")
     # The restated theorem as given, the answer in its slot, the axioms report and the recheck: whole mode's file; and,
-    # the answer's proof verified, its check against the reference under the header without the slot.
+    # the answer's proof verified, its check against the reference under the header the proof compiled under.
     assert sorted(file.split("\n#print axioms")[0] for file in files) == sorted([
         "theorem two_plus_two : 2 + 2 = 4 := by\n  norm_num\n",
         f"abbrev putnam_easy_solution : ℕ := (2)\n-- 2\n\n{THEOREM}  norm_num [putnam_easy_solution]\n",
-        check_file(OPEN, "2", "2", "="),
+        check_file(OPEN, "2", "="),
         "open Nat\n\ntheorem two_plus_two_is_five : 2 + 2 = 5 := by\n  norm_num\n  FAILCOMPILE\n"])
 
 
@@ -616,11 +616,37 @@ def test_an_answer_task_pays_only_an_answer_lean_shows_equal_to_the_reference() 
         stats = reward.last
         assert stats is not None
         assert stats.reasons == (
-            "the answer '100' is not shown to be the reference answer (different): Lean proved the answer different "
+            "the answer '100' is not shown to be the reference answer (different) (header sha256 "
+            f"{header_digest(judged_header(AT_LEAST_THREE, '100'))}): Lean proved the answer different "
             "from the reference", "",
             "the answer '5' is not shown to be the reference answer (no reference): the benchmark records no "
             "reference answer for putnam_mock_solution")
         assert (stats.verified, stats.compiles, stats.failures) == (1, 3, 0)
+
+
+@pytest.mark.slow
+def test_an_answer_that_reads_the_reference_only_outside_its_slot_earns_zero() -> None:
+    """On minilean, `3 ≤ SOL` (reference 5) proved by `decide`: the value `if decl_name% == `SOL then 100 else 5` is
+    100 in the slot the proof compiled under (5 in any other declaration), so the check of the slot's constant, under
+    that header, says `different` and it earns 0.0, as the plain 100 does; the honest 5 earns 1.0."""
+    from tests.eval.test_answers import AT_LEAST_THREE, NAMED
+
+    minilean = PantographVersion.parse("0.3.4")
+    theorem = "theorem putnam_mock : 3 ≤ putnam_mock_solution := by\n"
+    with LeanReward([AT_LEAST_THREE], lambda: InProcessReplayPool(lambda: MiniLean(version=minilean), 1,
+                                                                  theorems_per_worker=4),
+                    DEFAULT_GUARD, RewardSettings(fmt=FMT)) as reward:
+        batch = [(AT_LEAST_THREE, completion(answer, "  decide", theorem)) for answer in (NAMED, "100", "5")]
+        assert call(reward, batch) == [0.0, 0.0, 1.0]
+        stats = reward.last
+        assert stats is not None and (stats.verified, stats.compiles, stats.failures) == (1, 3, 0)
+        assert stats.reasons == (
+            f"the answer {NAMED!r} is not shown to be the reference answer (different) (header sha256 "
+            f"{header_digest(judged_header(AT_LEAST_THREE, NAMED))}): Lean proved the answer different from the "
+            "reference",
+            "the answer '100' is not shown to be the reference answer (different) (header sha256 "
+            f"{header_digest(judged_header(AT_LEAST_THREE, '100'))}): Lean proved the answer different from the "
+            "reference", "")
 
 
 @pytest.mark.slow
@@ -638,5 +664,6 @@ def test_an_answer_check_lean_gave_no_verdict_on_earns_zero_uncached_and_is_aske
             assert call(reward, [(hanging, RIGHT_ANSWER)]) == [0.0]
             stats = reward.last
             assert stats is not None and (stats.compiles, stats.failures, stats.cache_hits) == (1, 1, 0)
-            assert stats.reasons[0].startswith("the answer '2' is not shown to be the reference answer (undecided): "
-                                               "neither side proved: `=`: verification failed: ")
+            assert stats.reasons[0].startswith(
+                "the answer '2' is not shown to be the reference answer (undecided) (header sha256 "
+                f"{header_digest(judged_header(hanging, '2'))}): neither side proved: `=`: verification failed: ")
