@@ -226,3 +226,12 @@ def test_adjacent_operators_are_a_parse_error_whatever_notation(text: str, found
     from leankit.text import adjacent_operators
 
     assert adjacent_operators(text) == found
+
+
+def test_a_quote_then_a_backslash_after_a_name_glued_to_a_symbol_is_a_literal_lean_cannot_close() -> None:
+    """After Mathlib's `→o` the quote may start Lean's character literal, which reads `\\ ` as an escape and fails
+    there, whatever follows (the mutation run of the linear reader: no test had a backslash then a blank)."""
+    text = "x →o'\\ y"
+    assert literal_problem(text) == (f"has a quote at {text[4:]!r} that Lean reads as a character literal it "
+                                     "cannot close")
+    assert literal_problem("x →o'\\n' y") is None  # a character literal that closes
