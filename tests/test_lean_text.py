@@ -197,6 +197,7 @@ def test_a_docstring_is_attached_as_lean_attaches_it() -> None:
     ("exact \"abc", "leaves a string open at '\"abc'"),
     ("simp /- x", "leaves a block comment open at '/- x'"),
     ("exact \"\\q\"", "has an escape Lean does not read at '\\\\q\"'"),
+    ("exact \"a\\qwxyz\"", "has an escape Lean does not read at '\\\\qwx'"),  # after one character; 4 shown
     ("exact →o' bopen X", "has a quote at \"' bopen \" that Lean reads as a character literal it cannot close"),
 ])
 def test_literal_problem_names_where_lean_breaks_off(text: str, problem: str) -> None:
