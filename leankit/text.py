@@ -258,7 +258,7 @@ def regions(text: str, *, glued: bool = False) -> Iterator[Region]:
             pass
         elif token == "--":
             newline = text.find("\n", start)
-            region = Region(LINE_COMMENT, start, len(text) if newline < 0 else newline)
+            region = Region(LINE_COMMENT, start, len(text) if newline == -1 else newline)
         elif token == "/-":
             end, closed = _block_end(text, start)
             kind = {"-": DOC_COMMENT, "!": MODULE_DOC}.get(text[start + 2 : start + 3], BLOCK_COMMENT)
@@ -282,9 +282,9 @@ def read_two_ways(text: str) -> int | None:
     for one, other in zip(plain, glued, strict=False):
         if one != other:
             return min(one.start, other.start)
-    if len(plain) != len(glued):
-        return (plain if len(plain) > len(glued) else glued)[min(len(plain), len(glued))].start
-    return None
+    if len(plain) == len(glued):
+        return None
+    return max(plain, glued, key=len)[min(len(plain), len(glued))].start  # the first one the other lacks
 
 
 _PRIMED_TOKENS = ("]", "⁻¹", "∑", "∏")  # before `'` in the tokens ending with one: core's `]'`, Mathlib's `⁻¹'`, `∑'`
@@ -329,7 +329,7 @@ def _broken_quote(names: _Names, floor: int, stop: int) -> str | None:
         if starts is False:  # inside a name, and so is every quote of its run (`h'''`): past them
             index = _QUOTES.match(text, index).end()  # type: ignore[union-attr]
             continue
-        if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
+        if starts is None and text.endswith(_PRIMED_TOKENS, floor, index):
             starts = False  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s`, `∑' i` (Mathlib's)
         if starts is None and names.glued_name(index, floor):  # a name glued to a symbol (`↑i'`, `→o'`): dangerous
             starts = _resumes_in_a_name(text, index)  # only where Lean's resumption splits these readers' name
