@@ -21,6 +21,7 @@ from leankit.text import (
     Region,
     Statement,
     append_code,
+    block_comment_end,
     bracket_delta,
     code_chars,
     depth0_chars,
@@ -236,3 +237,11 @@ def test_a_quote_then_a_backslash_after_a_name_glued_to_a_symbol_is_a_literal_le
     assert literal_problem(text) == (f"has a quote at {text[4:]!r} that Lean reads as a character literal it "
                                      "cannot close")
     assert literal_problem("x →o'\\n' y") is None  # a character literal that closes
+
+
+def test_a_block_comment_nests_and_closes_at_adjacent_openers_and_closers() -> None:
+    """`/-` and `-/` right after one another, inside a comment (the mutation run of the linear reader: a step past a
+    nested opener or a closer was read by no test)."""
+    assert block_comment_end("/- /--/ -/ x", 0) == 10  # `/-` then `-/` at once: one level in and out
+    assert block_comment_end("/- /- -/-/ x", 0) == 10  # two closers back to back
+    assert block_comment_end("/- /-/- -/ -/ -/ x", 0) == 16  # two openers back to back: three levels

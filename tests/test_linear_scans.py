@@ -60,6 +60,7 @@ SHAPES: dict[str, Callable[[int], str]] = {
     "subscripts and quotes": lambda n: "x" + "₀'" * (n // 2),
     "image quotes": lambda n: "''" * (n // 2),
     "glued name": lambda n: "→" + "o" * n + " x",
+    "glued primes": lambda n: "→o" + "'" * n,  # each quote asked twice: where a token starts, and its glue
     "configurations": lambda n: "simp " + "(a := 1) " * (n // 9),
     "nested configurations": lambda n: "simp " + "(a.b := " * (n // 9) + ")" * (n // 9),
     "options": lambda n: "simp " + "+a " * (n // 3) + "(a := 1)",
