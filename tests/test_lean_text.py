@@ -196,6 +196,7 @@ def test_a_docstring_is_attached_as_lean_attaches_it() -> None:
 @pytest.mark.parametrize(("text", "problem"), [
     ("'ainstance : X'", "has a quote at \"'ainstan\" that Lean reads as a character literal it cannot close"),
     ("exact \"abc", "leaves a string open at '\"abc'"),
+    ("exact \"abcdefghijklmnop", "leaves a string open at '\"abcdefghijk'"),  # twelve characters shown
     ("simp /- x", "leaves a block comment open at '/- x'"),
     ("exact \"\\q\"", "has an escape Lean does not read at '\\\\q\"'"),
     ("exact \"a\\qwxyz\"", "has an escape Lean does not read at '\\\\qwx'"),  # after one character; 4 shown
@@ -245,3 +246,10 @@ def test_a_block_comment_nests_and_closes_at_adjacent_openers_and_closers() -> N
     assert block_comment_end("/- /--/ -/ x", 0) == 10  # `/-` then `-/` at once: one level in and out
     assert block_comment_end("/- /- -/-/ x", 0) == 10  # two closers back to back
     assert block_comment_end("/- /-/- -/ -/ -/ x", 0) == 16  # two openers back to back: three levels
+
+
+@pytest.mark.parametrize("text", ["simp -- see {x} and \\q", "/- {x} \\q -/ simp", "exact '{'", "exact «{x}»"])
+def test_braces_and_backslashes_outside_a_string_are_no_literal_problem(text: str) -> None:
+    """Only a string's escapes and `{` are read (the mutation run of the linear reader: no test had a comment, a
+    character literal or an escaped name holding them)."""
+    assert literal_problem(text) is None
