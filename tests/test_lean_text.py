@@ -34,6 +34,7 @@ from leankit.text import (
     literal_problem,
     mask_comments,
     matching_close,
+    read_as_lean,
     read_statement,
     read_two_ways,
     regions,
@@ -253,3 +254,13 @@ def test_braces_and_backslashes_outside_a_string_are_no_literal_problem(text: st
     """Only a string's escapes and `{` are read (the mutation run of the linear reader: no test had a comment, a
     character literal or an escaped name holding them)."""
     assert literal_problem(text) is None
+
+
+@pytest.mark.parametrize(("tactic", "read"), [
+    ("«debug».«skipKernelTC» x", "debug.skipKernelTC x"),  # at the text's start
+    ("set_option «maxRecDepth» 1", "set_option maxRecDepth 1"),
+    ("exact «h»' «", "exact h' «"),  # a `«` never closed stays as written
+])
+def test_read_as_lean_writes_escaped_names_plainly(tactic: str, read: str) -> None:
+    """(The mutation run of the linear reader: no test of the reader had an escape at the text's start.)"""
+    assert read_as_lean(tactic) == read
