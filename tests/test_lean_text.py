@@ -260,6 +260,7 @@ def test_braces_and_backslashes_outside_a_string_are_no_literal_problem(text: st
     ("«debug».«skipKernelTC» x", "debug.skipKernelTC x"),  # at the text's start
     ("set_option «maxRecDepth» 1", "set_option maxRecDepth 1"),
     ("exact «h»' «", "exact h' «"),  # a `«` never closed stays as written
+    ("a «» «b»", "a  b"),  # an empty one too
 ])
 def test_read_as_lean_writes_escaped_names_plainly(tactic: str, read: str) -> None:
     """(The mutation run of the linear reader: no test of the reader had an escape at the text's start.)"""
