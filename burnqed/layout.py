@@ -67,6 +67,11 @@ class Layout:
     def trajectories(self, i: int) -> str:
         return f"{self.iter_dir(i)}/trajectories"
 
+    def experiment(self) -> str:
+        """The run root's experiment: the base model, benchmark and settings its iterations share
+        (`burnqed.runner.experiment`; docs/pipeline.md, "One root, one experiment")."""
+        return f"{self.root.rstrip('/')}/experiment.json"
+
     def subgoal_cache(self) -> str:
         """The subgoal cache of the run's searches: every shard and iteration of the run shares it, each Lean
         environment in a folder of its own (`burnqed.search.subgoal_cache`; docs/pipeline.md, "Subgoal cache")."""

@@ -24,6 +24,22 @@ from typing import IO, Any, NoReturn
 import psutil
 
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
+# How a command that `BURNQED` (or a Popen of it) started names itself in the commands it prints: the interpreter as
+# it was given, then `-m burnqed.cli` (burnqed/base/signals.py `program_name`), e.g. `.venv/bin/python -m burnqed.cli`.
+PRINTED_PROGRAM = r"\S+ -m burnqed\.cli"
+
+
+def printed_arguments(command: str) -> list[str]:
+    """The arguments of a command a `BURNQED` process printed for the user to run (`PRINTED_PROGRAM ARGS`), after
+    checking that its program is this interpreter run as the user started it (a path that names it from the
+    working folder): what `cli(*ARGS)` runs in this process."""
+    import shlex
+    from pathlib import Path
+
+    words = shlex.split(command)
+    assert words[1:3] == ["-m", "burnqed.cli"], command
+    assert Path(words[0]).resolve() == Path(sys.executable).resolve(), command
+    return words[3:]
 
 
 def cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: str | os.PathLike[str] | None = None,

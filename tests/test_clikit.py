@@ -1,16 +1,18 @@
-"""`commands.kit`: the preamble every stage command starts with (`setup`, `already_done`) and the command boundary
-(`reports_errors`) for the failures leankit raises."""
+"""`commands.kit`: the preamble every stage command starts with (`setup`, `already_done`), the command boundary
+(`reports_errors`) for the failures leankit raises, and the root group's one-line errors (`one_line_errors`)."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from burnqed.base.signals import Terminated
 from burnqed.cli import app
-from burnqed.commands.kit import already_done, reports_errors, setup
+from burnqed.commands.kit import already_done, one_line_errors, reports_errors, setup
 from burnqed.errors import InputError, LeanStartError, from_leankit
 from burnqed.provenance import InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, Store
@@ -113,3 +115,26 @@ def test_a_logged_warning_reads_like_every_other_warning_line() -> None:
     lines = verbose.stderr.splitlines()
     assert lines[0] == "warning: step mode does not evaluate 2 theorems"
     assert lines[1].endswith(" INFO burnqed.lean.pool: worker 1 started") and len(lines) == 2
+
+
+@pytest.mark.parametrize(("raised", "err", "code"), [
+    (typer.Abort(), "error: stopped by SIGINT\n", 130),
+    (EOFError(), "\nerror: stopped by SIGINT\n", 130),  # typer's reading of an end of input: a blank line, an Abort
+    (typer.BadParameter("out of range"), "error: Invalid value: out of range\n", 2),  # a usage error, no command
+    (typer.TyperException("a file error"), "error: a file error\n", 1),
+])
+def test_one_line_errors_turns_typers_errors_and_stops_into_one_line_and_an_exit(
+    raised: BaseException, err: str, code: int, capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(typer.Exit) as stopped, one_line_errors():
+        raise raised
+    assert stopped.value.exit_code == code
+    assert capsys.readouterr() == ("", err)
+
+
+def test_an_abort_caused_by_sigterm_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(typer.Exit) as stopped, one_line_errors():
+        raise typer.Abort() from Terminated(signal.SIGTERM)
+    assert stopped.value.exit_code == 143 and capsys.readouterr().err == "error: stopped by SIGTERM\n"
+    with pytest.raises(ValueError, match="a bug"), one_line_errors():  # anything else keeps its traceback
+        raise ValueError("a bug")

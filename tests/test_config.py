@@ -70,6 +70,14 @@ def test_values_parse_as_json_else_string(raw: str, value: object):
         (["search.min_proofs=9"], {}, "min_proofs 9 must not exceed num_proofs 8"),
         (["policy.cot=true"], {}, "cot is an option of the deepseek prompt family"),
         (["policy.prompt_format=deepseek-whole"], {}, "whole-proof variant"),
+        # a gate's threshold is a fraction that the report prints as points: 20 meant 20 points
+        (["pipeline.gate_min_gain=20"], {}, "pipeline.gate_min_gain: Value error, is a gain in solve rate as a "
+         "fraction of the theorems, -1 to 1 (0.05 is 5 points, which the report prints as 5.0%); 20 is out of range: "
+         "for 20 points give 0.2; got 20 (from --set pipeline.gate_min_gain)"),
+        (["pipeline.gate_min_rate=-0.5"], {}, "pipeline.gate_min_rate: Value error, is a solve rate as a fraction of "
+         "the theorems, 0 to 1 (0.05 is 5 points, which the report prints as 5.0%); -0.5 is out of range; got -0.5"),
+        ([], {"BURNQED_PIPELINE__GATE_MIN_RATE": "5"}, "5 is out of range: for 5 points give 0.05; got 5 (from env "
+         "BURNQED_PIPELINE__GATE_MIN_RATE)"),
     ],
 )
 def test_bad_configuration_is_one_clear_error(sets: list[str], env: dict[str, str], message: str):

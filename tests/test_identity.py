@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, ValidationError, create_model
 from burnqed.config import Config, LeanConfig, PolicyConfig, SearchConfig
 from burnqed.config.identity import (
     MODES,
+    experiment_keys,
     fields,
     identity_keys,
     identity_values,
@@ -25,6 +26,7 @@ from burnqed.config.identity import (
     misplaced_roles,
     neutral,
     recorded,
+    result_keys,
     searched,
     shapes,
     unclassified,
@@ -95,6 +97,21 @@ def test_a_mark_names_known_identities_and_modes_and_a_field_outside_says_why() 
     [(_, info)] = [(key, info) for key, info in fields(Config) if key == "lean.workers"]
     mark = mark_of(info)
     assert mark is not None and mark.enters == () and mark.why.startswith("result-neutral: ")
+
+
+def test_a_run_roots_experiment_is_its_data_and_its_measurement_read_from_the_marks() -> None:
+    """`experiment_keys`: what enters or reaches the prepared data's or the evals' identity (the base model and the
+    benchmark through the arguments the plan builds); not how an iteration trains, what the report judges, or where
+    it runs (docs/pipeline.md, "One root, one experiment")."""
+    keys = experiment_keys(Config)
+    assert {"sft.base_model", "policy.model", "pipeline.benchmark", "data.world_seed", "data.sources",
+            "pipeline.eval_budgets", "pipeline.eval_pass_n", "pipeline.eval_modes", "search.mode",
+            "policy.temperature", "lean.command"} <= set(keys)
+    assert not {"sft.learning_rate", "ebm.steps", "rl.enabled", "pipeline.start", "pipeline.search_shards",
+                "pipeline.gate_min_rate", "pipeline.gate_min_gain", "lean.workers", "storage.root"} & set(keys)
+    assert set(keys) <= set(result_keys(Config)) and "lean.workers" not in result_keys(Config)
+    with pytest.raises(ValueError, match="'sfft'"):
+        recorded("its --x", reaches=("sfft",))  # type: ignore[arg-type]
 
 
 def test_the_identities_hold_the_settings_that_were_missing() -> None:

@@ -1,8 +1,14 @@
 """burnqed uses its frameworks (transformers, trl, torch, typer, peft, accelerate, datasets, pydantic…) through their
 public hooks only: no class in burnqed/ overrides a private method of an external base class (a name with one leading
-underscore that the base has: `_save_checkpoint`, `_clip_grad_norm`), no code assigns a private attribute of a
-framework's object (`scheduler._last_lr = …`; `self._x` only where no external base has `_x`), and no module imports
-a private module or name of an external package (`typer._click`). Each is a break waiting for a release.
+underscore that the base has: `_save_checkpoint`, `_clip_grad_norm`) or takes a private parameter in its override of
+an external method (`save_model(self, output_dir, _internal_call)`), no code assigns a private attribute of a
+framework's object (`scheduler._last_lr = …`; `self._x` only where no external base has `_x`), no module imports
+a private module or name of an external package (`typer._click`), no call passes a private parameter (`_x=…`) to a
+function that is not burnqed's own (`DOCUMENTED_PRIVATE` lists the few a library documents under such a name), no
+code tells a class by its name (`type(e).__name__ == "UsageError"`, `e.__class__.__name__`, names read off an MRO:
+`isinstance` against the public class instead) and none swaps an object's class (`obj.__class__ = …`). Each is a break
+waiting for a release. Where burnqed must lean on more of a framework than its documented hooks, it does so in one
+adapter module with a contract test per touch point (typer: burnqed/commands/typerapi.py, tests/test_typerapi.py).
 
 The classes are read from the source (those built inside a function too, as the stages build their trainer and
 callback classes on first use); each base is resolved through the module's imports and imported to read its MRO.
@@ -153,7 +159,83 @@ def _class_in(tree: ast.Module, name: str) -> ast.ClassDef | None:
 def findings(source: str, module: str) -> list[Finding]:
     """What breaks the rule in one module's source (named `module`)."""
     tree = ast.parse(source)
-    return [*private_imports(tree, module), *private_overrides(tree, module), *private_assignments(tree, module)]
+    return [*private_imports(tree, module), *private_overrides(tree, module), *private_assignments(tree, module),
+            *private_keywords(tree, module), *class_names(tree, module), *class_swaps(tree, module)]
+
+
+# Keyword parameters with a leading underscore that their library documents as its public interface: the name → the
+# library and where it says so (test_each_documented_private_parameter_is_documented_there reads it).
+DOCUMENTED_PRIVATE: dict[str, tuple[str, str]] = {
+    "_preload_content": ("kubernetes", "kubernetes.client.CoreV1Api.read_namespace"),
+    "_request_timeout": ("kubernetes", "kubernetes.client.CoreV1Api.read_namespace"),
+}
+
+
+def private_keywords(tree: ast.Module, module: str) -> list[Finding]:
+    """A call passing a private keyword parameter (`_internal_call=True`) to a function that is not burnqed's own: one
+    this module defines (called by its name, or as `self.`/`cls.` method) or imports from burnqed, leankit or
+    minilean. A callee that cannot be told (a parameter, an object's method) counts as a library's."""
+    names = _imported(tree, module)
+    own = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)}
+    out: list[Finding] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        private = [k.arg for k in node.keywords if k.arg is not None and is_private(k.arg)
+                   and k.arg not in DOCUMENTED_PRIVATE]
+        if private and not _ours(node.func, names, own):
+            out += [Finding(f"{module}:{node.lineno}", f"passes the private parameter {name}= to "
+                                                       f"{ast.unparse(node.func)}") for name in private]
+    return out
+
+
+def _ours(func: ast.expr, names: dict[str, str], own: set[str]) -> bool:
+    path = dotted(func)
+    if path is None:
+        return False
+    head, _, rest = path.partition(".")
+    if not rest:
+        return head in own or (head in names and names[head].split(".", 1)[0] in OURS)
+    if head in {"self", "cls"} and "." not in rest:
+        return rest in own
+    return head in names and names[head].split(".", 1)[0] in OURS
+
+
+def class_names(tree: ast.Module, module: str) -> list[Finding]:
+    """A class told by its name: a comparison with `type(x).__name__`, `x.__class__.__name__` (or `__qualname__`), or
+    the names of an MRO's classes read off (`{c.__name__ for c in type(e).__mro__}`). A name printed (an error
+    message's `type(exc).__name__`) is no match."""
+    out: list[Finding] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(_class_name(part) for part in [node.left, *node.comparators]):
+            out.append(Finding(f"{module}:{node.lineno}", f"tells a class by its name: {ast.unparse(node)}"))
+        elif isinstance(node, ast.ListComp | ast.SetComp | ast.GeneratorExp | ast.DictComp):
+            over_mro = any(isinstance(g.iter, ast.Attribute) and g.iter.attr == "__mro__" for g in node.generators)
+            if over_mro and any(isinstance(sub, ast.Attribute) and sub.attr in {"__name__", "__qualname__"}
+                                for sub in ast.walk(node)):
+                out.append(Finding(f"{module}:{node.lineno}", f"reads class names off an MRO: {ast.unparse(node)}"))
+    return out
+
+
+def _class_name(node: ast.expr) -> bool:
+    if not (isinstance(node, ast.Attribute) and node.attr in {"__name__", "__qualname__"}):
+        return False
+    of = node.value
+    return (isinstance(of, ast.Call) and isinstance(of.func, ast.Name) and of.func.id == "type") or (
+        isinstance(of, ast.Attribute) and of.attr == "__class__")
+
+
+def class_swaps(tree: ast.Module, module: str) -> list[Finding]:
+    """An object's class replaced: `obj.__class__ = Other` (or through setattr)."""
+    out: list[Finding] = []
+    for node in ast.walk(tree):
+        out += [Finding(f"{module}:{_line(node)}", f"swaps the class of {ast.unparse(target.value)}")
+                for target in _assigned(node) if isinstance(target, ast.Attribute) and target.attr == "__class__"]
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr"
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value == "__class__"):
+            out.append(Finding(f"{module}:{_line(node)}", f"swaps the class of {ast.unparse(node.args[0])}"))
+    return out
 
 
 def private_imports(tree: ast.Module, module: str) -> list[Finding]:
@@ -174,14 +256,16 @@ def private_imports(tree: ast.Module, module: str) -> list[Finding]:
 
 def private_overrides(tree: ast.Module, module: str) -> list[Finding]:
     """In each class with an external base: a private name of that base defined in its body, or assigned to
-    `self`/`cls` anywhere in it."""
+    `self`/`cls` anywhere in it; a private parameter of a method that overrides one of that base's."""
     out: list[Finding] = []
     for node in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]:
         candidates = {name for item in node.body for name in _defined(item) if is_private(name)} | {
             t.attr for sub in ast.walk(node) for t in _assigned(sub)
             if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in {"self", "cls"}
             and is_private(t.attr)}
-        if not candidates:  # nothing private of its own: its bases need not be looked up
+        keyed = [(item, name) for item in node.body if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                 for name in _parameters(item) if is_private(name)]
+        if not candidates and not keyed:  # nothing private of its own: its bases need not be looked up
             continue
         bases = external_bases(node, tree, module)
 
@@ -198,6 +282,7 @@ def private_overrides(tree: ast.Module, module: str) -> list[Finding]:
                 if (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
                         and target.value.id in {"self", "cls"} and (base := owner(target.attr)) is not None):
                     out.append(Finding(f"{module}:{_line(sub)}", f"{node.name} assigns {base}'s private {target.attr}"))
+        out += _private_parameters(node, keyed, bases, module)
     return out
 
 
@@ -215,6 +300,23 @@ def private_assignments(tree: ast.Module, module: str) -> list[Finding]:
                 and isinstance(node.args[1].value, str) and is_private(node.args[1].value)):
             out.append(Finding(f"{module}:{_line(node)}", f"{node.func.id} of the private {node.args[1].value}"))
     return out
+
+
+def _private_parameters(node: ast.ClassDef, keyed: list[tuple[ast.FunctionDef | ast.AsyncFunctionDef, str]],
+                        bases: list[type], module: str) -> list[Finding]:
+    """Each private parameter (`keyed`) of a method of `node` that overrides a method of an external base."""
+    out: list[Finding] = []
+    for item, name in keyed:
+        method = next((f"{b.__module__}.{b.__qualname__}.{item.name}" for b in bases if item.name in vars(b)), None)
+        if method is not None:
+            out.append(Finding(f"{module}:{item.lineno}",
+                               f"{node.name}.{item.name} takes the private parameter {name} of {method}"))
+    return out
+
+
+def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
+    args = function.args
+    return [a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]]
 
 
 def _line(node: ast.AST) -> int:
@@ -279,7 +381,9 @@ def trainer_class():
     return Mine
 '''
     assert [str(f) for f in findings(source, "burnqed.example")] == [
-        "burnqed.example:6: Mine._save_checkpoint overrides transformers.trainer.Trainer._save_checkpoint"]
+        "burnqed.example:6: Mine._save_checkpoint overrides transformers.trainer.Trainer._save_checkpoint",
+        "burnqed.example:12: Mine.save_model takes the private parameter _internal_call of "
+        "transformers.trainer.Trainer.save_model"]
 
 
 def test_a_subclass_of_a_subclass_and_a_private_attribute_are_found() -> None:
@@ -325,4 +429,63 @@ from ._shared import ROOT
         "burnqed.workflows.example:2: imports the private module typer._click.core",
         "burnqed.workflows.example:3: imports the private name typer._click",
         "burnqed.workflows.example:4: imports the private module typer._click.exceptions",
+    ]
+
+
+def test_a_private_parameter_passed_to_a_library_is_found_and_ours_and_documented_ones_are_not() -> None:
+    source = '''
+from burnqed.storage import put_bytes
+from transformers import Trainer
+import kubernetes.client as k8s
+
+
+def helper(x, _depth=0):
+    return helper(x, _depth=_depth + 1)
+
+
+class Mine(Trainer):
+    def _walk(self, _seen=None):
+        return self._walk(_seen=set())
+
+    def save(self, parent, method):
+        parent.save_model("out", _internal_call=True)
+        put_bytes("s3://b/k", b"", _retry=2)
+        method("name", _preload_content=False, _request_timeout=15)
+        Trainer.save_model(self, "out", _internal_call=True, output_dir="x")
+'''
+    assert [str(f) for f in findings(source, "burnqed.example")] == [
+        "burnqed.example:16: passes the private parameter _internal_call= to parent.save_model",
+        "burnqed.example:19: passes the private parameter _internal_call= to Trainer.save_model",
+    ]
+
+
+def test_each_documented_private_parameter_is_documented_there() -> None:
+    for name, (package, function) in DOCUMENTED_PRIVATE.items():
+        pytest.importorskip(package)
+        assert f":param {name}:" in (resolve(function).__doc__ or ""), (name, function)
+
+
+def test_a_class_told_by_its_name_and_a_swapped_class_are_found_and_a_printed_name_is_not() -> None:
+    source = '''
+import typer
+
+
+def kind(exc, param, other):
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        return 1
+    if exc.__class__.__qualname__ in ("UsageError", "ClickException"):
+        return 2
+    names = {cls.__name__ for cls in type(exc).__mro__ if cls.__module__.startswith("typer")}
+    param.__class__ = other
+    setattr(param, "__class__", other)
+    raise ValueError(f"{type(exc).__name__}: {exc}")
+'''
+    assert [str(f) for f in findings(source, "burnqed.commands.example")] == [
+        "burnqed.commands.example:6: tells a class by its name: type(exc).__name__ == 'NoArgsIsHelpError'",
+        "burnqed.commands.example:8: tells a class by its name: exc.__class__.__qualname__ in ('UsageError', "
+        "'ClickException')",
+        "burnqed.commands.example:10: reads class names off an MRO: {cls.__name__ for cls in type(exc).__mro__ if "
+        "cls.__module__.startswith('typer')}",
+        "burnqed.commands.example:11: swaps the class of param",
+        "burnqed.commands.example:12: swaps the class of param",
     ]

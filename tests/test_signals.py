@@ -19,7 +19,14 @@ import psutil
 import pytest
 
 from burnqed.base.resources import WORKERS_PER_CORE, check_workers_fit, workers_that_fit
-from burnqed.base.signals import SUPERVISED_ENV, same_command, stop_process_group
+from burnqed.base.signals import (
+    PROGRAM_ENV,
+    SUPERVISED_ENV,
+    command_text,
+    program_name,
+    same_command,
+    stop_process_group,
+)
 from burnqed.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -137,6 +144,44 @@ def test_same_command_repeats_the_arguments_and_adds_what_is_missing(monkeypatch
     assert same_command(("--resume",)) == "burnqed search --output 'a b' --resume"
     monkeypatch.setattr(sys, "argv", ["cli.py", "eval", "--output", "x"])
     assert same_command(("--resume",)) == "burnqed eval --output x --resume"
+
+
+def test_a_named_command_starts_with_the_program_as_the_user_can_type_it_again(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`.venv/bin/burnqed` when so run (the README's form: a `burnqed` pasted where the venv is not active is `command
+    not found`), the bare name when the shell finds that very file on PATH, `python -m burnqed` as typed, and a stage
+    of iterate its parent's name."""
+    bin_ = tmp_path / "project" / ".venv" / "bin"
+    bin_.mkdir(parents=True)
+    for name in ("burnqed", "python"):
+        (bin_ / name).write_text("#!/bin/sh\n")
+        (bin_ / name).chmod(0o755)
+    monkeypatch.chdir(tmp_path / "project")
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv(PROGRAM_ENV, raising=False)
+    monkeypatch.setattr(sys, "argv", [".venv/bin/burnqed", "iterate"])
+    assert command_text(["iterate", "--iter", "1"]) == ".venv/bin/burnqed iterate --iter 1"
+    monkeypatch.setattr(sys, "argv", [str(bin_ / "burnqed"), "iterate"])  # an absolute path under the folder
+    assert program_name() == ".venv/bin/burnqed"
+    monkeypatch.chdir(tmp_path)
+    assert program_name() == "project/.venv/bin/burnqed"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert program_name() == str(bin_ / "burnqed")  # not under the working folder: as given
+    monkeypatch.setenv("PATH", f"{bin_}:/usr/bin")  # the venv active: `burnqed` is this very file
+    assert program_name() == "burnqed"
+    monkeypatch.chdir(tmp_path / "project")
+    monkeypatch.setattr(sys, "argv", [str(tmp_path / "burnqed" / "__main__.py"), "eval"])
+    monkeypatch.setattr(sys, "orig_argv", [".venv/bin/python", "-m", "burnqed", "eval"])
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert program_name() == ".venv/bin/python -m burnqed"
+    monkeypatch.setattr(sys, "orig_argv", ["python3", "-X", "utf8", "-m", "burnqed.cli", "eval"])
+    assert program_name() == "python3 -m burnqed.cli"
+    for no_program in ("-c", "-", ""):  # `python -c …` (pytest-xdist's workers), a script on stdin: the bare name
+        monkeypatch.setattr(sys, "argv", [no_program, "eval"])
+        assert program_name() == "burnqed"
+    monkeypatch.setenv(PROGRAM_ENV, ".venv/bin/burnqed")  # a stage of `iterate`: the name its parent was run by
+    assert command_text(["show", "t"]) == ".venv/bin/burnqed show t"
 
 
 def test_worker_counts_are_checked_against_cores_and_memory(monkeypatch: pytest.MonkeyPatch) -> None:

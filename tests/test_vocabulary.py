@@ -236,7 +236,7 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
     for iteration in ((), ("--iter", "1")):  # `start` reads the same root, and says the same of a missing one
         assert _run("start", "--root", "nonexistent", *iteration, cwd=tmp_path) == (2, [
             f"error: file://{tmp_path}/nonexistent does not exist, so it holds no run; a new run starts there with "
-            "`burnqed iterate --iter 0`"])
+            "`burnqed iterate --iter 0 --root nonexistent`"])
     # a mistyped --root beside the run root: named, and a later iteration is refused too, not taken for a new run
     assert _run("report", "--root", "runz", cwd=tmp_path) == (2, [
         f"error: file://{tmp_path}/runz does not exist, so it holds no run; did you mean --root runs? a new run "

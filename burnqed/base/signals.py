@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -33,6 +34,8 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 # stages): the child exits 128 + N without a line of its own, so a stopped `iterate` prints one line, not one per
 # process; and it gets SIGTERM when the parent dies (`follow_parent`), even by SIGKILL.
 SUPERVISED_ENV = "BURNQED_SUPERVISED"
+# The program name the commands a stage names for the user start with (`program_name`): its parent `iterate`'s.
+PROGRAM_ENV = "BURNQED_PROGRAM"
 ESCALATE_S = 1.0  # how long a running event loop has to take our cancellation before `Terminated` is raised
 STOP_GRACE_S = 6.0  # a child's time to save and exit after SIGTERM before SIGKILL (search flushes in < 1 s)
 
@@ -120,15 +123,50 @@ def signal_name(signum: int) -> str:
     return signal.Signals(signum).name
 
 
+def _as_typed(path: str) -> str:
+    """A program's path as the user can type it again here: its bare name when the shell finds this very file on
+    PATH, else the path relative to the working folder when it lies under it (`./x` for a file in it), else as
+    given."""
+    if os.sep not in path:
+        return path
+    name = os.path.basename(path)
+    found = shutil.which(name)
+    with contextlib.suppress(OSError):
+        if found is not None and os.path.samefile(found, path):
+            return name
+    relative = os.path.relpath(path)
+    if relative.startswith(os.pardir):
+        return path
+    return relative if os.sep in relative else f".{os.sep}{relative}"
+
+
+def program_name() -> str:
+    """The program as the user invoked it, as a shell reads it back: `.venv/bin/burnqed` when so run, `burnqed` when
+    the shell finds it on PATH, `python -m burnqed` (the interpreter as typed) when run as a module. A stage of
+    `burnqed iterate` names its parent's (`PROGRAM_ENV`, set by the local runner)."""
+    given = os.environ.get(PROGRAM_ENV)
+    if given:
+        return given
+    first = sys.argv[0] if sys.argv else ""
+    if not first or first in ("-c", "-"):  # `python -c …` (pytest-xdist's workers) or a script on stdin: no program
+        return "burnqed"
+    if not first.endswith(".py"):
+        return shlex.quote(_as_typed(first))
+    original = list(getattr(sys, "orig_argv", []))  # `python -m burnqed`: its module file is argv[0]
+    module = original[original.index("-m", 1) + 1] if "-m" in original[1:-1] else None
+    return shlex.join([_as_typed(original[0]), "-m", module]) if module in ("burnqed", "burnqed.cli") else "burnqed"
+
+
 def command_text(argv: Sequence[str]) -> str:
-    """`burnqed ARGV` as a shell reads it back (each argument quoted where it needs it): how a command line that
-    burnqed names for the user is written."""
-    return "burnqed " + shlex.join(argv) if argv else "burnqed"
+    """`PROGRAM ARGV` as a shell reads it back (each argument quoted where it needs it; `program_name`): how a command
+    line that burnqed names for the user is written, so that it runs as printed."""
+    return f"{program_name()} {shlex.join(argv)}" if argv else program_name()
 
 
 def same_command(add: Sequence[str] = (), drop: Sequence[str] = ()) -> str:
-    """This process's command line as the user would type it again (`burnqed ARGS`), with the flags in `add` that
-    it lacks appended (e.g. `--resume`) and those in `drop` left out (`--force`: continuing must not start over)."""
+    """This process's command line as the user would type it again (`PROGRAM ARGS`: `program_name`), with the flags
+    in `add` that it lacks appended (e.g. `--resume`) and those in `drop` left out (`--force`: continuing must not
+    start over)."""
     argv = [arg for arg in sys.argv[1:] if arg not in drop]
     argv += [flag for flag in add if flag not in argv]
     return command_text(argv)

@@ -5,7 +5,8 @@ is a failure the workflows do not retry.
     plan = lean_memory_plan(cfg.lean, cpu_request="16", memory_limit="96Gi", main_memory="4Gi",
                             keys=PlanKeys(cpu="cluster.search_cpu", memory="cluster.search_memory",
                                           main="cluster.lean_main_memory"), where="step search")
-    plan.workers, plan.recycle_rss_mb      # what the pod runs: the workflows pin both in its environment
+    plan.workers, plan.recycle_rss_mb      # what the pod runs: the workflows pin these in its environment
+    plan.worker_limit_mb                   # each worker's hard limit there: its share, or lean.worker_memory_limit_mb
 
     add_quantities(("8", "cluster.train_cpu"), ("16", "cluster.search_cpu"))   # "24": the rl container's request
 
@@ -84,10 +85,20 @@ class LeanMemoryPlan:
     limit_mib: int
     resolved: bool  # workers was unset and resolved from the container's CPU request and memory limit
     verifiers: int = 0  # lean.verifier_workers: Lean processes beside the search workers
+    configured_limit_mb: int = 0  # lean.worker_memory_limit_mb (0 = none)
 
     @property
     def needed_mib(self) -> int:
         return (self.workers + self.verifiers) * self.recycle_rss_mb + self.main_mib
+
+    @property
+    def worker_limit_mb(self) -> int:
+        """Each Lean process's hard memory limit in the pod (lean.worker_memory_limit_mb, pinned): its share of the
+        container's limit beside burnqed's own process, lower than the configured limit when that does not fit,
+        so that the workers at their limits never reach the container's (whose OOM kill takes every theorem and
+        is not retried); a worker past its share fails its request alone and is replaced."""
+        share = (self.limit_mib - self.main_mib) // (self.workers + self.verifiers)
+        return min(share, self.configured_limit_mb) if self.configured_limit_mb else share
 
 
 def lean_memory_plan(
@@ -115,9 +126,9 @@ def lean_memory_plan(
                 f"/ {keys.cpu} or lower lean.recycle_rss_mb"
             )
         return LeanMemoryPlan(workers, per_worker, main_mib, limit_mib, resolved=True,
-                              verifiers=lean.verifier_workers)
+                              verifiers=lean.verifier_workers, configured_limit_mb=lean.worker_memory_limit_mb)
     plan = LeanMemoryPlan(lean.workers, per_worker, main_mib, limit_mib, resolved=False,
-                          verifiers=lean.verifier_workers)
+                          verifiers=lean.verifier_workers, configured_limit_mb=lean.worker_memory_limit_mb)
     if plan.needed_mib > limit_mib:
         raise ConfigError(
             f"{where}: the Lean container's memory limit {keys.memory}={memory_limit} ({limit_mib} MiB) is below "

@@ -20,7 +20,7 @@ import os
 import signal
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import wraps
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, ParamSpec, TextIO, TypeVar, cast
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, ParamSpec, TextIO,
 import typer
 
 from burnqed.base.signals import Terminated, command_text, signal_name, supervised
+from burnqed.commands.typerapi import CommandLineError, usage_path
 from burnqed.commands.vocabulary import CONFIGURATION, LISTING, Group, deprecation_line
 from burnqed.config import Config, load_config
 from burnqed.config.data import KindRenamed
@@ -93,53 +94,51 @@ VerboseOption = Annotated[
 ]
 
 
-CLI_ERRORS = ("NoArgsIsHelpError", "UsageError", "ClickException")  # the most specific first
-
-
-def cli_error_kind(exc: BaseException) -> str | None:
-    """Which of typer's command-line errors `exc` is (`CLI_ERRORS`: the first its class is or derives from), or None.
-    typer (0.26+) vendors click and names none of them publicly (fastapi/typer#1867; `typer.BadParameter` is a
-    UsageError), so they are known by their classes' names in typer's package, as typer's own `rich_utils` knows
-    NoArgsIsHelpError."""
-    names = {cls.__name__ for cls in type(exc).__mro__ if cls.__module__.split(".", 1)[0] == "typer"}
-    return next((name for name in CLI_ERRORS if name in names), None)
-
-
 class OneLineErrors(Group):
     """The root command group: a usage error (unknown option, a value out of range such as `--pass-n 0`, a
     missing argument) is one line on stderr and exit code 2, like every other bad input, instead of click's
-    usage box. Help (`-h`, or a group called without a command) prints as usual."""
+    usage box; a stop (`typer.Abort`: burnqed.base.signals' SIGTERM raises one too) is one line and 128 + N. Both
+    through click's documented hooks: the root's own options are read in `parse_args`, everything after them
+    (the subcommand, its options, its run) in `invoke`. Help (`-h`, or a group called without a command) prints
+    as usual."""
 
     def list_commands(self, ctx: Any) -> list[str]:  # typer names no public type for its (vendored click's) context
         # typer adds a group's commands before its sub-groups; `burnqed --help` lists them as LISTING orders them
         names = super().list_commands(ctx)
         return sorted(names, key=lambda name: list(LISTING).index(name) if name in LISTING else len(LISTING))
 
-    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
-             complete_var: str | None = None, standalone_mode: bool = True, windows_expand_args: bool = True,
-             **extra: Any) -> Any:
-        if not standalone_mode:
-            return super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
-        try:
-            code = super().main(args, prog_name, complete_var, False, windows_expand_args, **extra)
-        except typer.Abort as exc:  # click's form of a KeyboardInterrupt (burnqed.base.signals: SIGTERM raises one too)
-            signum = exc.__cause__.signum if isinstance(exc.__cause__, Terminated) else signal.SIGINT
-            typer.echo(f"error: stopped by {signal_name(signum)}", err=True)
-            sys.exit(128 + signum)
-        except Exception as exc:
-            kind = cli_error_kind(exc)
-            if kind is None:
-                raise
-            error: Any = exc  # typer's (vendored click's) ClickException: exit_code, format_message, show, ctx
-            if kind == "NoArgsIsHelpError":  # a group without a command: its help, as usual
-                error.show()
-                sys.exit(error.exit_code)
-            context = error.ctx if kind == "UsageError" else None
-            command = f"{context.command_path}: " if context is not None else ""
-            help_hint = f" (see {context.command_path} -h)" if context is not None else ""
-            typer.echo(f"error: {command}{' '.join(error.format_message().split())}{help_hint}", err=True)
-            sys.exit(error.exit_code)
-        sys.exit(code if isinstance(code, int) else 0)
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        with one_line_errors():
+            return super().parse_args(ctx, args)
+
+    def invoke(self, ctx: Any) -> Any:
+        with one_line_errors():
+            return super().invoke(ctx)
+
+
+@contextlib.contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Inside: an error of typer's parser (`typerapi.CommandLineError`) becomes `error: COMMAND: MESSAGE (see
+    COMMAND -h)` on stderr (without the command for an error outside one) and a `typer.Exit` of its exit code;
+    a `typer.Abort` (or an end of input, which typer reads as one) becomes `error: stopped by SIGNAL` and 128 + N."""
+    try:
+        yield
+    except EOFError:  # typer's: a blank line, then an Abort
+        typer.echo(err=True)
+        raise stopped(signal.SIGINT) from None
+    except typer.Abort as exc:  # click's form of a KeyboardInterrupt (burnqed.base.signals: SIGTERM raises one too)
+        raise stopped(exc.__cause__.signum if isinstance(exc.__cause__, Terminated) else signal.SIGINT) from None
+    except CommandLineError as exc:
+        path = usage_path(exc)
+        command = f"{path}: " if path is not None else ""
+        help_hint = f" (see {path} -h)" if path is not None else ""
+        typer.echo(f"error: {command}{' '.join(exc.format_message().split())}{help_hint}", err=True)
+        raise typer.Exit(exc.exit_code) from None
+
+
+def stopped(signum: int) -> typer.Exit:
+    typer.echo(f"error: stopped by {signal_name(signum)}", err=True)
+    return typer.Exit(128 + signum)
 
 
 class ClosedPipeGuard:

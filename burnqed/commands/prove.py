@@ -349,10 +349,19 @@ def evaluate(
                                                                  what="--trajectories-out", passes=pass_n > 1),
              show_theorems=show_theorems, store=store, echo=typer.echo, warn=lambda line: typer.echo(line, err=True))
     prefixes = request.prefixes
-    show = suggestion(["show", "THEOREM", "--trajectories", prefixes[0]],
+    show = suggestion(["show", _drawn(request.outputs[0], store), "--trajectories", prefixes[0]],
                       carried(config=config, sets=show_sets(set_))) if prefixes else ""
     kept_at = f" (trajectories: {' and '.join(prefixes)}; `{show}` draws one theorem's search)" if prefixes else ""
     typer.echo(f"wrote {' and '.join(request.outputs)}{kept_at}")
+
+
+def _drawn(result: str, store: Store) -> str:
+    """The theorem the `show` an eval suggests names, so that it runs as printed: the first the eval proved, else the
+    first it evaluated, else `THEOREM`."""
+    from burnqed.eval.result import load_eval_result
+
+    evaluated = load_eval_result(result, store=store).per_theorem
+    return next((t.name for t in evaluated if t.proved), evaluated[0].name if evaluated else "THEOREM")
 
 
 def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, show_theorems: bool,

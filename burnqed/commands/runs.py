@@ -13,8 +13,9 @@ re-run does no work and an interrupted run continues where it stopped.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
@@ -49,7 +50,8 @@ GATE_STOPPED = 3  # run-all's exit code when a blocking go/no-go gate failed (th
 ForceOption = Annotated[bool, typer.Option(
     "--force", help="Redo the stages that finished with other inputs than this run gives them (another --set, an "
     "earlier stage redone since), and every stage after them; without it such a stage is refused (exit 2). Stages "
-    "finished with the same inputs are still skipped.")]
+    "finished with the same inputs are still skipped. Another model, benchmark or setting of the run root's "
+    "experiment is refused even so: a new --root is a new experiment.")]
 JobsOption = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, show_default=False,
     help="Stage processes run at once on this machine: stages whose earlier stages finished, and search shards "
@@ -94,12 +96,14 @@ def _parse_iters(text: str) -> list[int]:
 
 
 def _local_run(root: str | None, config: Path | None, sets: list[str] | None, grammar: CommandGrammar, *,
-               jobs: int = 1, force: bool = False) -> tuple[Config, Store, str, LocalRunner]:
+               anew: list[str], jobs: int = 1, force: bool = False) -> LocalRun:
     """The configuration, store, run root and local runner of `iterate`, `run-all` and `plan` (`sets`: the user's,
-    with --model's), after the checks a run makes before its first stage: the root's URI, lean.workers against
-    this machine, the models and benchmark (`runner.local.check_before_work`) and that the root can be written (a
-    file there is refused). The runner's stages get the configuration and sets, and storage.root = the run root;
-    `plan` judges finished stages with the same runner, as `iterate` would."""
+    with --model's), after the checks a run makes before its first stage: the root's URI, the root's experiment
+    (`_continued`: what it is not given is taken from the root, a setting of the experiment given otherwise is refused
+    with `anew`, the command that starts the new experiment at iteration 0, to which `_new_root` adds a new --root),
+    lean.workers against this machine, the models and benchmark (`runner.local.check_before_work`) and that the root
+    can be written (a file there is refused). The runner's stages get the configuration and sets, and storage.root =
+    the run root; `plan` judges finished stages with the same runner, as `iterate` would."""
     from burnqed import storage
     from burnqed.base import uris
     from burnqed.base.resources import check_workers_fit
@@ -107,15 +111,79 @@ def _local_run(root: str | None, config: Path | None, sets: list[str] | None, gr
 
     cfg = configure(config, sets)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    store = storage.Store.from_config(cfg.storage)
+    run_root = storage.normalize(root or cfg.storage.root)
+    cfg, sets, given = _continued(cfg, config, sets, store, (run_root, root or cfg.storage.root),
+                                  [*anew, "--root", _new_root(root or cfg.storage.root, store)])
     if cfg.lean.workers is not None:  # every stage's pool would refuse it: refuse it once, before the first stage
         check_workers_fit(cfg.lean.workers, cfg.lean.verifier_workers, cfg.lean.worker_memory_mb)
-    store = storage.Store.from_config(cfg.storage)
     check_before_work(cfg, store)
-    run_root = storage.normalize(root or cfg.storage.root)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
-    runner = LocalRunner(config=config, sets=[*(sets or []), f"storage.root={run_root}"], jobs=jobs, store=store,
+    runner = LocalRunner(config=config, sets=[*sets, f"storage.root={run_root}"], jobs=jobs, store=store,
                          force=force, grammar=grammar)
-    return cfg, store, run_root, runner
+    return LocalRun(cfg, store, run_root, runner, given)
+
+
+class LocalRun(NamedTuple):
+    """What `_local_run` gives `iterate`, `run-all` and `plan`: `given` the settings the command was given (key →
+    where from) when the root records no experiment yet (the first command to work there records it), else None."""
+
+    cfg: Config
+    store: Store
+    run_root: str
+    runner: LocalRunner
+    given: dict[str, str] | None
+
+
+def _new_root(root: str, store: Store) -> str:
+    """A run root beside `root` (as the user named it) that holds nothing: `ROOT-2`, `ROOT-3`, …"""
+    from burnqed import storage
+
+    base = root.rstrip("/")
+    k = 2
+    while store.exists(storage.normalize(f"{base}-{k}")):
+        k += 1
+    return f"{base}-{k}"
+
+
+def under_root(cfg: Config, config: Path | None, sets: list[str] | None, store: Store,
+               root: str | None) -> tuple[Config, list[str]]:
+    """The configuration and --sets of a command that reads a run under the run root `root` (report, start): the
+    root's experiment continued as `iterate` continues it (`_continued`), a setting of the experiment given otherwise
+    refused (exit 2)."""
+    from burnqed import storage
+
+    cfg, given_sets, _ = _continued(cfg, config, sets, store, (storage.normalize(root or cfg.storage.root),
+                                                                root or cfg.storage.root), None)
+    return cfg, given_sets
+
+
+def _continued(cfg: Config, config: Path | None, sets: list[str] | None, store: Store, root: tuple[str, str],
+               anew: list[str] | None) -> tuple[Config, list[str], dict[str, str] | None]:
+    """The configuration and --sets of a command under the run root `root` (its URI, and as the user named it) that
+    continue the root's experiment (`runner.experiment`): the root's value of each recorded setting not given here,
+    said on stderr; `InputError` (one line, exit 2) naming each setting of the experiment given otherwise. With no
+    record there: the configuration and sets as given, and the settings given (`LocalRun.given`)."""
+    import os
+
+    from burnqed.config.loader import given_keys
+    from burnqed.layout import Layout
+    from burnqed.runner.experiment import differences, read_experiment, refusal, taken_sets
+
+    given = given_keys(config, sets or (), os.environ)
+    record = read_experiment(store, Layout(root[0]))
+    if record is None:
+        return cfg, list(sets or ()), given
+    found = differences(record, cfg, given, store)
+    if found:
+        raise InputError(refusal(root[1], found, None if anew is None else suggestion(anew)))
+    taken = taken_sets(record, cfg, given)
+    if not taken:
+        return cfg, list(sets or ()), None
+    typer.echo(f"{root[1]}: its experiment's settings not given here are the root's ({Layout(root[0]).experiment()}):"
+               f" {' '.join(taken)}", err=True)
+    sets = [*taken, *(sets or ())]
+    return configure(config, sets), sets, None
 
 
 def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
@@ -132,11 +200,19 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
 
     model, given_sets = given
     carry = carried(root=root, model=model, config=config, sets=given_sets)
-    cfg, store, run_root, runner = _local_run(root, config, model_set(model, given_sets, base=True), grammar,
-                                              jobs=jobs or default_jobs(), force=force)
+    first = ["iterate", "--iter", "0"] if name == "iterate" else ["run-all", "--iters", f"0-{iters[-1]}"]
+    cfg, store, run_root, runner, unrecorded = _local_run(
+        root, config, model_set(model, given_sets, base=True), grammar, jobs=jobs or default_jobs(), force=force,
+        anew=[*first, *carried(model=model, config=config, sets=given_sets)])
     if min(iters) >= 1:  # a later iteration of a root that does not exist: a mistyped --root, not a new run
         require_run_root(Layout(run_root), store=store, command=suggestion(["iterate", "--iter", "0"], carry))
     command = same_command()
+
+    def record() -> None:  # the first command to work under the root records its experiment, before its first stage
+        if unrecorded is not None:
+            from burnqed.runner.experiment import experiment_of, write_experiment
+
+            write_experiment(store, Layout(run_root), experiment_of(cfg, unrecorded, store, command=command))
 
     def stopped() -> str:
         running = runner.current  # "search[0]", or "search[0], search[1]" when stages run side by side
@@ -147,17 +223,22 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     with stop_on_signals(stopped, kept=f"finished stages and committed search parts under {run_root} are kept",
                          continue_with=command), \
             hold_lease(store, run_root, what="run root", command=command):
-        if not run_iterations(iters, run_root, only, runner, cfg, store, gates=gates, echo=typer.echo, carry=carry):
+        if not run_iterations(iters, run_root, only, runner, cfg, store, gates=gates, echo=typer.echo, carry=carry,
+                              before_work=record):
             raise typer.Exit(GATE_STOPPED)
     last = iters[-1]
     if store.is_done(Layout(run_root).report(last)):
         from burnqed.report.build import load_report
-        from burnqed.runner.local import next_line
+        from burnqed.runner.local import drawn_theorem, next_line
 
-        again = suggestion(["iterate", "--iter", str(last + 1)], carry)
-        show = suggestion(["show", "THEOREM", "--iter", str(last)],
+        def again(lowered: Sequence[str]) -> str:
+            sets = [part for item in lowered for part in ("--set", item)]
+            return suggestion(["iterate", "--iter", str(last + 1)], [*carry, *sets])
+
+        report = load_report(Layout(run_root).report(last), store=store)
+        show = suggestion(["show", drawn_theorem(report), "--iter", str(last)],
                           carried(root=root, config=config, sets=show_sets(given_sets)))
-        typer.echo(next_line(load_report(Layout(run_root).report(last), store=store), again, show))
+        typer.echo(next_line(report, again, show))
 
 
 @reports_errors
@@ -237,8 +318,9 @@ def plan(
     from burnqed.runner.local import base_model_warning, check_iteration, other_inputs_refusal
     from burnqed.runner.plan import iteration_of
 
-    cfg, store, run_root, runner = _local_run(root, config, model_set(model, set_, base=True), _grammar(ctx),
-                                              force=True)
+    cfg, store, run_root, runner, _ = _local_run(
+        root, config, model_set(model, set_, base=True), _grammar(ctx), force=True,
+        anew=["plan", "--iter", "0", *carried(model=model, config=config, sets=set_)])
     iteration_plan = iteration_of(cfg, run_root, iteration)
     warning = base_model_warning(iteration_plan, cfg, runner.grammar)
     if warning is not None:
@@ -300,10 +382,11 @@ def report(
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
+    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    cfg, _ = under_root(cfg, config, set_, store, root)  # its gates are the experiment's when not given
     for need in check_packages("report", cfg):  # the plots alone are optional
         typer.echo(f"warning: {need.why} needs the {need.distribution} package, which is not installed here: the "
                    f"report is written without them (pip install 'burnqed[{need.extra}]')", err=True)
-    uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
     at = Layout(storage.normalize(root or cfg.storage.root))
     carry = carried(root=root, config=config, sets=set_)
     if iteration is None or output is None:  # else --output is checked first

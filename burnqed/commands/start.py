@@ -39,6 +39,8 @@ def start(
     record."""
     from burnqed import storage
     from burnqed.base import uris
+    from burnqed.commands.kit import carried, suggestion
+    from burnqed.commands.runs import under_root
     from burnqed.commands.vocabulary import last_evaluated, require_run_root
     from burnqed.errors import InputError
     from burnqed.eval.best_so_far import choose_start, load_results
@@ -49,10 +51,12 @@ def start(
         raise InputError(f"--output {output}: a start record is a .json file")
     cfg, store = setup(config, set_, output=output)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
+    cfg, _ = under_root(cfg, config, set_, store, root)  # pipeline.start is the experiment's when not given
     at = Layout(storage.normalize(root or cfg.storage.root))
-    require_run_root(at, store=store, command="burnqed iterate --iter 0")
+    first = suggestion(["iterate", "--iter", "0"], carried(root=root, config=config, sets=set_))
+    require_run_root(at, store=store, command=first)
     if iteration is None:
-        iteration = last_evaluated(at, store=store, command="burnqed iterate --iter 0") + 1
+        iteration = last_evaluated(at, store=store, command=first) + 1
     if output is None:
         output = at.start(iteration)
         store.check_writable(output)

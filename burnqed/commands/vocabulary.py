@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, get_args
 
 import typer
 
-# typer names no public type for its (vendored click's) context and parameters (fastapi/typer#1867): `Any` here
-from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+# typer names no public type for its (vendored click's) context (fastapi/typer#1867): `Any` here; every class and
+# hook of typer's that the vocabulary uses comes through the adapter, burnqed.commands.typerapi
+from burnqed.commands.typerapi import BaseCommand, BaseGroup, Option, group_help, named_arguments
 
 if TYPE_CHECKING:
     from burnqed.layout import Layout
@@ -61,7 +62,7 @@ def deprecation_line(old: str, new: str) -> str:
     return f"warning: {old} is now {new}; the old spelling goes in the next release"
 
 
-def _value_metavar(param: TyperOption) -> str:
+def _value_metavar(param: Option) -> str:
     """A value option's metavar when its declaration names none: its choices, else a word for its type."""
     desc = param.type_descriptor
     if desc.choices is not None:
@@ -76,23 +77,13 @@ def _value_metavar(param: TyperOption) -> str:
     return "TEXT"
 
 
-class _NamedArgument(TyperArgument):
-    """An argument whose help shows its name (`THEOREM`) and no type (`<str>`)."""
-
-    def display_type_rich(self, ctx: Any) -> str | None:
-        return None
-
-
 def _plain(params: list[Any]) -> list[Any]:
     """`params` with typer's type noise taken out of their help: flags show nothing after their names, value
-    options their metavar, arguments their name in capitals. Idempotent (a command's help is rendered often)."""
+    options their metavar (arguments their name in capitals: `typerapi.named_arguments`, when the command is built).
+    Idempotent (a command's help is rendered often)."""
     for param in params:
-        if isinstance(param, TyperOption) and param.metavar is None:
+        if isinstance(param, Option) and param.metavar is None:
             param.metavar = "" if param.is_flag or param.count else _value_metavar(param)
-        elif isinstance(param, TyperArgument) and not isinstance(param, _NamedArgument):
-            if param.metavar is None:
-                param.metavar = (param.name or "value").upper() + ("..." if param.nargs != 1 else "")
-            param.__class__ = _NamedArgument  # the same object, rendered without its type column
     return params
 
 
@@ -108,7 +99,7 @@ def _one_paragraph_summary(text: str | None) -> str | None:
     return "\n\n".join(joined)
 
 
-class Command(TyperCommand):
+class Command(BaseCommand):
     """Every burnqed command: help without type noise, and the old spellings of `renames` accepted with a
     deprecation line (`Command.renaming`)."""
 
@@ -116,6 +107,7 @@ class Command(TyperCommand):
 
     def __init__(self, name: str | None, **kwargs: Any) -> None:
         kwargs["help"] = _one_paragraph_summary(kwargs.get("help"))
+        kwargs["params"] = named_arguments(kwargs.get("params") or [])
         super().__init__(name, **kwargs)
 
     @classmethod
@@ -146,8 +138,9 @@ class Command(TyperCommand):
         return rest
 
 
-class Group(TyperGroup):
-    """Every burnqed command group: help without type noise (its own options: `--version`, `-v`, `-h`)."""
+class Group(BaseGroup):
+    """Every burnqed command group: help without type noise (its own options: `--version`, `-v`, `-h`); called
+    without a command (`burnqed`, `burnqed lean`), its help and exit code 2 (`typerapi.group_help`)."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs["help"] = _one_paragraph_summary(kwargs.get("help"))
@@ -155,6 +148,11 @@ class Group(TyperGroup):
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _plain(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            raise group_help(ctx)
+        return super().parse_args(ctx, args)
 
 
 def command(renames: Mapping[str, str] | None = None) -> type[Command]:
@@ -191,8 +189,9 @@ IterationModelOption = Annotated[
     str | None,
     typer.Option("--model", metavar="DIR|URI", show_default=False,
                  help=f"{MODEL_HELP} Here it is also SFT's base (--set sft.base_model=DIR|URI): iteration 0 evaluates "
-                 "it as the untrained base and fine-tunes it, and every export merges into it. Give the same --model "
-                 "to every iteration of a run root. Default: sft.base_model (and policy.model), else the tiny "
+                 "it as the untrained base and fine-tunes it, and every export merges into it. The run root keeps it: "
+                 "a later iteration there takes it when not given, and refuses another (a new --root is a new "
+                 "experiment). Default: the run root's, else sft.base_model (and policy.model), else the tiny "
                  "embedded model."),
 ]
 

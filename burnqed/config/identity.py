@@ -6,6 +6,7 @@
     workers: int | None = Field(default=None, description="…", json_schema_extra=neutral("how many processes work"))
 
     identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
+    experiment_keys(Config)                         # the keys that define a run root's experiment (EXPERIMENT)
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
     unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
 
@@ -41,6 +42,10 @@ Identity = Literal[
     "search", "eval",  # for the modes their mark names
 ]
 IDENTITIES: tuple[Identity, ...] = get_args(Identity)
+# What a run root's iterations share and are compared by (`experiment_keys`, burnqed.runner.experiment): the prepared
+# data every iteration trains from and the evals every iteration is measured by. The other identities (how each
+# iteration trains, what the report judges) may change from one iteration to the next.
+EXPERIMENT: tuple[Identity, ...] = ("prepare-data", "eval")
 MODES: tuple[str, ...] = tuple(mode.value for mode in SearchMode)
 KEY = "identity"  # the mark's key in a field's json_schema_extra
 ROLE = "role"  # the key of a field's role in its section's split (`with_role`), beside the mark
@@ -49,20 +54,28 @@ ROLE = "role"  # the key of a field's role in its section's split (`with_role`),
 @dataclass(frozen=True, slots=True)
 class Mark:
     """A field's mark: the identities its value enters (for search and eval, in `modes`), and why it enters none
-    (or a note on the ones it does not)."""
+    (or a note on the ones it does not); `reaches` the identities its value decides by another way than its key (a
+    command-line argument the plan builds from it, an input stamped by content)."""
 
     enters: tuple[Identity, ...]
     modes: tuple[str, ...]
     why: str
+    reaches: tuple[Identity, ...] = ()
+
+    @property
+    def neutral(self) -> bool:
+        """True when the value changes no stage's result (`neutral`)."""
+        return not self.enters and not self.reaches and self.why.startswith(NEUTRAL)
 
 
-def shapes(*identities: Identity, modes: tuple[str, ...] = MODES, note: str = "") -> dict[str, Any]:
+def shapes(*identities: Identity, modes: tuple[str, ...] = MODES, note: str = "",
+           reaches: tuple[Identity, ...] = ()) -> dict[str, Any]:
     """The mark of a field whose value enters `identities` (search and eval: in `modes`); `note` says how the
-    others see it, if they do."""
-    unknown = [name for name in (*identities, *modes) if name not in (*IDENTITIES, *MODES)]
+    others see it, if they do, and `reaches` names those it decides by another way (`Mark.reaches`)."""
+    unknown = [name for name in (*identities, *modes, *reaches) if name not in (*IDENTITIES, *MODES)]
     if not identities or unknown:
         raise ValueError(f"a mark names at least one identity of {IDENTITIES} and modes of {MODES}: {unknown}")
-    return {KEY: {"enters": list(identities), "modes": list(modes), "why": note}}
+    return {KEY: {"enters": list(identities), "modes": list(modes), "why": note, "reaches": list(reaches)}}
 
 
 def searched(*modes: str, stages: tuple[Identity, ...] = (), note: str = "") -> dict[str, Any]:
@@ -71,21 +84,28 @@ def searched(*modes: str, stages: tuple[Identity, ...] = (), note: str = "") -> 
     return shapes("search", "eval", *stages, modes=modes or MODES, note=note)
 
 
+NEUTRAL = "result-neutral:"  # how a neutral field's `why` starts
+
+
 def neutral(why: str) -> dict[str, Any]:
     """The mark of a field that changes no stage's result: `why` says what it changes instead."""
-    return _outside(f"result-neutral: {why}")
+    return _outside(f"{NEUTRAL} {why}")
 
 
-def recorded(how: str) -> dict[str, Any]:
+def recorded(how: str, reaches: tuple[Identity, ...] = ()) -> dict[str, Any]:
     """The mark of a field whose effect a stage records otherwise (`how`): an input stamped by content, the
-    command-line argument it becomes, an effective value."""
-    return _outside(f"recorded otherwise: {how}")
+    command-line argument it becomes, an effective value; `reaches` the identities whose stages it so decides (of
+    `EXPERIMENT`'s, the ones that make it define a run root's experiment)."""
+    unknown = [name for name in reaches if name not in IDENTITIES]
+    if unknown:
+        raise ValueError(f"a mark reaches identities of {IDENTITIES}: {unknown}")
+    return _outside(f"recorded otherwise: {how}", reaches)
 
 
-def _outside(why: str) -> dict[str, Any]:
+def _outside(why: str, reaches: tuple[Identity, ...] = ()) -> dict[str, Any]:
     if not why.split(":", 1)[1].strip():
         raise ValueError("a field outside every identity says why")
-    return {KEY: {"enters": [], "modes": [], "why": why}}
+    return {KEY: {"enters": [], "modes": [], "why": why, "reaches": list(reaches)}}
 
 
 def mark_of(info: FieldInfo) -> Mark | None:
@@ -95,7 +115,7 @@ def mark_of(info: FieldInfo) -> Mark | None:
     if not isinstance(raw, dict):
         return None
     return Mark(enters=tuple(cast("list[Identity]", raw["enters"])), modes=tuple(cast("list[str]", raw["modes"])),
-                why=str(raw["why"]))
+                why=str(raw["why"]), reaches=tuple(cast("list[Identity]", raw.get("reaches", []))))
 
 
 def fields(config_model: type[BaseModel]) -> Iterator[tuple[str, FieldInfo]]:
@@ -121,6 +141,22 @@ def identity_keys(config_model: type[BaseModel], identity: Identity, mode: str |
         if mark is not None and identity in mark.enters and (mode is None or str(mode) in mark.modes):
             keys.append(key)
     return tuple(keys)
+
+
+def experiment_keys(config_model: type[BaseModel]) -> tuple[str, ...]:
+    """The `section.key`s that define a run root's experiment: those whose value enters or reaches an identity of
+    `EXPERIMENT` (the prepared data, the evals), in the configuration's order."""
+    keys = []
+    for key, info in fields(config_model):
+        mark = mark_of(info)
+        if mark is not None and set(EXPERIMENT) & {*mark.enters, *mark.reaches}:
+            keys.append(key)
+    return tuple(keys)
+
+
+def result_keys(config_model: type[BaseModel]) -> tuple[str, ...]:
+    """The `section.key`s whose value changes some stage's result: every key but the result-neutral ones."""
+    return tuple(key for key, info in fields(config_model) if (mark := mark_of(info)) is not None and not mark.neutral)
 
 
 def identity_values(config: BaseModel, identity: Identity, mode: str | None = None) -> dict[str, object]:

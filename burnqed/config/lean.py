@@ -111,6 +111,16 @@ class LeanConfig(Section):
         default=6000, ge=1, description="Expected memory of one worker, used to cap the automatic worker count.",
         json_schema_extra=neutral("caps the automatic worker count"),
     )
+    worker_memory_limit_mb: int = Field(
+        default=16000,
+        ge=0,
+        description="Hard limit of one Lean worker's memory (MiB): the process may hold no more private writable "
+        "memory (RLIMIT_DATA; the .olean files it maps do not count). A request whose elaboration allocates past it "
+        "(code Lean runs, such as a tactic configuration, or a huge term) fails as a crash recorded as out of "
+        "memory, and the worker is replaced; 0 = no limit. Rendered cluster pods lower it to each worker's share of "
+        "the Lean container's memory limit.",
+        json_schema_extra=neutral("bounds a worker's memory; a request past it fails as a crash, like a watchdog kill"),
+    )
     tactic_timeout_s: float = Field(
         default=25.0, gt=0, description="Lean-side timeout per command (Pantograph options.set timeout).",
         json_schema_extra=searched(stages=("prepare-data",)),

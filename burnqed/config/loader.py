@@ -175,6 +175,23 @@ def load_config(
     environ: Mapping[str, str] | None = None,
 ) -> Config:
     """Build the configuration from file < env < `--set`. Raises `ConfigError` with one clear line."""
+    tree, origins = _tree(path, sets, environ)
+    try:
+        return Config.model_validate(tree)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, origins)) from None
+
+
+def given_keys(path: Path | None = None, sets: Sequence[str] = (),
+               environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Every `section.key` the file, the environment or a `--set` gives a value, and where the last one came from
+    (`file PATH`, `env NAME`, `--set KEY`); the others hold their defaults. `ConfigError` as `load_config`."""
+    return _tree(path, sets, environ)[1]
+
+
+def _tree(path: Path | None, sets: Sequence[str],
+          environ: Mapping[str, str] | None) -> tuple[dict[str, Any], dict[str, str]]:
+    """The raw settings of file < env < `--set`, and where each `section.key` came from."""
     tree: dict[str, Any] = {}
     origins: dict[str, str] = {}
     if path is not None:
@@ -190,7 +207,4 @@ def load_config(
         if not sep:
             raise ConfigError(f"--set {item!r}: expected section.key=value")
         _assign(tree, key.strip(), parse_value(raw), f"--set {key.strip()}", origins)
-    try:
-        return Config.model_validate(tree)
-    except ValidationError as exc:
-        raise ConfigError(_format_validation_error(exc, origins)) from None
+    return tree, origins

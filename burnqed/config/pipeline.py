@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from burnqed.config.identity import recorded, shapes
 from burnqed.config.search import MAX_BUDGET
@@ -42,7 +42,7 @@ class PipelineConfig(Section):
         "`data prepare` drops the training theorems that restate one of its theorems; `iterate` and `data prepare` "
         "refuse a benchmark that is missing or holds no theorem before any work.",
         json_schema_extra=recorded("eval's --theorems and what data prepare decontaminates against: a theorem set "
-                                   "or a file, by content"),
+                                   "or a file, by content", reaches=("prepare-data", "eval")),
     )
     eval_base: bool = Field(
         default=True,
@@ -65,23 +65,23 @@ class PipelineConfig(Section):
         "planner requests and subgoal expansions or rounds; whole and hybrid: proofs sampled); each 1 to 1e9, "
         "sorted and deduplicated when read ([50, 10, 10] is [10, 50]). The "
         "iteration's evals use them, and so does `burnqed eval` without --budgets.",
-        json_schema_extra=recorded("eval's --budgets"),
+        json_schema_extra=recorded("eval's --budgets", reaches=("eval",)),
     )
     eval_modes: list[SearchMode] = Field(
         default_factory=list,
         description="Also evaluate the benchmark in these search modes (an eval-MODE stage each, with --set "
         "search.mode=MODE, into eval/eval-MODE.json, with the iteration's value model where the mode uses one); the "
         "report puts them beside the main eval at equal generated tokens. E.g. ['step', 'whole', 'hybrid'].",
-        json_schema_extra=shapes("report"),
+        json_schema_extra=shapes("report", reaches=("eval",)),
     )
     eval_proof_budgets: list[Budget] | None = Field(
         default=None, min_length=1,
         description="Budgets (proofs sampled) of the eval_modes stages in whole or hybrid mode, sorted and "
         "deduplicated like eval_budgets; unset = search.max_proofs / 4, / 2 and all of it (`proof_ladder`).",
-        json_schema_extra=recorded("the mode evals' --budgets"),
+        json_schema_extra=recorded("the mode evals' --budgets", reaches=("eval",)),
     )
     eval_pass_n: int = Field(default=1, ge=1, le=MAX_PASS_N, description="Eval attempts per theorem (pass@N).",
-                             json_schema_extra=recorded("eval's --pass-n"))
+                             json_schema_extra=recorded("eval's --pass-n", reaches=("eval",)))
     start: StartSetting = Field(
         default="base",
         description="What iteration i ≥ 1 starts from (docs/pipeline.md, 'Start of an iteration'). 'base': SFT "
@@ -143,6 +143,19 @@ class PipelineConfig(Section):
             raise ValueError("is empty: give a benchmark file, folder or theorem index, or leave it unset for the "
                              "embedded test split")
         return benchmark
+
+    @field_validator("gate_min_rate", "gate_min_gain", mode="before")
+    @classmethod
+    def _fraction(cls, value: object, info: ValidationInfo) -> object:
+        """A gate's threshold is a fraction of the theorems, which the report prints as percent or points: a value
+        out of its range is refused naming the unit (20 meant as 20 points is 0.2)."""
+        low = 0 if info.field_name == "gate_min_rate" else -1
+        if isinstance(value, int | float) and not isinstance(value, bool) and not low <= value <= 1:
+            unit = "a solve rate" if low == 0 else "a gain in solve rate"
+            raise ValueError(f"is {unit} as a fraction of the theorems, {low} to 1 (0.05 is 5 points, which the "
+                             f"report prints as 5.0%); {value:g} is out of range" + (
+                                 f": for {value:g} points give {value / 100:g}" if low * 100 <= value <= 100 else ""))
+        return value
 
     @field_validator("eval_budgets", "eval_proof_budgets")
     @classmethod

@@ -28,7 +28,8 @@ class PolicyConfig(Section):
         default=None,
         description="Model folder for the local backend (and the name reported in results). Unset = the tiny "
         "embedded model, built on first use under the user cache (see `burnqed model init-tiny`).",
-        json_schema_extra=recorded("an input, stamped by what its folder holds (model, --model)"),
+        json_schema_extra=recorded("an input, stamped by what its folder holds (model, --model)",
+                                   reaches=("eval",)),
     )
     prompt_format: PromptFormat = Field(
         default=PromptFormat.PLAIN_TACTIC,

@@ -135,7 +135,8 @@ class SearchConfig(Section):
         default=64, ge=1, le=MAX_BUDGET,
         description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
         "proofs too). The prototype's hybrid run used 512.",
-        json_schema_extra=shapes("search", modes=("whole", "hybrid"), note="eval: its --budgets"),
+        json_schema_extra=shapes("search", modes=("whole", "hybrid"), note="eval: its --budgets",
+                                  reaches=("eval",)),
     )
     unsolved_budget_factor: float = Field(
         default=1.0, ge=1.0, le=100.0,

@@ -41,7 +41,8 @@ class SftConfig(Section):
         default=None,
         description="Model folder or URI (file://, s3://) to start iteration 0 from and to merge LoRA adapters "
         "into at export; unset = the tiny embedded model. Iterations ≥ 1 warm-start from --init.",
-        json_schema_extra=recorded("an input, stamped by what its folder holds (base model)"),
+        json_schema_extra=recorded("an input, stamped by what its folder holds (base model)",
+                                   reaches=("sft", "eval")),
     )
     lora_r: int = Field(default=16, ge=1, description="LoRA rank (a warm start keeps the adapter's own rank).",
                         json_schema_extra=TRAINS)

@@ -19,10 +19,11 @@ import contextlib
 import json
 import logging
 import os
+import resource
 import secrets
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
@@ -59,6 +60,30 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+# What a process writes when an allocation fails: Lean's runtime (`lean_internal_panic_out_of_memory`: "INTERNAL
+# PANIC: out of memory"), C++'s `std::bad_alloc`, the C library's ENOMEM.
+OUT_OF_MEMORY = ("out of memory", "bad_alloc", "Cannot allocate memory")
+
+
+def child_setup(memory_limit_mb: int) -> Callable[[], None] | None:
+    """The worker's `preexec_fn`: it dies with this process (`dies_with_parent`) and, given a limit, may hold no more
+    than `memory_limit_mb` MiB of private writable memory (RLIMIT_DATA: its heap, anonymous maps, thread stacks), so
+    code Lean runs while elaborating (a tactic configuration, `decide`'s evaluation) fails alone instead of taking the
+    machine. Not RLIMIT_AS: the `.olean` files Lean maps read-only (gigabytes for Mathlib) fill the address space but
+    are page cache, not memory the process holds."""
+    dying = dies_with_parent()
+    if not memory_limit_mb:
+        return dying
+    limit = memory_limit_mb * 2**20
+
+    def setup() -> None:
+        if dying is not None:
+            dying()
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+    return setup
+
+
 # The requests that elaborate a whole file, code in it included: a fence (`LeanWorker._fence`) follows each.
 FENCED = frozenset({"frontend.process", "frontend.distil"})
 
@@ -80,6 +105,7 @@ class LeanWorker(PantographCommands):
         max_reply_bytes: int = MAX_REPLY_BYTES,
         version: PantographVersion | None = None,
         run_as: LeanIdentity | None = None,
+        memory_limit_mb: int = 0,
     ) -> None:
         if not argv:
             raise LeanStartError("lean.command is empty: give the argv of the Lean REPL, e.g. ['repl', 'Mathlib']")
@@ -88,6 +114,7 @@ class LeanWorker(PantographCommands):
         self.env = dict(env or {})
         self.version = version  # None: detected before the first start
         self.run_as = run_as  # the user Lean runs as (burnqed.base.sandbox); None = this process's
+        self.memory_limit_mb = memory_limit_mb  # lean.worker_memory_limit_mb: the process's RLIMIT_DATA (0 = none)
         self.ready_timeout_s = ready_timeout_s
         self.tactic_timeout_s = tactic_timeout_s
         self.watchdog_s = tactic_timeout_s + watchdog_grace_s
@@ -124,6 +151,7 @@ class LeanWorker(PantographCommands):
             automatic_mode=config.automatic_mode,
             version=PantographVersion.parse(config.pantograph_version) if config.pantograph_version else None,
             run_as=lean_identity(config.run_as_uid),
+            memory_limit_mb=config.worker_memory_limit_mb,
         )
 
     def process_environment(self) -> dict[str, str]:
@@ -214,8 +242,8 @@ class LeanWorker(PantographCommands):
                 env=env,
                 start_new_session=True,
                 # A SIGKILLed search runs none of its cleanup: the kernel ends the worker with it (its own session
-                # keeps it out of the terminal's signals, so nothing else would).
-                preexec_fn=dies_with_parent(),
+                # keeps it out of the terminal's signals, so nothing else would); its memory is bounded.
+                preexec_fn=child_setup(self.memory_limit_mb),
                 limit=self.max_reply_bytes,
                 **spawn_options(self.run_as, os.environ),
             )
@@ -439,6 +467,12 @@ class LeanWorker(PantographCommands):
             code = await self._wait_exit(proc, 0.5)
             await self._kill()
             partial = f" after a partial line of {len(line)} bytes" if line else ""
+            if self.memory_limit_mb and any(mark in self.stderr_tail() for mark in OUT_OF_MEMORY):
+                raise LeanCrashError(
+                    f"Lean worker ran out of memory while answering `{command}`: it may hold "
+                    f"lean.worker_memory_limit_mb={self.memory_limit_mb} MiB, and what it elaborated (code Lean ran, a "
+                    f"tactic configuration, a huge term) allocated past that; worker replaced.{self._stderr_hint()}"
+                )
             raise LeanCrashError(
                 f"Lean worker {_describe_exit(code)} while answering `{command}`{partial}.{self._stderr_hint()}"
             )

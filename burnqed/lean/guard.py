@@ -27,6 +27,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
+from burnqed.lean.tactic_starts import AFTER_AN_ARGUMENT, BEFORE_A_TACTIC, TACTIC_VALUED
 from burnqed.records.replies import SketchResult, TacticKind, TacticResult
 from burnqed.text.sketch import Sketch, read_sketch
 from leankit.commands import IDENT, NUMBER, SYMBOL, Token, command_tokens, lexical_problem, tokens
@@ -70,7 +71,6 @@ def builtin_refusal(text: str) -> str | None:
 # (Lean/Elab/Tactic/Config.lean) evaluates it with `Meta.evalExpr'`. V may hold names, numerals, `.ctor`, records
 # `{ a := V, … }` (`{ c with … }`), `+ - * /`, brackets and a `.ctor [list]`; no application, `fun`, string, `^`.
 _CONFIG_SYMBOLS = frozenset({"{", "}", "(", ")", "[", "]", ",", ":", ".", "+", "-", "*", "/", ":="})
-_TACTIC_VALUED = frozenset({"disch", "discharger", "norm"})  # `(disch := tac)`, `(norm := tac)`: tactics, not terms
 _OPENERS, _CLOSERS = "([{⟨", ")]}⟩"
 # What stands before a term (after it, `f (n := V)` is a named argument, elaborated, never run): words and symbols.
 _BEFORE_A_TERM = frozenset({
@@ -78,59 +78,53 @@ _BEFORE_A_TERM = frozenset({
     "apply_mod_cast", "exacts", "calc", "show", "from", "have", "let", "obtain", "rcases", "set", "generalize",
     "suffices", "at", "using", "fun", "in",
 })
-_TERM_SYMBOLS = frozenset({":=", ",", "⟨", "←", "+", "-", "*", "/", "=", "<", "≤", "≥", "^", "∘", "$", "•", "∈",
+_TERM_SYMBOLS = frozenset({":=", ",", "⟨", "←", "+", "-", "*", "/", "=", "<", ">", "≤", "≥", "^", "∘", "$", "•", "∈",
                            "∧", "∨", "→", "↔", "@", "↦", "∣", "≠", "×", "∑", "∏", "¬", "↑", "∀", "∃", "λ"})
-# Words after which a tactic stands (`all_goals simp (…)`); a word not here and not above, before a name, makes the
-# name an argument. Listing more costs nothing: none of them is a term.
-_BEFORE_A_TACTIC = frozenset({
-    "by", "try", "repeat", "repeat'", "repeat1", "all_goals", "any_goals", "focus", "iterate", "classical",
-    "with_reducible", "with_reducible_and_instances", "with_unfolding_all", "with_unfolding_none", "fail_if_success",
-    "success_if_fail", "success_if_fail_with_msg", "show_term", "decreasing_by", "decreasing_with", "unhygienic",
-    "checkpoint", "save", "says", "then", "else", "do", "first", "solve", "fail_if_no_progress", "on_goal", "case",
-    "case'", "next", "observe", "wlog", "by_cases", "by_contra", "twice", "map_tacs", "all", "any", "focus_goals",
-    "transitivity", "and_then", "orelse", "guard_target", "trace_state", "apply_rules", "solve_by_elim",
-})
 
 
 def configuration_problem(text: str) -> str | None:
     """Why a tactic configuration in `text` may run code, or None: its value is more than a literal (above). A
     `(name := V)` after a name that a tactic may stand for is read as one (after `exact foo`, a term, it is a named
-    argument); an ambiguous place counts as a configuration. Linear in the tokens: the brackets are paired once
-    (`_pairs`) and each walk back over items is taken once (`heads`)."""
+    argument); where a tactic starts is Lean's parsers' reading (`burnqed.lean.tactic_starts`), every combinator
+    alike, and an ambiguous place counts as a configuration. Linear in the tokens: each bracket's partner is found
+    once, the walk back to a tactic's name is kept per bracket group, and a configuration inside a value already
+    found literal is part of that literal."""
     listed = list(tokens(text))
-    pairs = _pairs(listed)
-    heads: dict[int, int] = {}
-    literal_until = -1  # the end of the last value found a literal: one inside it is a literal too
+    partner = _partners(listed)
+    anchored = next((at for at, t in enumerate(listed) if t.kind == IDENT and t.text in AFTER_AN_ARGUMENT), len(listed))
+    walked: dict[int, bool] = {}
+    literal_to = -1  # the end of the last value found literal
     for at, token in enumerate(listed):
-        if not (token.kind == SYMBOL and token.text == "(" and at + 2 < len(listed)
-                and listed[at + 1].kind == IDENT and listed[at + 2].text == ":=") or at < literal_until:
+        if at < literal_to or not (token.kind == SYMBOL and token.text == "(" and at + 2 < len(listed)
+                                   and listed[at + 1].kind == IDENT and listed[at + 2].text == ":="):
             continue
         name = listed[at + 1].name
-        if name in _TACTIC_VALUED or ("." not in name and not _after_a_tactic(text, listed, at, pairs, heads)):
+        if name in TACTIC_VALUED or (
+                "." not in name and at < anchored and not _after_a_tactic(text, listed, at, partner, walked)):
             continue
-        end = pairs.get(at, len(listed))
+        end = partner.get(at, len(listed))
         value = listed[at + 3 : end]
         if name != "config" and value and value[0].kind == IDENT and value[0].text == "by":
             continue  # `(opt := by tac)` is quoted, a syntax value; `(config := by …)` is a term the tactics make
         if not _literal_configuration(value):
             return (f"configures a tactic with code at {text[token.start : token.start + 40]!r}: a tactic's "
                     "configuration is compiled and run (write a literal: true, 400000, .reducible, { a := b })")
-        literal_until = end
+        literal_to = end
     return None
 
 
-def _pairs(listed: list[Token]) -> dict[int, int]:
-    """The index of the bracket that pairs with each bracket of `listed` (an opener's closer, a closer's opener), read
-    in one pass; an unpaired one is absent. Any closer closes the innermost opener (`(]` is a pair)."""
-    pairs: dict[int, int] = {}
+def _partners(listed: list[Token]) -> dict[int, int]:
+    """Each paired bracket's index to its partner's, both ways, in one pass: a closer of any kind closes the latest
+    open bracket of any kind (brackets are counted, not matched by kind); an unpaired one has none."""
+    partner: dict[int, int] = {}
     open_at: list[int] = []
-    for at, token in enumerate(listed):
+    for index, token in enumerate(listed):
         if token.kind == SYMBOL and token.text in _OPENERS:
-            open_at.append(at)
+            open_at.append(index)
         elif token.kind == SYMBOL and token.text in _CLOSERS and open_at:
             opener = open_at.pop()
-            pairs[opener], pairs[at] = at, opener
-    return pairs
+            partner[opener], partner[index] = index, opener
+    return partner
 
 
 def _literal_configuration(value: list[Token]) -> bool:
@@ -154,51 +148,65 @@ def _literal_configuration(value: list[Token]) -> bool:
     return True
 
 
-def _after_a_tactic(text: str, listed: list[Token], at: int, pairs: dict[int, int], heads: dict[int, int]) -> bool:
+def _after_a_tactic(text: str, listed: list[Token], at: int, partner: dict[int, int], walked: dict[int, bool]) -> bool:
     """Whether the `(` at `at` follows a name a tactic may stand for: back over the items before it (`+opt`, `-opt`,
-    `(…)`), an undotted name (`simp?!` is one name to these readers) where a tactic may start. `heads`: where the walk
-    back from before each `(` asked about ended, so that no item is walked over twice (`simp (a := 1) (b := 2) …`)."""
+    `(…)`), an undotted name (`simp?!` is one name to these readers) where a tactic may start. The answer is kept in
+    `walked` for `at` and for each group walked over: a walk from a later item ends at the first group kept."""
     def glued(index: int) -> bool:
         return listed[index - 1].end == listed[index].start
 
-    head = at - 1
-    while head >= 0:
+    head, groups, found = at - 1, [at], None
+    while head >= 0 and found is None:
         token = listed[head]
         if token.kind == SYMBOL and token.text == ")":
-            opener = pairs.get(head, -1)
-            if opener in heads:
-                head = heads[opener]
-                break
-            head = opener - 1
+            opener = partner.get(head, -1)
+            if opener in walked:
+                found = walked[opener]
+            else:
+                groups.append(opener)
+                head = opener - 1
         elif token.kind == IDENT and head >= 1 and listed[head - 1].text in ("+", "-") and glued(head):
             head -= 2
         else:
             break
-    heads[at] = head
-    if head < 0 or listed[head].kind != IDENT or "." in listed[head].name:
-        return False
-    return _where_a_tactic_starts(text, listed, head)
+    if found is None:
+        found = (head >= 0 and listed[head].kind == IDENT and "." not in listed[head].name
+                 and _where_a_tactic_starts(text, listed, head))
+    walked.update(dict.fromkeys(groups, found))
+    return found
 
 
 def _where_a_tactic_starts(text: str, listed: list[Token], at: int) -> bool:
-    """Whether a tactic may start at token `at` (a name or an opening bracket: where the bracket may start one)."""
-    while at > 0 and listed[at - 1].kind == SYMBOL and listed[at - 1].text in ("(", "["):
+    """Whether a tactic may start at token `at` (a name or an opening bracket: where the bracket may start one): right
+    after a token that stands before a tactic in Lean's parsers (`BEFORE_A_TACTIC`: `try`, `<|>`, `=>`, `;`, …; `:=`
+    in `(disch := …)`), at the text's start, on a new line after a name or a closing bracket, after a numeral
+    (`iterate 2`) or a symbol not known to stand before a term."""
+    while at > 0 and listed[at - 1].kind == SYMBOL and listed[at - 1].text in ("(", "[", "{"):
         at -= 1
     if at == 0:
         return True
     before = listed[at - 1]
     newline = "\n" in text[before.end : listed[at].start]
     if before.kind == IDENT:
-        if before.text in _BEFORE_A_TERM or "." in before.name:
-            return False
-        return newline or before.text in _BEFORE_A_TACTIC
-    if before.kind == SYMBOL and before.text in _TERM_SYMBOLS:
+        if before.text in BEFORE_A_TACTIC:
+            return True
+        return not (before.text in _BEFORE_A_TERM or "." in before.name) and newline
+    if before.kind != SYMBOL:
+        return True  # a numeral (`iterate 2`), a string (`success_if_fail_with_msg "m"`)
+    if before.text == ":=":  # `(disch := tac)`, `(norm := tac)`: a tactic; elsewhere a term
+        return at >= 3 and listed[at - 2].text in TACTIC_VALUED and listed[at - 3].text == "("
+    run = before.text
+    for index in range(at - 2, max(at - 5, -1), -1):  # the symbols glued before it: `<|>` is `<`, `|`, `>`
+        if listed[index].kind != SYMBOL or listed[index].end != listed[index + 1].start:
+            break
+        run = listed[index].text + run
+    if any(run[cut:] in BEFORE_A_TACTIC for cut in range(len(run))):
+        return True
+    if before.text in _TERM_SYMBOLS:
         return False
-    if before.kind == SYMBOL and before.text == ">":  # `<;>` and `=>` (`case h =>`, `fun x =>`), not `a > b`
-        return at >= 2 and listed[at - 2].end == before.start and listed[at - 2].text in (";", "=")
-    if before.kind == SYMBOL and before.text in (")", "]", "}", "⟩"):
+    if before.text in (")", "]", "}", "⟩"):
         return newline
-    return True  # `;`, `|`, `·`, a numeral (`iterate 2`), a symbol not known to stand before a term
+    return True  # a symbol not known to stand before a term
 
 
 class TacticGuard:

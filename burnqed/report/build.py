@@ -22,6 +22,7 @@ from burnqed.errors import InputError
 from burnqed.eval.result import git_commit
 from burnqed.layout import Layout
 from burnqed.report.document import SECTIONS, Report
+from burnqed.report.gates import model_label
 from burnqed.report.markdown import render_markdown
 from burnqed.report.reading import EvalFiles, _mode_evals
 from burnqed.report.rl_steps import rl_headline
@@ -77,6 +78,17 @@ def build_report(root: str, iteration: int, pipeline: PipelineConfig, *, rl: boo
                   inputs=dict(sorted(load.digests.items())))
 
 
+def measured(report: Report) -> str:
+    """What the report's figures measured, as the headline says it: ` of BENCHMARK from the base MODEL` (the base
+    eval's model, else iteration 0's main eval's, `gates.model_label`; the benchmark of the last main eval), or
+    nothing when no eval's provenance is read."""
+    if not report.provenance:
+        return ""
+    first = next((p for p in report.provenance if p.arm == "base"), report.provenance[0])
+    base = f" from the base {model_label(first.model)}" if first.arm == "base" else ""
+    return f" of {report.provenance[-1].benchmark}{base}"
+
+
 def headline(report: Report) -> list[str]:
     """The lines `burnqed iterate` and `burnqed report` print (report.md has the rest): where the report is, the
     solve rate of each step per theorem source with its interval, what the last step gained and lost, what the
@@ -85,7 +97,7 @@ def headline(report: Report) -> list[str]:
     lines = []
     if report.learning:
         budget = report.learning[-1].budget
-        lines.append(f"  solved at budget {budget} (n/N, rate, 95% Wilson interval), step by step:")
+        lines.append(f"  solved at budget {budget} (n/N, rate, 95% Wilson interval){measured(report)}, step by step:")
         for group in dict.fromkeys(row.group for row in report.learning):
             steps = [row for row in report.learning if row.group == group]
             lines.append(f"  {group}: " + " → ".join(

@@ -119,11 +119,14 @@ def _rates_markdown(rows: list[ArmRow]) -> list[str]:
     return [*lines, "", "![solve rate against budget](solve_rate.png)", ""]
 
 
-def _learning_markdown(rows: list[LearningRow]) -> list[str]:
+def _learning_markdown(rows: list[LearningRow], provenance: list[Provenance]) -> list[str]:
+    """The learning table: each step's solve rate per group, on the benchmark the evals measured (their provenance)."""
     steps = list(dict.fromkeys(row.step for row in rows))
     groups = list(dict.fromkeys(row.group for row in rows))
     budget = rows[-1].budget
-    lines = ["## Learning", "", f"Solve rate at the largest budget ({budget}); each iteration's main eval "
+    benchmarks = list(dict.fromkeys(f"`{p.benchmark}` ({p.total} theorems)" for p in provenance))
+    of = f" of {' and '.join(benchmarks)}" if benchmarks else ""
+    lines = ["## Learning", "", f"Solve rate{of} at the largest budget ({budget}); each iteration's main eval "
              "(LLM+EBM when it has a value model), the change from the step before in points in brackets.", "",
              "| theorems | " + " | ".join(steps) + " |", "|---|" + "---|" * len(steps)]
     for group in groups:
@@ -689,9 +692,11 @@ RATES_SECTION: ReportSection[tuple[list[ArmRow], list[CurvePoint]],
     field=("rows", "curves"), build=_build_rates, reads=("costs",),
     markdown=lambda shown: _rates_markdown(shown[0]) + _figures_markdown(shown[0]),
     plots=lambda shown, folder: plot_solve_rate(shown[1], shown[0], shown[2], folder / "solve_rate.png"))
-LEARNING_SECTION: ReportSection[list[LearningRow], tuple[list[LearningRow], BaseArm | None]] = ReportSection(
-    field="learning", build=lambda inputs: _learning(list(inputs.steps)), reads=("base_arm",),
-    markdown=lambda shown: _learning_markdown(shown[0]) + _base_arm_markdown(shown[1]) if shown[0] else [])
+LEARNING_SECTION: ReportSection[list[LearningRow], tuple[list[LearningRow], BaseArm | None, list[Provenance]]] = \
+    ReportSection(field="learning", build=lambda inputs: _learning(list(inputs.steps)),
+                  reads=("base_arm", "provenance"),
+                  markdown=lambda shown: _learning_markdown(shown[0], shown[2]) + _base_arm_markdown(shown[1])
+                  if shown[0] else [])
 CHANGES_SECTION: ReportSection[list[Change]] = ReportSection(
     field="changes", build=lambda inputs: _changes(inputs.steps), markdown=_changes_markdown)
 UNSOLVED_SECTION: ReportSection[tuple[list[UnsolvedRow], list[CeilingRow]],

@@ -34,13 +34,18 @@ def go_no_go(rows: list[ArmRow], iteration: int, cfg: PipelineConfig,
     gates: list[Gate] = []
     # The raw baseline is the untrained policy's eval; runs without one fall back to iteration 0's.
     raw = _best(rows, 0, "base")
-    floor, who = (raw, "the base policy") if raw is not None else (_best(rows, 0, "llm"), "iteration 0")
+    floor, who, measured = ((raw, "the base policy", base) if raw is not None
+                            else (_best(rows, 0, "llm"), "iteration 0", results.get((0, "llm"))))
     if floor is None:
         gates.append(Gate(name="baseline", passed=False, blocking=True, detail="iteration 0 has no eval result"))
     else:
+        # the figure names what it measured: the model and the benchmark (a run root is one experiment)
+        model = "" if measured is None else f" ({model_label(measured.model)})"
+        of = "" if measured is None else f" of {measured.benchmark}"
         gates.append(Gate(
             name="baseline", passed=floor.rate >= cfg.gate_min_rate, blocking=True,
-            detail=f"{who} solves {floor.text} at its largest budget (gate: ≥ {cfg.gate_min_rate:.1%})",
+            detail=f"{who}{model} solves {floor.text}{of} at its largest budget, {floor.budget} (gate: ≥ "
+            f"{cfg.gate_min_rate:.1%} [pipeline.gate_min_rate = {cfg.gate_min_rate:g}])",
         ))
     gain = _gain_gate(iteration, cfg, rows, results, base)
     if gain is not None:
@@ -139,7 +144,15 @@ def _gain_check(iteration: int, cfg: PipelineConfig, rows: list[ArmRow],
     unmet = [rule for rule, failed in rules if failed]
     return Gate(name="gain", passed=not unmet, blocking=True, change=change,
                 detail=f"{after_step} vs {before_step.removeprefix('iteration ')}: {change.text} (gate: "
-                + ", ".join(rule for rule, _ in rules) + (f"; not met: {', '.join(unmet)})" if unmet else ")"))
+                + ", ".join(rule + (f" [pipeline.gate_min_gain = {cfg.gate_min_gain:g}]" if k == 0 else "")
+                            for k, (rule, _) in enumerate(rules))
+                + (f"; not met: {', '.join(unmet)})" if unmet else ")"))
+
+
+def model_label(model: str) -> str:
+    """A model as a figure names it: a folder or URI by its last part (`…/tiny-v3` → `tiny-v3`), a served model's
+    name as it is; the report's provenance names it in full."""
+    return model.rstrip("/").rsplit("/", 1)[-1] or model
 
 
 def paired_change(before_step: str, before: EvalResult, after_step: str, after: EvalResult) -> PairedChange:

@@ -29,7 +29,14 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
 
 from burnqed import storage
-from burnqed.base.signals import SUPERVISED_ENV, command_text, signal_name, stop_process_group
+from burnqed.base.signals import (
+    PROGRAM_ENV,
+    SUPERVISED_ENV,
+    command_text,
+    program_name,
+    signal_name,
+    stop_process_group,
+)
 from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
@@ -268,7 +275,8 @@ class LocalRunner:
     ) -> None:
         if jobs < 1:
             raise ConfigError(f"--jobs must be ≥ 1, got {jobs}")
-        self.env = env_for(sets, config, os.environ if environ is None else environ)
+        # the commands a stage names for the user start as this process was started (`signals.program_name`)
+        self.env = {**env_for(sets, config, os.environ if environ is None else environ), PROGRAM_ENV: program_name()}
         self.jobs = jobs
         self.python = python
         self.echo = echo
@@ -290,15 +298,19 @@ class LocalRunner:
             if not all(self.store.is_done(uri) for uri in stage.outputs_for(shard))
         ]
 
-    def run(self, iteration: Iteration, only: Sequence[str] = ()) -> IterationRun:
+    def run(self, iteration: Iteration, only: Sequence[str] = (),
+            before_start: Callable[[], None] | None = None) -> IterationRun:
         """Run every unfinished stage (or only the named ones) of `iteration`, a stage once every stage it comes
         `after` has finished (a stage left out by `only` counts as finished). After the first failure nothing new
-        starts; what is running finishes (a finished stage is kept, a re-run skips it) and the run returns."""
+        starts; what is running finishes (a finished stage is kept, a re-run skips it) and the run returns.
+        `before_start` is called once the run is judged (nothing refused) and before anything starts."""
         unknown = [name for name in only if name not in iteration.names]
         if unknown:
             raise ConfigError(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(iteration.names)}")
         result = IterationRun(iteration.index)
         plan = self._plan(iteration, only, result)
+        if before_start is not None:
+            before_start()
         try:
             while plan.waiting or plan.running:
                 if not plan.failed:
@@ -619,13 +631,16 @@ def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGramma
 
 
 def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
-                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = ()) -> bool:
+                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = (),
+                   before_work: Callable[[], None] | None = None) -> bool:
     """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
     `echo` what each did and where its report is, with the report's headline (`report.build.headline`: solve rates
     with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
     Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
-    `carry`: the options a command it names repeats (`require_earlier`). An iteration whose earlier ones are neither
-    finished nor among `iters` before it is refused before any work (`ConfigError`), not after those before it ran.
+    `carry`: the options a command it names repeats (`require_earlier`); `before_work` is called once, when the
+    first iteration is judged and before its first stage (the run root's experiment record). An iteration whose
+    earlier ones are neither finished nor among `iters` before it is refused before any work (`ConfigError`), not
+    after those before it ran.
     `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
     from burnqed.report.build import headline, load_report
     from burnqed.runner.plan import iteration_of
@@ -643,7 +658,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         if warning is not None:
             echo(warning, err=True)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
-        outcome = runner.run(iteration, only or ())
+        outcome = runner.run(iteration, only or (), before_start=before_work if i == iters[0] else None)
         if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
             signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
             raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
@@ -673,12 +688,34 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
     return True
 
 
-def next_line(report: Report, again: str, show: str) -> str:
-    """The `next:` line after the iterations up to `report`'s: `again` (the command running the one after) only when
-    its go/no-go gates say go; after a STOP (or a blocking gate not measured) what stopped it instead, never another
-    iteration; `show` (drawing one theorem's search) either way."""
+def drawn_theorem(report: Report) -> str:
+    """The theorem a suggested `show` names, so that it runs as printed: the first the report's iteration's main eval
+    proved (its proof path drawn), else the first it left unsolved, else `THEOREM` (no eval was read)."""
+    proved = [row.theorem for row in report.proofs if row.iteration == report.iteration]
+    return next(iter([*proved, *(row.theorem for row in report.unsolved)]), "THEOREM")
+
+
+# The settings that lower a blocking gate that stopped (`next_line`): what goes on past it, iteration by iteration.
+LOWERS = {"baseline": ("pipeline.gate_min_rate=0",),
+          "gain": ("pipeline.gate_min_gain=-1", "pipeline.gate_max_lost=null")}
+
+
+def next_line(report: Report, again: Callable[[Sequence[str]], str], show: str) -> str:
+    """The `next:` line after the iterations up to `report`'s: `again(SETS)` (the command running the one after, with
+    `--set` each of SETS) only when its go/no-go gates say go; after a STOP by measured gates (the baseline's floor on
+    a benchmark the base hardly solves, a gain too small) what the gate measured and the command that goes on with
+    the gate lowered (`LOWERS`); after a blocking gate not measured no iteration; `show` (drawing one theorem's
+    search) either way."""
     drawn = f"`{show}` draws one theorem's search"
+    following = report.iteration + 1
     if report.go and report.decided:
-        return f"next: `{again}` runs iteration {report.iteration + 1}; {drawn}"
-    return (f"next: no iteration {report.iteration + 1} (iteration {report.iteration}'s decision: {report.decision}); "
+        return f"next: `{again(())}` runs iteration {following}; {drawn}"
+    stopped = [gate for gate in report.gates if gate.blocking and not gate.passed]
+    if stopped and all(gate.measured and gate.name in LOWERS and (gate.name != "gain" or gate.change is not None)
+                       for gate in stopped):
+        lowered = [item for gate in stopped for item in LOWERS[gate.name]]
+        return (f"next: iteration {report.iteration}'s decision: {report.decision}; to go on anyway, "
+                f"`{again(lowered)}` runs iteration {following} with the gate{'s' if len(stopped) > 1 else ''} "
+                f"lowered (run-all: --no-gates); see its report.md; {drawn}")
+    return (f"next: no iteration {following} (iteration {report.iteration}'s decision: {report.decision}); "
             f"see its report.md; {drawn}")

@@ -539,13 +539,24 @@ def _trainer_class() -> Any:
             self.peaks = [float(group["lr"]) for group in optimizer.param_groups]
             return optimizer
 
-        def save_model(self, output_dir: str | None = None, _internal_call: bool = False) -> None:
+        def save_model(self, output_dir: str | None = None, *args: Any, **kwargs: Any) -> None:
             parent: Any = super()
-            parent.save_model(output_dir, _internal_call)
-            if self.joint is not None and _internal_call and output_dir is not None and self.args.should_save:
+            parent.save_model(output_dir, *args, **kwargs)  # the base's own arguments, passed on as they came
+            if (self.joint is not None and output_dir is not None and self.args.should_save
+                    and is_checkpoint_folder(output_dir, self.args.output_dir, int(self.state.global_step))):
                 self.joint.save_checkpoint(Path(output_dir))  # before the checkpoint's trainer_state.json
 
     return BurnqedSFTTrainer
+
+
+def is_checkpoint_folder(folder: str, output_dir: str | None, step: int) -> bool:
+    """Whether `folder`, which the trainer saves its model into, is the checkpoint of step `step`: transformers saves
+    checkpoint N as `checkpoint-N` in `TrainingArguments.output_dir` (`trainer_utils.PREFIX_CHECKPOINT_DIR`, the
+    folder `StageCallback.on_save` pushes), the model first and `trainer_state.json` last, so the joint objective's
+    files written on that save land before the checkpoint's mark."""
+    from transformers.trainer_utils import PREFIX_CHECKPOINT_DIR
+
+    return output_dir is not None and Path(folder) == Path(output_dir) / f"{PREFIX_CHECKPOINT_DIR}-{step}"
 
 
 def _with_joint_term(trainer: Any, loss: Any, num_items_in_batch: Any) -> Any:

@@ -229,8 +229,9 @@ def _security(cluster: ClusterConfig, read_only: bool, lean: bool = False) -> m.
 
 
 def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
-    """The Lean worker count and recycling limit of a Lean container, checked against its memory limit and pinned
-    in its environment (it beats the mounted config file): the pod runs exactly what render checked."""
+    """The Lean worker count, recycling limit and per-worker memory limit of a Lean container, checked against its
+    memory limit and pinned in its environment (it beats the mounted config file): the pod runs exactly what render
+    checked."""
     cluster = profile.cfg.cluster
     small = profile.cpu_only  # the smoke workflow's Lean steps get the CPU steps' resources
     if stage.resource is Resource.TRAIN_LEAN and not small:
@@ -254,7 +255,8 @@ def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
             keys=keys,
             where=f"step {stage.name}",
         )
-    pinned = [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb))]
+    pinned = [("BURNQED_LEAN__WORKERS", str(plan.workers)), ("BURNQED_LEAN__RECYCLE_RSS_MB", str(plan.recycle_rss_mb)),
+              ("BURNQED_LEAN__WORKER_MEMORY_LIMIT_MB", str(plan.worker_limit_mb))]
     if cluster.lean_uid is not None:
         pinned.append(("BURNQED_LEAN__RUN_AS_UID", str(cluster.lean_uid)))
     return pinned

@@ -129,6 +129,18 @@ def test_explicit_workers_are_pinned_as_given() -> None:
     doc = render_templates(cfg, ["eval"], WORKFLOWS)[0].doc
     env = env_of(template(doc, "eval")["container"])
     assert (env["BURNQED_LEAN__WORKERS"], env["BURNQED_LEAN__RECYCLE_RSS_MB"]) == ("10", "8000")
+    # each worker's hard memory limit: its share of 100Gi beside lean_main_memory (4Gi) and the verifier, since
+    # lean.worker_memory_limit_mb (16000) would not fit: (102400 - 4096) // 11
+    assert env["BURNQED_LEAN__WORKER_MEMORY_LIMIT_MB"] == "8936"
+
+
+@pytest.mark.parametrize(("configured", "pinned"), [(6000, "6000"), (0, "8936"), (16000, "8936")])
+def test_a_pods_worker_memory_limit_is_the_configured_one_or_its_share(configured: int, pinned: str) -> None:
+    cfg = Config.model_validate({"lean": {"workers": 10, "recycle_rss_mb": 8000,
+                                          "worker_memory_limit_mb": configured},
+                                 "cluster": {"search_memory": "100Gi"}})
+    doc = render_templates(cfg, ["eval"], WORKFLOWS)[0].doc
+    assert env_of(template(doc, "eval")["container"])["BURNQED_LEAN__WORKER_MEMORY_LIMIT_MB"] == pinned
 
 
 def test_the_pinned_environment_beats_the_mounted_config_file(tmp_path: Path) -> None:

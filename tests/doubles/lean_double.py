@@ -20,6 +20,8 @@ Process-level faults come from flags; per-request behaviour from the tactic text
     huge:N        a goal whose target has N characters
     echo ...      success; the goal's target is the tactic text exactly as received
     sleep:MS      answers after MS milliseconds
+    allocate:MIB  takes MIB MiB while elaborating; past the process's memory limit it ends as Lean does out of
+                  memory (`INTERNAL PANIC: out of memory` on stderr, exit 1), else goes on as the tactic `allocate`
     done          closes all goals, cleanly     sorry       goals [] with hasSorry
     a --closes TACTIC  closes all goals, cleanly (its scoped names must resolve first, as below)
     unsafe        goals [] with hasUnsafe       bullet      goals [] but the root keeps a metavariable
@@ -398,7 +400,21 @@ class Double:
             return dumps({"error": self.version.interrupt_kind, "desc": "interrupt"})
         if word.startswith("sleep:"):
             time.sleep(int(word.split(":", 1)[1]) / 1000)
+        if word.startswith("allocate:"):
+            self.allocate(int(word.split(":", 1)[1]))
         return None
+
+    def allocate(self, mib: int) -> None:
+        """Elaborating takes `mib` MiB (code Lean runs, a huge term); past the process's memory limit the allocation
+        fails and the process ends as Lean's runtime ends it (`lean_internal_panic_out_of_memory`: the message on
+        stderr, exit 1)."""
+        try:
+            held = bytearray(mib * 2**20)
+        except MemoryError:
+            sys.stderr.write("INTERNAL PANIC: out of memory\n")
+            sys.stderr.flush()
+            os._exit(1)
+        del held
 
     def tactic(self, payload: dict[str, Any]) -> str:
         from leankit.text import read_as_lean  # here, not at the top: `--version` must start on any checkout

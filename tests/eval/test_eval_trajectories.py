@@ -4,6 +4,7 @@ keeps none: tests/eval/test_run.py)."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import pytest
@@ -60,12 +61,19 @@ def test_an_eval_keeps_its_trajectories_force_starts_them_over_and_show_draws_th
     out, kept = tmp_path / "r.json", tmp_path / "r.trajectories"
     first = cli("eval", "--output", str(out), *common)
     assert first.returncode == 0, first.stderr
-    # the show it names repeats the --sets it reads (storage settings, pipeline.eval_modes): none of these
-    assert first.stdout.splitlines()[-1] == (
-        f"wrote {out} (trajectories: {kept}; `burnqed show THEOREM --trajectories {kept}` draws one theorem's search)")
     assert is_complete(str(kept), store=store)
     names = sorted(result.name for result in read_results(str(kept), store=store))
     assert len(names) == 2
+    # the show it names (a theorem it evaluated) repeats the --sets it reads (storage settings, pipeline.eval_modes):
+    # none of these; pasted as printed, it draws that theorem's search
+    printed = first.stdout.splitlines()[-1]
+    command = printed.split("`")[1]
+    assert printed == f"wrote {out} (trajectories: {kept}; `{command}` draws one theorem's search)"
+    program, *arguments = shlex.split(command)
+    assert program == "burnqed" and arguments[0] == "show" and arguments[1] in names
+    assert arguments[2:] == ["--trajectories", str(kept)]
+    pasted = cli(*arguments)
+    assert pasted.returncode == 0 and pasted.stdout.startswith(f"{arguments[1]}: "), pasted.stderr
     again = cli("eval", "--output", str(out), "--force", *common)
     assert again.returncode == 0, again.stderr
     assert f"--force: the trajectories under {kept} start over" in again.stderr

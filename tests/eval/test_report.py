@@ -57,7 +57,8 @@ def test_learning_rows_per_group_and_the_baseline_gate_on_the_base_eval(tmp_path
     assert {(r.iteration, r.arm) for r in report.rows} == {(0, "base"), (0, "llm"), (1, "llm"), (1, "llm+ebm")}
     baseline = report.gates[0]
     assert (baseline.name, baseline.passed) == ("baseline", True)
-    assert baseline.detail == "the base policy solves 1/10 (10.0%, 1.8–40.4%) at its largest budget (gate: ≥ 10.0%)"
+    assert baseline.detail == ("the base policy (tiny) solves 1/10 (10.0%, 1.8–40.4%) of embedded-test at its "
+                               "largest budget, 50 (gate: ≥ 10.0% [pipeline.gate_min_rate = 0.1])")
     assert report.iterations[0].eval_base == at.eval_base()
     markdown = render_markdown(report)
     assert "| theorems | base | iteration 0 | iteration 1 |" in markdown
@@ -70,7 +71,8 @@ def test_a_run_without_a_base_eval_gates_on_iteration_0(tmp_path: Path, store: S
     root = f"file://{tmp_path}"
     publish(Layout(root).eval_result(0), {"world_0"}, store=store)
     report = build_report(root, 0, PipelineConfig(gate_min_rate=0.2), store=store)
-    assert report.gates[0].detail == "iteration 0 solves 1/10 (10.0%, 1.8–40.4%) at its largest budget (gate: ≥ 20.0%)"
+    assert report.gates[0].detail == ("iteration 0 (tiny) solves 1/10 (10.0%, 1.8–40.4%) of embedded-test at its "
+                                      "largest budget, 50 (gate: ≥ 20.0% [pipeline.gate_min_rate = 0.2])")
     assert not report.gates[0].passed and not report.go
     assert [r.step for r in report.learning] == ["iteration 0"] * 3
 

@@ -132,13 +132,15 @@ def test_every_rate_carries_its_n_and_interval(root: str, store: Store) -> None:
     assert Report.model_validate(saved).rows == report.rows  # report.json reads back (run-all reads it)
     markdown = render_markdown(report)
     assert "Every solve rate is shown as solved/n (rate, 95% Wilson score interval)." in markdown
+    assert "Solve rate of `embedded-test` (8 theorems) at the largest budget (50); each iteration's main" in markdown
     assert ("| all | 1/8 (12.5%, 2.2–47.1%) | 4/8 (50.0%, 21.5–78.5%) (+37.5) | 5/8 (62.5%, 30.6–86.3%) (+12.5) |"
             in markdown)
     assert "| 1 | llm+ebm | 4/8 (50.0%, 21.5–78.5%) | 5/8 (62.5%, 30.6–86.3%) |" in markdown
     assert [gate.detail for gate in report.gates] == [
-        "the base policy solves 1/8 (12.5%, 2.2–47.1%) at its largest budget (gate: ≥ 10.0%)",
+        "the base policy (export) solves 1/8 (12.5%, 2.2–47.1%) of embedded-test at its largest budget, 50 (gate: ≥ "
+        "10.0% [pipeline.gate_min_rate = 0.1])",
         "iteration 1 vs 0: 2 gained and 1 lost (4/8 → 5/8; difference +12.5 pts, 95% interval -30.3 to +49.6) "
-        "(gate: the difference ≥ +0.0 pts)",
+        "(gate: the difference ≥ +0.0 pts [pipeline.gate_min_gain = 0])",
         "LLM only 2/8 vs the best so far, iteration 0's 4/8, at budget 50: the next iteration starts from iteration "
         "0's policy (no-go)",
         "LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget"]
@@ -232,7 +234,7 @@ def test_provenance_of_every_eval(root: str, store: Store) -> None:
 def test_the_headline_iterate_prints(root: str, store: Store) -> None:
     report = build_report(root, 1, PipelineConfig(gate_min_rate=0.1, gate_min_gain=0.0, start="best"), store=store)
     assert headline(report) == [
-        "  solved at budget 50 (n/N, rate, 95% Wilson interval), step by step:",
+        "  solved at budget 50 (n/N, rate, 95% Wilson interval) of embedded-test from the base export, step by step:",
         "  all: base 1/8 (12.5%, 2.2–47.1%) → iteration 0 4/8 (50.0%, 21.5–78.5%) (+37.5) → iteration 1 5/8 "
         "(62.5%, 30.6–86.3%) (+12.5)",
         "  burnqed-world: base 1/6 (16.7%, 3.0–56.4%) → iteration 0 3/6 (50.0%, 18.8–81.2%) (+33.3) → iteration 1 4/6 "
@@ -242,9 +244,10 @@ def test_the_headline_iterate_prints(root: str, store: Store) -> None:
         "  iteration 1 vs iteration 0: 2 new, 1 lost (lost: w2)",
         "  iteration 1 took 60.8 min from its first stage's start to its last one's end: 3.1 min of stage time over "
         "4 runs, 3.4 CPU-min",
-        "  PASS baseline: the base policy solves 1/8 (12.5%, 2.2–47.1%) at its largest budget (gate: ≥ 10.0%)",
+        "  PASS baseline: the base policy (export) solves 1/8 (12.5%, 2.2–47.1%) of embedded-test at its largest "
+        "budget, 50 (gate: ≥ 10.0% [pipeline.gate_min_rate = 0.1])",
         "  PASS gain: iteration 1 vs 0: 2 gained and 1 lost (4/8 → 5/8; difference +12.5 pts, 95% interval -30.3 to "
-        "+49.6) (gate: the difference ≥ +0.0 pts)",
+        "+49.6) (gate: the difference ≥ +0.0 pts [pipeline.gate_min_gain = 0])",
         "  WARN policy: LLM only 2/8 vs the best so far, iteration 0's 4/8, at budget 50: the next iteration starts "
         "from iteration 0's policy (no-go)",
         "  PASS ebm-helps: LLM+EBM 5/8 (62.5%, 30.6–86.3%) vs LLM only 2/8 (25.0%, 7.1–59.1%) at the largest budget",

@@ -24,6 +24,7 @@ from burnqed.storage import Store
 from leankit.world.checked import trap_names
 
 SEVEN = [f"t{k}" for k in range(7)]
+SETTING = " [pipeline.gate_min_gain = 0]"  # how a gain gate names the setting it reads
 
 
 def eval_result(names: list[str], solved: set[str], *, iteration: int = 0, spent: int = 50,
@@ -81,7 +82,7 @@ def test_an_iteration_0_that_lost_a_theorem_of_the_base_is_a_no_go_naming_the_ga
     assert (gain.name, gain.passed, gain.blocking) == ("gain", False, True)
     assert gain.change is not None and (gain.change.new, gain.change.lost) == (0, 1)
     decision = ("no-go by the gain gate: iteration 0 vs base: 1 theorem lost and no gain (6/7 → 5/7; difference "
-                "-14.3 pts, 95% interval -49.5 to +24.4) (gate: the difference ≥ +0.0 pts; not met: the "
+                f"-14.3 pts, 95% interval -49.5 to +24.4) (gate: the difference ≥ +0.0 pts{SETTING}; not met: the "
                 "difference ≥ +0.0 pts)")
     assert (report.go, report.decision) == (False, decision)
     assert headline(report)[-1] == f"  decision: {decision}"
@@ -94,7 +95,8 @@ def test_an_iteration_0_that_lost_a_theorem_of_the_base_is_a_no_go_naming_the_ga
     markdown = render_markdown(report)
     assert markdown.rstrip().endswith("Decision: **no-go** by the gain gate: iteration 0 vs base: 1 theorem lost and "
                                       "no gain (6/7 → 5/7; difference -14.3 pts, 95% interval -49.5 to +24.4) (gate: "
-                                      "the difference ≥ +0.0 pts; not met: the difference ≥ +0.0 pts)")
+                                      f"the difference ≥ +0.0 pts{SETTING}; not met: the difference "
+                                      "≥ +0.0 pts)")
 
 
 def test_a_later_iteration_that_got_worse_names_the_gain_gate_and_a_better_one_goes(tmp_path: Path,
@@ -103,7 +105,7 @@ def test_a_later_iteration_that_got_worse_names_the_gain_gate_and_a_better_one_g
     publish(at.eval_result(0), eval_result(SEVEN, set(SEVEN[:6])), store)
     publish(at.eval_result(1), eval_result(SEVEN, set(SEVEN[1:6]), iteration=1), store)
     detail = ("iteration 1 vs 0: 1 theorem lost and no gain (6/7 → 5/7; difference -14.3 pts, 95% interval -49.5 to "
-              "+24.4) (gate: the difference ≥ +0.0 pts; not met: the difference ≥ +0.0 pts)")
+              f"+24.4) (gate: the difference ≥ +0.0 pts{SETTING}; not met: the difference ≥ +0.0 pts)")
     worse = build_report(at.root, 1, PipelineConfig(start="previous"), store=store)
     assert (worse.go, worse.decision) == (False, f"no-go by the gain gate: {detail}")
     # under pipeline.start = "best" the worse iteration is not the next one's start: shown, not a stop
@@ -123,7 +125,7 @@ def test_a_later_iteration_that_got_worse_names_the_gain_gate_and_a_better_one_g
     even = build_report(at.root, 1, PipelineConfig(start="previous"), store=store)
     assert (even.go, even.decision) == (True, "go: the baseline and gain gates passed")
     assert even.gates[1].detail == ("iteration 1 vs 0: 1 gained and 1 lost (6/7 → 6/7; difference +0.0 pts, 95% "
-                                    "interval -40.7 to +40.7) (gate: the difference ≥ +0.0 pts)")
+                                    f"interval -40.7 to +40.7) (gate: the difference ≥ +0.0 pts{SETTING})")
 
 
 def test_a_go_from_the_base_names_the_gates_it_passed(tmp_path: Path, store: Store) -> None:
@@ -133,13 +135,14 @@ def test_a_go_from_the_base_names_the_gates_it_passed(tmp_path: Path, store: Sto
     report = build_report(at.root, 0, PipelineConfig(), store=store)
     assert [(g.name, g.passed) for g in report.gates] == [("baseline", True), ("gain", True)]
     assert report.gates[1].detail == ("iteration 0 vs base: 3 theorems gained and none lost (2/7 → 5/7; difference "
-                                      "+42.9 pts, 95% interval -6.1 to +70.9) (gate: the difference ≥ +0.0 pts)")
+                                      f"+42.9 pts, 95% interval -6.1 to +70.9) (gate: the difference ≥ +0.0 "
+                                      f"pts{SETTING})")
     assert (report.go, report.decision) == (True, "go: the baseline and gain gates passed")
     assert render_markdown(report).rstrip().endswith("Decision: **go**: the baseline and gain gates passed")
     # the same change read by the interval's lower end (-6.1 pts) is not a gain beyond chance
     strict = build_report(at.root, 0, PipelineConfig(gate_gain_interval=True), store=store)
-    assert strict.decision.endswith("(gate: the lower end of its 95% interval ≥ +0.0 pts; not met: the lower end of "
-                                    "its 95% interval ≥ +0.0 pts)")
+    assert strict.decision.endswith(f"(gate: the lower end of its 95% interval ≥ +0.0 pts{SETTING}; not met: the "
+                                    "lower end of its 95% interval ≥ +0.0 pts)")
     assert not strict.go
 
 
@@ -150,8 +153,8 @@ def test_lost_theorems_beyond_gate_max_lost_stop_a_gain(tmp_path: Path, store: S
     assert build_report(at.root, 1, PipelineConfig(start="previous"), store=store).go
     report = build_report(at.root, 1, PipelineConfig(start="previous", gate_max_lost=0), store=store)
     assert report.decision == ("no-go by the gain gate: iteration 1 vs 0: 3 gained and 1 lost (2/7 → 4/7; difference "
-                               "+28.6 pts, 95% interval -21.4 to +63.9) (gate: the difference ≥ +0.0 pts, at most 0 "
-                               "lost; not met: at most 0 lost)")
+                               f"+28.6 pts, 95% interval -21.4 to +63.9) (gate: the difference ≥ +0.0 pts{SETTING}, "
+                               "at most 0 lost; not met: at most 0 lost)")
     assert build_report(at.root, 1, PipelineConfig(start="previous", gate_max_lost=1), store=store).go
     # under pipeline.start = "best" the same failed gain is a warning: the decision is the baseline's
     best = build_report(at.root, 1, PipelineConfig(gate_max_lost=0), store=store)
@@ -165,8 +168,9 @@ def test_a_floor_and_a_gain_failing_together_name_the_floor_first(tmp_path: Path
     publish(at.eval_base(), eval_result(SEVEN, {"t0"}), store)
     publish(at.eval_result(0), eval_result(SEVEN, set()), store)
     report = build_report(at.root, 0, PipelineConfig(gate_min_rate=0.5), store=store)
-    assert report.decision == ("no-go by the baseline gate: the base policy solves 1/7 (14.3%, 2.6–51.3%) at its "
-                               "largest budget (gate: ≥ 50.0%) (also failed: gain)")
+    assert report.decision == ("no-go by the baseline gate: the base policy (tiny) solves 1/7 (14.3%, 2.6–51.3%) of "
+                               "bench at its largest budget, 50 (gate: ≥ 50.0% [pipeline.gate_min_rate = 0.5]) (also "
+                               "failed: gain)")
 
 
 # ------------------------------------------------------------------------ known false, ceiling, budget

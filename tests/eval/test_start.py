@@ -169,8 +169,9 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
     at = _finished_run(tmp_path, store)
     root = str(tmp_path / "runs")
     gain = ("WARN gain: iteration 2 vs 1: 3 theorems lost and no gain (6/7 → 3/7; difference -42.9 pts, 95% interval "
-            "-72.3 to +6.1) (gate: the difference ≥ +0.0 pts; not met: the difference ≥ +0.0 pts) — not a stop with "
-            "pipeline.start = \"best\": the next iteration starts from the best so far (the policy gate)")
+            "-72.3 to +6.1) (gate: the difference ≥ +0.0 pts [pipeline.gate_min_gain = 0]; not met: the difference "
+            "≥ +0.0 pts) — not a stop with pipeline.start = \"best\": the next iteration starts from the best so far "
+            "(the policy gate)")
     # under pipeline.start = "previous" iteration 3 would start from iteration 2: the failed gain stops the run
     with forked_stages():  # iteration 2's report and iteration 3's start and sft, each a fork of this process
         previous = cli("run-all", "--root", root, "--iters", "2-3", "--set", "pipeline.start=previous")

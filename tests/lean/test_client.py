@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from burnqed.errors import LeanCrashError, LeanProtocolError, LeanStartError
-from burnqed.lean.client import LeanWorker
+from burnqed.lean.client import LeanWorker, child_setup
 from burnqed.records.replies import TacticKind
 from leankit.version import PantographVersion
 from tests.conftest import double_argv
@@ -336,3 +339,19 @@ def test_cancelled_start_leaves_nothing_running():
         assert group_is_gone(pid)  # killed, not merely forgotten
 
     asyncio.run(run())
+
+
+# What a child started with `child_setup` holds: its RLIMIT_DATA and its parent-death signal (prctl PR_GET_PDEATHSIG).
+_LIMITS = ("import ctypes, resource; sig = ctypes.c_int(); ctypes.CDLL(None).prctl(2, ctypes.byref(sig), 0, 0, 0); "
+           "print(resource.getrlimit(resource.RLIMIT_DATA)[0], sig.value)")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and RLIMIT_DATA as Linux has them")
+@pytest.mark.parametrize(("memory_limit_mb", "data"), [(300, 300 * 2**20), (0, resource.RLIM_INFINITY)])
+def test_a_worker_child_dies_with_its_parent_and_holds_its_memory_limit(memory_limit_mb: int, data: int) -> None:
+    """The memory limit is set beside `dies_with_parent`, not in its place (0: no limit of its own)."""
+    if memory_limit_mb == 0 and resource.getrlimit(resource.RLIMIT_DATA)[0] != resource.RLIM_INFINITY:
+        pytest.skip("this process runs under a data limit of its own")
+    done = subprocess.run([sys.executable, "-c", _LIMITS], preexec_fn=child_setup(memory_limit_mb),
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.split() == [str(data), "9"]  # SIGKILL

@@ -4,6 +4,7 @@ subject, not the pipe; tests/lean/test_client.py covers the pipe)."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from burnqed.config import DEFAULT_DENY, LeanConfig
 from burnqed.errors import LeanCrashError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, configuration_problem
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import (
     Verdict,
@@ -26,6 +27,7 @@ from burnqed.lean.soundness import (
     recheck_passed,
     verify_proof,
 )
+from burnqed.lean.tactic_starts import BEFORE_A_TACTIC
 from burnqed.records.replies import (
     CompileMessage,
     CompileResult,
@@ -893,6 +895,51 @@ def test_a_configuration_after_other_items_is_read_as_one(tactic: str) -> None:
 def test_where_a_named_value_is_a_configuration(tactic: str, configuration: bool) -> None:
     reason = TacticGuard(()).check(tactic)
     assert (reason is not None and reason.startswith("configures a tactic with code at ")) == configuration, reason
+
+
+# A tactic after each token Lean's parsers put before one (burnqed.lean.tactic_starts, read by
+# scripts/tactic_combinators.py): how each stands in a tactic. Each form with a configuration that is code is refused;
+# the same with a literal passes.
+IN_A_TACTIC = {
+    "=>": "case h => {}", "|": "first | done | {}", "(": "done <|> ({})", "<;>": "skip <;> {}", ";": "skip; {}",
+    "{": "exact by {{ {} }}", "·": "· {}", ".": ". {}", "[": "skip <;> [{}; rfl]", "<|>": "done <|> {}",
+    "then": "if h : p then {} else skip", "else": "if p then skip else {}", "with": "induction n with {}",
+    "by": "exact by {}", "by?": "exact by? {}", "iterate": "iterate 2 {}",
+}
+CODE, LITERAL = "simp (config := {maxSteps := (List.replicate 1000000000 7).length})", "simp (maxSteps := 100)"
+
+
+def _in_a_tactic(token: str, tactic: str) -> str:
+    return IN_A_TACTIC.get(token, token + " {}").replace("{}", tactic).replace("{{", "{").replace("}}", "}")
+
+
+@pytest.mark.parametrize("token", sorted(BEFORE_A_TACTIC))
+def test_a_configuration_that_is_code_is_refused_after_every_token_before_a_tactic(token: str) -> None:
+    tactic = _in_a_tactic(token, CODE)
+    assert (TacticGuard(()).check(tactic) or "").startswith("configures a tactic with code at "), tactic
+    assert GUARD.check(_in_a_tactic(token, LITERAL)) is None
+
+
+@pytest.mark.parametrize("tactic", [
+    f"simp (disch := {CODE})", f"linear_combination (norm := {CODE}) h",   # a tactic valued option's tactic
+    f"success_if_fail_with_msg m {CODE}", f"success_if_fail_with_msg (m) {CODE}",   # after the word's argument
+    f"done <|> (done <|> {CODE})", f"done <|>\n  {CODE}", f"skip <;> (done <|> {CODE})",
+])
+def test_the_found_inputs_of_the_seventh_pass_are_refused(tactic: str) -> None:
+    """Each passed the guard of fd2a25d (the commit before), whose list of words was kept by hand."""
+    assert (TacticGuard(()).check(tactic) or "").startswith("configures a tactic with code at "), tactic
+
+
+@pytest.mark.parametrize("text", [
+    "simp " + "(a := 1) " * 8000,                                               # a run of items: each walked back over
+    "success_if_fail_with_msg m simp " + "(a := " * 8000 + "1" + ")" * 8000,   # nested values, each read as one
+    "simp " + "(" * 8000 + "x" + ")" * 8000 + " (a := f x)",                    # brackets paired once
+], ids=["items", "nested", "brackets"])
+def test_the_configuration_rule_is_linear_in_its_tokens(text: str) -> None:
+    """Tens of kilobytes in well under the seconds a reading quadratic in the items took (12 s for 36 KB of items)."""
+    started = time.monotonic()
+    configuration_problem(text)
+    assert time.monotonic() - started < 5.0
 
 
 @pytest.mark.parametrize("tactic", ["exact h) (maxSteps := f x)", "simp (maxSteps :=", "simp (maxSteps := f x",

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from burnqed.config import LeanConfig
 from burnqed.errors import LeanStartError, LeanStatesLostError, PoolClosedError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.lease import LeanLease
@@ -349,6 +350,36 @@ def test_crash_mid_request_is_replaced():
             assert pool.stats.respawned == 1
 
     asyncio.run(run())
+
+
+@pytest.mark.slow
+def test_a_worker_past_its_memory_limit_fails_its_request_as_out_of_memory_and_is_replaced():
+    """lean.worker_memory_limit_mb is the worker's RLIMIT_DATA: elaboration that allocates past it ends the process
+    (as Lean's runtime does out of memory); the request is a crash naming the setting and the next theorem gets a
+    fresh worker. Under the limit, the same worker serves on."""
+    async def run() -> None:
+        def factory() -> LeanWorker:
+            return LeanWorker(double_argv(), tactic_timeout_s=5.0, watchdog_grace_s=0.2, ready_timeout_s=10,
+                              memory_limit_mb=400)
+
+        async with LeanPool(factory, 1) as pool:
+            assert await prove(pool, "allocate:64") is TacticKind.SUCCESS
+            async with pool.lease("t") as lean:
+                state = await lean.start_goal(expr="p")
+                result = await lean.tactic(state, "allocate:1000")
+            assert result.kind is TacticKind.CRASH
+            assert result.errors[0].startswith("Lean worker ran out of memory while answering `goal.tactic`: it may "
+                                               "hold lean.worker_memory_limit_mb=400 MiB")
+            assert "INTERNAL PANIC: out of memory" in result.errors[0]
+            assert await prove(pool) is TacticKind.SUCCESS
+            assert pool.stats.respawned == 1
+
+    asyncio.run(run())
+
+
+def test_a_worker_from_config_gets_the_configured_memory_limit():
+    assert LeanWorker.from_config(LeanConfig(command=["repl"], worker_memory_limit_mb=1234)).memory_limit_mb == 1234
+    assert LeanWorker.from_config(LeanConfig(command=["repl"])).memory_limit_mb == 16000
 
 
 @pytest.mark.slow

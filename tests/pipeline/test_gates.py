@@ -18,9 +18,10 @@ from burnqed.storage import Store
 from tests.processes import cli
 
 
-def finished_iteration(root: str, go: bool, *, store: Store) -> None:
+def finished_iteration(root: str, go: bool, *, store: Store, measured: bool = True) -> None:
     """Iteration 0 under `root` with every stage published (markers, a theorem index, and eval results that solve
-    nothing, recording the inputs the evals would record) and a report whose gate says `go`."""
+    nothing, recording the inputs the evals would record) and a report whose gate says `go` (`measured`: whether it
+    could be measured)."""
     from burnqed.eval.result import load_eval_result, write_eval_result
     from burnqed.runner.reuse import BUILDERS, parse_command_line, stage_sets
     from tests.eval.test_report import publish
@@ -41,7 +42,8 @@ def finished_iteration(root: str, go: bool, *, store: Store) -> None:
     store.write_bytes(storage.join(iteration.stage("prepare-data").outputs[0], "theorems.json"),
                       bundled_index_path().read_bytes())
     report = Report(root=root, iteration=0, rows=[], iterations=[],
-                    gates=[Gate(name="baseline", passed=go, blocking=True, detail="base solves 1.0%")])
+                    gates=[Gate(name="baseline", passed=go, blocking=True, detail="base solves 1.0%",
+                                measured=measured)])
     store.write_bytes(storage.join(iteration.stage("report").outputs[0], "report.json"),
                         report.model_dump_json().encode())
 

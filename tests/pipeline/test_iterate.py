@@ -10,15 +10,20 @@ from __future__ import annotations
 import json
 import math
 import re
+import shlex
 import shutil
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results
-from tests.pipeline.iteration import RECORD, Interruptions, iterate_env, iterate_forked, iterate_in_process
+from tests.doubles.line_servers import lean_in_process
+from tests.pipeline.iteration import RECORD, Interruptions, iterate_env, iterate_in_process
+from tests.processes import PRINTED_PROGRAM, cli, forked_stages
 
 # Whole iterations as subprocesses: minutes on a shared 2-core machine, beyond the default per-test timeout.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
@@ -26,6 +31,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 # Iteration 1's SFT (from the base, pipeline.start's default) and EBM as small as what is asserted of them needs (a
 # model trained on, an EBM search and eval score with): a tenth of an epoch in place of sft.later_epochs' 1, an EBM of
 # 60 steps and one hidden layer of 32; its search in one shard (iteration 0's two are the sharded run's test).
+REPO = Path(__file__).resolve().parents[2]  # where a user of a checkout types the printed commands
 ITERATION_1 = {"BURNQED_SFT__LATER_EPOCHS": "0.1", "BURNQED_EBM__STEPS": "60", "BURNQED_EBM__HIDDEN_DIMS": "[32]",
                "BURNQED_PIPELINE__SEARCH_SHARDS": "1"}
 
@@ -46,7 +52,7 @@ def test_sigterm_mid_search_stops_iterate_in_one_line_and_keeps_the_committed_pa
     assert len(errors) == 1 and re.fullmatch(
         r"error: burnqed iterate \(stages? (\S+, )*search\[0\](, \S+)*\) stopped by SIGTERM; finished "
         rf"stages and committed search parts under file://{re.escape(str(root))} are kept: continue with "
-        rf"`burnqed iterate --iter 0 --root {re.escape(str(root))}`", errors[0]), stops.sigterm_stderr[-3000:]
+        rf"`{PRINTED_PROGRAM} iterate --iter 0 --root {re.escape(str(root))}`", errors[0]), stops.sigterm_stderr[-3000:]
     assert "Traceback" not in stops.sigterm_stderr
     # committed parts kept, nothing published as finished, no lease left
     assert "search/shard-0/part-000000.json" in stops.kept_after_sigterm and not stops.sigterm_shard0_done
@@ -102,11 +108,12 @@ def test_rerunning_a_finished_iteration_does_no_work(iteration_0: Path, iterate_
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == before
 
 
-def test_plan_over_the_finished_iteration_with_another_setting_says_what_iterate_does(
+def test_plan_over_the_finished_iteration_with_another_world_says_what_iterate_does(
         iteration_0: Path, iterate_home: Path) -> None:
     """The audit's case: after iteration 0, `plan --set data.world_seed=1` showed prepare-data `done` while `iterate`
-    with the same --set refused it. Plan shows it `diff` with the difference, the stages --force redoes after it
-    marked, and iterate's own refusal last; nothing under the run changes."""
+    with the same --set refused it. The world seed defines the run root's experiment (its data and benchmark): plan
+    and iterate refuse it alike, in one line before any work, naming the difference; nothing under the run changes.
+    (plan's `diff` of a stage finished with other inputs: tests/pipeline/test_plan_verdicts.py.)"""
     from tests.processes import cli
 
     root = iteration_0 / "run"
@@ -114,21 +121,42 @@ def test_plan_over_the_finished_iteration_with_another_setting_says_what_iterate
     env, changed = {**iterate_env(iterate_home), "BURNQED_CONFIG": None}, ("--set", "data.world_seed=1")
     planned = cli("plan", "--iter", "0", "--root", str(root), *changed, env=env)
     refused = iterate_in_process(str(root), 0, iterate_env(iterate_home), *changed)
-    assert planned.returncode == 0 and refused.returncode == 2, planned.stderr + refused.stderr
-    lines = planned.stdout.splitlines()
-    assert lines[:2] == [lines[0], "      finished with other inputs: data.world_seed was 0, now 1"]
-    assert lines[0].startswith("diff  prepare-data ")
-    assert sum(line == "      --force redoes it too: it comes after a stage that runs" for line in lines) == 9
-    assert lines[-1] == "iterate refuses: " + refused.stderr.splitlines()[-1].removeprefix("error: ")
+    assert (planned.returncode, refused.returncode, planned.stdout) == (2, 2, ""), planned.stderr + refused.stderr
+    assert planned.stderr.replace("`burnqed plan ", "`burnqed iterate ") == refused.stderr
+    assert refused.stderr.startswith(f"error: {root} holds one experiment, and this command changes it: "
+                                     "data.world_seed: 0 → 1; leave these settings out (the root's are taken) or give "
+                                     "the root's (--set data.world_seed=0), or start the new experiment under a new "
+                                     f"root: `burnqed iterate --iter 0 --set data.world_seed=1 --root {root}-2`")
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*") if p.is_file()} == before
 
 
 def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteration_0: Path, iterate_home: Path,
                                                                         tmp_path: Path, store: Store) -> None:
-    run = tmp_path / "run"
-    shutil.copytree(iteration_0 / "run" / "iter_0", run / "iter_0", symlinks=True)  # the shared run stays as it is
-    done = iterate_forked(str(run), 1, iterate_env(iterate_home, ITERATION_1))
+    """Iteration 1 as iteration 0's `next:` line names it (printed by `python -m burnqed iterate` over the finished
+    iteration 0, which does nothing), its arguments run on a copy of the run (the shared one stays as it is; in this
+    process, its stages forks), with the benchmark iteration 0 was given (by env) left out: it is the run root's (its
+    experiment.json). The `show` the line names runs in a shell as printed."""
+    shared, run = iteration_0 / "run", tmp_path / "run"
+    shutil.copytree(shared, run, symlinks=True)
+    again = subprocess.run([sys.executable, "-m", "burnqed", "iterate", "--root", str(shared)], capture_output=True,
+                           text=True, env=iterate_env(iterate_home), cwd=REPO, timeout=600, check=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    printed = re.findall(r"`([^`]+)`", again.stdout.splitlines()[-1])
+    assert again.stdout.splitlines()[-1].startswith("next: ") and len(printed) == 2, again.stdout[-2000:]
+    following, show = (shlex.split(command) for command in printed)
+    program = following[:following.index("iterate")]
+    assert program == show[:len(program)] and program[1:] == ["-m", "burnqed"]
+    assert Path(REPO, program[0]).resolve() == Path(sys.executable).resolve()
+    arguments = following[len(program):]
+    assert arguments[:5] == ["iterate", "--iter", "1", "--root", str(shared)]
+    drawn = subprocess.run(["bash", "-c", printed[1]], capture_output=True, text=True, cwd=REPO, timeout=300,
+                           env=iterate_env(iterate_home), check=False)
+    assert drawn.returncode == 0 and drawn.stdout.startswith(f"{show[len(program) + 1]}: "), drawn.stderr[-2000:]
+    env = {**iterate_env(iterate_home, ITERATION_1), "BURNQED_PIPELINE__BENCHMARK": None}
+    with forked_stages(), lean_in_process():
+        done = cli(*arguments[:4], str(run), *arguments[5:], env={**env, "BURNQED_CONFIG": None})
     assert done.returncode == 0, done.stderr[-3000:]
+    assert f'pipeline.benchmark="{iterate_home / "test.json"}"' in done.stderr  # the root's, said before any work
     it1 = run / "iter_1"
     assert (it1 / "ebm" / "_SUCCESS.json").exists()
     # the defaults' SFT: from the base, steps from the rows, the shortest proof of each theorem
@@ -140,6 +168,8 @@ def test_iteration_1_trains_and_uses_an_ebm_and_reports_both_iterations(iteratio
     assert (made["sft.later_epochs"], made["sft.proofs_per_theorem"]) == (0.1, "shortest")
     with_ebm = json.loads((it1 / "eval" / "eval.json").read_text())
     without = json.loads((it1 / "eval" / "eval-noebm.json").read_text())
+    first = json.loads((run / "iter_0" / "eval" / "eval.json").read_text())  # the same benchmark, from the root
+    assert (with_ebm["benchmark"], with_ebm["total"]) == (first["benchmark"], 20)
     assert with_ebm["ebm"] == f"file://{it1}/ebm" and without["ebm"] is None
     from burnqed.trajectory.reader import read_edges
 

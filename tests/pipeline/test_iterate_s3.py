@@ -70,7 +70,10 @@ def test_iterate_force_on_s3_with_another_sft_learning_rate_redoes_sft_and_every
     def without_parts(names: set[str]) -> set[str]:
         return {n for n in names if "/search/" not in n and "/trajectories/part-" not in n}
 
-    assert without_parts(remote_files) == without_parts(local_files)
+    # and the run root's experiment, recorded by the first run that worked there (the --force one: the refused run
+    # wrote nothing), with the setting it was given
+    assert without_parts(remote_files) == without_parts(local_files) | {"experiment.json"}
+    assert json.loads(store.read_bytes(f"{s3_root}/experiment.json"))["settings"]["sft.learning_rate"] == 0.001
     assert {n for n in remote_files if "/search/" in n and n.endswith("_SUCCESS.json")} == {
         n for n in local_files if "/search/" in n and n.endswith("_SUCCESS.json")}
 

@@ -5,6 +5,7 @@ once the first was SIGKILLed. (SIGTERM and SIGKILL mid-search are tests/pipeline
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import psutil
 import pytest
 
 from tests.pipeline.iteration import NO_ORPHAN_S, alive_after, iterate_env, start_iterate, wait_until
+from tests.processes import PRINTED_PROGRAM
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
@@ -34,7 +36,8 @@ def test_a_second_iterate_refuses_naming_the_first_and_takes_over_after_a_sigkil
         assert second.returncode == 2, second.stderr[-2000:]
         assert second.stderr.count("\n") == 1 and "Traceback" not in second.stderr
         assert f"is in use by pid {first.pid} on " in second.stderr
-        assert f"(`burnqed iterate --iter 0 --root {root}`, since " in second.stderr
+        named = rf"\(`{PRINTED_PROGRAM} iterate --iter 0 --root {re.escape(str(root))}`, since "
+        assert re.search(named, second.stderr), second.stderr
         time.sleep(1.0)
         # the stage it runs: told to stop when its parent dies
         children = psutil.Process(first.pid).children(recursive=True)

@@ -63,13 +63,24 @@ def test_a_finished_iteration_names_the_next_one_and_show_with_the_options_it_wa
         "`burnqed show THEOREM --iter 0 --root runs-mine --set storage.cache_dir=cache` draws one theorem's search")
 
 
-@pytest.mark.slow  # one in-process iterate over a finished iteration whose gate said STOP
-def test_after_a_stop_next_proposes_no_iteration(tmp_path: Path, store: Store,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow  # in-process iterates over a finished iteration whose gate said STOP
+def test_after_a_stop_next_says_what_the_gate_measured_and_how_to_go_on(tmp_path: Path, store: Store,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A baseline the base hardly reaches on a user's own benchmark is a STOP, not the end: `next:` says what the gate
+    measured and names the `iterate --iter 1` that goes on with the gate lowered; a gate that could not be measured
+    leaves no iteration to propose."""
     monkeypatch.chdir(tmp_path)
     finished_iteration(storage.normalize(str(tmp_path / "runs-mine")), go=False, store=store)
     done = CliRunner().invoke(app, ["iterate", "--root", "runs-mine"])
     assert done.exit_code == 0, done.output  # iterate does not stop at a gate: it says so
     assert done.stdout.splitlines()[-1] == (
-        "next: no iteration 1 (iteration 0's decision: no-go by the baseline gate: base solves 1.0%); see its "
-        "report.md; `burnqed show THEOREM --iter 0 --root runs-mine` draws one theorem's search")
+        "next: iteration 0's decision: no-go by the baseline gate: base solves 1.0%; to go on anyway, `burnqed "
+        "iterate --iter 1 --root runs-mine --set pipeline.gate_min_rate=0` runs iteration 1 with the gate lowered "
+        "(run-all: --no-gates); see its report.md; `burnqed show THEOREM --iter 0 --root runs-mine` draws one "
+        "theorem's search")
+    finished_iteration(storage.normalize(str(tmp_path / "runs-unmeasured")), go=False, measured=False, store=store)
+    done = CliRunner().invoke(app, ["iterate", "--root", "runs-unmeasured"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.splitlines()[-1] == (
+        "next: no iteration 1 (iteration 0's decision: none: the baseline gate could not be measured (`run-all` stops "
+        "here)); see its report.md; `burnqed show THEOREM --iter 0 --root runs-unmeasured` draws one theorem's search")

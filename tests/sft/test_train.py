@@ -23,7 +23,7 @@ from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
 from burnqed.sft.manifests import SFT_RECORD, read_sft_record
-from burnqed.sft.train import SftOutcome, SftRequest, plan_training, run_sft, scale_steps
+from burnqed.sft.train import SftOutcome, SftRequest, is_checkpoint_folder, plan_training, run_sft, scale_steps
 from burnqed.storage import MARKER_NAME, Store
 from burnqed.text.prompt import PromptFormat, build_prompt
 from burnqed.trajectory.labels import label_edges
@@ -427,3 +427,13 @@ def test_the_settings_only_later_iterations_read_are_not_read_at_iteration_0(tmp
     # `burnqed sft` reads sft.proofs_per_theorem with search.mode (`proofs_kept`) and hands run_sft the effective
     # value, which run_sft uses from iteration 1 only
     assert later - {"proofs_per_theorem"} <= READ
+
+
+def test_a_checkpoint_folder_is_the_current_steps_in_the_output_dir_as_transformers_names_it(tmp_path: Path) -> None:
+    out = str(tmp_path / "sft-checkpoints")
+    assert is_checkpoint_folder(f"{out}/checkpoint-40", out, 40)
+    assert is_checkpoint_folder(f"{out}/checkpoint-40/", out + "/", 40)
+    assert not is_checkpoint_folder(f"{out}/checkpoint-39", out, 40)  # another step's
+    assert not is_checkpoint_folder(str(tmp_path / "published"), out, 40)  # a model saved elsewhere (not a checkpoint)
+    assert not is_checkpoint_folder(f"{out}/checkpoint-40", None, 40)
+    # that transformers saves checkpoint N there, joint files included: test_joint.py's resumed run reads them
