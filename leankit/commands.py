@@ -81,6 +81,7 @@ OTHER_COMMAND_KEYWORDS: frozenset[str] = frozenset({
 MODIFIERS: frozenset[str] = frozenset({"private", "protected", "noncomputable", "unsafe", "partial", "nonrec",
                                        "local", "scoped", "public", "meta"})  # the last two: the module system's
 COMMAND_KEYWORDS: frozenset[str] = DECLARATION_KEYWORDS | OTHER_COMMAND_KEYWORDS | MODIFIERS
+_LONGEST_KEYWORD = max(map(len, COMMAND_KEYWORDS))  # a name's tail longer than this is no keyword
 
 # Token kinds.
 IDENT = "ident"
@@ -174,24 +175,41 @@ def _pieces(text: str) -> Iterator[Token]:
 
 def tokens(text: str) -> Iterator[Token]:
     """Lean's tokens of `text`, in order, comments skipped (a doc comment or a module doc is a token). An escaped
-    name `«…»` is a name (never a keyword), one with the dotted parts written next to it (`foo.«bar».baz`)."""
-    held: list[Token] = []  # a name, or a name and the `.` after it, that what follows may continue
+    name `«…»` is a name (never a keyword), one with the dotted parts written next to it (`foo.«bar».baz`): its parts
+    are joined once, where it ends (a chain of escaped parts costs its length, not its length squared)."""
+    first: Token | None = None  # a name that what follows may continue: its first piece
+    names: list[str] = []  # the names of its parts
+    end = 0  # where it ends
+    dot: Token | None = None  # the `.` right after it
     for piece in _pieces(text):
-        if held and piece.start == held[-1].end:
-            if len(held) == 1 and piece.text == "." and held[0].kind in (IDENT, KEYWORD):
-                held.append(piece)
+        if first is not None and piece.start == (end if dot is None else dot.end):
+            if dot is None and piece.text == ".":
+                dot = piece
                 continue
-            escaped = piece.text[0] == "«" or held[0].text[-1] == "»"
-            if len(held) == 2 and piece.kind in (IDENT, KEYWORD) and escaped:
-                first = held[0]
-                held = [Token(IDENT, text[first.start : piece.end], first.start, piece.end,
-                              f"{first.name}.{piece.name}")]
+            escaped = piece.text[0] == "«" or text[end - 1] == "»"
+            if dot is not None and piece.kind in (IDENT, KEYWORD) and escaped:
+                names.append(piece.name)
+                end, dot = piece.end, None
                 continue
-        yield from held
-        held = [piece] if piece.kind in (IDENT, KEYWORD) else []
-        if not held:
+        if first is not None:
+            yield _name_token(text, first, names, end)
+            if dot is not None:
+                yield dot
+        first, names, end, dot = (piece, [piece.name], piece.end, None) if piece.kind in (IDENT, KEYWORD) else (
+            None, [], 0, None)
+        if first is None:
             yield piece
-    yield from held
+    if first is not None:
+        yield _name_token(text, first, names, end)
+        if dot is not None:
+            yield dot
+
+
+def _name_token(text: str, first: Token, names: list[str], end: int) -> Token:
+    """The name held by `tokens`: its first piece alone, or its parts joined."""
+    if len(names) == 1:
+        return first
+    return Token(IDENT, text[first.start : end], first.start, end, ".".join(names))
 
 
 def _opens_command(token: Token) -> bool:
@@ -327,7 +345,7 @@ def lexical_problem(text: str) -> str | None:
             return problem
         if token.kind == IDENT and token.start > 0 and glues_to_name(text[token.start - 1]):
             head = token.text.split(".")[0]  # a token such as Mathlib's `→o` may take the name's first letters
-            if any(head[cut:] in COMMAND_KEYWORDS for cut in range(1, len(head))):
+            if any(head[cut:] in COMMAND_KEYWORDS for cut in range(max(1, len(head) - _LONGEST_KEYWORD), len(head))):
                 shown = text[token.start - 1 : token.end]
                 return f"has a name glued to a symbol at {shown!r}: a notation token may end in it, before a command"
     return None

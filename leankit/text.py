@@ -53,7 +53,7 @@ NUMERAL = re.compile(r"0[xX][0-9a-fA-F_]+|0[bB][01_]+|0[oO][0-7_]+|[0-9][0-9_]*(
 
 # Where a comment or a literal may open: a string, a line or block comment, a character literal, an escaped
 # identifier `«…»`, a raw string `r"…"`/`r#"…"#`. A quote, a raw string's `r` and a comment opener open one only
-# where a token starts (`_token_start`): `h'` and `ar"` continue a name, `2'x'` and `2r"…"` do not.
+# where a token starts (`_Names.token_start`): `h'` and `ar"` continue a name, `2'x'` and `2r"…"` do not.
 _SPECIAL = re.compile(r"""["'«]|--|/-|r#*\"""")
 _ID_FIRST_CHAR = re.compile(ID_FIRST)
 _ID_REST_CHAR = re.compile(ID_REST)
@@ -61,11 +61,11 @@ _ID_REST_CHAR = re.compile(ID_REST)
 # `/p` would break `a*b` and `x/p'`). After any other symbol one may: core's `#eval`, Mathlib's `→o`, `≃r`, `→L[`.
 _ENDS_TOKENS = frozenset(".,;:|()[]{}⟨⟩⦃⦄+-*/^<>=&~%@$`\"\\")
 _NOT_NEWLINE = re.compile(r"[^\n]")
+_QUOTES = re.compile("'+")
 _ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # Lean's `quotedCharCoreFn`
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
 _CHAR_LITERAL = re.compile(rf"""'(?:{_ESCAPE.pattern}|[^\\\n'])'""")
 _RAW_STRING_OPEN = re.compile(r'r(#*)"')
-_ESCAPED_NAME = re.compile(r"«([^»]*)»")  # Lean's escaped identifier component: `«debug»` is the name `debug`
 
 # What a region of Lean source is (`regions`): comments of four kinds, or a literal.
 LINE_COMMENT = "line comment"  # `-- …` up to the end of its line (the newline is not part of it)
@@ -148,33 +148,67 @@ def glues_to_name(char: str) -> bool:
     return char == "#" or ord(char) > 127
 
 
-def _name_start(text: str, index: int, floor: int) -> int:
-    """Where the run of name characters (`ID_REST`) that ends at `index` starts, not before `floor`."""
-    start = index
-    while start > floor and _ID_REST_CHAR.match(text[start - 1]):
-        start -= 1
-    return start
+class _Names:
+    """Where the runs of name characters (`ID_REST`) of one text start, for the questions one scan asks from left to
+    right (`regions`, `literal_problem`): where a token starts, whether a name is glued to a symbol. Each character
+    is walked over once, whatever the text: a run of `'` (a legal name) or of a numeral's digits is not walked again
+    for each quote in it, so a scan is linear in its text. Asked out of order, it walks from the start again (the
+    same answers, at a run's cost). It is asked where an opener stands (a quote, `«`, a raw string's `r`, `--`,
+    `/-`): no numeral runs on across that character, so the numerals read up to one place stand for a later one."""
 
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.at = 0  # the index last asked about
+        self.run = 0  # where the run of name characters that ends at `at` starts
+        self.walked_from = -1  # the name start whose numerals `token_start` walked last
+        self.walked = 0  # how far that walk went (`stop`: where it stopped, at what no numeral opens)
+        self.stop = False
 
-def _token_start(text: str, index: int, floor: int) -> bool | None:
-    """Whether a token starts at text[index] as Lean's tokenizer reads text[floor:] (`floor`: the text's start or
-    a comment's or literal's end): True at `floor`, after a blank, after a numeral (`2'x'` is `2` and a character
-    literal) or after a name the character cannot continue (`h--`); False inside a name (`h'`, `ar"`, `x/p'`); None
-    after a symbol character or in a name glued to one (`glues_to_name`), where Lean's token table decides (`⁻¹'`,
-    `#eval` and Mathlib's `→o` are tokens)."""
-    if index <= floor or text[index - 1].isspace():
-        return True
-    start = _name_start(text, index, floor)
-    if start == index or (start > floor and glues_to_name(text[start - 1])):
-        return None
-    while start < index:
-        if _ID_FIRST_CHAR.match(text, start):  # a name runs on to `index` and takes what may continue it
+    def name_start(self, index: int, floor: int) -> int:
+        """Where the run of name characters that ends at `index` starts, not before `floor`."""
+        if index < self.at:
+            self.at = self.run = 0  # asked out of order: from the start again
+        start = index
+        while start > self.at and _ID_REST_CHAR.match(self.text[start - 1]):
+            start -= 1
+        if start == self.at:
+            start = self.run  # the run went on before `at`: it starts where that run did
+        self.at, self.run = index, start
+        return max(start, floor)
+
+    def token_start(self, index: int, floor: int) -> bool | None:
+        """Whether a token starts at text[index] as Lean's tokenizer reads text[floor:] (`floor`: the text's start or
+        a comment's or literal's end): True at `floor`, after a blank, after a numeral (`2'x'` is `2` and a character
+        literal) or after a name the character cannot continue (`h--`); False inside a name (`h'`, `ar"`, `x/p'`);
+        None after a symbol character or in a name glued to one (`glues_to_name`), where Lean's token table decides
+        (`⁻¹'`, `#eval` and Mathlib's `→o` are tokens)."""
+        text = self.text
+        if index <= floor or text[index - 1].isspace():
+            return True
+        start = self.name_start(index, floor)
+        if start == index or (start > floor and glues_to_name(text[start - 1])):
+            return None
+        if self.walked_from != start or self.walked > index:
+            self.walked_from, self.walked, self.stop = start, start, False
+        while not self.stop and self.walked < index:  # the numerals that open the name, each read once
+            numeral = None if _ID_FIRST_CHAR.match(text, self.walked) else NUMERAL.match(text, self.walked, index)
+            if numeral is None:
+                self.stop = True
+            else:
+                self.walked = numeral.end()
+        if not self.stop or self.walked == index:
+            return True
+        if _ID_FIRST_CHAR.match(text, self.walked):  # a name runs on to `index` and takes what may continue it
             return _ID_REST_CHAR.match(text, index) is None
-        numeral = NUMERAL.match(text, start, index)
-        if numeral is None:
-            return None  # `!`, `?`, `'` or a subscript opening a token: a symbol
-        start = numeral.end()
-    return True
+        return None  # `!`, `?`, `'` or a subscript opening a token: a symbol
+
+    def glued_name(self, index: int, floor: int) -> bool:
+        """Whether text[:index] ends with a name (from a character that may start one) glued to a symbol a token may
+        run from into it (`glues_to_name`: `↑i`, `→o`); not a run of `'`, `!` or `?` (`]''`, `(!'`), each a token's
+        start."""
+        start = self.name_start(index, floor)
+        return (floor < start < index and glues_to_name(self.text[start - 1])
+                and _ID_FIRST_CHAR.match(self.text, start) is not None)
 
 
 def _literal_at(text: str, index: int) -> Region | None:
@@ -206,6 +240,7 @@ def regions(text: str, *, glued: bool = False) -> Iterator[Region]:
     Lean's reading); `glued=True` reads it as the end of the symbol's token (Mathlib's `⁻¹'`, the `<-` of `<--`).
     `read_two_ways` compares the two."""
     index = floor = 0
+    names = _Names(text)
     while True:
         found = _SPECIAL.search(text, index)
         if found is None:
@@ -213,14 +248,17 @@ def regions(text: str, *, glued: bool = False) -> Iterator[Region]:
         start = found.start()
         token = found.group()
         region: Region | None = None
-        starts = True if token in ('"', "«") else _token_start(text, start, floor)
+        starts = True if token in ('"', "«") else names.token_start(start, floor)
+        if starts is False and token == "'":  # inside a name, and so is every quote of its run (`h'''`): past them
+            index = _QUOTES.match(text, start).end()  # type: ignore[union-attr]
+            continue
         if starts is None:
             starts = not glued
         if not starts:
             pass
         elif token == "--":
             newline = text.find("\n", start)
-            region = Region(LINE_COMMENT, start, len(text) if newline < 0 else newline)
+            region = Region(LINE_COMMENT, start, len(text) if newline == -1 else newline)
         elif token == "/-":
             end, closed = _block_end(text, start)
             kind = {"-": DOC_COMMENT, "!": MODULE_DOC}.get(text[start + 2 : start + 3], BLOCK_COMMENT)
@@ -244,9 +282,9 @@ def read_two_ways(text: str) -> int | None:
     for one, other in zip(plain, glued, strict=False):
         if one != other:
             return min(one.start, other.start)
-    if len(plain) != len(glued):
-        return (plain if len(plain) > len(glued) else glued)[min(len(plain), len(glued))].start
-    return None
+    if len(plain) == len(glued):
+        return None
+    return max(plain, glued, key=len)[min(len(plain), len(glued))].start  # the first one the other lacks
 
 
 _PRIMED_TOKENS = ("]", "⁻¹", "∑", "∏")  # before `'` in the tokens ending with one: core's `]'`, Mathlib's `⁻¹'`, `∑'`
@@ -260,8 +298,9 @@ def literal_problem(text: str) -> str | None:
     where the token broke, so what these readers took for the inside of a literal is code to Lean there (`'aopen X'`
     runs `open X`). And a string holding `{`: an interpolated string's (`s!"…"`, `throwError "…"`) `{…}` is code."""
     floor = 0
+    names = _Names(text)
     for region in [*regions(text), None]:
-        problem = _broken_quote(text, floor, len(text) if region is None else region.start)
+        problem = _broken_quote(names, floor, len(text) if region is None else region.start)
         if problem is not None or region is None:
             return problem
         body = text[region.start : region.end]
@@ -277,29 +316,27 @@ def literal_problem(text: str) -> str | None:
     return None
 
 
-def _broken_quote(text: str, floor: int, stop: int) -> str | None:
-    """`literal_problem`'s quotes in text[floor:stop], code between two regions (`floor`: the first one's end)."""
+def _broken_quote(names: _Names, floor: int, stop: int) -> str | None:
+    """`literal_problem`'s quotes in text[floor:stop] (`names.text`), code between two regions (`floor`: the first
+    one's end)."""
+    text = names.text
     index = floor
     while (index := text.find("'", index, stop)) >= 0:
         if text.startswith("''", index) and text[index + 2 : index + 3] in ("", " ", "\n"):
             index += 2  # Mathlib's image `f '' s`; whatever core Lean makes of it, nothing after hides in a literal
             continue
-        starts = _token_start(text, index, floor)
-        if starts is None and text[max(floor, index - 2) : index].endswith(_PRIMED_TOKENS):
+        starts = names.token_start(index, floor)
+        if starts is False:  # inside a name, and so is every quote of its run (`h'''`): past them
+            index = _QUOTES.match(text, index).end()  # type: ignore[union-attr]
+            continue
+        if starts is None and text.endswith(_PRIMED_TOKENS, floor, index):
             starts = False  # `xs[i]'h` (core's getElem with its proof), `f ⁻¹' s`, `∑' i` (Mathlib's)
-        if starts is None and _glued_name(text, index, floor):  # a name glued to a symbol (`↑i'`, `→o'`): dangerous
+        if starts is None and names.glued_name(index, floor):  # a name glued to a symbol (`↑i'`, `→o'`): dangerous
             starts = _resumes_in_a_name(text, index)  # only where Lean's resumption splits these readers' name
         if starts is not False:  # `charLitFnAux` reads two characters before it fails: `'" #eval …` runs
             return f"has a quote at {text[index : index + 8]!r} that Lean reads as a character literal it cannot close"
         index += 1
     return None
-
-
-def _glued_name(text: str, index: int, floor: int) -> bool:
-    """Whether text[:index] ends with a name (from a character that may start one) glued to a symbol a token may run
-    from into it (`glues_to_name`: `↑i`, `→o`); not a run of `'`, `!` or `?` (`]''`, `(!'`), each a token's start."""
-    start = _name_start(text, index, floor)
-    return floor < start < index and glues_to_name(text[start - 1]) and _ID_FIRST_CHAR.match(text, start) is not None
 
 
 def _resumes_in_a_name(text: str, index: int) -> bool:
@@ -426,7 +463,16 @@ class Statement(NamedTuple):
 def read_as_lean(tactic: str) -> str:
     """The tactic with every `«…»`-escaped identifier component written plainly, as Lean reads the name
     (`«debug».skipKernelTC` is the option `debug.skipKernelTC`), so the deny list cannot be dodged by escaping."""
-    return _ESCAPED_NAME.sub(lambda match: match.group(1), tactic)
+    out: list[str] = []
+    index = 0
+    while (start := tactic.find("«", index)) >= 0:
+        close = tactic.find("»", start + 1)
+        if close < 0:
+            break  # no `»` after this `«`, nor after any later one (a pattern's search would try each: quadratic)
+        out += [tactic[index:start], tactic[start + 1 : close]]
+        index = close + 1
+    out.append(tactic[index:])
+    return "".join(out)
 
 
 def strip_comments(text: str) -> str:

@@ -102,9 +102,9 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/search/answer_check.py": (None, ANSWER_CHECK_TESTS),
     "leankit/commands.py": (None, COMMANDS_TESTS),
     "leankit/text.py": (  # the reader the guard's rules stand on: where Lean starts a token, what it breaks off in
-        ("_block_end", "glues_to_name", "_name_start", "_token_start", "regions", "read_two_ways", "literal_problem",
-         "_broken_quote", "_glued_name", "_resumes_in_a_name", "_escape_problem"),
-        ["tests/test_lean_text.py", *COMMANDS_TESTS],
+        ("_block_end", "glues_to_name", "_Names.name_start", "_Names.token_start", "_Names.glued_name", "regions",
+         "read_two_ways", "literal_problem", "_broken_quote", "_resumes_in_a_name", "_escape_problem", "read_as_lean"),
+        ["tests/test_lean_text.py", "tests/test_linear_scans.py", *COMMANDS_TESTS],
     ),
     "burnqed/lean/client.py": (("LeanWorker._roundtrip", "LeanWorker._fence"), ["tests/lean/test_client.py"]),
     "burnqed/search/skeleton.py": (

@@ -161,7 +161,7 @@ def variants(value: Any, annotation: Any) -> Iterator[Any]:
 def _guard_free(job: JobSettings) -> tuple[Any, ...]:
     """`job` as comparable values (the guard's patterns, not its compiled objects)."""
     return (job.mode, job.engine, tuple(p.pattern for p in job.guard.patterns), job.guard.max_chars,
-            job.concurrency, job.theorems_per_worker, job.checkpoint_every)
+            job.guard.max_text_chars, job.concurrency, job.theorems_per_worker, job.checkpoint_every)
 
 
 def job(sections: Mapping[str, BaseModel], identity: str) -> tuple[Any, ...]:

@@ -18,8 +18,10 @@ from leankit.text import (
     NOT_A_PROOF_WORDS,
     OPENER_OF,
     SORRY_WORDS,
+    Region,
     Statement,
     append_code,
+    block_comment_end,
     bracket_delta,
     code_chars,
     depth0_chars,
@@ -32,6 +34,7 @@ from leankit.text import (
     literal_problem,
     mask_comments,
     matching_close,
+    read_as_lean,
     read_statement,
     read_two_ways,
     regions,
@@ -135,6 +138,16 @@ def test_an_opener_glued_to_a_symbol_is_read_both_ways(text: str, at: int) -> No
     assert read_two_ways(text) == at
 
 
+def test_by_default_an_opener_glued_to_a_symbol_opens_and_glued_it_ends_the_symbol() -> None:
+    """Core Lean's reading first (`⁻¹` is no token of core: the quote opens `'"'`); with `glued=True` the quote ends
+    Mathlib's `⁻¹'` and the `"` opens a string left open (the mutation run of the linear reader: no test said which
+    reading was the default)."""
+    assert list(regions("x ⁻¹'\"'")) == [Region(LITERAL, 4, 7, True)]
+    assert list(regions("x ⁻¹'\"'", glued=True)) == [Region(LITERAL, 5, 7, False)]
+    assert list(regions("<--1")) == [Region(LINE_COMMENT, 1, 4, True)]
+    assert list(regions("<--1", glued=True)) == []
+
+
 @pytest.mark.parametrize(("written", "code", "docstring"), [
     ("∀ (a b : Nat), a + b = b + a  -- copy 0", "∀ (a b : Nat), a + b = b + a", None),
     ("∀ (a b : Nat), /- the sum -/ a + b = b + a", "∀ (a b : Nat), a + b = b + a", None),
@@ -184,8 +197,10 @@ def test_a_docstring_is_attached_as_lean_attaches_it() -> None:
 @pytest.mark.parametrize(("text", "problem"), [
     ("'ainstance : X'", "has a quote at \"'ainstan\" that Lean reads as a character literal it cannot close"),
     ("exact \"abc", "leaves a string open at '\"abc'"),
+    ("exact \"abcdefghijklmnop", "leaves a string open at '\"abcdefghijk'"),  # twelve characters shown
     ("simp /- x", "leaves a block comment open at '/- x'"),
     ("exact \"\\q\"", "has an escape Lean does not read at '\\\\q\"'"),
+    ("exact \"a\\qwxyz\"", "has an escape Lean does not read at '\\\\qwx'"),  # after one character; 4 shown
     ("exact →o' bopen X", "has a quote at \"' bopen \" that Lean reads as a character literal it cannot close"),
 ])
 def test_literal_problem_names_where_lean_breaks_off(text: str, problem: str) -> None:
@@ -215,3 +230,38 @@ def test_adjacent_operators_are_a_parse_error_whatever_notation(text: str, found
     from leankit.text import adjacent_operators
 
     assert adjacent_operators(text) == found
+
+
+def test_a_quote_then_a_backslash_after_a_name_glued_to_a_symbol_is_a_literal_lean_cannot_close() -> None:
+    """After Mathlib's `→o` the quote may start Lean's character literal, which reads `\\ ` as an escape and fails
+    there, whatever follows (the mutation run of the linear reader: no test had a backslash then a blank)."""
+    text = "x →o'\\ y"
+    assert literal_problem(text) == (f"has a quote at {text[4:]!r} that Lean reads as a character literal it "
+                                     "cannot close")
+    assert literal_problem("x →o'\\n' y") is None  # a character literal that closes
+
+
+def test_a_block_comment_nests_and_closes_at_adjacent_openers_and_closers() -> None:
+    """`/-` and `-/` right after one another, inside a comment (the mutation run of the linear reader: a step past a
+    nested opener or a closer was read by no test)."""
+    assert block_comment_end("/- /--/ -/ x", 0) == 10  # `/-` then `-/` at once: one level in and out
+    assert block_comment_end("/- /- -/-/ x", 0) == 10  # two closers back to back
+    assert block_comment_end("/- /-/- -/ -/ -/ x", 0) == 16  # two openers back to back: three levels
+
+
+@pytest.mark.parametrize("text", ["simp -- see {x} and \\q", "/- {x} \\q -/ simp", "exact '{'", "exact «{x}»"])
+def test_braces_and_backslashes_outside_a_string_are_no_literal_problem(text: str) -> None:
+    """Only a string's escapes and `{` are read (the mutation run of the linear reader: no test had a comment, a
+    character literal or an escaped name holding them)."""
+    assert literal_problem(text) is None
+
+
+@pytest.mark.parametrize(("tactic", "read"), [
+    ("«debug».«skipKernelTC» x", "debug.skipKernelTC x"),  # at the text's start
+    ("set_option «maxRecDepth» 1", "set_option maxRecDepth 1"),
+    ("exact «h»' «", "exact h' «"),  # a `«` never closed stays as written
+    ("a «» «b»", "a  b"),  # an empty one too
+])
+def test_read_as_lean_writes_escaped_names_plainly(tactic: str, read: str) -> None:
+    """(The mutation run of the linear reader: no test of the reader had an escape at the text's start.)"""
+    assert read_as_lean(tactic) == read

@@ -182,6 +182,13 @@ class LeanConfig(Section):
         default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations).",
         json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
+    max_text_chars: int = Field(
+        default=100_000, ge=1,
+        description="Longest model text read at all: a completion, whole proof, answer, sketch or repair longer than "
+        "this is refused, its length named, before any reader lexes it (a model caught in a loop writes megabytes; "
+        "32k tokens of reasoning run to about 100,000 characters). A tactic's own cap is max_tactic_chars.",
+        json_schema_extra=searched(stages=("prepare-data", "trace-data")),
+    )
 
     judge: Literal["burnqed", "comparator"] = Field(
         default="burnqed",

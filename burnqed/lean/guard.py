@@ -22,9 +22,10 @@ The guard is the first fence, not the only one: the compile's checks and the clu
 
 from __future__ import annotations
 
+import asyncio
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from burnqed.lean.tactic_starts import AFTER_AN_ARGUMENT, BEFORE_A_TACTIC, TACTIC_VALUED
 from burnqed.records.replies import SketchResult, TacticKind, TacticResult
@@ -34,6 +35,20 @@ from leankit.text import read_as_lean
 
 if TYPE_CHECKING:
     from burnqed.config import LeanConfig
+
+T = TypeVar("T")
+# Model text longer than this is read in a worker thread (`read_off_loop`): up to ~45 ms of CPU on the loop at the
+# worst shape measured (nested brackets through read_attempt, benchmarks/guard_cost.py); a tactic never is.
+OFF_LOOP_CHARS = 4_000
+
+
+async def read_off_loop(text: str, read: Callable[[], T]) -> T:
+    """`read()`, a reader or check of the model text `text`: run here when the text is short, in a worker thread
+    (`asyncio.to_thread`) when it is longer than OFF_LOOP_CHARS, so that the event loop's other coroutines (another
+    theorem's search, the Lean watchdogs) keep running while it is read; the readers are pure."""
+    if len(text) <= OFF_LOOP_CHARS:
+        return read()
+    return await asyncio.to_thread(read)
 
 
 def builtin_refusal(text: str) -> str | None:
@@ -198,23 +213,33 @@ class TacticGuard:
     """Refuses tactics that are empty, too long, carry control characters, match a deny pattern or hold what the
     built-in rules refuse (`builtin_refusal`)."""
 
-    def __init__(self, deny: Sequence[str], max_chars: int = 4000, *, builtin: bool = True) -> None:
+    def __init__(self, deny: Sequence[str], max_chars: int = 4000, *, builtin: bool = True,
+                 max_text_chars: int = 100_000) -> None:
         """`builtin=False` drops the built-in rules: only for checking the nets under the guard (`burnqed lean
-        selftest`, the tests), never from a configuration (`from_config` keeps them)."""
+        selftest`, the tests), never from a configuration (`from_config` keeps them). `max_chars`: a tactic's cap
+        (`lean.max_tactic_chars`); `max_text_chars`: any model text's (`lean.max_text_chars`, `over_cap`)."""
         self.patterns = tuple(re.compile(p, re.MULTILINE) for p in deny)
         self.max_chars = max_chars
+        self.max_text_chars = max_text_chars
         self.builtin = builtin
 
     @classmethod
     def from_config(cls, config: LeanConfig) -> TacticGuard:
-        return cls(config.deny, config.max_tactic_chars)
+        return cls(config.deny, config.max_tactic_chars, max_text_chars=config.max_text_chars)
+
+    def over_cap(self, text: str) -> str | None:
+        """Why `text` (a completion, whole proof, answer or sketch a model wrote) is too long to be read at all, or
+        None: asked before any reader lexes it, so that no reader's cost grows past the cap's."""
+        if len(text) > self.max_text_chars:
+            return f"{len(text)} characters, over the cap of {self.max_text_chars} (lean.max_text_chars)"
+        return None
 
     def check(self, tactic: str) -> str | None:
         """The reason to refuse `tactic`, or None when it may be sent to Lean."""
+        if len(tactic) > self.max_chars:
+            return f"{len(tactic)} characters, over the cap of {self.max_chars} (lean.max_tactic_chars)"
         if not tactic.strip():
             return "empty tactic"
-        if len(tactic) > self.max_chars:
-            return f"tactic longer than {self.max_chars} characters"
         if any(ch in tactic for ch in "\x00\x1b"):
             return "tactic contains control characters"
         builtin = builtin_refusal(tactic) if self.builtin else None
@@ -236,7 +261,10 @@ class TacticGuard:
     def check_sketch(self, text: str) -> Sketch | str:
         """The sketch in `text` when it may be sent to Lean, else the reason to refuse it: not a sketch (a `sorry`
         outside a hole among the reasons, whatever the deny list), or a skeleton the guard refuses (a command such as
-        an axiom or a `set_option`, `native_decide`, …), named."""
+        an axiom or a `set_option`, `native_decide`, …), named; a text over the cap (`over_cap`) is not read."""
+        over = self.over_cap(text)
+        if over is not None:
+            return f"the sketch has {over}"
         sketch = read_sketch(text)
         if isinstance(sketch, str):
             return sketch

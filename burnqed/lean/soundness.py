@@ -201,7 +201,10 @@ def check_answer(value: str, guard: TacticGuard) -> Verdict:
     (`leankit.commands.term_problem`: brackets balanced and never closed before opened, every comment and string
     closed, no command keyword: Lean would end the value there and run the rest as commands of its own); then nothing
     the tactic guard refuses (`native_decide`, `by_elab`, a kernel switch: the answer is untrusted code as a tactic
-    is)."""
+    is). An answer over the cap (`TacticGuard.over_cap`) is refused before anything reads it."""
+    over = guard.over_cap(value)
+    if over is not None:
+        return Verdict(False, f"the answer has {over}")
     if not value.strip():
         return Verdict(False, "empty answer")
     if _SORRY.search(read_as_lean(mask_comments(value))):

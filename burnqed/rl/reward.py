@@ -42,7 +42,7 @@ from typing import Any, Self, TypeVar
 
 from burnqed.errors import InputError
 from burnqed.lean.env import LeanEnv, WorkerPool
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import Verdict
 from burnqed.records.enums import DeclarationForm
 from burnqed.records.replies import first_line
@@ -300,7 +300,7 @@ class LeanReward:
 
     async def _judge(self, name: str, fmt: PromptFormat, completion: str) -> _Judged:
         theorem = self.theorems[name]
-        attempt = read_whole(theorem, fmt, completion, self.guard)
+        attempt = await read_off_loop(completion, lambda: read_whole(theorem, fmt, completion, self.guard))
         if attempt.refusal is not None:
             return _Judged(Verdict(False, attempt.refusal), compiled=False)
         assert attempt.proof is not None  # every theorem has a statement (checked when the reward was made)

@@ -24,7 +24,7 @@ from burnqed.records.replies import first_line
 from burnqed.records.theorem import Theorem, split_signature
 from burnqed.text.completion import answer_file, read_answer_file, split_proof
 from burnqed.text.prompt import PromptFormat, answer_prime
-from leankit.normal_form import statement_normal_form
+from leankit.normal_form import statement_normal_form, tokenize
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,8 +123,11 @@ def read_attempt(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGua
                  kept: str | None = None) -> AnswerAttempt:
     """The attempt a completion `raw` (in whole or repair format `fmt`) makes at `theorem` (whose answer is open).
     `kept`: the answer of the attempt a repair revises, used when the revision gives none (docs/search.md,
-    "Answers")."""
+    "Answers"). A completion over the cap (`TacticGuard.over_cap`) is refused unread."""
     assert theorem.answer is not None and theorem.header is not None and theorem.statement is not None
+    over = guard.over_cap(raw)
+    if over is not None:
+        return AnswerAttempt(None, refusal=f"the completion has {over}")
     slot = theorem.answer.name
     read = read_answer_file(answer_file(fmt, raw, answer_prime(theorem.header, slot)), slot, theorem.name)
     answer = read.answer or kept
@@ -145,14 +148,18 @@ def read_attempt(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGua
 
 def statement_problem(theorem: Theorem, signature: str) -> str | None:
     """Why the `signature` a completion declares its theorem with is not the theorem's statement (compared up to
-    renaming, `leankit.normal_form.statement_normal_form`); None when it is."""
+    renaming, `leankit.normal_form.statement_normal_form`); None when it is. A statement with more than half again
+    the theorem's tokens and 64 more is another without being normalised: the normal form's parentheses cost more
+    than linear time, so only text of about the trusted statement's size reaches it."""
     assert theorem.statement is not None
     split = split_signature(signature)
     if split is None:
         return f"the completion's `theorem {theorem.name}` has no `: TYPE`: {first_line(signature)!r}"
     binders, type_ = split
     stated = f"∀ {binders}, {type_}" if binders else type_
-    if statement_normal_form(stated) != statement_normal_form(theorem.statement):
+    size = len(tokenize(theorem.statement))
+    if len(tokenize(stated)) > size + size // 2 + 64 or (
+            statement_normal_form(stated) != statement_normal_form(theorem.statement)):
         return (f"the completion states {theorem.name} otherwise ({' '.join(stated.split())[:120]!r}): only the "
                 "theorem as given counts")
     return None

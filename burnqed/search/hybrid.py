@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
@@ -321,7 +321,8 @@ class HybridSearch:
         and proof, the answer by its whitespace-collapsed text."""
         assert self.trie is not None
         root = self.trie.root
-        attempt = read_attempt(self.core.theorem, fmt, completion.text, self.core.guard, kept=kept)
+        attempt = await read_off_loop(completion.text, lambda: read_attempt(self.core.theorem, fmt, completion.text,
+                                                                            self.core.guard, kept=kept))
         body = join_tactics(attempt.tactics, indent="")
         answer_key = " ".join((attempt.answer or "").split())
         key = answer_key if attempt.theorem is not None else f"{answer_key}\0{normalize_tactic(body)}"
@@ -378,12 +379,13 @@ class HybridSearch:
         return entry
 
     def _open_row(self, body: str, outcome: EdgeOutcome, reason: str, completion: Completion, gen_ms: float,
-                  revises: Edge | None) -> Edge:
-        """The row of an attempt at the open answer that reached no trie: its proof as the tactic, why in its
-        error, the completion's tokens."""
+                  revises: Edge | None, at: TrieNode | None = None) -> Edge:
+        """The row of an attempt at the open answer that reached no trie (or of a completion read at no node, `at`):
+        its proof as the tactic, why in its error, the completion's tokens."""
         assert self.trie is not None
-        root = self.trie.root
-        edge = Edge(node_id=self.trie.new_id(), parent_id=root.id, depth=1, state_before=root.state, tactic=body,
+        root = self.trie.root if at is None else at
+        edge = Edge(node_id=self.trie.new_id(), parent_id=root.id, depth=root.depth + 1, state_before=root.state,
+                    tactic=body,
                     state_after=None, outcome=outcome, error=first_line(reason), logprob=0.0, n_tokens=0, score=None,
                     energy=None, lean_ms=0.0, gen_ms=0.0, timestamp_ms=int(time.time() * 1000))
         if revises is not None:
@@ -393,6 +395,18 @@ class HybridSearch:
         self._new_edges.append(edge)
         return edge
 
+    async def _read(self, start: TrieNode, completion: Completion, gen_ms: float,
+                    revises: Edge | None) -> list[str] | None:
+        """The tactics of a completion replayed from `start`; None when it is over the cap (`TacticGuard.over_cap`):
+        read by no reader, a refused row at `start`."""
+        over = self.core.guard.over_cap(completion.text)
+        if over is not None:
+            self._open_row("", EdgeOutcome.REFUSED, f"refused by the tactic guard: the completion has {over}",
+                           completion, gen_ms, revises, at=start)
+            return None
+        fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
+        return await read_off_loop(completion.text, lambda: split_proof(extract_completion(fmt, completion.text)))
+
     async def _replay(self, start: TrieNode, completion: Completion, gen_ms: float, budget: int,
                       opened: list[TrieNode], revises: Edge | None = None,
                       tactics: list[str] | None = None) -> Failure | None:
@@ -400,9 +414,9 @@ class HybridSearch:
         that failed at `revises` is a whole proof, replayed from the root. `tactics`: the completion's, already read
         (an answer prompt's). The failed attempt, when repair is on and the completion failed with Lean's message."""
         assert self.trie is not None
+        tactics = await self._read(start, completion, gen_ms, revises) if tactics is None else tactics
         if tactics is None:
-            fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
-            tactics = split_proof(extract_completion(fmt, completion.text))
+            return None
         prior = completion.logprob / max(completion.n_tokens, 1)
         created: list[Edge] = []
         node, closed = start, False

@@ -28,7 +28,7 @@ from typing import Any, TypeGuard
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
@@ -293,7 +293,8 @@ class SketchSearch:
         for completion in completions:
             if (self.core.proofs.verified and self.settings.stop_at_first) or self._out_of() is not None:
                 break
-            key = normalize_tactic(extract_completion(self.settings.fmt, completion.text))
+            over = self.core.guard.over_cap(completion.text)  # read by no reader: its key is its length
+            key = over or normalize_tactic(extract_completion(self.settings.fmt, completion.text))
             if key in seen:  # its tokens count (the request's); it adds no row
                 continue
             seen.add(key)
@@ -301,8 +302,10 @@ class SketchSearch:
         return tried
 
     async def _try(self, completion: Completion, round_: int) -> _Tried:
-        """Read, guard, elaborate one sketch, then search its subgoals and check the assembled proof."""
-        text = extract_completion(self.settings.fmt, completion.text)
+        """Read, guard, elaborate one sketch, then search its subgoals and check the assembled proof; a completion
+        over the cap (`TacticGuard.over_cap`) is refused unread."""
+        over = self.core.guard.over_cap(completion.text)
+        text = "" if over is not None else extract_completion(self.settings.fmt, completion.text)
         row = Edge(node_id=self._new_id(), parent_id=0, depth=1, state_before=self.root_state, tactic=text,
                    state_after=None, outcome=EdgeOutcome.REFUSED, error=None, logprob=completion.logprob,
                    n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=self.gen_ms,
@@ -311,12 +314,17 @@ class SketchSearch:
         record = SketchAttempt(round=round_, body=text, outcome=SketchOutcome.REFUSED, tokens=completion.n_tokens)
         tried = _Tried(record, row)
         self.sketches.append(tried)
-        read = read_sketch(text)
+        if over is not None:
+            reason = f"refused by the tactic guard: the completion has {over}"
+            record.detail, row.error = reason, first_line(reason)
+            tried.failures.append(_cap(f"the sketch was refused before Lean: {reason}"))
+            return tried
+        read = await read_off_loop(text, lambda: read_sketch(text))
         if isinstance(read, str) and read != SORRY_OUTSIDE_HOLE:  # no sketch at all (a sorry left is smuggling)
             record.outcome, record.detail, row.error = SketchOutcome.UNREADABLE, read, first_line(read)
             tried.failures.append(_cap(f"no sketch could be read: {read}"))
             return tried
-        checked = self.core.guard.sketch_refusal(text)
+        checked = await read_off_loop(text, lambda: self.core.guard.sketch_refusal(text))
         if isinstance(checked, SketchResult):
             reason = checked.errors[0] if checked.errors else "refused by the tactic guard"
             record.detail, row.error = reason, first_line(reason)

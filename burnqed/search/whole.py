@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from burnqed.lean.env import LeanEnv
-from burnqed.lean.guard import TacticGuard
+from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import Verdict, assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
@@ -156,7 +156,8 @@ class WholeSearch:
         """Check one proof (a revision of `revises`' proof when given, whose answer was `kept`); the failure when it
         failed with Lean's messages and repair is on."""
         fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
-        attempt = read_whole(self.core.theorem, fmt, completion.text, self.core.guard, kept=kept)
+        attempt = await read_off_loop(completion.text, lambda: read_whole(self.core.theorem, fmt, completion.text,
+                                                                          self.core.guard, kept=kept))
         answer, tactics = attempt.answer, attempt.tactics
         if not attempt.key.strip("\0") or attempt.key in self.checked:
             return None
@@ -251,7 +252,11 @@ def read_whole(theorem: Theorem, fmt: PromptFormat, raw: str, guard: TacticGuard
     """The attempt a completion `raw` of a whole or repair prompt (format `fmt`) makes at `theorem`, as whole mode
     reads it: for an open answer the answer and the theorem restated (`search.answer.read_attempt`; `kept`, the answer
     of the attempt a repair revises), else the proof body (`text.completion.extract_completion`); refused when the
-    answer is no answer or the guard denies a tactic (`lean.soundness.check_path`)."""
+    answer is no answer or the guard denies a tactic (`lean.soundness.check_path`), or unread when over the cap
+    (`TacticGuard.over_cap`)."""
+    over = guard.over_cap(raw)
+    if over is not None:
+        return WholeAttempt("", [], theorem, None, f"the completion has {over}")
     answer, refusal, compiled = None, None, theorem
     if AnswerSlot(theorem).open:  # the completion writes the answer and the proof (search.answer)
         read = read_attempt(theorem, fmt, raw, guard, kept=kept)

@@ -196,7 +196,7 @@ class JobSettings:
 
     mode: SearchMode  # search.mode
     engine: SearchSettings  # the settings of that mode's engine
-    guard: TacticGuard  # lean.deny, lean.max_tactic_chars
+    guard: TacticGuard  # lean.deny, lean.max_tactic_chars, lean.max_text_chars
     concurrency: int | None  # search.concurrency; None: every place the pool has
     theorems_per_worker: int  # search.theorems_per_worker
     checkpoint_every: int  # search.checkpoint_every: theorems per committed trajectory part

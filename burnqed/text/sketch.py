@@ -28,7 +28,9 @@ from leankit.proof_text import indent_of
 from leankit.text import find_depth0, mask_comments, normalize_newlines, read_as_lean
 
 # `have NAME : P := by sorry` as one top-level tactic (whitespace and line breaks inside are Lean's whitespace).
-_HOLE = re.compile(r"have(?:\s+([^\s:()\[\]{}⟨⟩]+))?\s*:\s*(.+?)\s*:=\s*(?:by\s+)?sorry", re.DOTALL)
+# The statement (group 2) runs up to the `:=` and keeps the blanks before it (`\s*:=` there would walk back over a
+# run of blanks from each of its characters: quadratic in a blank run).
+_HOLE = re.compile(r"have(?:\s+([^\s:()\[\]{}⟨⟩]+))?\s*:(.+?):=\s*(?:by\s+)?sorry", re.DOTALL)
 # What elaborates to `sorryAx` (Lean's `sorry` term and tactic, `admit`) or names it.
 _HOLE_END = re.compile(r":=\s*(?:by\s+)?sorry\s*$")  # where a hole's `sorry` is replaced by its proof
 _SORRY_WORD = re.compile(r"(?<![\w.'])(?:sorry|admit|sorryAx)(?![\w'])")

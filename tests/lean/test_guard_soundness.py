@@ -549,7 +549,7 @@ def test_recheck_passed(text: str, ok: bool):
 
 def test_the_guard_bounds_length_inclusively_and_lets_allowed_tactics_through_unrefused():
     assert GUARD.check("a" * 4000) is None and GUARD.refusal("a" * 4000) is None
-    assert GUARD.check("a" * 4001) == "tactic longer than 4000 characters"
+    assert GUARD.check("a" * 4001) == "4001 characters, over the cap of 4000 (lean.max_tactic_chars)"
     assert GUARD.check(" \n\t") == "empty tactic"
     assert GUARD.check("simp\x1b[0m") == "tactic contains control characters"
 
@@ -669,7 +669,7 @@ def test_check_proof_text_rechecks_a_stored_proof_and_never_turns_a_failure_into
 
 def test_a_guard_without_configuration_bounds_tactics_at_4000_characters():
     assert TacticGuard([]).check("a" * 4000) is None
-    assert TacticGuard([]).check("a" * 4001) == "tactic longer than 4000 characters"
+    assert TacticGuard([]).check("a" * 4001) == "4001 characters, over the cap of 4000 (lean.max_tactic_chars)"
 
 
 @pytest.mark.parametrize(

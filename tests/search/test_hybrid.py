@@ -360,3 +360,16 @@ def test_a_refused_prompt_fails_its_node_alone_and_is_not_asked_again(tmp_path: 
     (refused_node,) = {row.parent_id for row in rows}
     records = FileJournal(prefix, store=store).load(NAME)
     assert {stat.id for record in records for stat in record.stats if stat.dead} == {refused_node}
+
+
+def test_a_completion_over_the_text_cap_is_a_refused_row_and_reaches_no_reader_nor_lean() -> None:
+    env = TacticLog()
+    written = len("intro x hx\nfield_simp\nlinarith\n```")  # 34 characters, as the scripted policy writes it
+    capped = TacticGuard(LeanConfig().deny, max_text_chars=written - 1)
+    outcome = asyncio.run(prove_hybrid(theorem(), env, by_target(BROKEN_TABLE), SETTINGS, capped))
+    assert not outcome.result.proved and env.sent == []
+    reason = "refused by the tactic guard: the completion has 34 characters, over the cap of 33 (lean.max_text_chars)"
+    assert {(edge.parent_id, edge.depth, edge.tactic, edge.outcome, edge.error) for edge in outcome.edges} == {
+        (outcome.edges[0].parent_id, 1, "", EdgeOutcome.REFUSED, reason)}
+    at_cap = TacticGuard(LeanConfig().deny, max_text_chars=written)
+    assert asyncio.run(prove_hybrid(theorem(), TacticLog(), by_target(BROKEN_TABLE), SETTINGS, at_cap)).result.proved

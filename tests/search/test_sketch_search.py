@@ -171,6 +171,22 @@ def test_a_skeleton_that_smuggles_sorry_an_axiom_or_native_decide_is_refused_bef
     assert lean.requests == 2  # the start and its goals: no draft, no compile
 
 
+def test_a_sketch_over_the_text_cap_is_refused_unread_with_its_length() -> None:
+    lean = LEANS["double-0.3.4"]()
+    written = len(f"{SKETCH}\n```")  # the completion as the scripted planner writes it: 81 characters
+    capped = TacticGuard(LeanConfig().deny, max_text_chars=written - 1)
+    outcome = asyncio.run(prove_sketch(THEOREM, lean, policy(), settings(sketch_rounds=0), capped))
+    [tried] = outcome.result.sketches
+    reason = "refused by the tactic guard: the completion has 81 characters, over the cap of 80 (lean.max_text_chars)"
+    assert (tried.outcome, tried.detail, tried.body, tried.subgoals) == (SketchOutcome.REFUSED, reason, "", [])
+    assert (outcome.edges[0].outcome, outcome.edges[0].error) == (EdgeOutcome.REFUSED, reason)
+    assert lean.requests == 2  # the start and its goals: no draft, no compile
+    # at the cap, read
+    at_cap = TacticGuard(LeanConfig().deny, max_text_chars=written)
+    assert asyncio.run(prove_sketch(THEOREM, LEANS["double-0.3.4"](), policy(), settings(sketch_rounds=0),
+                                    at_cap)).result.proved
+
+
 def test_an_assembled_proof_counts_only_when_it_compiles() -> None:
     """Every subgoal closed in Lean, but the assembled proof does not compile (the double's FAILCOMPILE marker):
     not proved, the sketch's row says why, and the re-plan tells the planner."""

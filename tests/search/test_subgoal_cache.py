@@ -231,7 +231,7 @@ def test_the_environment_is_the_lean_settings_that_enter_an_identity_the_version
     lean = LeanConfig()
     env = cache_environment(lean, "0.3.4")
     assert sorted(env.lean) == ["automatic_mode", "command", "compile_timeout_s", "deny", "max_tactic_chars",
-                                "tactic_timeout_s"]
+                                "max_text_chars", "tactic_timeout_s"]
     assert env.lean["command"][0] == "{python}"  # as configured: the same on every machine
     assert (env.pantograph_version, env.toolchain) == ("0.3.4", None)
     # result-neutral settings (worker counts, recycling) leave it as it is; what changes Lean's answer does not
