@@ -98,13 +98,14 @@ class HindsightValue(AsyncClosing):
 def oracle_eval(table_path: Path, off: float, eval_argv: list[str]) -> None:
     """`burnqed eval EVAL_ARGV` with the table at `table_path` in place of the value model its `--ebm` names (the
     eval records that path as its value model). In-process: `commands.edges.open_value_fn` is the seam the eval
-    command opens its value model through."""
+    command opens its value model through, `check_value_fn` the one it checks `--ebm` through first."""
     import contextlib
     from collections.abc import AsyncIterator
 
     from burnqed.cli import main as cli_main
     from burnqed.commands import edges
     from burnqed.config import Config
+    from burnqed.errors import InputError
 
     table = json.loads(table_path.read_text(encoding="utf-8"))
 
@@ -112,7 +113,12 @@ def oracle_eval(table_path: Path, off: float, eval_argv: list[str]) -> None:
     async def hindsight(ebm: str | None, cfg: Config, *, store: Store) -> AsyncIterator[HindsightValue | None]:
         yield None if ebm is None else HindsightValue(table, off)
 
+    def a_table(ebm: str, *, store: Store) -> None:
+        if not store.is_file(ebm):
+            raise InputError(f"--ebm {ebm} is not a file: the oracle eval takes its table (a JSON file) there")
+
     edges.open_value_fn = hindsight
+    edges.check_value_fn = a_table  # the table stands where a value model would: it is checked as what it is
     sys.argv = ["burnqed", "eval", *eval_argv]
     cli_main()
 

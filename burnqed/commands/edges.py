@@ -155,6 +155,15 @@ async def open_search_edges(cfg: Config, ebm: str | None, *, store: Store) -> As
         yield SearchEdges(pool, size, policy, planner, value)
 
 
+def check_value_fn(ebm: str, *, store: Store) -> None:
+    """`--ebm` checked before the Lean pool and the models start: what `open_value_fn` opens, a finished value model
+    (`ebm.formats.check_value_model`: one line saying what it got otherwise). A seam beside `open_value_fn`: whoever
+    replaces that opener replaces this check with it."""
+    from burnqed.ebm.formats import check_value_model
+
+    check_value_model(ebm, store=store)
+
+
 @asynccontextmanager
 async def open_value_fn(ebm: str | None, cfg: Config, *, store: Store) -> AsyncIterator[ValueFn | None]:
     """The value model at `ebm` (a `train-ebm` output) as a `ValueFn`, or None without one (torch is then never

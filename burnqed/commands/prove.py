@@ -209,9 +209,9 @@ def _started_ebm(start: str | None, ebm: str | None, store: Store) -> str | None
 def _check_ebm(ebm: str | None, store: Store) -> None:
     """--ebm is a finished value model, else one line saying what it is, before the Lean pool and the model start."""
     if ebm is not None:
-        from burnqed.ebm.formats import check_value_model
+        from burnqed.commands import edges
 
-        check_value_model(ebm, store=store)
+        edges.check_value_fn(ebm, store=store)
 
 
 def _refuse_contradictions(resume: bool, force: bool, *, start: str | None, ebm: str | None) -> None:
