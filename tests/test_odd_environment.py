@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -121,8 +122,11 @@ def test_a_working_directory_deleted_mid_run_keeps_relative_paths_and_the_work(t
             proc.kill()
             proc.communicate()
     assert proc.returncode == 0, stderr.decode()
-    assert stdout.decode().splitlines()[-1] == ("wrote ../out/eval.json (trajectories: ../out/t; `burnqed show "
-                                                "THEOREM --trajectories ../out/t` draws one theorem's search)")
+    # The show it names runs as printed: this interpreter by its whole path (the working folder is gone, so no path
+    # relative to it), `-m burnqed.cli` as the test typed it, and a theorem it evaluated.
+    shown = shlex.join([*BURNQED, "show", "α_ℕ_le", "--trajectories", "../out/t"])
+    assert stdout.decode().splitlines()[-1] == (f"wrote ../out/eval.json (trajectories: ../out/t; `{shown}` draws "
+                                                "one theorem's search)")
     assert json.loads((tmp_path / "out" / "eval.json").read_text(encoding="utf-8"))["total"] == 2
     assert (tmp_path / "out" / "t" / "_SUCCESS.json").exists()
     assert {p.name for p in tmp_path.iterdir()} <= {"home", "out", "unicode.json"}  # nothing at a wrong place

@@ -4,7 +4,9 @@ its stop line names."""
 
 from __future__ import annotations
 
+import os
 import shlex
+import sys
 from pathlib import Path
 
 import psutil
@@ -34,10 +36,13 @@ def launched(pid: int) -> list[psutil.Process]:
 
 def continue_command(stderr: str, command: str, signal_name: str, output: Path, processes: int = 2) -> list[str]:
     """The arguments of the command that the stop line of a `processes`-process `burnqed COMMAND` to `output` names
-    (the line checked whole: the only `error:` line of `stderr`)."""
+    (the line checked whole: the only `error:` line of `stderr`). The tests start burnqed as `PYTHON -m burnqed.cli`,
+    so the line must name that program as typed: this interpreter, `-m burnqed.cli`."""
     what = f"burnqed {command} ({processes} processes)" if processes > 1 else f"burnqed {command}"
     prefix = (f"error: {what} stopped by {signal_name}; the checkpoints under "
-              f"{output}-checkpoints are kept: continue with `burnqed {command} ")
+              f"{output}-checkpoints are kept: continue with `")
     [line] = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert line.startswith(prefix) and line.endswith("`"), line
-    return [command, *shlex.split(line[len(prefix):-1])]
+    python, module, cli, named, *args = shlex.split(line[len(prefix):-1])
+    assert (module, cli, named) == ("-m", "burnqed.cli", command) and os.path.samefile(python, sys.executable), line
+    return [command, *args]
