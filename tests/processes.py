@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -40,6 +41,19 @@ def printed_arguments(command: str) -> list[str]:
     assert words[1:3] == ["-m", "burnqed.cli"], command
     assert Path(words[0]).resolve() == Path(sys.executable).resolve(), command
     return words[3:]
+
+
+def stage_commands(stderr: str) -> list[list[str]]:
+    """The stage commands `iterate` printed (`  $ [BURNQED_SECTION__KEY=VALUE …] burnqed ARGS`, as a shell reads it
+    back): each one's ARGS, the settings it is handed through the environment and the program left out."""
+    commands: list[list[str]] = []
+    for line in stderr.splitlines():
+        if line.startswith("  $ "):
+            words = shlex.split(line[4:])
+            program = next(k for k, word in enumerate(words) if not word.startswith("BURNQED_"))
+            assert words[program] == "burnqed", line
+            commands.append(words[program + 1:])
+    return commands
 
 
 def cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: str | os.PathLike[str] | None = None,

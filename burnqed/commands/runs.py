@@ -330,7 +330,7 @@ def plan(
     for shard in shards:
         state = "todo" if not shard.finished else "diff" if shard.difference is not None else "done"
         typer.echo(f"{state}  {shard.label:<22} {shard.stage.resource.value:<9} "
-                   f"{suggestion(shard.stage.argv_for(shard.shard))}")
+                   f"{runner.stage_line(shard.stage.argv_for(shard.shard))}")
         if shard.difference is not None:
             typer.echo(f"      finished with other inputs: {shard.difference}")
         elif shard.redo and not shard.finished:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -277,6 +278,7 @@ class LocalRunner:
             raise ConfigError(f"--jobs must be ≥ 1, got {jobs}")
         # the commands a stage names for the user start as this process was started (`signals.program_name`)
         self.env = {**env_for(sets, config, os.environ if environ is None else environ), PROGRAM_ENV: program_name()}
+        self.settings_env = env_for(sets, config, {})  # what this run gives every stage beyond its command line
         self.jobs = jobs
         self.python = python
         self.echo = echo
@@ -462,9 +464,16 @@ class LocalRunner:
                 del plan.waiting[stage.name]
             self.current = ", ".join(r.label for r in plan.running)
 
+    def stage_line(self, argv: Sequence[str]) -> str:
+        """A stage's command as a shell runs it again: the settings this run hands every stage through the
+        environment (its --config and --sets, the run root's experiment), then the program as invoked and `argv`,
+        each word quoted where it needs it. Without the settings, a pasted stage would run on the defaults."""
+        settings = "".join(f"{key}={shlex.quote(value)} " for key, value in self.settings_env.items())
+        return settings + command_text(argv)
+
     def _start(self, stage: Stage, shard: int, *, redo: bool = False) -> _Running:
         argv = redo_argv(stage.argv_for(shard)) if redo else stage.argv_for(shard)
-        self.echo("  $ burnqed " + " ".join(argv))
+        self.echo("  $ " + self.stage_line(argv))
         # A process group of its own: a stop reaches the stage and whatever it started, and nothing else; the
         # stage checkpoints on SIGTERM (search commits its finished theorems) and the next run resumes it.
         # `burnqed.base.signals.stop_on_signals` around the runner turns our own SIGTERM or Ctrl-C into `run`'s

@@ -6,7 +6,6 @@ start record its start stage wrote and from what the sft, train-ebm and search s
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,7 +28,7 @@ from burnqed.runner import reuse
 from burnqed.runner.plan import iteration_of
 from burnqed.storage import Store
 from burnqed.trajectory.schema import CompletionMarker
-from tests.processes import burnqed_in_process, cli, forked_stages
+from tests.processes import burnqed_in_process, cli, forked_stages, stage_commands
 
 SEVEN = [f"t{k}" for k in range(7)]
 BEST = Config(pipeline=PipelineConfig(start="best"))  # the start these tests are about (the default is "base")
@@ -196,9 +195,9 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
     # What the stages load, from the command lines this run gave them (sft's as it printed it; train-ebm's and
     # search's as the plan gives them) through the start record iteration 3's start stage wrote: each builds its
     # record of inputs with these builders (`reuse.BUILDERS`) after reading the record (`read_start`).
-    [ran_sft] = [line.split("$ burnqed ", 1)[1] for line in done.stderr.splitlines() if "$ burnqed sft " in line]
+    [ran_sft] = [args for args in stage_commands(done.stderr) if args[0] == "sft"]
     plan = iteration_of(BEST, at.root, 3)
-    assert _made_from(shlex.split(ran_sft), BEST, store) == {"--init": at.sft(1)}
+    assert _made_from(ran_sft, BEST, store) == {"--init": at.sft(1)}
     assert _made_from(plan.stage("train-ebm").argv_for(0), BEST, store) == {"--init": at.ebm(1)}
     assert _made_from(plan.stage("search").argv_for(0), BEST, store) == {"--ebm": None}
 

@@ -7,6 +7,7 @@ iteration 0 (tests/pipeline/test_gates.py `finished_iteration`): nothing runs.""
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from pathlib import Path
 
@@ -87,6 +88,12 @@ def test_iter_1_alone_continues_with_the_model_and_benchmark_the_root_was_made_w
         f'policy.model="{tmp_path}/M" sft.base_model="{tmp_path}/M" pipeline.benchmark="{tmp_path}/B.lean"']
     evals = [line for line in planned.stdout.splitlines() if line.startswith("todo  eval")]
     assert len(evals) == 2 and all(f" --theorems {tmp_path}/B.lean " in line for line in evals)
+    # A stage's line runs as printed: the settings the run hands every stage through the environment before it
+    [sft] = [line for line in planned.stdout.splitlines() if line.startswith("todo  sft ")]
+    words = shlex.split(sft)[3:]  # past the state, the stage and its resource
+    program = words.index("burnqed")
+    assert f'BURNQED_SFT__BASE_MODEL="{tmp_path}/M"' in words[:program], sft
+    assert words[program:program + 4] == ["burnqed", "sft", "--iter", "1"], sft
     base = cli("plan", "--iter", "0", "--root", "runs-mine")  # eval-base evaluates the root's base model
     assert base.returncode == 0, base.stderr
     [eval_base] = [line for line in base.stdout.splitlines() if line.startswith("todo  eval-base")]

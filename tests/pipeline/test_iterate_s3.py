@@ -14,6 +14,7 @@ import pytest
 
 from burnqed.storage import Store
 from tests.pipeline.iteration import files_under, iterate_env, iterate_forked, iterate_in_process
+from tests.processes import stage_commands
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
@@ -35,16 +36,15 @@ def test_iterate_force_on_s3_with_another_sft_learning_rate_redoes_sft_and_every
     assert refused.stderr.splitlines()[-1].startswith(
         "error: iteration 0: stage sft finished with other inputs than this run gives it: --data was ")
     assert refused.stderr.endswith("; run it as it was made, or --force redoes it and every stage after it\n")
-    assert "$ burnqed" not in refused.stderr
+    assert stage_commands(refused.stderr) == []
     kept = {name: store.read_bytes(f"{s3_root}/iter_0/{name}") for name in ("data/theorems.json", "eval-base/eval.json",
                                                                           "data/pairs.parquet")}
     done = iterate_forked(s3_root, 0, env, "--force", *changed)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "prepare-data: done already, skipped" in done.stderr and "eval-base: done already, skipped" in done.stderr
-    redone = sorted({line.split()[2] for line in done.stderr.splitlines()
-                     if line.startswith("  $ burnqed ") and line.endswith(" --force")})
+    redone = sorted({args[0] for args in stage_commands(done.stderr) if args[-1] == "--force"})
     assert redone == ["eval", "export", "merge-trajectories", "report", "search", "sft"]
-    assert " --resume " not in "".join(line for line in done.stderr.splitlines() if line.startswith("  $ burnqed "))
+    assert all("--resume" not in args for args in stage_commands(done.stderr))
     assert json.loads(store.read_bytes(f"{s3_root}/iter_0/sft/sft.json"))["learning_rate"] == 0.001
     assert {name: store.read_bytes(f"{s3_root}/iter_0/{name}") for name in kept} == kept
     again = iterate_in_process(s3_root, 0, env, *changed)  # the redone run is this setting's now: nothing to do
