@@ -58,6 +58,27 @@ def test_a_numeral_lean_reads_on_past_is_refused_on_every_route(text: str, reaso
     assert GUARD.check_sketch(f"have h : True := by sorry\n{text}") == f"the sketch {reason}"
 
 
+# Core's `xs[i]'h` (`]'` is a token of every table): the proof after it is a name that may end in a quote.
+GETELEM = ("xs[t]'ht'", "xs[t]'h' + xs[0]'h₀'", "(l.get! 0) + xs[(i)]'hi'")
+
+
+@pytest.mark.parametrize("term", GETELEM)
+def test_a_primed_proof_after_cores_getelem_token_passes_every_route(term: str) -> None:
+    tactic = f"have h : {term} = {term} := rfl"
+    assert GUARD.check(tactic) is None
+    assert check_path(split_proof(f"{tactic}\nexact h", split_have=False), GUARD) == Verdict(True)
+    assert check_answer(term, GUARD) == Verdict(True)
+    assert isinstance(GUARD.check_sketch(f"have h : {term} = {term} := by sorry\nexact h"), Sketch)
+
+
+def test_a_quote_after_cores_getelem_token_still_opens_where_lean_opens_one() -> None:
+    assert GUARD.check("exact xs[i]''\" #eval 1 --\"") == (
+        "has a quote at '\\'\" #eval' that Lean reads as a character literal it cannot close")
+    assert GUARD.check("exact xs[[a, b]]'h' x") == (
+        "has a quote or comment opener glued to a symbol at \"]]'h'\": Lean reads it by the notation tokens in scope "
+        "(put a space before it)")
+
+
 def test_a_field_index_is_no_numeral_lean_reads_an_exponent_after() -> None:
     """`h.2.elim` is the field 2 of `h` (Lean's `fieldIdx` reads digits only), after a name, `)`, `⟩` alike."""
     assert GUARD.check("exact (h.2.elim, (f x).1.eq_def, ⟨a, b⟩.2.elim, h₁.1.elim)") is None
