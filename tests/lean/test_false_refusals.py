@@ -131,6 +131,25 @@ def test_the_benchmark_lists_each_refusal_with_its_rule() -> None:
     assert tally.skipped == 0
 
 
+def test_a_long_top_level_tactic_is_refused_on_the_step_route_only_the_whole_route_naming_its_own_rule() -> None:
+    """A whole proof's one top-level tactic (an `induction … with` and its long arms) over lean.max_tactic_chars: the
+    whole route bounds the proof by lean.max_text_chars and reads the tactic by every other rule, named as it
+    refuses; the step route sends it alone, capped."""
+    long_have = "induction n with\n  | zero => simp\n  | succ n ih =>\n    " + "\n    ".join(["simp"] * 1000)
+    body = f"  {long_have}\n  exact h"
+    tally = Tally("made up", "here")
+    check_lean_file(tally, "Long.lean", f"theorem t : 1 = 1 := by\n{body}\n", proofs=True)
+    cap = "7046 characters, over the cap of 4000 (lean.max_tactic_chars)"  # read from the file: two spaces less a line
+    assert [(route, rule) for route, _, rule, _ in tally.refused] == [("step", cap)]
+    assert tally.checked["whole"] == 1
+    assert check_path(split_proof(body, split_have=False), GUARD) == Verdict(True)
+    assert GUARD.check(long_have) == "9050 characters, over the cap of 4000 (lean.max_tactic_chars)"
+    tally = Tally("made up", "here")
+    check_lean_file(tally, "Long.lean", f"theorem t : 1 = 1 := by\n{body}\n  native_decide\n", proofs=True)
+    assert [(route, rule) for route, _, rule, _ in tally.refused] == [
+        ("step", cap), ("whole", "matches deny pattern '\\\\bnative_decide\\\\b'")]
+
+
 def test_a_proof_holding_sorry_is_skipped_and_the_rule_drops_the_place() -> None:
     tally = Tally("made up", "here")
     check_lean_file(tally, "S.lean", "theorem s : 1 = 1 := by\n  sorry\n", proofs=True)
