@@ -7,7 +7,8 @@ the rule that made it (docs/benchmarks.md, "guard_refusals.py"; docs/results.md,
 The routes, each with the default guard (`TacticGuard.from_config(LeanConfig())`, the built-in rules and
 `lean.deny`):
 - **step**: each tactic of a proof as step search sends it (`split_proof`, typed `have`s split), `TacticGuard.check`;
-- **whole**: the proof as whole mode reads it (its top-level tactics, `lean.soundness.check_path`);
+- **whole**: the proof as whole mode reads it (its top-level tactics, `lean.soundness.check_path`: every rule but the
+  tactic cap, `TacticGuard.check_in_proof`, the proof bounded by `lean.max_text_chars`);
 - **sketch**: the sketch a proof's named `have`s make (`text.sketch.sketch_of_proof`), and a statement restated as a
   hole (`have h : STATEMENT := by sorry` then `exact h`), `TacticGuard.check_sketch`;
 - **restated**: a statement restated in a proof step (`have h : STATEMENT := by norm_num`), `TacticGuard.check`;
@@ -32,7 +33,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,8 +88,8 @@ def rule_of(reason: str) -> str:
     return _EXCERPT.sub(" at …", reason.removeprefix("the sketch's skeleton ").removeprefix("the sketch "))
 
 
-def _first_refusal(tactics: list[str]) -> str | None:
-    return next((reason for tactic in tactics if (reason := GUARD.check(tactic)) is not None), None)
+def _first_refusal(tactics: list[str], check: Callable[[str], str | None] = GUARD.check) -> str | None:
+    return next((reason for tactic in tactics if (reason := check(tactic)) is not None), None)
 
 
 def check_proof(tally: Tally, item: str, tactics: list[str], steps: list[str], body: str) -> None:
@@ -99,7 +100,8 @@ def check_proof(tally: Tally, item: str, tactics: list[str], steps: list[str], b
         return
     tally.record("step", item, _first_refusal(steps), body)
     whole = check_path(tactics, GUARD)
-    tally.record("whole", item, None if whole.ok else _first_refusal(tactics) or whole.reason, body)
+    tally.record("whole", item, None if whole.ok else _first_refusal(tactics, GUARD.check_in_proof) or whole.reason,
+                 body)
     sketch = sketch_of_proof(body)
     if sketch is not None:
         checked = GUARD.check_sketch(sketch.body)

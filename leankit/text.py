@@ -148,6 +148,16 @@ def glues_to_name(char: str) -> bool:
     return char == "#" or ord(char) > 127
 
 
+def ends_getelem(text: str, index: int) -> bool:
+    """Whether the quote at text[index] ends core Lean's token `]'` (`Init/GetElem.lean`: `syntax term noWs "["
+    withoutPosition(term) "]'" term:max`, `xs[i]'h`): in every token table, so the name after it starts a token
+    (`xs[t]'ht'` is `]'` and the name `ht'`). Only after a `]` that follows a name's or numeral's character or `)`,
+    where no token ends (Mathlib's `]]`, `[[a, b]]` under `open Interval`, would take the `]`), and before no second
+    quote (`]''"`: after `]'` the next quote starts a literal)."""
+    return (index >= 2 and text.startswith("]'", index - 1) and text[index + 1 : index + 2] != "'"
+            and (text[index - 2] == ")" or _ID_REST_CHAR.match(text, index - 2) is not None))
+
+
 class _Names:
     """Where the runs of name characters (`ID_REST`) of one text start, for the questions one scan asks from left to
     right (`regions`, `literal_problem`): where a token starts, whether a name is glued to a symbol. Each character
@@ -169,7 +179,7 @@ class _Names:
         if index < self.at:
             self.at = self.run = 0  # asked out of order: from the start again
         start = index
-        while start > self.at and _ID_REST_CHAR.match(self.text[start - 1]):
+        while start > self.at and _ID_REST_CHAR.match(self.text[start - 1]) and not ends_getelem(self.text, start - 1):
             start -= 1
         if start == self.at:
             start = self.run  # the run went on before `at`: it starts where that run did
@@ -249,6 +259,8 @@ def regions(text: str, *, glued: bool = False) -> Iterator[Region]:
         token = found.group()
         region: Region | None = None
         starts = True if token in ('"', "«") else names.token_start(start, floor)
+        if token == "'" and ends_getelem(text, start):
+            starts = False  # core's `]'`: no literal opens in any reading
         if starts is False and token == "'":  # inside a name, and so is every quote of its run (`h'''`): past them
             index = _QUOTES.match(text, start).end()  # type: ignore[union-attr]
             continue

@@ -30,6 +30,7 @@ from leankit.text import (
     doc_comment_problem,
     doc_comments,
     doc_text,
+    ends_getelem,
     find_depth0,
     literal_problem,
     mask_comments,
@@ -119,6 +120,7 @@ def test_regions_are_lean_comments_and_literals() -> None:
     ('simp /--/ " -/\n#eval 1 --"', [(DOC_COMMENT, '/--/ " -/'), (LINE_COMMENT, '--"')]),
     ("simp /-/- -/ #eval 1 -- -/", [(BLOCK_COMMENT, "/-/- -/"), (LINE_COMMENT, "-- -/")]),
     ("exact h-- c", [(LINE_COMMENT, "-- c")]),
+    ("xs[i]'h' 'a' -- c", [(LITERAL, "'a'"), (LINE_COMMENT, "-- c")]),   # core's `]'`, then the name `h'`
 ])
 def test_a_quote_or_comment_opens_only_where_lean_starts_a_token(text: str, read: list[tuple[str, str]]) -> None:
     assert [(r.kind, text[r.start : r.end]) for r in regions(text)] == read
@@ -192,6 +194,21 @@ def test_a_docstring_is_attached_as_lean_attaches_it() -> None:
     assert doc_comment_problem("a /- nested -/ b") is None
     assert doc_comment_problem("ends -/ early") == "it holds a `-/` that would end the doc comment early"
     assert doc_comment_problem("opens /- forever") == "it opens a `/-` comment it never closes"
+
+
+def test_after_cores_getelem_token_the_name_takes_its_quotes() -> None:
+    """`]'` is a token of core Lean (`xs[i]'h`), so the name after it starts a token: `ht'`, `h'a'` are names; after a
+    `]` that may end Mathlib's `]]` the quote is read by the token table, and after `]'` a second quote opens a
+    literal."""
+    for text in ("xs[t]'ht'", "xs[t]'h'", "xs[0]'h' x", "xs[(t)]'h₁' x", "xs[t]'h'a' y", "xs[i']'h'''"):
+        assert literal_problem(text) is None, text
+        assert read_two_ways(text) is None, text
+        assert not list(regions(text)), text
+    assert ends_getelem("xs[t]'h", 5) and not ends_getelem("]'h", 1) and not ends_getelem("x]''", 2)
+    assert read_two_ways("xs[[a, b]]'h' x") == 10
+    assert literal_problem("xs[t]''\" #eval 1 --\"") == (
+        "has a quote at '\\'\" #eval' that Lean reads as a character literal it cannot close")
+    assert read_two_ways("x +]'h' y") == 4  # a `]` after a symbol: the token table decides
 
 
 @pytest.mark.parametrize(("text", "problem"), [

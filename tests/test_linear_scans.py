@@ -18,7 +18,7 @@ import burnqed
 import leankit
 from burnqed.config import DEFAULT_DENY
 from burnqed.lean.guard import OFF_LOOP_CHARS, TacticGuard, builtin_refusal, read_off_loop
-from burnqed.lean.soundness import check_answer
+from burnqed.lean.soundness import Verdict, check_answer, check_path
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer import read_attempt
 from burnqed.search.whole import read_whole
@@ -148,6 +148,26 @@ def test_model_text_over_the_cap_is_refused_with_its_length_before_any_reader() 
         "", [], "the completion has 63 characters, over the cap of 60 (lean.max_text_chars)")
     # at the cap, read as before
     assert read_attempt(MOCK, PromptFormat.PLAIN_WHOLE, raw, GUARD).refusal is None
+
+
+def test_a_whole_proofs_tactics_are_bounded_by_the_text_cap_not_the_tactic_cap() -> None:
+    """A tactic sent alone is capped at lean.max_tactic_chars; a whole proof's top-level tactic is not (a long `have
+    … := by` block), the proof as a whole is at lean.max_text_chars, and every other rule reads each tactic."""
+    block = "have h : True := by\n  " + "\n  ".join(["trivial"] * 3)  # 49 characters
+    assert CAPPED.check(block) == "49 characters, over the cap of 40 (lean.max_tactic_chars)"
+    assert CAPPED.check_in_proof(block) is None
+    assert check_path([block, "exact h"], CAPPED) == Verdict(True)
+    assert check_path([block, "exact h", "simp"], CAPPED) == Verdict(
+        False, "the proof has 62 characters, over the cap of 60 (lean.max_text_chars)")
+    assert CAPPED.check_in_proof("x" * 61) == "61 characters, over the cap of 60 (lean.max_text_chars)"
+    assert check_path([block.replace("trivial", "native_decide", 1)], CAPPED) == Verdict(
+        False, f"tactic {block.replace('trivial', 'native_decide', 1)!r} on the path is denied: matches deny "
+        "pattern '\\\\bnative_decide\\\\b'")
+    whole = read_whole(MOCK.model_copy(update={"answer": None}), PromptFormat.PLAIN_WHOLE, f"{block}\nexact h", CAPPED)
+    assert (whole.tactics, whole.refusal) == ([block, "exact h"], None)
+    huge = "have h : True := by\n  " + "'" * 1_000_000
+    guard = TacticGuard(DEFAULT_DENY)
+    assert steps(lambda text: check_path([text], guard), huge) < 10  # one length check: no reader runs
 
 
 def test_the_cap_is_checked_before_the_readers() -> None:

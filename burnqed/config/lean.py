@@ -179,14 +179,17 @@ class LeanConfig(Section):
         json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
     max_tactic_chars: int = Field(
-        default=4000, ge=1, description="Tactic guard: longer tactics are refused (runaway generations).",
+        default=4000, ge=1, description="Tactic guard: a tactic sent to Lean alone (a step of a search, a replayed "
+        "tactic) longer than this is refused (runaway generations). A whole proof's top-level tactics are bounded "
+        "by max_text_chars instead (one may be a long `have … := by` block).",
         json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
     max_text_chars: int = Field(
         default=100_000, ge=1,
         description="Longest model text read at all: a completion, whole proof, answer, sketch or repair longer than "
         "this is refused, its length named, before any reader lexes it (a model caught in a loop writes megabytes; "
-        "32k tokens of reasoning run to about 100,000 characters). A tactic's own cap is max_tactic_chars.",
+        "32k tokens of reasoning run to about 100,000 characters). A tactic sent alone has its own cap, "
+        "max_tactic_chars.",
         json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
 

@@ -227,17 +227,28 @@ class TacticGuard:
     def from_config(cls, config: LeanConfig) -> TacticGuard:
         return cls(config.deny, config.max_tactic_chars, max_text_chars=config.max_text_chars)
 
-    def over_cap(self, text: str) -> str | None:
-        """Why `text` (a completion, whole proof, answer or sketch a model wrote) is too long to be read at all, or
-        None: asked before any reader lexes it, so that no reader's cost grows past the cap's."""
-        if len(text) > self.max_text_chars:
-            return f"{len(text)} characters, over the cap of {self.max_text_chars} (lean.max_text_chars)"
+    def over_cap(self, text: str | int) -> str | None:
+        """Why `text` (a completion, whole proof, answer or sketch a model wrote; or its length) is too long to be
+        read at all, or None: asked before any reader lexes it, so that no reader's cost grows past the cap's."""
+        length = text if isinstance(text, int) else len(text)
+        if length > self.max_text_chars:
+            return f"{length} characters, over the cap of {self.max_text_chars} (lean.max_text_chars)"
         return None
 
     def check(self, tactic: str) -> str | None:
-        """The reason to refuse `tactic`, or None when it may be sent to Lean."""
+        """The reason to refuse `tactic`, sent to Lean alone (a step, a replayed tactic), or None when it may be:
+        over `lean.max_tactic_chars`, or what `check_in_proof` refuses."""
         if len(tactic) > self.max_chars:
             return f"{len(tactic)} characters, over the cap of {self.max_chars} (lean.max_tactic_chars)"
+        return self.check_in_proof(tactic)
+
+    def check_in_proof(self, tactic: str) -> str | None:
+        """The reason to refuse `tactic`, a top-level tactic of a whole proof (`lean.soundness.check_path`), or None:
+        every rule of `check` but the tactic cap (a whole proof's one top-level tactic may be a long `have … := by`
+        block); the proof is bounded by `lean.max_text_chars` instead (`over_cap`), and so is each tactic here."""
+        over = self.over_cap(tactic)
+        if over is not None:
+            return over
         if not tactic.strip():
             return "empty tactic"
         if any(ch in tactic for ch in "\x00\x1b"):

@@ -185,11 +185,16 @@ def check_final(final: TacticResult) -> Verdict:
 
 
 def check_path(tactics: Sequence[str], guard: TacticGuard) -> Verdict:
-    """Rule 2: no tactic on the path is denied."""
+    """Rule 2: no tactic on the path is denied. The path is a whole proof's top-level tactics (or a step path, each
+    tactic checked with the tactic cap when it was sent): bounded as a whole by `lean.max_text_chars`, each tactic
+    read by every rule but the tactic cap (`TacticGuard.check_in_proof`)."""
     if not tactics:
         return Verdict(False, "empty proof")
+    over = guard.over_cap(sum(len(tactic) + 1 for tactic in tactics) - 1)  # their length joined by newlines
+    if over is not None:
+        return Verdict(False, f"the proof has {over}")
     for tactic in tactics:
-        reason = guard.check(tactic)
+        reason = guard.check_in_proof(tactic)
         if reason is not None:
             return Verdict(False, f"tactic {tactic!r} on the path is denied: {reason}")
     return Verdict(True)

@@ -58,6 +58,27 @@ def test_a_numeral_lean_reads_on_past_is_refused_on_every_route(text: str, reaso
     assert GUARD.check_sketch(f"have h : True := by sorry\n{text}") == f"the sketch {reason}"
 
 
+# Core's `xs[i]'h` (`]'` is a token of every table): the proof after it is a name that may end in a quote.
+GETELEM = ("xs[t]'ht'", "xs[t]'h' + xs[0]'h₀'", "(l.get! 0) + xs[(i)]'hi'")
+
+
+@pytest.mark.parametrize("term", GETELEM)
+def test_a_primed_proof_after_cores_getelem_token_passes_every_route(term: str) -> None:
+    tactic = f"have h : {term} = {term} := rfl"
+    assert GUARD.check(tactic) is None
+    assert check_path(split_proof(f"{tactic}\nexact h", split_have=False), GUARD) == Verdict(True)
+    assert check_answer(term, GUARD) == Verdict(True)
+    assert isinstance(GUARD.check_sketch(f"have h : {term} = {term} := by sorry\nexact h"), Sketch)
+
+
+def test_a_quote_after_cores_getelem_token_still_opens_where_lean_opens_one() -> None:
+    assert GUARD.check("exact xs[i]''\" #eval 1 --\"") == (
+        "has a quote at '\\'\" #eval' that Lean reads as a character literal it cannot close")
+    assert GUARD.check("exact xs[[a, b]]'h' x") == (
+        "has a quote or comment opener glued to a symbol at \"]]'h'\": Lean reads it by the notation tokens in scope "
+        "(put a space before it)")
+
+
 def test_a_field_index_is_no_numeral_lean_reads_an_exponent_after() -> None:
     """`h.2.elim` is the field 2 of `h` (Lean's `fieldIdx` reads digits only), after a name, `)`, `⟩` alike."""
     assert GUARD.check("exact (h.2.elim, (f x).1.eq_def, ⟨a, b⟩.2.elim, h₁.1.elim)") is None
@@ -108,6 +129,25 @@ def test_the_benchmark_lists_each_refusal_with_its_rule() -> None:
     assert tally.refused == [("step", "Made.lean:11", rule, "set_option maxRecDepth 1000 in decide"),
                              ("whole", "Made.lean:11", rule, "set_option maxRecDepth 1000 in decide")]
     assert tally.skipped == 0
+
+
+def test_a_long_top_level_tactic_is_refused_on_the_step_route_only_the_whole_route_naming_its_own_rule() -> None:
+    """A whole proof's one top-level tactic (an `induction … with` and its long arms) over lean.max_tactic_chars: the
+    whole route bounds the proof by lean.max_text_chars and reads the tactic by every other rule, named as it
+    refuses; the step route sends it alone, capped."""
+    long_have = "induction n with\n  | zero => simp\n  | succ n ih =>\n    " + "\n    ".join(["simp"] * 1000)
+    body = f"  {long_have}\n  exact h"
+    tally = Tally("made up", "here")
+    check_lean_file(tally, "Long.lean", f"theorem t : 1 = 1 := by\n{body}\n", proofs=True)
+    cap = "7046 characters, over the cap of 4000 (lean.max_tactic_chars)"  # read from the file: two spaces less a line
+    assert [(route, rule) for route, _, rule, _ in tally.refused] == [("step", cap)]
+    assert tally.checked["whole"] == 1
+    assert check_path(split_proof(body, split_have=False), GUARD) == Verdict(True)
+    assert GUARD.check(long_have) == "9050 characters, over the cap of 4000 (lean.max_tactic_chars)"
+    tally = Tally("made up", "here")
+    check_lean_file(tally, "Long.lean", f"theorem t : 1 = 1 := by\n{body}\n  native_decide\n", proofs=True)
+    assert [(route, rule) for route, _, rule, _ in tally.refused] == [
+        ("step", cap), ("whole", "matches deny pattern '\\\\bnative_decide\\\\b'")]
 
 
 def test_a_proof_holding_sorry_is_skipped_and_the_rule_drops_the_place() -> None:
