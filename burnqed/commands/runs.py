@@ -175,9 +175,10 @@ def _continued(cfg: Config, config: Path | None, sets: list[str] | None, store: 
     if record is None:
         return cfg, list(sets or ()), given
     found = differences(record, cfg, given, store)
-    if found:
-        raise InputError(refusal(root[1], found, None if anew is None else suggestion(anew)))
     taken = taken_sets(record, cfg, given)
+    if found:  # the new root's command keeps what the root's experiment has and this command does not change
+        keep = [word for item in taken for word in ("--set", item)]
+        raise InputError(refusal(root[1], found, None if anew is None else suggestion([*anew, *keep])))
     if not taken:
         return cfg, list(sets or ()), None
     typer.echo(f"{root[1]}: its experiment's settings not given here are the root's ({Layout(root[0]).experiment()}):"

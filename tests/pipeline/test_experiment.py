@@ -100,6 +100,12 @@ def test_iter_1_alone_continues_with_the_model_and_benchmark_the_root_was_made_w
     assert f" --theorems {tmp_path}/B.lean " in eval_base and f" --model {tmp_path}/M " in eval_base
     same = cli("plan", "--iter", "1", "--root", "runs-mine", "--model", "M", "--set", "pipeline.benchmark=B.lean")
     assert (same.returncode, same.stderr) == (0, "")  # the same flags: nothing to take
+    (tmp_path / "M2").symlink_to(tiny_model_dir, target_is_directory=True)
+    other = cli("plan", "--iter", "1", "--root", "runs-mine", "--model", "M2")  # another model: a new root keeps B
+    new_root = shlex.join(["plan", "--iter", "0", "--model", "M2", "--root", "runs-mine-2", "--set",
+                           f'pipeline.benchmark="{tmp_path}/B.lean"'])
+    assert other.returncode == 2 and other.stderr.endswith(f"start the new experiment under a new root: `burnqed "
+                                                           f"{new_root}`\n"), other.stderr
     (tmp_path / "B.lean").write_text((tmp_path / "B.lean").read_text() + "\n-- edited\n")
     edited = cli("plan", "--iter", "1", "--root", "runs-mine")
     assert edited.returncode == 2 and edited.stderr.startswith(
