@@ -371,5 +371,11 @@ def test_a_completion_over_the_text_cap_is_a_refused_row_and_reaches_no_reader_n
     reason = "refused by the tactic guard: the completion has 34 characters, over the cap of 33 (lean.max_text_chars)"
     assert {(edge.parent_id, edge.depth, edge.tactic, edge.outcome, edge.error) for edge in outcome.edges} == {
         (outcome.edges[0].parent_id, 1, "", EdgeOutcome.REFUSED, reason)}
-    at_cap = TacticGuard(LeanConfig().deny, max_text_chars=written)
-    assert asyncio.run(prove_hybrid(theorem(), TacticLog(), by_target(BROKEN_TABLE), SETTINGS, at_cap)).result.proved
+    at_cap = asyncio.run(prove_hybrid(theorem(), TacticLog(), by_target(BROKEN_TABLE), SETTINGS,
+                                      TacticGuard(LeanConfig().deny, max_text_chars=written)))
+    assert [(edge.tactic, edge.outcome) for edge in at_cap.edges[:2]] == [  # at the cap the completion is read
+        ("intro x hx", EdgeOutcome.OK), ("field_simp", EdgeOutcome.OK)]
+    # …and the proof it closes (51 characters: `nlinarith [sq_nonneg (x - 1)]` last) is model text under the same cap
+    assert not at_cap.result.proved
+    assert asyncio.run(prove_hybrid(theorem(), TacticLog(), by_target(BROKEN_TABLE), SETTINGS,
+                                    TacticGuard(LeanConfig().deny, max_text_chars=51))).result.proved
