@@ -4,27 +4,15 @@ use; the scan of the real sources is in docs/results.md."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "command_keywords.py"
+from tests.scripts import load_script
 
-
-def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("command_keywords", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # a dataclass looks its module up there
-    spec.loader.exec_module(module)
-    return module
-
-
-CK = _script()
+CK = load_script("command_keywords")
 
 CORE = '''namespace Command
 /-- "not_a_head" in a doc comment -/
@@ -135,7 +123,7 @@ def test_the_script_reads_a_work_tree_and_a_git_dir_alike(tmp_path: Path) -> Non
     subprocess.run([*git, "commit", "-qm", "x"], check=True)
     outputs = []
     for root in (tree, tree / ".git"):
-        done = subprocess.run([sys.executable, str(SCRIPT), f"lib={root}"], capture_output=True, text=True,
+        done = subprocess.run([sys.executable, str(CK.__file__), f"lib={root}"], capture_output=True, text=True,
                               check=True)
         outputs.append(done.stdout)
     assert outputs[0] == outputs[1]
