@@ -241,6 +241,14 @@ class SearchConfig(Section):
         "(at least one expansion, at most what is left).",
         json_schema_extra=searched("sketch"),
     )
+    sketch_depth: int = Field(
+        default=1, ge=1, le=8,
+        description="Sketch mode: how many levels a theorem is decomposed. 1: the planner's holes are searched and "
+        "nothing more; k: a hole whose own search fails is planned again as a goal of its own, its holes likewise, "
+        "down to k levels, on one AND-OR graph per theorem (a goal proved once closes every place it appears; a hole "
+        "that restates its goal or an ancestor is refused before Lean; docs/search.md, 'Recursive sketches').",
+        json_schema_extra=searched("sketch"),
+    )
     sketch_plans: int = Field(
         default=4, ge=1, le=256,
         description="Sketch mode: sketches asked per planner request (one request counts one of max_nodes).",

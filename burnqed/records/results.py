@@ -154,6 +154,9 @@ class SubgoalSource(StrEnum):
     SEARCH = "search"  # its own search in this sketch
     CACHE = "cache"  # the run's subgoal cache, re-checked in this context
     KEPT = "kept"  # an earlier sketch of this theorem proved the same subgoal in the same context (re-planning)
+    SHARED = "shared"  # a goal of this theorem's lemma graph with the same closed key, its proof renamed (depth > 1)
+    LIBRARY = "library"  # a lemma source's proof (`SketchSettings.lemmas`), re-checked in this context
+    SKETCH = "sketch"  # planned again as a lemma of its own, its holes proved, its filled sketch replayed (depth > 1)
 
 
 class SubgoalAttempt(BaseModel):

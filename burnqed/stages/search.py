@@ -87,9 +87,11 @@ def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) 
 
 # The fields of an engine's settings that neither a `[search]` field of their name nor `settings_from_config` fills:
 # the stage running the engine attaches them (`attempt`: eval's pass k, `eval.run.pass_engine`; `journal`:
-# `search_job`, on its output; `cache`: the run's subgoal cache, `search_job`, or a pass's own). Every other field
-# comes from the section or from `settings_from_config` (tests/search/test_job.py checks each mode's engines).
-ATTACHED = ("attempt", "journal", "cache")
+# `search_job`, on its output; `cache`: the run's subgoal cache, `search_job`, or a pass's own; `lemmas`: a lemma
+# source, none unless a stage attaches one; `share_goals`: on, off only in benchmarks/sketch_depth.py's tree arm).
+# Every other field comes from the section or from `settings_from_config` (tests/search/test_job.py checks each
+# mode's engines).
+ATTACHED = ("attempt", "journal", "cache", "lemmas", "share_goals")
 
 
 def engine_settings(engine: type[Engine], search: SearchConfig, **given: Any) -> Engine:
