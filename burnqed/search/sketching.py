@@ -46,6 +46,7 @@ from burnqed.records.results import (
 from burnqed.records.theorem import Theorem
 from burnqed.search.goal_keys import LemmaSource, closed_key
 from burnqed.search.hybrid import HybridSearch, HybridSettings
+from burnqed.search.lemma_graph import Tried
 from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.repair import RepairSettings
 from burnqed.search.root import Root
@@ -175,17 +176,6 @@ class SubgoalEnd:
 # ---------------------------------------------------------------------------------------------- the theorem
 
 
-@dataclass(slots=True)
-class _Tried:
-    """A sketch of this search: its record, its row, and (elaborated) its subgoals' closing rows in order."""
-
-    record: SketchAttempt
-    row: Edge
-    sketch: Sketch | None = None
-    leaves: list[int] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)  # what failed, for a re-plan
-
-
 class SketchSearch:
     """One theorem's sketch search; `run()` once."""
 
@@ -200,7 +190,7 @@ class SketchSearch:
         self.cache = cache if cache is not None else (settings.cache if settings.cache is not None else SubgoalCache())
         self.next_id = 1
         self.spent = 0  # units: planner requests + subgoal expansions / rounds
-        self.sketches: list[_Tried] = []
+        self.sketches: list[Tried] = []
         self.kept: dict[str, tuple[str, list[str]]] = {}  # subgoal key digest → (key text, a proof Lean accepted)
         self.root_id = 0
         self.root_state = ""
@@ -227,7 +217,7 @@ class SketchSearch:
         self.spent = units
         self.core.meter.reach(self.spent)
 
-    def _out_of(self) -> FailureReason | None:
+    def out_of(self) -> FailureReason | None:
         """Why no more can be spent: the time, or the budget."""
         if self.core.meter.elapsed() >= self.settings.timeout_s:
             return FailureReason.TIMEOUT
@@ -240,10 +230,10 @@ class SketchSearch:
         declaration = self.core.declaration or ""
         prompt = build_sketch_prompt(settings.fmt, declaration, self.core.theorem.header)
         for round_ in range(settings.sketch_rounds + 1):
-            stop = self._out_of()
+            stop = self.out_of()
             if stop is not None:
                 return self.core.proofs.ending(stop)
-            completions = await self._plan(prompt)
+            completions = await self.plan(prompt)
             if completions is None:
                 return self.core.proofs.ending(FailureReason.TIMEOUT)
             if not completions:
@@ -252,7 +242,7 @@ class SketchSearch:
             tried = await self._try_all(completions, round_)
             if self.core.proofs.verified:
                 return None
-            stop = self._out_of()
+            stop = self.out_of()
             if stop is not None:
                 return self.core.proofs.ending(stop)
             failed = _to_show(tried)
@@ -262,7 +252,7 @@ class SketchSearch:
                                          failed.failures)
         return self.core.proofs.ending(FailureReason.EXHAUSTED)
 
-    async def _plan(self, prompt: str) -> list[Completion] | None:
+    async def plan(self, prompt: str) -> list[Completion] | None:
         """One planner request (one unit); None when the time ran out waiting, [] when the prompt was refused."""
         settings = self.settings
         seeds = expansion_seeds(settings.seed, self.core.theorem.name, [0], settings.sampling.n,
@@ -278,24 +268,24 @@ class SketchSearch:
         refusal = answer.refusal()
         if refusal is not None:
             self.core.refusals.append(refusal)
-            self.core.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
+            self.core.edges.append(refusal_row(self.new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
             return []
         self.gen_ms = gen_s * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
         return completions
 
-    def _new_id(self) -> int:
+    def new_id(self) -> int:
         node_id = self.next_id
         self.next_id += 1
         return node_id
 
-    async def _try_all(self, completions: list[Completion], round_: int) -> list[_Tried]:
+    async def _try_all(self, completions: list[Completion], round_: int) -> list[Tried]:
         """Each distinct sketch of a request (normalised; a re-plan may write one again: it is tried again, its proved
         subgoals kept), in sample order, until one verified (`stop_at_first`) or nothing is left to spend; the ones
         tried."""
-        tried: list[_Tried] = []
+        tried: list[Tried] = []
         seen: set[str] = set()
         for completion in completions:
-            if (self.core.proofs.verified and self.settings.stop_at_first) or self._out_of() is not None:
+            if (self.core.proofs.verified and self.settings.stop_at_first) or self.out_of() is not None:
                 break
             over = self.core.guard.over_cap(completion.text)  # read by no reader: its key is its length
             key = over or normalize_tactic(extract_completion(self.settings.fmt, completion.text))
@@ -305,18 +295,18 @@ class SketchSearch:
             tried.append(await self._try(completion, round_))
         return tried
 
-    async def _try(self, completion: Completion, round_: int) -> _Tried:
+    async def _try(self, completion: Completion, round_: int) -> Tried:
         """Read, guard, elaborate one sketch, then search its subgoals and check the assembled proof; a completion
         over the cap (`TacticGuard.over_cap`) is refused unread."""
         over = self.core.guard.over_cap(completion.text)
         text = "" if over is not None else extract_completion(self.settings.fmt, completion.text)
-        row = Edge(node_id=self._new_id(), parent_id=0, depth=1, state_before=self.root_state, tactic=text,
+        row = Edge(node_id=self.new_id(), parent_id=0, depth=1, state_before=self.root_state, tactic=text,
                    state_after=None, outcome=EdgeOutcome.REFUSED, error=None, logprob=completion.logprob,
                    n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=self.gen_ms,
                    timestamp_ms=int(time.time() * 1000))
         self.core.edges.append(row)
         record = SketchAttempt(round=round_, body=text, outcome=SketchOutcome.REFUSED, tokens=completion.n_tokens)
-        tried = _Tried(record, row)
+        tried = Tried(record, row)
         self.sketches.append(tried)
         if over is not None:
             reason = f"refused by the tactic guard: the completion has {over}"
@@ -354,7 +344,7 @@ class SketchSearch:
         record.outcome = SketchOutcome.ELABORATED
         row.outcome = EdgeOutcome.OK
         row.state_after = pretty_state([subgoal.goal for subgoal in elaborated.subgoals])
-        await self._subgoals(tried, checked, elaborated)
+        await self.subgoals(tried, checked, elaborated)
         if len(tried.leaves) == len(checked.holes):
             await self._count(tried, checked)
         return tried
@@ -384,7 +374,7 @@ class SketchSearch:
             self.core.start_generation = self.core.lean.generation
         return self.root_id
 
-    async def _subgoals(self, tried: _Tried, sketch: Sketch, elaborated: SketchResult) -> None:
+    async def subgoals(self, tried: Tried, sketch: Sketch, elaborated: SketchResult) -> None:
         """Prove each subgoal in order (kept, cached, else searched); the first that is not proved ends the sketch's
         subgoals (the rest are recorded as not searched)."""
         assert elaborated.state_id is not None
@@ -421,21 +411,21 @@ class SketchSearch:
             raise LeanGone("the sketch did not elaborate again on a new worker")
         return again.state_id
 
-    async def _prove(self, tried: _Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
+    async def _prove(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
         """Kept, cached, else searched: True when Lean closed the subgoal (its closing row in `tried.leaves`)."""
         known = self.kept.get(key.digest)
         if known is not None and known[0] == key.text:
-            end = await self._replay(root, known[1])
-            self._adopt(tried, end)
+            end = await self.replay(root, known[1])
+            self.adopt(tried, end)
             if end.tactics is not None:
-                return await self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
+                return await self.proved(tried, attempt, end, SubgoalSource.KEPT, key)
         # A persisted cache reads and writes storage: off the event loop, as every other theorem's search runs on it.
         for tactics in await asyncio.to_thread(self.cache.lookup, key, self.settings.subgoal_cache_replays):
-            end = await self._replay(root, tactics)
-            self._adopt(tried, end)
+            end = await self.replay(root, tactics)
+            self.adopt(tried, end)
             if end.tactics is not None:
                 self.cache.record_hit()
-                return await self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
+                return await self.proved(tried, attempt, end, SubgoalSource.CACHE, key)
             self.cache.record_rejected(key, tactics)
         if await self._from_lemmas(tried, root, key, attempt):
             return True
@@ -447,13 +437,13 @@ class SketchSearch:
         attempt.spent = end.spent
         said = next((edge.error for edge in end.edges if edge.parent_id == 0 and edge.outcome is EdgeOutcome.ERROR
                      and edge.error), None)
-        self._adopt(tried, end)
+        self.adopt(tried, end)
         if end.tactics is not None:
-            return await self._proved(tried, attempt, end, SubgoalSource.SEARCH, key)
+            return await self.proved(tried, attempt, end, SubgoalSource.SEARCH, key)
         attempt.detail = _why(end.reason, units, self.settings.subgoal, said)
         return False
 
-    async def _from_lemmas(self, tried: _Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
+    async def _from_lemmas(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
         """The lemma source's proofs of the subgoal (`SketchSettings.lemmas`, by its exact and closed keys), each
         replayed on it in Lean (its Lean calls counted, no unit): True when one closed it (source `library`)."""
         lemmas = self.settings.lemmas
@@ -463,14 +453,14 @@ class SketchSearch:
         found = await asyncio.to_thread(lemmas.lemma_candidates, key, closed, root.goal,
                                         self.settings.subgoal_cache_replays)
         for candidate in found[: self.settings.subgoal_cache_replays]:
-            end = await self._replay(root, list(candidate.tactics))
-            self._adopt(tried, end)
+            end = await self.replay(root, list(candidate.tactics))
+            self.adopt(tried, end)
             await asyncio.to_thread(lemmas.lemma_outcome, candidate, key, end.tactics is not None)
             if end.tactics is not None:
-                return await self._proved(tried, attempt, end, SubgoalSource.LIBRARY, key)
+                return await self.proved(tried, attempt, end, SubgoalSource.LIBRARY, key)
         return False
 
-    async def _proved(self, tried: _Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
+    async def proved(self, tried: Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
                       key: SubgoalKey) -> bool:
         assert end.tactics is not None and end.leaf is not None
         attempt.proved, attempt.tactics, attempt.source = True, end.tactics, source
@@ -479,7 +469,7 @@ class SketchSearch:
         await asyncio.to_thread(self.cache.store, key, end.tactics, self.core.theorem.name)
         return True
 
-    async def _replay(self, root: Root, tactics: list[str]) -> SubgoalEnd:
+    async def replay(self, root: Root, tactics: list[str]) -> SubgoalEnd:
         """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
         core = self.core
         search = StepSearch(core.theorem, core.lean, core.policy, StepSettings(max_nodes=0), core.guard, None,
@@ -513,7 +503,7 @@ class SketchSearch:
         finally:
             self.core.waits.add(search.core.waits)
 
-    def _adopt(self, tried: _Tried, end: SubgoalEnd) -> None:
+    def adopt(self, tried: Tried, end: SubgoalEnd) -> None:
         """Renumber a subgoal search's rows into the theorem's tree under the sketch's row (its root, local id 0);
         the closing row's id follows."""
         offset = self.next_id - 1
@@ -528,7 +518,7 @@ class SketchSearch:
             end.leaf += offset
         self.core.edges.extend(end.edges)
 
-    async def _count(self, tried: _Tried, sketch: Sketch) -> None:
+    async def _count(self, tried: Tried, sketch: Sketch) -> None:
         """The assembled proof through the soundness path: guard on every tactic, compile, axioms, kernel recheck."""
         proofs = [attempt.tactics for attempt in tried.record.subgoals]
         body = sketch.filled(proofs)
@@ -581,7 +571,7 @@ def _why(reason: FailureReason | None, units: int, subgoal: StepSettings | Hybri
     return f"{text}; Lean's first message on a tactic there: {said}" if said else text
 
 
-def _to_show(tried: Sequence[_Tried]) -> _Tried | None:
+def _to_show(tried: Sequence[Tried]) -> Tried | None:
     """The failed sketch a re-plan shows the planner: the elaborated one with the most subgoals proved, else the first
     Lean rejected, else the first refused or unreadable one with a body; None when the request gave nothing to show."""
     shown = [t for t in tried if t.failures and t.record.body.strip()]
@@ -595,7 +585,7 @@ def _to_show(tried: Sequence[_Tried]) -> _Tried | None:
     return None
 
 
-def _summary(sketches: Sequence[_Tried]) -> str:
+def _summary(sketches: Sequence[Tried]) -> str:
     """What a sketch search that found no proof tried, in one line."""
     elaborated = [t for t in sketches if t.record.outcome is SketchOutcome.ELABORATED]
     subgoals = [s for t in elaborated for s in t.record.subgoals]
