@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
 from burnqed.config import LeanConfig
+from burnqed.eval.pass_at import build_eval_result
+from burnqed.eval.result import load_eval_result, write_eval_result
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
@@ -22,6 +25,8 @@ from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.sketching import SketchSettings, prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import SubgoalKey, subgoal_key
+from burnqed.storage import Store
+from burnqed.trajectory.theorem_tree import render_sketches
 from leankit.version import PantographVersion
 from tests.doubles.line_servers import MiniLean
 from tests.doubles.policy_double import ScriptedPolicy
@@ -168,6 +173,17 @@ def test_a_hole_whose_search_fails_is_planned_again_and_closed_by_its_lemma_s_sk
     assert result.nodes_expanded == 2 + sum(s.spent for s in sketch.subgoals) + 2
     lemma_row = next(e for e in outcome.edges if e.tactic == LEMMA)
     assert (lemma_row.parent_id, lemma_row.depth) == (1, 2)
+    # `burnqed show` draws the graph under the sketches (render_sketches).
+    drawn = render_sketches(result)
+    assert drawn[drawn.index("lemma graph: depth 2, 5 goals, 2 sketches, 0 places shared, 0 holes refused"):] == [
+        "lemma graph: depth 2, 5 goals, 2 sketches, 0 places shared, 0 holes refused",
+        "✓ goal 0 (level 0): 0 < x * y + x",
+        "└── sketch 0 (elaborated, closes it)",
+        "    ├── ✓ goal 1 (level 1): 0 < x * y  [sketch 1]",
+        "    │   └── sketch 1 (elaborated, closes it)",
+        "    │       ├── ✓ goal 2 (level 2): 0 < x  [search]",
+        "    │       └── ✓ goal 3 (level 2): 0 < y  [search]",
+        "    └── ✓ goal 4 (level 1): 0 < x  [search]"]
 
 
 def test_at_depth_one_a_hole_is_never_planned_again_and_no_graph_is_recorded() -> None:
@@ -236,3 +252,22 @@ def test_a_goal_proved_once_closes_its_other_places_by_exact_and_by_closed_key()
     tree = search(policy(in_turn(first, second), proofs), settings(sketch_depth=2, max_nodes=30, share_goals=False))
     assert not tree.result.proved
     assert [s.source for s in tree.result.sketches[1].subgoals] == [SubgoalSource.SEARCH, None]
+    drawn = render_sketches(result)
+    assert "lemma graph: depth 2, 5 goals, 3 sketches, 2 places shared, 1 holes refused" in drawn
+    assert drawn[-4:] == [
+        "└── sketch 2 (elaborated, closes it)",
+        "    ├── goal 1 (above)",
+        "    └── ✓ goal 4 (level 1): 0 < x * y  [shared from goal 2]",
+        "refused: the hole z restates the goal it decomposes (closed key "
+        f"{graph.goals[3].closed}): refused before …"]
+
+
+def test_an_eval_keeps_the_lemma_graph_of_the_attempt_that_proved_the_theorem(tmp_path: Path, store: Store) -> None:
+    proved = search(policy(planned(NESTED, LEMMA), LEAVES), settings(sketch_depth=2, max_nodes=20)).result
+    failed = search(policy(planned(NESTED, LEMMA), LEAVES), settings(sketch_depth=2, max_nodes=3)).result
+    assert failed.lemma_graph is not None and not failed.proved
+    result = build_eval_result([[failed], [proved]], [20], benchmark="b", model="m", ebm=None, lean_backend="replay",
+                               iteration=0, config_digest="0123456789abcdef", git_commit=None, theorem_names=["t"])
+    write_eval_result(result, tmp_path / "eval.json", store=store)
+    [row] = load_eval_result(tmp_path / "eval.json", store=store).per_theorem
+    assert row.lemma_graph == proved.lemma_graph
