@@ -13,24 +13,59 @@ proof, so the assembled proof holds the lemma's proof in place of its `sorry`.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.start import start_goal
 from burnqed.policy.base import Completion
-from burnqed.records.replies import TacticKind, first_line, pretty_state
+from burnqed.records.replies import SketchResult, TacticKind, first_line, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, SketchAttempt, SketchOutcome, SubgoalAttempt, SubgoalSource
 from burnqed.records.theorem import Theorem
-from burnqed.search.lemma_graph import Frame, GoalNode, Tried
+from burnqed.search.lemma_graph import Frame, GoalGraph, GoalNode, Tried
 from burnqed.search.root import Root
+from burnqed.search.skeleton import EngineCore
+from burnqed.search.subgoal_cache import SubgoalKey
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
-from burnqed.text.prompt import build_sketch_prompt
-from burnqed.text.sketch import Unrenderable, subgoal_declaration, subgoal_name
+from burnqed.text.prompt import PromptFormat, build_sketch_prompt
+from burnqed.text.sketch import Sketch, Unrenderable, subgoal_declaration, subgoal_name
 
-if TYPE_CHECKING:
-    from burnqed.search.sketching import SketchSearch
+__all__ = ["Decomposing", "decompose", "lemma_of"]
 
-__all__ = ["decompose", "lemma_of"]
+
+class _Settings(Protocol):
+    @property
+    def fmt(self) -> PromptFormat: ...
+
+    @property
+    def form(self) -> Any: ...
+
+
+class Decomposing(Protocol):
+    """What `decompose` uses of a sketch search (`search.sketching.SketchSearch`, which calls it)."""
+
+    @property
+    def settings(self) -> _Settings: ...
+
+    core: EngineCore[Any]
+    graph: GoalGraph
+    gen_ms: float
+
+    def out_of(self) -> Any: ...
+
+    async def plan(self, prompt: str) -> list[Completion] | None: ...
+
+    def new_id(self) -> int: ...
+
+    async def read(self, text: str, over: str | None, tried: Tried, frame: Frame | None) -> Sketch | None: ...
+
+    async def subgoals(self, tried: Tried, sketch: Sketch, elaborated: SketchResult, frame: Frame) -> None: ...
+
+    async def replay(self, root: Root, tactics: list[str]) -> Any: ...
+
+    def adopt(self, tried: Tried, end: Any) -> None: ...
+
+    async def proved(self, tried: Tried, attempt: SubgoalAttempt, end: Any, source: SubgoalSource, key: SubgoalKey,
+                     node: GoalNode) -> bool: ...
 
 
 def lemma_of(theorem: Theorem, name: str, root: Root) -> Theorem | str:
@@ -45,7 +80,7 @@ def lemma_of(theorem: Theorem, name: str, root: Root) -> Theorem | str:
     return Theorem(name=lemma, signature=declaration[len(f"theorem {lemma}") :].strip(), header=theorem.header)
 
 
-async def decompose(search: SketchSearch, tried: Tried, root: Root, attempt: SubgoalAttempt, frame: Frame,
+async def decompose(search: Decomposing, tried: Tried, root: Root, attempt: SubgoalAttempt, frame: Frame,
                     node: GoalNode) -> bool:
     """Plan the hole of `attempt` again (see the module docstring): True when Lean closed it with a sketch's filled
     body; else False, `attempt.detail` saying what was tried."""
@@ -85,7 +120,7 @@ async def decompose(search: SketchSearch, tried: Tried, root: Root, attempt: Sub
     return False
 
 
-async def _one(search: SketchSearch, tried: Tried, root: Root, attempt: SubgoalAttempt, frame: Frame,
+async def _one(search: Decomposing, tried: Tried, root: Root, attempt: SubgoalAttempt, frame: Frame,
                start: int, completion: Completion) -> bool:
     """One sketch of the lemma: read, guarded, checked for a cycle, drafted on the lemma's start (`start`), its holes
     proved; when all are, its filled body replayed on the hole. Its row hangs under the sketch whose hole it is."""
