@@ -271,3 +271,19 @@ def test_an_eval_keeps_the_lemma_graph_of_the_attempt_that_proved_the_theorem(tm
     write_eval_result(result, tmp_path / "eval.json", store=store)
     [row] = load_eval_result(tmp_path / "eval.json", store=store).per_theorem
     assert row.lemma_graph == proved.lemma_graph
+
+
+@pytest.mark.parametrize(("lemma_sketch", "outcome", "said"), [
+    ("have hpx : 0 < x := by sorry\nhave hpy : 0 < y := by sorry\nnative_decide", SketchOutcome.REFUSED,
+     "native_decide"),
+    ("have hpx : 0 < x := by sorry\nsorry", SketchOutcome.REFUSED, "sorry"),
+    ("have hpx : 0 < x := by sorry\nexact hpx", SketchOutcome.ERROR, ""),  # Lean: its closing step does not close it
+])
+def test_a_lemma_s_sketch_is_guarded_and_drafted_as_the_theorem_s_are(lemma_sketch: str, outcome: SketchOutcome,
+                                                                      said: str) -> None:
+    result = search(policy(planned(NESTED, lemma_sketch), LEAVES), settings(sketch_depth=2, max_nodes=20)).result
+    assert not result.proved and result.lemma_graph is not None
+    lemmas = [s for s in result.lemma_graph.sketches if s.goal != 0]
+    assert lemmas and all(s.outcome is outcome and not s.closed and s.holes == [] for s in lemmas)
+    assert all(said in (s.detail or "") for s in lemmas)
+    assert all(g.proved is False for g in result.lemma_graph.goals if g.goal.endswith("⊢ 0 < x * y"))
