@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol
 
-from burnqed.errors import LeanError, LeanStartError
+from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.start import start_goal
 from burnqed.policy.base import Completion
 from burnqed.records.replies import SketchResult, TacticKind, first_line, pretty_state
@@ -139,8 +139,12 @@ async def _one(search: Decomposing, tried: Tried, root: Root, attempt: SubgoalAt
         return False
     graph_sketch.body = row.tactic = checked.body
     started = time.perf_counter()
-    elaborated = await search.core.lean.draft_sketch(start, checked)
-    search.core.waits.lean_s += time.perf_counter() - started
+    try:
+        elaborated = await search.core.lean.draft_sketch(start, checked)
+    except LeanStatesLostError:  # a neighbour's tactic replaced the shared worker: the lemma started again there
+        elaborated = await search.core.lean.draft_sketch(await frame.start(), checked)
+    finally:
+        search.core.waits.lean_s += time.perf_counter() - started
     row.lean_ms = elaborated.elapsed_ms
     if elaborated.kind is not TacticKind.SUCCESS or not elaborated.subgoals:
         message = "\n".join(elaborated.errors) or elaborated.kind.value

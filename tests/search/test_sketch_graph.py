@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
+from burnqed.errors import LeanStatesLostError
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import load_eval_result, write_eval_result
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
-from burnqed.records.replies import Goal, Variable
+from burnqed.records.replies import Goal, SketchResult, Variable
 from burnqed.records.results import SketchOutcome, SubgoalSource
 from burnqed.records.theorem import Theorem
 from burnqed.search.goal_keys import LemmaCandidate, closed_key, closed_key_of, translate
@@ -26,6 +27,7 @@ from burnqed.search.sketching import SketchSettings, prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import SubgoalKey, subgoal_key
 from burnqed.storage import Store
+from burnqed.text.sketch import Sketch
 from burnqed.trajectory.theorem_tree import render_sketches
 from leankit.version import PantographVersion
 from tests.doubles.line_servers import MiniLean
@@ -287,3 +289,25 @@ def test_a_lemma_s_sketch_is_guarded_and_drafted_as_the_theorem_s_are(lemma_sket
     assert lemmas and all(s.outcome is outcome and not s.closed and s.holes == [] for s in lemmas)
     assert all(said in (s.detail or "") for s in lemmas)
     assert all(g.proved is False for g in result.lemma_graph.goals if g.goal.endswith("⊢ 0 < x * y"))
+
+
+class LosesOnce(InProcessReplay):
+    """minilean whose draft of the lemma's sketch (the second draft of the search) finds the worker replaced once."""
+
+    def __init__(self) -> None:
+        super().__init__(MiniLean(version=PantographVersion.parse("0.3.4")))
+        self.drafts = 0
+
+    async def draft_sketch(self, state_id: int, sketch: Sketch, goal_id: int = 0) -> SketchResult:
+        self.drafts += 1
+        if self.drafts == 2:
+            raise LeanStatesLostError("the worker was replaced")
+        return await super().draft_sketch(state_id, sketch, goal_id)
+
+
+def test_a_lemma_s_sketch_is_drafted_again_on_the_lemma_started_again_when_the_worker_was_replaced() -> None:
+    lean_ = LosesOnce()
+    result = asyncio.run(prove_sketch(THEOREM, lean_, policy(planned(NESTED, LEMMA), LEAVES),
+                                      settings(sketch_depth=2, max_nodes=20), GUARD)).result
+    assert result.proved, result.detail
+    assert lean_.drafts == 3 and result.sketches[0].subgoals[0].source is SubgoalSource.SKETCH
