@@ -432,9 +432,7 @@ class SketchSearch:
                         functools.partial(self._redraft, sketch, subgoal.goal_id, frame.start),
                         f"{frame.seed_key}\x1fsketch {sketch_index}\x1f{subgoal.name}")
             cycle = self.graph.restates(subgoal.name, subgoal.goal, frame) if self.recursive else None
-            if cycle is not None:
-                attempt.detail = f"not searched: {cycle}"
-            proved = cycle is None and await self._prove(tried, root, node.exact, attempt, frame, node)
+            proved = await self._prove(tried, root, node.exact, attempt, frame, node, cycle)
             if not proved:
                 failure = attempt.detail or "not proved"
                 tried.failures.append(_cap(f"the subgoal {subgoal.name} : {subgoal.statement} was not proved: "
@@ -454,13 +452,17 @@ class SketchSearch:
         return again.state_id
 
     async def _prove(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt, frame: Frame,
-                     node: GoalNode) -> bool:
+                     node: GoalNode, cycle: str | None = None) -> bool:
         """Kept, cached, shared, from the lemma source, else searched, else planned again (`search.sketch_depth`):
-        True when Lean closed the subgoal (its closing row in `tried.leaves`)."""
+        True when Lean closed the subgoal (its closing row in `tried.leaves`). A hole that restates its goal or an
+        ancestor (`cycle`, the reason) takes a proof found already, and is neither searched nor planned."""
         if self.settings.share_goals and await self._known(tried, root, key, attempt, node):
             return True
         if await self._from_lemmas(tried, root, key, attempt, node):
             return True
+        if cycle is not None:
+            attempt.detail = f"not searched: {cycle}"
+            return False
         if await self._search_hole(tried, root, key, attempt, node):
             return True
         if not self.recursive or frame.level >= self.settings.sketch_depth:

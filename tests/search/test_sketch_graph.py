@@ -311,3 +311,18 @@ def test_a_lemma_s_sketch_is_drafted_again_on_the_lemma_started_again_when_the_w
                                       settings(sketch_depth=2, max_nodes=20), GUARD)).result
     assert result.proved, result.detail
     assert lean_.drafts == 3 and result.sketches[0].subgoals[0].source is SubgoalSource.SKETCH
+
+
+def test_a_hole_that_restates_its_goal_only_as_lean_prints_it_is_caught_after_the_draft_and_not_searched() -> None:
+    theorem_sketch = "have hq : 0 < x * y := by sorry\nnlinarith [hq, h₀]"
+    lemma_sketch = "have hq2 : (0 : ℝ) < x * y := by sorry\nexact hq2"  # its text is not the goal's; Lean's print is
+    planner = policy(planned(theorem_sketch, lemma_sketch), {"⊢ 0 < x * y": "exact h₀"})
+    result = search(planner, settings(sketch_depth=3, max_nodes=60, sketch_rounds=0)).result
+    assert not result.proved and result.lemma_graph is not None
+    [theorem, lemma] = result.lemma_graph.sketches
+    assert (lemma.goal, lemma.outcome, lemma.holes, lemma.closed) == (1, SketchOutcome.ELABORATED, [1], False)
+    assert result.lemma_graph.goals[1].places == 2
+    [reason] = result.lemma_graph.refused
+    assert reason.startswith("the hole hq2 restates the goal it decomposes")
+    # hq was searched once (its one expansion), its restatement never: the plan, that expansion, the lemma's plan
+    assert result.nodes_expanded == 3
