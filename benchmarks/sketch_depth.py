@@ -68,7 +68,7 @@ HAVE = re.compile(r"have (\S+) : (.+?) := by\n(.*)", re.DOTALL)
 TACTICS = ("norm_num", "nlinarith", "positivity", "linarith")  # the tactic source's, the right one for a leaf last
 FALSE_HOLE = "have hw : (0 : ℝ) = 1 := by sorry"
 ARMS = ("no decomposition", "one level", "tree", "graph")
-RUNGS = (10, 20, 30, 40, 60)
+RUNGS = (10, 20, 30, 40, 60, 80, 100, 120)
 
 
 class MiniLean(Server):
