@@ -79,7 +79,9 @@ class JudgeRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    judge: Literal["burnqed", "comparator"] = Field(description="Who had the last word on the proof.")
+    judge: Literal["burnqed", "comparator", "pending"] = Field(
+        description="Who had the last word on the proof; 'pending': comparator judges it in a later step (an eval "
+        "run with --defer-judge, before `burnqed judge`), so nothing it counts is final yet.")
     why: str | None = Field(default=None, description="Why this judge (the embedded Lean has no comparator).")
     toolchain: str | None = Field(default=None, description="The Lean toolchain comparator ran under, if known.")
     command: list[str] | None = Field(default=None, description="The comparator's argv (lean.comparator_command).")
