@@ -167,5 +167,5 @@ def judges_of(result: EvalResult) -> set[str]:
     return {row.judge.judge if row.judge is not None else "burnqed" for row in result.per_theorem} or {"burnqed"}
 
 
-__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "judge_case", "judge_line", "judge_passes",
-           "judges_of", "with_judges"]
+__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "judge_case", "judge_line",
+           "judge_passes", "judges_of", "with_judges"]
