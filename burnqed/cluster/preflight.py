@@ -416,7 +416,7 @@ def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config, ns: st
     comparator's sandbox what it needs (`burnqed.cluster.judge_pod`: never privileged, a non-root uid, no privilege
     escalation; user namespaces for bubblewrap), and the nodes' kernel has Landlock for the standalone comparator's
     landrun; `lean.comparator_no_sandbox` is said."""
-    if cfg.lean.judge != "comparator":
+    if cfg.lean.judged_by()[0] != "comparator":
         return
     what = "Judge sandbox"
     kind = sandbox_kind(cfg.lean)

@@ -55,10 +55,10 @@ def judge(
             raise InputError(f"--output {output} is --input: write the judged result beside it")
         store.check_replaceable_file(output, EvalResult, "an eval result")
         result = load_eval_result(input_, store=store)
-        settings = JudgeSettings.of(cfg.lean.judge, ComparatorSettings.of(cfg.lean), result.lean_backend)
+        settings = JudgeSettings.of(cfg.lean.judged_by(), ComparatorSettings.of(cfg.lean), result.lean_backend)
         if settings.comparator is None:
-            raise InputError(f"{input_}: nothing to judge with: lean.judge = {cfg.lean.judge!r} on a "
-                             f"{result.lean_backend} Lean ({settings.why}); the judge step needs comparator")
+            raise InputError(f"{input_}: nothing to judge with: burnqed judges a {result.lean_backend} Lean's proofs "
+                             f"here ({settings.why}); the judge step needs comparator")
         index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                            world_sketches=cfg.data.world_sketches)
         try:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from burnqed.config.lean import EMBEDDED_WHY
 from burnqed.errors import ConfigError
 from burnqed.eval.result import EvalResult
 from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord, JudgeVerdict, judge
@@ -30,7 +31,7 @@ from burnqed.search.answer import AnswerSlot
 log = logging.getLogger(__name__)
 SOUNDNESS_ALARM_EXIT = 4  # `burnqed eval`'s exit code when comparator refused a proof burnqed counted
 REFUSED = "comparator refused it"  # the detail's start of a proof the judge did not count
-EMBEDDED = "the embedded Lean (minilean) has no comparator"
+EMBEDDED = EMBEDDED_WHY
 PENDING_WHY = "eval ran with --defer-judge: `burnqed judge` (the workflows' judge step) judges its proofs"
 
 
@@ -49,15 +50,17 @@ class JudgeSettings:
         return "comparator" if self.comparator is not None else "pending" if self.deferred else "burnqed"
 
     @classmethod
-    def of(cls, judge_name: str, settings: ComparatorSettings, lean_backend: str, *,
+    def of(cls, judge: tuple[str, str | None], settings: ComparatorSettings, lean_backend: str, *,
            deferred: bool = False) -> JudgeSettings:
-        """The judge `lean.judge` names; the embedded Lean's is burnqed, saying why; with `deferred` (eval's
-        --defer-judge) comparator's verdict is left to the judge step. ConfigError (before any search) when the
-        comparator's program is not found, or lean.cwd has no lakefile.toml to take requirements from."""
+        """The judge `judge` names with why (`LeanConfig.judged_by`: lean.judge decided); the embedded Lean's is
+        burnqed, saying why; with `deferred` (eval's --defer-judge) comparator's verdict is left to the judge step.
+        ConfigError (before any search) when the comparator's program is not found, or lean.cwd has no lakefile.toml
+        to take requirements from."""
+        judge_name, why = judge
         if lean_backend in ("minilean", "replay"):
             return cls(why=EMBEDDED)
         if judge_name != "comparator":
-            return cls(why="lean.judge = 'burnqed'")
+            return cls(why=why or "lean.judge = 'burnqed'")
         if deferred:
             return cls(why=PENDING_WHY, deferred=True)
         program = settings.argv(Path("comparator.json"))[0]

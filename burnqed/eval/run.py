@@ -154,7 +154,7 @@ class EvalJobSettings:
             lean_backend=lean_backend_label(config.lean.command),
             config_digest=config_digest(config),
             identity=search_identity(config, "eval"),
-            judge=JudgeSettings.of(config.lean.judge, ComparatorSettings.of(config.lean),
+            judge=JudgeSettings.of(config.lean.judged_by(), ComparatorSettings.of(config.lean),
                                    lean_backend_label(config.lean.command), deferred=defer_judge),
         )
 

@@ -111,7 +111,7 @@ def iteration_of(config: Config, root: str, iteration: int) -> Iteration:
                             joint=config.sft.joint, max_proofs=config.search.max_proofs, rl=config.rl.enabled,
                             sketch=config.search.mode is SearchMode.SKETCH,
                             unsolved_larger=config.search.unsolved_budget_factor > 1)
-    return with_judge_steps(built) if config.lean.judge == "comparator" else built
+    return with_judge_steps(built) if config.lean.judged_by()[0] == "comparator" else built
 
 
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,

@@ -698,7 +698,7 @@ def eval_stages(cfg: Config, model: str, output: str) -> list[Stage]:
     """`eval_stage`, then, with lean.judge = "comparator", its judge step (`runner.plan.judge_stage`: the eval defers
     its judge and `burnqed judge` writes `output`)."""
     stage = eval_stage(cfg, model, output)
-    return list(judge_stage(stage)) if cfg.lean.judge == "comparator" else [stage]
+    return list(judge_stage(stage)) if cfg.lean.judged_by()[0] == "comparator" else [stage]
 
 
 def build(

@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
+from burnqed.config import Config
 from burnqed.eval.judge_step import counted_proof, uncounted
 from burnqed.eval.judging import PENDING_WHY, SOUNDNESS_ALARM_EXIT
 from burnqed.eval.pass_at import build_eval_result
@@ -17,6 +20,7 @@ from burnqed.lean.comparator import JudgeRecord
 from burnqed.lean.soundness import assemble_proof, assembled_header
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem, TheoremIndex
+from burnqed.runner.plan import iteration_of
 from burnqed.search.answer_check import AnswerCheck, AnswerJudgement
 from tests.conftest import double_argv
 from tests.eval.test_judge import COMPARATOR, SLOT, THEOREMS
@@ -104,5 +108,31 @@ def test_the_judge_step_needs_comparator(tmp_path: Path) -> None:
     pending.write_text(unjudged().model_dump_json(), encoding="utf-8")
     done = cli("judge", "--input", str(pending), "--output", str(tmp_path / "eval.json"))
     assert done.returncode == 2
-    assert done.stderr.strip() == (f"error: {pending}: nothing to judge with: lean.judge = 'burnqed' on a pantograph "
-                                   "Lean (lean.judge = 'burnqed'); the judge step needs comparator")
+    assert done.stderr.strip() == (f"error: {pending}: nothing to judge with: burnqed judges a pantograph Lean's "
+                                   "proofs here (the embedded Lean (minilean) has no comparator); the judge step needs "
+                                   "comparator")
+
+
+REPL = ["pantograph-repl", "Mathlib"]
+AUTO = ("lean.judge = 'auto' and {}: `lake comparator` ships with Lean >= v4.35.0-rc2; lean.judge = 'comparator' "
+        "runs the standalone comparator (lean.comparator_command)")
+
+
+@pytest.mark.parametrize(("lean", "judged"), [
+    ({}, ("burnqed", "the embedded Lean (minilean) has no comparator")),
+    ({"command": REPL, "toolchain": "leanprover/lean4:v4.35.0-rc2"}, ("comparator", None)),
+    ({"command": REPL, "toolchain": "4.36.1"}, ("comparator", None)),
+    ({"command": REPL, "pantograph_version": "0.3.16/v4.35.0"}, ("comparator", None)),
+    ({"command": REPL, "toolchain": "leanprover/lean4:v4.35.0-rc1"},
+     ("burnqed", AUTO.format("Lean leanprover/lean4:v4.35.0-rc1 (lean.toolchain)"))),
+    ({"command": REPL, "pantograph_version": "0.3.13"},
+     ("burnqed", AUTO.format("no Lean version is configured (lean.toolchain)"))),
+    ({"command": REPL, "toolchain": "4.36.0", "judge": "burnqed"}, ("burnqed", "lean.judge = 'burnqed'")),
+    ({"command": REPL, "toolchain": "4.27.0", "judge": "comparator"}, ("comparator", None)),
+])
+def test_auto_judges_with_comparator_where_the_toolchain_ships_it(lean: dict[str, object],
+                                                                  judged: tuple[str, str | None]) -> None:
+    cfg = Config.model_validate({"lean": lean})
+    assert cfg.lean.judged_by() == judged
+    steps = [s.name for s in iteration_of(cfg, "s3://b/run", 0).stages if s.name.startswith("judge-")]
+    assert steps == (["judge-eval-base", "judge-eval"] if judged[0] == "comparator" else [])
