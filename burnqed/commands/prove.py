@@ -330,6 +330,7 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
+    from burnqed.eval.judging import check_judge
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
     from burnqed.eval.stage import run_eval
     from burnqed.runner.reuse import eval_inputs
@@ -352,6 +353,7 @@ def evaluate(
                                              store=store)) is not None:
         _alarm_exit(reused)
         return
+    run_async(check_judge(settings.judge))  # positive evidence that comparator judges, before the search
     results = run_eval(request, index, settings, config=cfg, made_from=made_from,
              restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
              open_edges=lambda: open_search_edges(cfg, ebm, store=store),

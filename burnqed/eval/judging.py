@@ -22,6 +22,7 @@ from burnqed.config.lean import EMBEDDED_WHY
 from burnqed.errors import ConfigError
 from burnqed.eval.result import EvalResult
 from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord, JudgeVerdict, judge
+from burnqed.lean.selftest import comparator_evidence
 from burnqed.lean.soundness import assembled_header
 from burnqed.lean.start import START_FORM
 from burnqed.records.results import FailureReason, TheoremResult
@@ -75,6 +76,18 @@ class JudgeSettings:
         toolchain = project / "lean-toolchain" if project is not None else None
         pinned = toolchain.read_text(encoding="utf-8").strip() if toolchain and toolchain.is_file() else None
         return cls(comparator=settings, toolchain=pinned)
+
+
+async def check_judge(settings: JudgeSettings) -> None:
+    """`ConfigError` (one line, before any search or judging) unless the comparator `settings` judges with shows it
+    judges (`lean.selftest.comparator_evidence`: an honest proof accepted, a sorryAx refused); nothing to check with
+    burnqed as the judge or with the judge deferred."""
+    if settings.comparator is None:
+        return
+    failed = await comparator_evidence(settings.comparator)
+    if failed is not None:
+        raise ConfigError(f"lean.judge = 'comparator': {failed}; `burnqed lean selftest` shows each case (fix "
+                          "lean.comparator_command, or set lean.judge = 'burnqed')")
 
 
 def judge_case(theorem: Theorem, result: TheoremResult) -> JudgeCase | None:
@@ -170,5 +183,5 @@ def judges_of(result: EvalResult) -> set[str]:
     return {row.judge.judge if row.judge is not None else "burnqed" for row in result.per_theorem} or {"burnqed"}
 
 
-__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "judge_case", "judge_line",
-           "judge_passes", "judges_of", "with_judges"]
+__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "check_judge", "judge_case",
+           "judge_line", "judge_passes", "judges_of", "with_judges"]

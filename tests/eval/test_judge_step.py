@@ -7,6 +7,7 @@ answer slot judged as a definition hole with the answer check's verdict kept bes
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.runner.plan import iteration_of
 from burnqed.search.answer_check import AnswerCheck, AnswerJudgement
 from tests.conftest import double_argv
-from tests.eval.test_judge import COMPARATOR, SLOT, THEOREMS
+from tests.eval.test_judge import COMPARATOR, SLOT, THEOREMS, run_eval
 from tests.processes import cli
 
 PROOFS = {"honest_sum": "decide", "false_claim": "done", "putnam_judged": "decide"}
@@ -136,3 +137,24 @@ def test_auto_judges_with_comparator_where_the_toolchain_ships_it(lean: dict[str
     assert cfg.lean.judged_by() == judged
     steps = [s.name for s in iteration_of(cfg, "s3://b/run", 0).stages if s.name.startswith("judge-")]
     assert steps == (["judge-eval-base", "judge-eval"] if judged[0] == "comparator" else [])
+
+
+YES_MACHINE = [sys.executable, "-c", "import sys; sys.exit(0)", "{config}"]  # accepts whatever it is given
+
+
+def test_a_comparator_that_accepts_everything_is_refused_before_judging_or_searching(tmp_path: Path) -> None:
+    """Positive evidence first (`lean.selftest.comparator_evidence`): an honest proof accepted and a sorryAx refused,
+    before the judge step judges and before a judged eval searches."""
+    pending = tmp_path / "eval.unjudged.json"
+    pending.write_text(unjudged().model_dump_json(), encoding="utf-8")
+    sets = ("--set", f"lean.command={json.dumps(double_argv())}", "--set", "lean.judge=comparator",
+            "--set", f"lean.comparator_command={json.dumps(YES_MACHINE)}")
+    said = (f"error: lean.judge = 'comparator': comparator ({' '.join(YES_MACHINE)}) accepted it: a sorryAx must be "
+            "refused; `burnqed lean selftest` shows each case (fix lean.comparator_command, or set lean.judge = "
+            "'burnqed')")
+    done = cli("judge", "--input", str(pending), "--output", str(tmp_path / "eval.json"), *sets)
+    assert (done.returncode, done.stderr.strip()) == (2, said)
+    assert not (tmp_path / "eval.json").exists()
+    code, output, rows, _ = run_eval(tmp_path, *sets)
+    assert (code, rows) == (2, {})
+    assert said in output
