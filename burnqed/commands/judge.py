@@ -10,7 +10,7 @@ Exit 4 (SOUNDNESS_ALARM_EXIT) after writing OUTPUT when comparator refused a pro
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,6 +18,9 @@ from burnqed.commands.kit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.commands.prove import SplitOption, TheoremsOption
 from burnqed.commands.prove import _alarm_exit as alarm_exit
 from burnqed.commands.vocabulary import OUTPUT_METAVAR
+
+if TYPE_CHECKING:
+    from burnqed.eval.result import EvalResult
 
 
 @reports_errors
@@ -47,8 +50,12 @@ def judge(
     from burnqed.lean.comparator import ComparatorSettings
 
     cfg, store = setup(config, set_, output=output)
-    if store.is_done(output) and not force:
-        judged = load_eval_result(output, store=store)
+    found = load_eval_result(output, store=store) if store.is_done(output) and not force else None
+    if found is not None and not _judged_from(found, load_eval_result(input_, store=store)):
+        typer.echo(f"judging {input_} again: it is not the eval {output} was judged from")
+        found = None
+    if found is not None:
+        judged = found
         typer.echo(f"reusing {output} (judged already; --force judges again)")
     else:
         if output.endswith(".json") and output == input_:
@@ -72,3 +79,8 @@ def judge(
     for line in judge_texts(judged):
         typer.echo(line)
     alarm_exit([judged])
+
+
+def _judged_from(judged: EvalResult, unjudged: EvalResult) -> bool:
+    """`judged` is the judge's result of `unjudged` (the same eval: its timestamp and what it was made from)."""
+    return (judged.timestamp, judged.made_from) == (unjudged.timestamp, unjudged.made_from)

@@ -102,6 +102,12 @@ def test_the_judge_step_judges_a_pending_eval_and_raises_the_alarm(tmp_path: Pat
     again = cli("judge", "--input", str(pending), "--theorems", str(index), "--output", str(out), *sets)
     assert again.returncode == SOUNDNESS_ALARM_EXIT
     assert again.stdout.startswith(f"reusing {out} (judged already; --force judges again)\n")
+    # the eval done again (another result at --input): judged again, never the old verdict reused
+    redone = unjudged()  # built again: another timestamp
+    pending.write_text(redone.model_dump_json(), encoding="utf-8")
+    third = cli("judge", "--input", str(pending), "--theorems", str(index), "--output", str(out), *sets)
+    assert third.stdout.startswith(f"judging {pending} again: it is not the eval {out} was judged from\n")
+    assert EvalResult.model_validate_json(out.read_text(encoding="utf-8")).timestamp == redone.timestamp
 
 
 def test_the_judge_step_needs_comparator(tmp_path: Path) -> None:
