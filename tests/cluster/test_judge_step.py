@@ -17,7 +17,9 @@ from burnqed.cluster.render import load, render_templates, write_documents
 from burnqed.cluster.validate import validate_documents
 from burnqed.config import Config
 from burnqed.errors import ConfigError
+from burnqed.runner.local import check_stage_inputs
 from burnqed.runner.plan import Resource, iteration_of
+from burnqed.storage import Store
 from tests.cluster.conftest import ROOT, WORKFLOWS, template
 from tests.cluster.test_render import compare_or_update
 
@@ -29,7 +31,7 @@ def judged(**lean: object) -> Config:
     return Config.model_validate({"lean": {**JUDGED["lean"], **lean}})
 
 
-def test_each_eval_of_an_iteration_is_judged_by_a_step_of_its_own() -> None:
+def test_each_eval_of_an_iteration_is_judged_by_a_step_of_its_own(tmp_path: Path) -> None:
     stages = {s.name: s for s in iteration_of(judged(), "s3://b/run", 1).stages}
     names = list(stages)
     for name in ("eval", "eval-noebm"):
@@ -43,6 +45,8 @@ def test_each_eval_of_an_iteration_is_judged_by_a_step_of_its_own() -> None:
                                           f"s3://b/run/iter_1/eval/{name}.trajectories", "--output",
                                           f"s3://b/run/iter_1/eval/{name}.unjudged.json")
     assert {"judge-eval", "judge-eval-noebm"} <= set(stages["report"].after)
+    # the report reads the eval's trajectories, which the eval still makes (--trajectories-out): nothing refused
+    check_stage_inputs(iteration_of(judged(), f"file://{tmp_path}/run", 0), Store.from_config(Config().storage))
     plain = iteration_of(Config.model_validate({"lean": JUDGED["lean"] | {"judge": "burnqed"}}), "s3://b/run", 1)
     assert not any(s.name.startswith("judge-") or "--defer-judge" in s.argv for s in plain.stages)
 
