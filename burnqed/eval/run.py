@@ -137,9 +137,10 @@ class EvalJobSettings:
     judge: JudgeSettings = dataclasses.field(default_factory=JudgeSettings)  # who has the last word (lean.judge)
 
     @classmethod
-    def from_config(cls, config: Config, budgets: Sequence[int]) -> EvalJobSettings:
+    def from_config(cls, config: Config, budgets: Sequence[int], *, defer_judge: bool = False) -> EvalJobSettings:
         """The eval's settings; warns that search.verify=false does not apply here (eval compiles every proof it
-        counts). `ValueError` unless the budgets are non-empty, positive, unique and ascending."""
+        counts). `defer_judge`: comparator judges in a later step (`eval.judging.JudgeSettings.of`). `ValueError`
+        unless the budgets are non-empty, positive, unique and ascending."""
         budgets = validate_budgets(budgets)
         if not config.search.verify:
             log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
@@ -153,8 +154,8 @@ class EvalJobSettings:
             lean_backend=lean_backend_label(config.lean.command),
             config_digest=config_digest(config),
             identity=search_identity(config, "eval"),
-            judge=JudgeSettings.of(config.lean.judge, ComparatorSettings.of(config.lean),
-                                   lean_backend_label(config.lean.command)),
+            judge=JudgeSettings.of(config.lean.judged_by(), ComparatorSettings.of(config.lean),
+                                   lean_backend_label(config.lean.command), deferred=defer_judge),
         )
 
 
