@@ -467,6 +467,7 @@ class SketchSearch:
             self._adopt(tried, end)
             await asyncio.to_thread(lemmas.lemma_outcome, candidate, key, end.tactics is not None)
             if end.tactics is not None:
+                attempt.lemma = candidate.origin  # what the counted proof lists (`TheoremResult.lemmas_used`)
                 return await self._proved(tried, attempt, end, SubgoalSource.LIBRARY, key)
         return False
 
