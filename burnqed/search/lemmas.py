@@ -1,11 +1,10 @@
 """The lemma library across problems (docs/search.md, "The lemma library"): subgoals sketch search proved in counted
 proofs on the training split, kept as lemmas, and offered to later searches as candidates that Lean checks again.
 
-    writer = LemmaWriter(store, uri, environment)               # the search stage, on training theorems
-    writer.add(entry_of(goal, header, tactics, environment, Provenance(theorem="t", split="train", iteration=2)))
+    written = write_lemmas(LemmaWriter(store, uri), results, theorems, environment, iteration=2)   # counted proofs
     library = LemmaLibrary.open(store, uri)                     # frozen: what the folder held when it was opened
     library.digest                                              # names exactly what it can serve
-    source = library.source(environment, guard, held)           # a `goal_keys.LemmaSource` for one job
+    source = open_library(uri, store, environment, guard, hold)  # frozen now, a `goal_keys.LemmaSource` for one job
     settings = dataclasses.replace(settings, lemmas=source)     # sketch search asks it before a hole's own search
     source.refused, source.stats                                # refusals before Lean (entry → reason), counters
 
@@ -33,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -43,22 +42,28 @@ from burnqed import __version__
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import ALLOWED_AXIOMS, check_path
 from burnqed.records.replies import Goal, Variable
+from burnqed.records.results import TheoremResult
+from burnqed.records.theorem import Theorem
 from burnqed.records.versions import Migrations
 from burnqed.search.goal_keys import LemmaCandidate, closed_key, translate
 from burnqed.search.subgoal_cache import CacheEnvironment, SubgoalKey, subgoal_key
 from burnqed.storage import Store, join
 from leankit.commands import term_problem
+from leankit.normal_form import statement_normal_form
 
 LEMMA_MIGRATIONS = Migrations("lemma library entry", {})  # version 1 is the first; a format change adds a step
 LEMMA_PREFIX = "lemma_"  # an entry's name: this and its digest's first 16 digits
 MAX_ENTRIES = 100_000  # a library folder holding more entries than this is refused (a snapshot is read whole)
 STATS_KEY = "lemma_library"  # where an output's record keeps what its library served
+HELD_OUT_SPLITS = ("test", "valid")  # `data.decontaminate.HELD_OUT_SPLITS` (that layer is above this one)
 
 # The refusals before Lean, word for word (tests/search/test_lemma_poison.py asserts them).
 FOREIGN_ENVIRONMENT = "written under another environment (Lean, Mathlib, Pantograph or the Lean settings differ)"
 FOREIGN_HEADER = "written under another header (its opens, options or notations differ)"
 EXTRA_AXIOMS = "its axioms at insert go beyond propext, Classical.choice, Quot.sound: {axioms}"
 KEY_MISMATCH = "its {which} key is not the key of its own statement"
+HELD_SPLIT = "made from {theorem}, a {split} theorem: it serves no problem"
+RESTATES = "its statement restates {theorem} of {benchmark}: a benchmark theorem is never a lemma"
 NO_TRANSLATION = "its context does not line up with the hole's (another number of hypotheses)"
 
 
@@ -309,6 +314,16 @@ class LibrarySource:
         for name in self.library.unreadable:
             self.refused[name] = "the entry does not parse as a lemma library entry (or its name is not its digest)"
 
+    def fresh(self) -> LibrarySource:
+        """A source over the same frozen library with nothing offered, rejected or counted yet (an eval's next pass:
+        pass@n's passes stay independent searches)."""
+        return self.library.source(self.environment, self.guard, self.held)
+
+    def record(self) -> dict[str, object]:
+        """What an output records of the library it asked: its folder, digest and entries, and the counters."""
+        return {"uri": self.library.uri, "digest": self.library.digest, "entries": len(self.library.entries),
+                **self.stats.as_dict()}
+
     def lemma_candidates(self, exact: SubgoalKey, closed: SubgoalKey, goal: Goal,
                          limit: int) -> Sequence[LemmaCandidate]:
         """At most `limit` candidates for the hole `goal`: entries under its exact key (tactics as they are), then
@@ -365,3 +380,64 @@ class LibrarySource:
 def _ordered(entries: Sequence[LemmaEntry]) -> list[LemmaEntry]:
     """Shortest proof first, then by digest: nothing an entry's writer states decides the order."""
     return sorted(entries, key=lambda entry: (len("\n".join(entry.tactics)), entry.digest))
+
+
+# ------------------------------------------------------------------------------------------- the stages' side
+
+
+def closure(entry: LemmaEntry) -> str:
+    """The entry's statement as one ∀ statement (what the decontamination's normal form compares)."""
+    if not entry.binders:
+        return entry.target
+    binders = " ".join(f"({binder.name} : {binder.type})" for binder in entry.binders)
+    return f"∀ {binders}, {entry.target}"
+
+
+def training_held(library: LemmaLibrary, theorems: Sequence[Theorem]) -> dict[str, str]:
+    """The entries held out of a search of the training theorems `theorems` (digest → reason): those made from a test
+    or valid theorem, and those restating a theorem searched (its statement's normal form, as the decontamination
+    compares: the theorem offered as its own lemma). An eval holds out more (`stages.lemma_library.held_lemmas`)."""
+    forms = {statement_normal_form(theorem.statement): theorem.name for theorem in theorems if theorem.statement}
+    held: dict[str, str] = {}
+    for entry in library.entries:
+        split = entry.provenance.split
+        restated = forms.get(statement_normal_form(closure(entry)))
+        if split in HELD_OUT_SPLITS:
+            held[entry.digest] = HELD_SPLIT.format(theorem=entry.provenance.theorem, split=split)
+        elif restated is not None:
+            held[entry.digest] = RESTATES.format(theorem=restated, benchmark="the theorems searched")
+    return held
+
+
+def open_library(uri: str | None, store: Store, environment: CacheEnvironment, guard: TacticGuard,
+                 hold: Callable[[LemmaLibrary], Mapping[str, str]]) -> LibrarySource | None:
+    """The library at `uri`, frozen now, as the lemma source of a job whose Lean is `environment`, the entries `hold`
+    names held out (digest → reason); None when `uri` is None."""
+    if uri is None:
+        return None
+    library = LemmaLibrary.open(store, uri)
+    return library.source(environment, guard, hold(library))
+
+
+def write_lemmas(writer: LemmaWriter, results: Iterable[TheoremResult], theorems: Mapping[str, Theorem],
+                 environment: CacheEnvironment, iteration: int | None) -> int:
+    """Write the lemmas of the counted proofs among `results` whose theorem (in `theorems`, by name) is a training
+    theorem (its split neither test nor valid): each proved subgoal of the verified sketch, its goal as Lean printed
+    it, its proof, the theorem's header and statement. The number of entries written (one already there: none)."""
+    written = 0
+    for result in results:
+        theorem = theorems.get(result.name)
+        counted = next((sketch for sketch in result.sketches if sketch.verified), None) if result.proved else None
+        if theorem is None or counted is None or theorem.split in HELD_OUT_SPLITS:
+            continue
+        provenance = Provenance(theorem=theorem.name, statement=theorem.statement, split=theorem.split,
+                                source=theorem.source, iteration=iteration)
+        for subgoal in counted.subgoals:
+            if not subgoal.proved or not subgoal.tactics:
+                continue
+            try:
+                goal = Goal.from_pretty(subgoal.goal)
+            except ValueError:
+                continue  # not one goal as Lean printed it: nothing to key
+            written += writer.add(entry_of(goal, theorem.header, subgoal.tactics, environment, provenance))
+    return written

@@ -1,44 +1,32 @@
-"""The lemma library as the search and eval stages use it (docs/search.md, "The lemma library"): which entries are
-held out, derived from the data stage's decontamination, the library opened frozen as a job's lemma source, and the
-lemmas a search's counted proofs on training theorems used, written into it.
+"""The lemma library as an eval uses it (docs/search.md, "The lemma library"): the entries held out, derived from the
+data stage's decontamination, and the library opened once at the eval's start as its sketch search's lemma source.
 
     held = held_lemmas(library, Benchmark(ROUTE_EVAL, index.name, tuple(index.theorems)))   # digest → reason
-    source = lemma_source(store, uri, environment, guard, benchmark)   # frozen now; `SketchSettings.lemmas`
-    written = write_lemmas(LemmaWriter(store, uri), results, theorems, environment, iteration=2)
+    settings = attach_library(settings, index, pantograph_version, store=store)   # frozen now, every arm and pass
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import dataclasses
 
 from pydantic import ValidationError
 
-from burnqed.data.decontaminate import HELD_OUT_SPLITS, Benchmark, Twins, held_out_theorems
-from burnqed.lean.guard import TacticGuard
-from burnqed.records.replies import Goal
-from burnqed.records.results import TheoremResult
-from burnqed.records.theorem import Theorem
-from burnqed.search.lemmas import LemmaEntry, LemmaLibrary, LemmaWriter, LibrarySource, Provenance, entry_of
-from burnqed.search.subgoal_cache import CacheEnvironment
+from burnqed.data.decontaminate import HELD_OUT_SPLITS, ROUTE_EVAL, Benchmark, Twins, held_out_theorems
+from burnqed.eval.run import EvalJobSettings
+from burnqed.records.theorem import Theorem, TheoremIndex
+from burnqed.search.lemmas import HELD_SPLIT, RESTATES, LemmaLibrary, closure, open_library
+from burnqed.search.sketching import SketchSettings
+from burnqed.search.subgoal_cache import cache_environment
 from burnqed.storage import Store
 
 HELD_PROVENANCE = "made from {theorem}, a held-out theorem ({why}): it serves no problem"
-RESTATES = "its statement restates {theorem} of {benchmark}: a benchmark theorem is never a lemma"
-
-
-def _closure(entry: LemmaEntry) -> str:
-    """The entry's statement as one ∀ statement (what the decontamination's normal form compares)."""
-    if not entry.binders:
-        return entry.target
-    binders = " ".join(f"({binder.name} : {binder.type})" for binder in entry.binders)
-    return f"∀ {binders}, {entry.target}"
 
 
 def held_lemmas(library: LemmaLibrary, benchmark: Benchmark) -> dict[str, str]:
     """The entries of `library` that serve no hole when `benchmark` is evaluated (digest → reason): those made from a
-    held-out theorem (`decontaminate.held_out_theorems`: split `test`, or `valid`, a theorem of `benchmark` by name,
-    or one restating a statement of it), and those whose own statement restates one of its statements (`Twins`: the
-    theorem being proved, or another benchmark theorem, offered as its own lemma)."""
+    held-out theorem (`decontaminate.held_out_theorems`: split `test`, a theorem of `benchmark` by name, or one
+    restating a statement of it; or split `valid`), and those whose own statement restates one of its statements
+    (`Twins`: the theorem being proved, or another benchmark theorem, offered as a lemma)."""
     made_from = {entry.provenance.theorem: Theorem(name=entry.provenance.theorem, statement=entry.provenance.statement,
                                                    split=entry.provenance.split, source=entry.provenance.source)
                  for entry in library.entries}
@@ -46,14 +34,15 @@ def held_lemmas(library: LemmaLibrary, benchmark: Benchmark) -> dict[str, str]:
     twins = Twins([benchmark])
     held: dict[str, str] = {}
     for entry in library.entries:
-        theorem = entry.provenance.theorem
-        why = why_held.get(theorem) or (f"{entry.provenance.split} split"
-                                        if entry.provenance.split in HELD_OUT_SPLITS else None)
-        if why is not None:
-            held[entry.digest] = HELD_PROVENANCE.format(theorem=theorem, why=why)
+        theorem, split = entry.provenance.theorem, entry.provenance.split
+        if theorem in why_held:
+            held[entry.digest] = HELD_PROVENANCE.format(theorem=theorem, why=why_held[theorem])
+            continue
+        if split in HELD_OUT_SPLITS:
+            held[entry.digest] = HELD_SPLIT.format(theorem=theorem, split=split)
             continue
         try:
-            stated = Theorem(name=entry.name, statement=_closure(entry))
+            stated = Theorem(name=entry.name, statement=closure(entry))
         except ValidationError:
             continue  # no statement a theorem can hold: `lemmas.statement_refusal` refuses it before Lean
         overlap = twins.overlap(stated, "lemma library")
@@ -62,33 +51,17 @@ def held_lemmas(library: LemmaLibrary, benchmark: Benchmark) -> dict[str, str]:
     return held
 
 
-def lemma_source(store: Store, uri: str, environment: CacheEnvironment, guard: TacticGuard,
-                 benchmark: Benchmark) -> LibrarySource:
-    """The library at `uri`, frozen now, as the lemma source of a job whose Lean is `environment` and that evaluates
-    (or holds out) `benchmark`."""
-    library = LemmaLibrary.open(store, uri)
-    return library.source(environment, guard, held_lemmas(library, benchmark))
-
-
-def write_lemmas(writer: LemmaWriter, results: Iterable[TheoremResult], theorems: Mapping[str, Theorem],
-                 environment: CacheEnvironment, iteration: int | None) -> int:
-    """Write the lemmas of the counted proofs among `results` whose theorem (in `theorems`, by name) is a training
-    theorem (its split neither test nor valid): each proved subgoal of the verified sketch, its goal as Lean printed
-    it, its proof, the theorem's header and statement. The number of entries written (one already there: none)."""
-    written = 0
-    for result in results:
-        theorem = theorems.get(result.name)
-        counted = next((sketch for sketch in result.sketches if sketch.verified), None) if result.proved else None
-        if theorem is None or counted is None or theorem.split in HELD_OUT_SPLITS:
-            continue
-        provenance = Provenance(theorem=theorem.name, statement=theorem.statement, split=theorem.split,
-                                source=theorem.source, iteration=iteration)
-        for subgoal in counted.subgoals:
-            if not subgoal.proved or not subgoal.tactics:
-                continue
-            try:
-                goal = Goal.from_pretty(subgoal.goal)
-            except ValueError:
-                continue  # not one goal as Lean printed it: nothing to key
-            written += writer.add(entry_of(goal, theorem.header, subgoal.tactics, environment, provenance))
-    return written
+def attach_library(settings: EvalJobSettings, index: TheoremIndex, pantograph_version: str | None, *,
+                   store: Store) -> EvalJobSettings:
+    """`settings` with sketch mode's lemma library (`search.lemma_library`) opened now, once for every arm and pass
+    (`eval.run.pass_engine` gives each pass a fresh source over it): frozen at the eval's start, its entries made from
+    held-out theorems or restating a theorem of `index` held out (`held_lemmas`). `settings` as they are in another
+    mode or without a library."""
+    job = settings.job
+    if not isinstance(job.engine, SketchSettings) or job.lemma_library is None:
+        return settings
+    benchmark = Benchmark(ROUTE_EVAL, index.name, tuple(index.theorems))
+    source = open_library(job.lemma_library, store, cache_environment(job.lean, pantograph_version), job.guard,
+                          lambda library: held_lemmas(library, benchmark))
+    engine = dataclasses.replace(job.engine, lemmas=source)
+    return dataclasses.replace(settings, job=dataclasses.replace(job, engine=engine))

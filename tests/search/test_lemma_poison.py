@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import LeanConfig
+from burnqed.data.decontaminate import HELD_OUT_SPLITS as DATA_HELD_OUT_SPLITS
 from burnqed.data.decontaminate import ROUTE_EVAL, Benchmark
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
@@ -28,18 +29,23 @@ from burnqed.search.lemmas import (
     EXTRA_AXIOMS,
     FOREIGN_ENVIRONMENT,
     FOREIGN_HEADER,
+    HELD_OUT_SPLITS,
     KEY_MISMATCH,
+    RESTATES,
     LemmaEntry,
     LemmaLibrary,
     LemmaWriter,
     LibrarySource,
     Provenance,
     entry_of,
+    open_library,
+    training_held,
+    write_lemmas,
 )
 from burnqed.search.sketching import SketchSettings, prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import CacheEnvironment
-from burnqed.stages.lemma_library import HELD_PROVENANCE, RESTATES, held_lemmas, lemma_source, write_lemmas
+from burnqed.stages.lemma_library import HELD_PROVENANCE, held_lemmas
 from burnqed.storage import Store
 from leankit.version import PantographVersion
 from tests.doubles.line_servers import MiniLean
@@ -194,7 +200,8 @@ def test_a_library_is_frozen_when_opened_and_its_digest_names_what_it_held(tmp_p
     assert [e.digest for e in frozen.entries] == [first.digest]  # written after the eval started: never served
     reopened = LemmaLibrary.open(store, uri)
     assert reopened.digest != frozen.digest and len(reopened.entries) == 2
-    source = lemma_source(store, uri, ENV, GUARD, BENCHMARK)
+    source = open_library(uri, store, ENV, GUARD, lambda library: held_lemmas(library, BENCHMARK))
+    assert source is not None
     assert source.refused == {"planted.json": "the entry does not parse as a lemma library entry (or its name is "
                               "not its digest)"}
 
@@ -212,3 +219,19 @@ def test_the_search_stage_writes_the_lemmas_of_counted_proofs_on_training_theore
             written.provenance.iteration) == (HOLE, ["nlinarith [h₀, h₁]"], "t", "train", 3)
     assert dataclasses.asdict(source_of(written).stats) == {"lookups": 0, "offered": 0, "hits": 0, "rejected": 0,
                                                            "refused": 0}
+
+
+def test_a_search_of_training_theorems_holds_out_test_and_valid_lemmas_and_the_theorems_searched() -> None:
+    """The search stage cannot read the data stage (a layer above): its splits are the data stage's, and it holds out
+    by the same normal form."""
+    assert HELD_OUT_SPLITS == DATA_HELD_OUT_SPLITS
+    honest = entry(["nlinarith [h₀, h₁]"])
+    valid = entry(["positivity"], provenance=TRAIN.model_copy(update={"theorem": "v_1", "split": "valid"}))
+    itself = entry(["nlinarith [h₀, h₁]"], goal=Goal("0 < x * y + x", CONTEXT))
+    library = LemmaLibrary.of([honest, valid, itself])
+    assert training_held(library, [THEOREM]) == {
+        valid.digest: "made from v_1, a valid theorem: it serves no problem",
+        itself.digest: "its statement restates t of the theorems searched: a benchmark theorem is never a lemma"}
+    assert held_lemmas(library, BENCHMARK) == {
+        valid.digest: "made from v_1, a valid theorem: it serves no problem",
+        itself.digest: "its statement restates t of bench: a benchmark theorem is never a lemma"}
