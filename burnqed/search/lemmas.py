@@ -39,6 +39,7 @@ from datetime import UTC, datetime
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
 from burnqed import __version__
+from burnqed.errors import InputError
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import ALLOWED_AXIOMS, check_path
 from burnqed.records.replies import Goal, Variable
@@ -54,6 +55,7 @@ from leankit.normal_form import statement_normal_form
 LEMMA_MIGRATIONS = Migrations("lemma library entry", {})  # version 1 is the first; a format change adds a step
 LEMMA_PREFIX = "lemma_"  # an entry's name: this and its digest's first 16 digits
 MAX_ENTRIES = 100_000  # a library folder holding more entries than this is refused (a snapshot is read whole)
+MAX_ENTRY_BYTES = 1_000_000  # a larger file is no entry: never read, refused as unreadable
 STATS_KEY = "lemma_library"  # where an output's record keeps what its library served
 HELD_OUT_SPLITS = ("test", "valid")  # `data.decontaminate.HELD_OUT_SPLITS` (that layer is above this one)
 
@@ -187,7 +189,7 @@ def statement_refusal(entry: LemmaEntry, guard: TacticGuard) -> str | None:
     proof the guard refuses on its path (`lean.soundness.check_path`)."""
     parts = [(f"hypothesis {b.name}", text) for b in entry.binders for text in (b.type, b.value) if text is not None]
     for what, text in [*parts, ("target", entry.target)]:
-        problem = term_problem(text) or guard.check_in_proof(text)
+        problem = guard.check_in_proof(text) or term_problem(text)  # the guard first: it bounds what is read
         if problem is not None:
             return f"its statement's {what} is refused: {problem}"
     path = check_path(entry.tactics, guard)
@@ -206,13 +208,16 @@ def refusal(entry: LemmaEntry, environment: CacheEnvironment, guard: TacticGuard
     extra = sorted(set(entry.axioms) - ALLOWED_AXIOMS)
     if extra:
         return EXTRA_AXIOMS.format(axioms=", ".join(extra))
+    refused = statement_refusal(entry, guard)  # before the keys are formed: it bounds the text they read
+    if refused is not None:
+        return refused
     goal = entry.goal
     header = entry.header or None
     if entry.key != subgoal_key(goal, header).text:
         return KEY_MISMATCH.format(which="exact")
     if entry.closed_key != closed_key(goal, header).text:
         return KEY_MISMATCH.format(which="closed")
-    return statement_refusal(entry, guard)
+    return None
 
 
 def _header_of(key: str) -> str:
@@ -250,13 +255,15 @@ class LemmaLibrary:
         """The library folder `uri` frozen now: every `*.json` file at its top read once (none there: empty); an
         entry written later never serves it. A file that does not parse, or whose name is not its digest, is kept by
         name as unreadable and serves nothing."""
-        names = sorted(name for name in store.output_files(uri) if name.endswith(".json") and "/" not in name)
-        if len(names) > MAX_ENTRIES:
-            raise ValueError(f"the lemma library {uri} holds {len(names)} entries, more than {MAX_ENTRIES}")
+        files = {name: size for name, size in store.output_files(uri).items()
+                 if name.endswith(".json") and "/" not in name}
+        if len(files) > MAX_ENTRIES:
+            raise InputError(f"the lemma library {uri} holds {len(files)} entries, more than {MAX_ENTRIES}: name "
+                             "another folder (search.lemma_library)")
         entries: list[LemmaEntry] = []
         unreadable: list[str] = []
-        for name in names:
-            entry = read_entry(store.read_bytes(join(uri, name)))
+        for name, size in sorted(files.items()):
+            entry = read_entry(store.read_bytes(join(uri, name))) if size <= MAX_ENTRY_BYTES else None
             if entry is None or name != f"{entry.digest}.json":
                 unreadable.append(name)
             else:
@@ -301,7 +308,6 @@ class LibrarySource:
     by_exact: dict[str, list[LemmaEntry]] = field(default_factory=dict)
     by_closed: dict[str, list[LemmaEntry]] = field(default_factory=dict)
     by_body: dict[str, list[LemmaEntry]] = field(default_factory=dict)
-    offered: dict[LemmaCandidate, LemmaEntry] = field(default_factory=dict)
     rejected: set[LemmaCandidate] = field(default_factory=set)
     used: list[str] = field(default_factory=list)  # origins of the candidates Lean accepted, in order
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -356,9 +362,7 @@ class LibrarySource:
         if why is not None or tactics is None:
             self._refuse(entry, why or NO_TRANSLATION)
             return None
-        candidate = LemmaCandidate(tuple(tactics), entry.origin)
-        self.offered[candidate] = entry
-        return candidate
+        return LemmaCandidate(tuple(tactics), entry.origin)
 
     def _refuse(self, entry: LemmaEntry, why: str) -> None:
         if entry.name not in self.refused:

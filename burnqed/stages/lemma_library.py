@@ -27,10 +27,17 @@ def held_lemmas(library: LemmaLibrary, benchmark: Benchmark) -> dict[str, str]:
     held-out theorem (`decontaminate.held_out_theorems`: split `test`, a theorem of `benchmark` by name, or one
     restating a statement of it; or split `valid`), and those whose own statement restates one of its statements
     (`Twins`: the theorem being proved, or another benchmark theorem, offered as a lemma)."""
-    made_from = {entry.provenance.theorem: Theorem(name=entry.provenance.theorem, statement=entry.provenance.statement,
-                                                   split=entry.provenance.split, source=entry.provenance.source)
-                 for entry in library.entries}
+    made_from: dict[str, Theorem] = {}
+    unnamed: set[str] = set()  # provenances no theorem record can hold (a name Lean has no rule for, …)
+    for entry in library.entries:
+        where = entry.provenance
+        try:
+            made_from[where.theorem] = Theorem(name=where.theorem, statement=where.statement, split=where.split,
+                                               source=where.source)
+        except ValidationError:
+            unnamed.add(where.theorem)
     why_held = {held.theorem: held.why for held in held_out_theorems(list(made_from.values()), benchmark)}
+    why_held |= {theorem: "its provenance is no theorem the decontamination can read" for theorem in unnamed}
     twins = Twins([benchmark])
     held: dict[str, str] = {}
     for entry in library.entries:

@@ -31,6 +31,7 @@ from burnqed.search.lemmas import (
     FOREIGN_HEADER,
     HELD_OUT_SPLITS,
     KEY_MISMATCH,
+    MAX_ENTRY_BYTES,
     RESTATES,
     LemmaEntry,
     LemmaLibrary,
@@ -193,8 +194,9 @@ def test_a_library_is_frozen_when_opened_and_its_digest_names_what_it_held(tmp_p
     first = entry(["nlinarith [h₀, h₁]"])
     assert writer.add(first) and not writer.add(first)
     (tmp_path / "library" / "planted.json").write_text("{not json", encoding="utf-8")
+    (tmp_path / "library" / "huge.json").write_text(" " * (MAX_ENTRY_BYTES + 1), encoding="utf-8")  # never read
     frozen = LemmaLibrary.open(store, uri)
-    assert [e.digest for e in frozen.entries] == [first.digest] and frozen.unreadable == ("planted.json",)
+    assert [e.digest for e in frozen.entries] == [first.digest] and frozen.unreadable == ("huge.json", "planted.json")
     later = entry(["positivity"])
     assert LemmaWriter(store, uri).add(later)
     assert [e.digest for e in frozen.entries] == [first.digest]  # written after the eval started: never served
@@ -202,8 +204,8 @@ def test_a_library_is_frozen_when_opened_and_its_digest_names_what_it_held(tmp_p
     assert reopened.digest != frozen.digest and len(reopened.entries) == 2
     source = open_library(uri, store, ENV, GUARD, lambda library: held_lemmas(library, BENCHMARK))
     assert source is not None
-    assert source.refused == {"planted.json": "the entry does not parse as a lemma library entry (or its name is "
-                              "not its digest)"}
+    unreadable = "the entry does not parse as a lemma library entry (or its name is not its digest)"
+    assert source.refused == {"huge.json": unreadable, "planted.json": unreadable}
 
 
 def test_the_search_stage_writes_the_lemmas_of_counted_proofs_on_training_theorems_only(tmp_path: Path,
@@ -232,6 +234,9 @@ def test_a_search_of_training_theorems_holds_out_test_and_valid_lemmas_and_the_t
     assert training_held(library, [THEOREM]) == {
         valid.digest: "made from v_1, a valid theorem: it serves no problem",
         itself.digest: "its statement restates t of the theorems searched: a benchmark theorem is never a lemma"}
+    unnamed = entry(["positivity"], provenance=TRAIN.model_copy(update={"theorem": "bad name"}))
+    assert held_lemmas(LemmaLibrary.of([unnamed]), BENCHMARK) == {unnamed.digest: HELD_PROVENANCE.format(
+        theorem="bad name", why="its provenance is no theorem the decontamination can read")}
     assert held_lemmas(library, BENCHMARK) == {
         valid.digest: "made from v_1, a valid theorem: it serves no problem",
         itself.digest: "its statement restates t of bench: a benchmark theorem is never a lemma"}
