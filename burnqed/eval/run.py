@@ -60,6 +60,8 @@ from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
 from burnqed.search.answer import AnswerSlot, mode_refusal
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
 from burnqed.search.hybrid import HybridSettings
+from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
+from burnqed.search.lemmas import LibrarySource
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.sketching import SketchSettings
@@ -113,11 +115,13 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
 
 
 def pass_engine(engine: SearchSettings, k: int) -> SearchSettings:
-    """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache of its own, so
-    the passes of pass@n stay independent searches."""
+    """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache and a lemma
+    source (over the library frozen at the eval's start: `stages.lemma_library.attach_library`) of its own, so the
+    passes of pass@n stay independent searches."""
     engine = dataclasses.replace(engine, attempt=k)
     if isinstance(engine, SketchSettings):
-        engine = dataclasses.replace(engine, cache=SubgoalCache())
+        lemmas = engine.lemmas.fresh() if isinstance(engine.lemmas, LibrarySource) else engine.lemmas
+        engine = dataclasses.replace(engine, cache=SubgoalCache(), lemmas=lemmas)
     return engine
 
 
@@ -368,6 +372,8 @@ def _pass_record(eval_name: str, k: int, pass_n: int, monitor: SearchMonitor, en
                               "throughput": monitor.report().as_dict()}
     if isinstance(engine, SketchSettings) and engine.cache is not None:
         record_stats(record, engine.cache.stats)
+    if isinstance(engine, SketchSettings) and isinstance(engine.lemmas, LibrarySource):
+        record[LIBRARY_STATS] = engine.lemmas.record()
     return record
 
 

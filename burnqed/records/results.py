@@ -154,6 +154,9 @@ class SubgoalSource(StrEnum):
     SEARCH = "search"  # its own search in this sketch
     CACHE = "cache"  # the run's subgoal cache, re-checked in this context
     KEPT = "kept"  # an earlier sketch of this theorem proved the same subgoal in the same context (re-planning)
+    SHARED = "shared"  # a goal of this theorem's lemma graph with the same closed key, its proof renamed (depth > 1)
+    LIBRARY = "library"  # a lemma source's proof (`SketchSettings.lemmas`), re-checked in this context
+    SKETCH = "sketch"  # planned again as a lemma of its own, its holes proved, its filled sketch replayed (depth > 1)
 
 
 class SubgoalAttempt(BaseModel):
@@ -172,6 +175,8 @@ class SubgoalAttempt(BaseModel):
     spent: int = Field(default=0, ge=0, description="Budget its search spent, in the subgoal search's unit.")
     detail: str | None = Field(default=None, description="Why it was not proved (the search's failure reason, or "
                                "Lean's message when it was refuted).")
+    lemma: str | None = Field(default=None, description="`library`: the lemma library entry whose proof Lean "
+                              "accepted here, with its provenance (`LemmaEntry.origin`); None otherwise.")
 
 
 class SketchAttempt(BaseModel):
@@ -278,6 +283,12 @@ class TheoremResult(BaseModel):
         description="Sketch mode: every sketch the planner wrote, in order, with its subgoals' searches (what the "
         "report counts: sketches tried, subgoals proved, re-plans, cache hits). Empty in every other mode.",
     )
+
+    def lemmas_used(self) -> list[str]:
+        """The lemma library entries the counted proof used (sketch mode: its verified sketch's subgoals closed from
+        the library, `SubgoalAttempt.lemma`), in the sketch's order; empty when it used none or nothing counted."""
+        counted = next((sketch for sketch in self.sketches if sketch.verified), None) if self.proved else None
+        return [subgoal.lemma for subgoal in counted.subgoals if subgoal.lemma] if counted is not None else []
 
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""

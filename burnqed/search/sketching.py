@@ -44,6 +44,7 @@ from burnqed.records.results import (
     SubgoalSource,
 )
 from burnqed.records.theorem import Theorem
+from burnqed.search.goal_keys import LemmaSource, closed_key
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.repair import RepairSettings
@@ -95,7 +96,10 @@ class SketchSettings:
     seed: int | None = None  # policy.seed: sketch k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
     subgoal_cache_replays: int = REPLAYS  # search.subgoal_cache_replays: a lookup's cached proofs replayed at most
+    sketch_depth: int = 1  # search.sketch_depth: levels of decomposition (1: the holes are searched, never planned)
+    share_goals: bool = True  # off: nothing shared inside a theorem or from the cache (the tree ablation, benchmarks)
     cache: SubgoalCache | None = field(default=None, compare=False, repr=False)  # attached per job (stages.search)
+    lemmas: LemmaSource | None = field(default=None, compare=False, repr=False)  # attached: a lemma library
 
     @property
     def share(self) -> int:
@@ -433,6 +437,8 @@ class SketchSearch:
                 self.cache.record_hit()
                 return await self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
             self.cache.record_rejected(key, tactics)
+        if await self._from_lemmas(tried, root, key, attempt):
+            return True
         units = min(self.settings.share, self.settings.max_nodes - self.spent)
         if units <= 0 or self.core.meter.elapsed() >= self.settings.timeout_s:
             attempt.detail = "not searched: the theorem's budget or time was spent"
@@ -445,6 +451,24 @@ class SketchSearch:
         if end.tactics is not None:
             return await self._proved(tried, attempt, end, SubgoalSource.SEARCH, key)
         attempt.detail = _why(end.reason, units, self.settings.subgoal, said)
+        return False
+
+    async def _from_lemmas(self, tried: _Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
+        """The lemma source's proofs of the subgoal (`SketchSettings.lemmas`, by its exact and closed keys), each
+        replayed on it in Lean (its Lean calls counted, no unit): True when one closed it (source `library`)."""
+        lemmas = self.settings.lemmas
+        if lemmas is None or root.goal is None:
+            return False
+        closed = closed_key(root.goal, self.core.theorem.header)
+        found = await asyncio.to_thread(lemmas.lemma_candidates, key, closed, root.goal,
+                                        self.settings.subgoal_cache_replays)
+        for candidate in found[: self.settings.subgoal_cache_replays]:
+            end = await self._replay(root, list(candidate.tactics))
+            self._adopt(tried, end)
+            await asyncio.to_thread(lemmas.lemma_outcome, candidate, key, end.tactics is not None)
+            if end.tactics is not None:
+                attempt.lemma = candidate.origin  # what the counted proof lists (`TheoremResult.lemmas_used`)
+                return await self._proved(tried, attempt, end, SubgoalSource.LIBRARY, key)
         return False
 
     async def _proved(self, tried: _Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
