@@ -269,6 +269,16 @@ class SearchConfig(Section):
         "(docs/pipeline.md, 'Subgoal cache').",
         json_schema_extra=neutral("where sketch search keeps proofs it re-checks before use"),
     )
+    lemma_library: str | None = Field(
+        default=None,
+        description="Sketch mode: a lemma library folder (path or URI; docs/search.md, 'The lemma library'). A search "
+        "or eval reads it once, at its start, and asks it for each hole before searching the hole; every entry it "
+        "offers is replayed in Lean before it counts, and none made from a held-out theorem or restating a benchmark "
+        "theorem serves. `burnqed search` also writes into it the lemmas of its counted proofs on training theorems "
+        "(split neither test nor valid). Unset: no library.",
+        json_schema_extra=recorded("eval stamps the folder by its listing (its entries are named by their digests) "
+                                   "as its `search.lemma_library` input; search reads what it holds at its start"),
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> SearchConfig:

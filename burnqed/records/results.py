@@ -175,6 +175,8 @@ class SubgoalAttempt(BaseModel):
     spent: int = Field(default=0, ge=0, description="Budget its search spent, in the subgoal search's unit.")
     detail: str | None = Field(default=None, description="Why it was not proved (the search's failure reason, or "
                                "Lean's message when it was refuted).")
+    lemma: str | None = Field(default=None, description="`library`: the lemma library entry whose proof Lean "
+                              "accepted here, with its provenance (`LemmaEntry.origin`); None otherwise.")
 
 
 class SketchAttempt(BaseModel):
@@ -336,6 +338,12 @@ class TheoremResult(BaseModel):
         description="Sketch mode with search.sketch_depth above 1: the theorem's lemma graph (goals, sketches, which "
         "proof closed what). None otherwise.",
     )
+
+    def lemmas_used(self) -> list[str]:
+        """The lemma library entries the counted proof used (sketch mode: its verified sketch's subgoals closed from
+        the library, `SubgoalAttempt.lemma`), in the sketch's order; empty when it used none or nothing counted."""
+        counted = next((sketch for sketch in self.sketches if sketch.verified), None) if self.proved else None
+        return [subgoal.lemma for subgoal in counted.subgoals if subgoal.lemma] if counted is not None else []
 
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""

@@ -531,6 +531,7 @@ class SketchSearch:
             self.adopt(tried, end)
             await asyncio.to_thread(lemmas.lemma_outcome, candidate, key, end.tactics is not None)
             if end.tactics is not None:
+                attempt.lemma = candidate.origin  # what the counted proof lists (`TheoremResult.lemmas_used`)
                 node.close(end.tactics, SubgoalSource.LIBRARY, origin=candidate.origin)
                 return await self.proved(tried, attempt, end, SubgoalSource.LIBRARY, key, node)
         return False
