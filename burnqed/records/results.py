@@ -245,6 +245,27 @@ class LemmaGraph(BaseModel):
     refused: list[str] = Field(default_factory=list, description="Holes the graph refused before Lean, each with its "
                                "reason (it restates the goal it decomposes or an ancestor).")
 
+    def origins(self, sketch: int) -> list[str]:
+        """The lemma source's origins of the proofs that close sketch `sketch`'s holes, through the lemmas that close
+        them (a `sketch` goal: its sketch's holes; a `shared` one: the goal its proof came from), in order, once
+        each."""
+        goals = {goal.id: goal for goal in self.goals}
+        found: list[str] = []
+        seen: set[int] = set()
+        pending = [goals[hole] for hole in reversed(self.sketches[sketch].holes) if hole in goals]
+        while pending:
+            goal = pending.pop()
+            if goal.id in seen:
+                continue
+            seen.add(goal.id)
+            if goal.source is SubgoalSource.LIBRARY and goal.origin and goal.origin not in found:
+                found.append(goal.origin)
+            elif goal.source is SubgoalSource.SHARED and goal.by in goals:
+                pending.append(goals[goal.by])
+            elif goal.source is SubgoalSource.SKETCH and goal.by is not None and goal.by < len(self.sketches):
+                pending += [goals[hole] for hole in reversed(self.sketches[goal.by].holes) if hole in goals]
+        return found
+
 
 class TheoremResult(BaseModel):
     """The outcome of one theorem's search: what trajectories' manifests and eval results store."""
@@ -341,9 +362,14 @@ class TheoremResult(BaseModel):
 
     def lemmas_used(self) -> list[str]:
         """The lemma library entries the counted proof used (sketch mode: its verified sketch's subgoals closed from
-        the library, `SubgoalAttempt.lemma`), in the sketch's order; empty when it used none or nothing counted."""
-        counted = next((sketch for sketch in self.sketches if sketch.verified), None) if self.proved else None
-        return [subgoal.lemma for subgoal in counted.subgoals if subgoal.lemma] if counted is not None else []
+        the library, `SubgoalAttempt.lemma`; with a lemma graph, also those its lemmas' holes used, at any level), in
+        the sketch's order; empty when it used none or nothing counted."""
+        counted = next((k for k, sketch in enumerate(self.sketches) if sketch.verified), None) if self.proved else None
+        if counted is None:
+            return []
+        if self.lemma_graph is not None:  # the theorem's k-th sketch is the graph's k-th sketch of goal 0
+            return self.lemma_graph.origins([s.id for s in self.lemma_graph.sketches if s.goal == 0][counted])
+        return [subgoal.lemma for subgoal in self.sketches[counted].subgoals if subgoal.lemma]
 
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""

@@ -319,10 +319,25 @@ def test_a_hole_that_restates_its_goal_only_as_lean_prints_it_is_caught_after_th
     planner = policy(planned(theorem_sketch, lemma_sketch), {"⊢ 0 < x * y": "exact h₀"})
     result = search(planner, settings(sketch_depth=3, max_nodes=60, sketch_rounds=0)).result
     assert not result.proved and result.lemma_graph is not None
-    [theorem, lemma] = result.lemma_graph.sketches
+    [first, lemma] = result.lemma_graph.sketches
+    assert first.goal == 0
     assert (lemma.goal, lemma.outcome, lemma.holes, lemma.closed) == (1, SketchOutcome.ELABORATED, [1], False)
     assert result.lemma_graph.goals[1].places == 2
     [reason] = result.lemma_graph.refused
     assert reason.startswith("the hole hq2 restates the goal it decomposes")
     # hq was searched once (its one expansion), its restatement never: the plan, that expansion, the lemma's plan
     assert result.nodes_expanded == 3
+
+
+def test_a_counted_proof_lists_the_library_lemmas_its_lemmas_used_at_any_level() -> None:
+    hpx = closed_key(Goal("0 < x", CONTEXT), None).text  # a hole of hxy's lemma, one level down
+    library = Library({hpx: [("exact h₀",)]})
+    planner = policy(planned(NESTED, LEMMA), LEAVES)
+    result = search(planner, settings(sketch_depth=2, max_nodes=20, lemmas=library)).result
+    assert result.proved, result.detail
+    assert [s.source for s in result.sketches[0].subgoals] == [SubgoalSource.SKETCH, SubgoalSource.SEARCH]
+    assert result.lemmas_used() == ["planted"]
+    graph = result.lemma_graph
+    assert graph is not None
+    assert [(g.source, g.origin) for g in graph.goals if g.level == 2] == [(SubgoalSource.LIBRARY, "planted"),
+                                                                          (SubgoalSource.SEARCH, None)]
