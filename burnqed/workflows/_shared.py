@@ -50,9 +50,9 @@ from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.errors import ConfigError
-from burnqed.layout import Layout
 from burnqed.records.enums import SearchMode
 from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration, judge_stage
+from burnqed.runner.requests import EvalRequest
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"
@@ -686,12 +686,10 @@ def eval_stage(cfg: Config, model: str, output: str) -> Stage:
     """The benchmark evaluation of `cfg.pipeline` on `model`, written to `output`: iteration 0's eval stage with the
     model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.runner.plan`."""
     base = build_iteration(cfg.pipeline, root=ROOT, iteration=0, max_proofs=cfg.search.max_proofs).stage("eval")
-    layout = Layout(ROOT)
-    export, result = layout.export(0), layout.eval_result(0)
-    argv = tuple(part.replace(export, model).replace(result, output) for part in base.argv)
-    if not any(model in part for part in argv) or not any(output in part for part in argv):
-        raise ValueError(f"the pipeline's eval stage does not name {export} and {result}: {base.argv}")
-    return replace(base, argv=argv, outputs=(output,), inputs=(model,), after=(), policy_model=model, ebm=None)
+    if not isinstance(base.request, EvalRequest):
+        raise ValueError(f"the pipeline's eval stage runs no eval: {base.argv}")
+    return replace(base, request=replace(base.request, model=model, output=output), outputs=(output,),
+                   inputs=(model,), after=(), policy_model=model, ebm=None)
 
 
 def eval_stages(cfg: Config, model: str, output: str) -> list[Stage]:
