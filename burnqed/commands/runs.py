@@ -367,6 +367,7 @@ def report(
     from burnqed.commands.vocabulary import last_evaluated, require_run_root
     from burnqed.layout import Layout
     from burnqed.report.build import build_report, headline, load_report, write_report
+    from burnqed.runner.requests import ReportRequest
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
@@ -390,7 +391,8 @@ def report(
                              f"to {output} when it is; give --output to write a report of what there is elsewhere")
     store.check_writable(output, what="--output", folder=True)
     store.check_replaceable(output, "report", what="--output")
-    made_from = report_inputs(cfg, store, root=at.root, iteration=iteration)
+    asked = ReportRequest(root=at.root, iteration=iteration, output=output)
+    made_from = report_inputs(cfg, store, root=asked.root, iteration=asked.iteration)
     if already_done(store, output, "report", made_from=made_from, force=force):
         typer.echo(f"report: {storage.join(output, 'report.md')}")
         for line in headline(load_report(output, store=store)):

@@ -474,7 +474,8 @@ def eval_request_inputs(request: EvalRequest, cfg: Config, store: Store, index: 
     from burnqed.eval import run
 
     if settings is None:
-        settings = run.EvalJobSettings.from_config(cfg, run.eval_budgets(request.budgets, cfg.pipeline))
+        settings = run.EvalJobSettings.from_config(cfg, run.eval_budgets(request.budgets, cfg.pipeline),
+                                                   defer_judge=request.defer_judge)
     if index is None:
         index = load_index(request.theorems, request.split, "test", store=store, world_seed=cfg.data.world_seed,
                            world_sketches=cfg.data.world_sketches)
