@@ -93,3 +93,21 @@ def test_every_request_field_is_a_parameter_of_its_command() -> None:
         params = {param.name for param in command.params}
         fields = {"set_" if f.name == "sets" else f.name for f in dataclasses.fields(kind)}
         assert fields <= params, (kind.__name__, fields - params)
+
+
+def test_the_runner_reads_no_command_line_back() -> None:
+    """runner/ builds, renders and judges requests: it imports neither typer nor click (the command line is parsed by
+    the commands alone)."""
+    import ast
+    from pathlib import Path
+
+    import burnqed.runner
+
+    imported: set[str] = set()
+    for module in Path(burnqed.runner.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module.split(".")[0])
+    assert "burnqed" in imported and not imported & {"typer", "click"}
