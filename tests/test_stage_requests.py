@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from burnqed.config import load_config
-from burnqed.runner.plan import SHARD, Stage, iteration_of
+from burnqed.runner.plan import SHARD, Stage, iteration_of, with_judge_steps
 from burnqed.runner.requests import (
     EvalRequest,
     OtherRequest,
@@ -28,22 +28,28 @@ EVERYTHING = ["rl.enabled=true", "search.mode=sketch", 'pipeline.eval_modes=["wh
 JOINT = ["sft.joint=true", "pipeline.start=base", "pipeline.search_value_model=helped"]  # and its study's stages
 
 
-def stages(sets: list[str]) -> list[Stage]:
+def stages(sets: list[str], *, judged: bool = False) -> list[Stage]:
+    """The stages of iterations 0..2 under `sets`; with `judged` a judge step after each eval (lean.judge =
+    comparator)."""
     cfg = load_config(sets=sets)
-    return [stage for i in range(3) for stage in iteration_of(cfg, "s3://bucket/run", i).stages]
+    return [stage for i in range(3) for stage in (with_judge_steps if judged else lambda it: it)(
+        iteration_of(cfg, "s3://bucket/run", i)).stages]
 
 
-@pytest.mark.parametrize(("sets", "commands"), [
-    (DEFAULT, {"data prepare", "start", "sft", "export", "train-ebm", "search", "merge-trajectories", "eval",
-               "report"}),
-    (EVERYTHING, {"data prepare", "start", "sft", "rl", "export", "train-ebm", "search", "merge-trajectories",
-                  "eval", "report"}),
-    (JOINT, {"data prepare", "start", "sft", "export", "train-ebm", "search", "merge-trajectories", "eval",
-             "joint-study", "report"}),
-], ids=["default", "rl-sketch", "joint-study"])
-def test_every_stage_request_is_what_its_command_line_asks_the_app_for(sets: list[str], commands: set[str]) -> None:
+@pytest.mark.parametrize(("sets", "judged", "commands"), [
+    (DEFAULT, False, {"data prepare", "start", "sft", "export", "train-ebm", "search", "merge-trajectories", "eval",
+                      "report"}),
+    (DEFAULT, True, {"data prepare", "start", "sft", "export", "train-ebm", "search", "merge-trajectories", "eval",
+                     "judge", "report"}),
+    (EVERYTHING, False, {"data prepare", "start", "sft", "rl", "export", "train-ebm", "search", "merge-trajectories",
+                         "eval", "report"}),
+    (JOINT, False, {"data prepare", "start", "sft", "export", "train-ebm", "search", "merge-trajectories", "eval",
+                    "joint-study", "report"}),
+], ids=["default", "judged", "rl-sketch", "joint-study"])
+def test_every_stage_request_is_what_its_command_line_asks_the_app_for(sets: list[str], judged: bool,
+                                                                       commands: set[str]) -> None:
     seen: set[str] = set()
-    for stage in stages(sets):
+    for stage in stages(sets, judged=judged):
         for shard in range(stage.shards):
             request = stage.request_for(shard)
             assert request_of(request.argv()) == request, stage.name
@@ -85,7 +91,7 @@ def test_every_request_field_is_a_parameter_of_its_command() -> None:
     root = typer.main.get_command(app)
     kinds = [kind for kind in vars(requests).values() if isinstance(kind, type)
              and issubclass(kind, StageRequest) and kind.command]
-    assert len(kinds) == 11
+    assert len(kinds) == 12
     for kind in kinds:
         command = root
         for word in kind.command:
