@@ -50,13 +50,13 @@ from burnqed.search.repair import RepairSettings
 from burnqed.search.root import Root
 from burnqed.search.skeleton import (
     EngineCore,
+    Place,
     Proof,
     Proofs,
     SearchOutcome,
     Spent,
     ask_within,
     final_result,
-    refusal_row,
     run_search,
 )
 from burnqed.search.step import StepSearch, StepSettings
@@ -263,20 +263,17 @@ class SketchSearch:
         settings = self.settings
         seeds = expansion_seeds(settings.seed, self.core.theorem.name, [0], settings.sampling.n,
                                 first_sample=self.sampled, attempt=settings.attempt)
-        answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(),
-                                  lambda: ask(self.planner, [prompt], settings.sampling, seeds))
-        if answer.completions is None:
+        answer = await ask_within(self.core, settings.timeout_s,
+                                  lambda: ask(self.planner, [prompt], settings.sampling, seeds),
+                                  places=[Place(0, 1, self.root_state)], new_id=self._new_id)
+        if answer is None:
             return None
-        (completions,), gen_s = answer.completions, answer.seconds
+        (completions,) = answer.take_all()
         self.sampled += settings.sampling.n
-        self.core.meter.add_tokens(sum(c.n_tokens for c in completions))
         self._book(self.spent + 1)
-        refusal = answer.refusal()
-        if refusal is not None:
-            self.core.refusals.append(refusal)
-            self.core.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
+        if answer.refusal() is not None:
             return []
-        self.gen_ms = gen_s * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
+        self.gen_ms = answer.seconds * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
         return completions
 
     def _new_id(self) -> int:
