@@ -231,6 +231,20 @@ def meter() -> UsageMeter:
     return UsageMeter((), CountingLean(cast(LeanEnv, None)), tokens_before=12, calls_before=5)
 
 
+def test_a_meter_into_another_counts_its_tokens_there_too_and_keeps_its_units_and_marks() -> None:
+    """A sketch's subgoal search: its tokens are the theorem's too; its units, marks and curve are its own."""
+    lean = CountingLean(cast(LeanEnv, None))
+    theorem = UsageMeter((2,), lean, tokens_before=4)
+    subgoal = UsageMeter((1,), lean, into=theorem)
+    subgoal.add_tokens(5)
+    subgoal.reach(1)
+    theorem.add_tokens(2)
+    assert (subgoal.tokens, theorem.tokens) == (5, 11)
+    assert [(u.budget, u.tokens) for u in subgoal.recorded] == [(1, 5)] and theorem.recorded == []
+    assert subgoal.curve() == UsageCurve(tokens=[5], lean_calls=[0])
+    assert theorem.curve() == UsageCurve(tokens=[], lean_calls=[])
+
+
 SPENT = Spent(1.23456789, 0.1111111, 0.2222222, 0.3333333)
 
 
