@@ -29,7 +29,7 @@ from burnqed.errors import InputError
 from burnqed.layout import subgoal_cache_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.policy.base import Policy, Sampling
+from burnqed.policy.base import Policy
 from burnqed.provenance import INPUTS_NAME, StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import TheoremResult
@@ -37,6 +37,7 @@ from burnqed.records.theorem import Theorem
 from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
+from burnqed.search.mode import policy_sampling, sampling_from_config
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
 from burnqed.search.repair import RepairSettings
@@ -60,29 +61,6 @@ Engine = TypeVar("Engine", StepSettings, WholeSettings, HybridSettings, SketchSe
 def search_format(search: SearchConfig, policy: PolicyConfig) -> PromptFormat:
     """The prompt format `search.mode` sends: its variant of `policy.prompt_format`'s family."""
     return format_for(policy.prompt_format, search.mode, cot=policy.cot)
-
-
-def policy_sampling(policy: PolicyConfig, *, n: int, max_new_tokens: int, stop: tuple[str, ...]) -> Sampling:
-    """`n` samples of at most `max_new_tokens` tokens, ending at `stop`, drawn as the `policy` section says (every
-    sampling field of it: none is left to the server's defaults)."""
-    return Sampling(
-        n=n,
-        temperature=policy.temperature,
-        top_p=policy.top_p,
-        max_new_tokens=max_new_tokens,
-        stop=stop,
-        top_k=policy.top_k,
-        min_p=policy.min_p,
-        repetition_penalty=policy.repetition_penalty,
-        frequency_penalty=policy.frequency_penalty,
-        presence_penalty=policy.presence_penalty,
-    )
-
-
-def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) -> Sampling:
-    """The sampling parameters of one step-mode expansion, with the format's stop strings."""
-    return policy_sampling(policy, n=policy.num_candidates, max_new_tokens=policy.max_new_tokens,
-                           stop=stop_strings(fmt or policy.prompt_format))
 
 
 # The fields of an engine's settings that neither a `[search]` field of their name nor `settings_from_config` fills:
