@@ -61,6 +61,11 @@ class SearchOutcome:
     speculated: int = 0  # nodes the policy was asked about ahead of their expansion (step search only)
     speculation_used: int = 0  # of those, the ones expanded
 
+    @property
+    def units(self) -> int:
+        """The budget the search spent, in its mode's unit (`TheoremResult.spent`)."""
+        return self.result.spent()
+
 
 # ------------------------------------------------------------------------------------------------ the run
 

@@ -17,7 +17,7 @@ from burnqed.lean.soundness import Verdict
 from burnqed.policy.base import Policy
 from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, TacticKind, TacticResult
-from burnqed.records.results import Edge, EdgeOutcome, FailureReason, UsageCurve
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult, UsageCurve
 from burnqed.records.theorem import Theorem
 from burnqed.search import skeleton
 from burnqed.search.answer import AnswerSlot
@@ -361,3 +361,11 @@ def test_a_curve_is_cumulative_and_read_beyond_its_end_as_the_totals() -> None:
         UsageCurve(tokens=[4, 3], lean_calls=[1, 1])
     with pytest.raises(ValueError, match="one each per unit"):
         UsageCurve(tokens=[4], lean_calls=[])
+
+
+@pytest.mark.parametrize(("mode", "units"), [(SearchMode.STEP, 3), (SearchMode.SKETCH, 3), (SearchMode.WHOLE, 7),
+                                             (SearchMode.HYBRID, 7)])
+def test_an_outcome_says_the_units_its_search_spent_in_its_modes_unit(mode: SearchMode, units: int) -> None:
+    """Expansions in step and sketch mode (a hybrid result's `nodes_expanded` are its rounds: not its unit)."""
+    result = TheoremResult(name="t", mode=mode, proved=False, nodes_expanded=3, proofs_sampled=7)
+    assert SearchOutcome(result, []).units == units
