@@ -29,8 +29,8 @@ from burnqed.eval.migrations import EVAL_MIGRATIONS
 from burnqed.eval.settings import EvalSettings
 from burnqed.lean.comparator import JudgeRecord
 from burnqed.provenance import StageInputs
-from burnqed.records.enums import SearchMode
-from burnqed.records.results import EXPANSION_MODES, FailureReason, UsageCurve
+from burnqed.records.enums import EXPANSION_MODES, SearchMode
+from burnqed.records.results import FailureReason, UsageCurve
 from burnqed.records.theorem import SkippedDeclaration
 from burnqed.storage import read_json_model, write_text_atomic
 
