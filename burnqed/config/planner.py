@@ -145,7 +145,7 @@ class PlannerConfig(Section):
 
     def sampling_section(self, policy: PolicyConfig) -> PolicyConfig:
         """`policy` with the planner's temperature and top_p where set: what a sketch request samples with
-        (`stages.search.policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
+        (`search.mode.policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
         max_new_tokens=planner.max_new_tokens, stop=stop_strings(fmt))`)."""
         update = {key: value for key, value in (("temperature", self.temperature), ("top_p", self.top_p))
                   if value is not None}

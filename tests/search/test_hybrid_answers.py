@@ -27,7 +27,7 @@ from burnqed.policy.base import Sampling, expansion_seeds
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EdgeOutcome, Label
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
-from burnqed.search.answer import mode_refusal
+from burnqed.search.modes import mode_refusal
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal, NodeRecord
 from burnqed.search.modes import prove_theorem
