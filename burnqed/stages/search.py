@@ -111,12 +111,13 @@ def settings_from_config(
     marks: Sequence[int] = (),
     verify: bool | None = None,
     planner: PlannerConfig | None = None,
+    max_text_chars: int = 100_000,
 ) -> SearchSettings:
     """The settings of `search.mode` from the config sections. `budget` overrides the mode's budget (max_nodes
     or max_proofs: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify
-    (eval always compiles), `planner` is the `[planner]` section (sketch mode's prompt format and sampling; None:
-    its defaults). Hybrid settings come without a journal, sketch settings without a subgoal cache: `search_job`
-    (and eval) attach them."""
+    (eval always compiles), `planner` is the `[planner]` section (sketch mode's prompt format and sampling, its grammar
+    capped by `max_text_chars`, lean.max_text_chars; None: its defaults). Hybrid settings come without a journal,
+    sketch settings without a subgoal cache: `search_job` (and eval) attach them."""
     if search.mode is SearchMode.SKETCH:
         planner = planner if planner is not None else PlannerConfig()
         fmt = planner.sent_format(policy.prompt_format)
@@ -124,6 +125,9 @@ def settings_from_config(
         assert isinstance(subgoal, StepSettings | HybridSettings)
         sampling = policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
                                    max_new_tokens=planner.max_new_tokens, stop=stop_strings(fmt))
+        grammar = planner.grammar(max_text_chars)
+        if grammar is not None:
+            sampling = dataclasses.replace(sampling, ebnf=grammar.ebnf)
         sketch = engine_settings(SketchSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
                                  subgoal=subgoal, max_nodes=budget if budget is not None else search.max_nodes,
                                  marks=tuple(marks), seed=policy.seed)
@@ -220,7 +224,8 @@ class JobSettings:
         `settings_from_config` (eval passes its largest budget, every budget and verify=True)."""
         return cls(
             mode=search.mode,
-            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify, planner=planner),
+            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify, planner=planner,
+                                        max_text_chars=lean.max_text_chars),
             guard=TacticGuard.from_config(lean),
             concurrency=search.concurrency,
             theorems_per_worker=search.theorems_per_worker,
@@ -239,7 +244,7 @@ class JobSettings:
             return self
         base = search.max_nodes if self.mode in (SearchMode.STEP, SearchMode.SKETCH) else search.max_proofs
         budget = min(MAX_BUDGET, math.ceil(base * factor))
-        engine = settings_from_config(search, policy, budget, planner=planner)
+        engine = settings_from_config(search, policy, budget, planner=planner, max_text_chars=self.lean.max_text_chars)
         return dataclasses.replace(self, larger=LargerBudget(frozenset(unsolved), budget, engine))
 
     def overrides(self) -> dict[str, SearchSettings]:
