@@ -35,7 +35,7 @@ NAME_CHARS = "0123456789₀₁₂₃₄₅₆₇₈₉abcdefghijklmnopqrstuvwxyz
 # `«»` (an escaped name is read without them).
 _EXCLUDED = ("\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f\x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
              "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\"`«»")
-_CONTROL = [(0x00, 0x1F), (0x7F, 0x9F)]
+_PRINTABLE = ((0x20, 0x7E), (0xA0, 0xD7FF), (0xE000, 0x10FFFF))  # no control character and no surrogate
 # A character that must not be followed by certain characters (`sorry`, `admit`, a comment, a statement's `:=`).
 _FOLLOWERS = {"r": "r", "d": "m", "-": "-", "/": "-"}
 _STATEMENT_FOLLOWERS = {**_FOLLOWERS, ":": "="}
@@ -252,6 +252,8 @@ def _escape(char: str, special: str = '\\"[]^-') -> str:
     code = ord(char)
     if char in special:
         return "\\" + char
+    if code > 0xFFFF:
+        return f"\\U{code:08x}"
     if code < 0x20 or 0x7F <= code <= 0xA0 or char in "\u1680\u2028\u2029\u202f\u205f\u3000" or (
             0x2000 <= code <= 0x200A):
         return f"\\u{code:04x}"
@@ -263,8 +265,22 @@ def _literal(text: str) -> str:
 
 
 def _char_class(chars: Chars) -> str:
-    body = "".join(_escape(c) for c in dict.fromkeys(chars.allowed))
+    """A character class; a negated one written as the ranges it allows (printable ASCII, then everything past the
+    C1 controls but the surrogates), as xgrammar 0.2.7 (SGLang 0.5.23's) misreads some negated classes holding
+    characters past ASCII."""
     if not chars.negated:
-        return f"[{body}]"
-    controls = "".join(f"\\u{low:04x}-\\u{high:04x}" for low, high in _CONTROL)
-    return f"[^{body}{controls}]"
+        return "[" + "".join(_escape(c) for c in dict.fromkeys(chars.allowed)) + "]"
+    ranges = list(_PRINTABLE)
+    for code in sorted({ord(c) for c in chars.allowed}):
+        split: list[tuple[int, int]] = []
+        for low, high in ranges:
+            if low <= code <= high:
+                split += [(a, b) for a, b in ((low, code - 1), (code + 1, high)) if a <= b]
+            else:
+                split.append((low, high))
+        ranges = split
+    return "[" + "".join(_range(low, high) for low, high in sorted(ranges)) + "]"
+
+
+def _range(low: int, high: int) -> str:
+    return _escape(chr(low)) if low == high else f"{_escape(chr(low))}-{_escape(chr(high))}"
