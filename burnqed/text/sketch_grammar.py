@@ -11,13 +11,15 @@ A completion is the proof body as the sketch prompts prime it (`text.prompt.buil
 two columns, then the closing fence: up to `max_lines` skeleton lines, then holes `have hX : P := by sorry` each
 followed by up to `max_lines` skeleton lines, at least one hole and at most `max_holes`. What keeps every such text a
 sketch the reader accepts:
-- a hole's name is `h` and one character of `NAME_CHARS`, and the names increase through the sketch in that order:
+- a hole's name is `h` and one character of `NAME_CHARS`, the names strictly increasing or strictly decreasing through
+  the sketch in that order (a context-free grammar cannot compare two free names; a monotone order keeps them apart):
   no two holes share a name (the reader refuses a name written twice); never `this` or `_…`;
 - every line is on one line at the body's column, non-blank: no continuation line turns a hole into a skeleton line;
 - free text (a statement, a skeleton line) holds no `rr` and no `dm` (so no `sorry`, `sorryAx` or `admit`), no `--`
   or `/-` (no comment hides a hole), no `"`, backtick, `«`/`»`, control character or line break but the line's own,
-  no blank but the space, at most `max_atoms` atoms (a character, or one to three when a character above must be
-  followed by an allowed one); a statement is non-blank and holds no `:=` (the hole's own ends it).
+  no blank but the space, at most `max_atoms` atoms (a character, or two or three when a character above must be
+  followed by an allowed one); a statement is non-blank and holds no `:=` (the hole's own ends it);
+- with `balanced`, brackets in free text come in pairs one level deep (Lean's parser meets no unclosed one).
 The same rules give the EBNF and `sample`'s draws, so a test of one tests the other. Pure: no I/O.
 """
 
