@@ -23,7 +23,7 @@ import typer
 from burnqed import __version__
 from burnqed.base.cpu_kernels import pin_cpu_kernels
 from burnqed.base.signals import Terminated, follow_parent, raise_on_sigterm
-from burnqed.commands import cluster, data, ebm, lean, model, prove, start, study, train, world
+from burnqed.commands import cluster, data, ebm, judge, lean, model, prove, start, study, train, world
 from burnqed.commands import runs as pipeline
 from burnqed.commands.kit import (
     HELP_OPTIONS,
@@ -64,7 +64,7 @@ COMMANDS: dict[str, Callable[..., None] | typer.Typer] = {
     "report": pipeline.report, "compare": prove.compare, "summary": prove.summary, "plan": pipeline.plan,
     "render": cluster.render, "submit": cluster.submit, "cluster": cluster.cluster_app, "fetch": cluster.fetch,
     "serve": model.serve, "lean": lean.lean_app, "model": model.model_app, "world": world.world_app,
-    "joint-study": study.joint_study, "start": start.start,
+    "joint-study": study.joint_study, "start": start.start, "judge": judge.judge,
 }
 for name, target in COMMANDS.items():
     if isinstance(target, typer.Typer):

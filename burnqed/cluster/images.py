@@ -88,6 +88,8 @@ class LeanTriple:
     lean_toolchain: str  # elan's name, `leanprover/lean4:v4.29.1`
     mathlib: str  # Mathlib's tag
     use: str
+    comparator: str = ""  # the standalone comparator's commit ("": none built, see images.toml)
+    lean4export: str = ""  # lean4export's tag it exports with
 
     @property
     def lean(self) -> str:

@@ -283,6 +283,12 @@ AblationOption = Annotated[
                  "OUTPUT-noebm.json beside OUTPUT and print both arms side by side."),
 ]
 
+DeferJudgeOption = Annotated[
+    bool, typer.Option("--defer-judge", help="With lean.judge = 'comparator': run no comparator here and record each "
+                       "theorem's judge as pending; `burnqed judge` (the workflows' judge step, in a pod of its own) "
+                       "judges the proofs OUTPUT counts. No effect with burnqed as the judge.")
+]
+
 
 @reports_errors
 def evaluate(
@@ -302,6 +308,7 @@ def evaluate(
     split: SplitOption = None,
     ebm: EbmOption = None,
     ablation: AblationOption = False,
+    defer_judge: DeferJudgeOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -323,6 +330,7 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
+    from burnqed.eval.judging import check_judge
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
     from burnqed.eval.stage import run_eval
     from burnqed.runner.reuse import eval_inputs
@@ -336,7 +344,7 @@ def evaluate(
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, stage="eval", what="--trajectories-out", passes=pass_n > 1)
     _check_ebm(ebm, store)  # after the outputs, before the theorems, Lean and the model
-    settings = EvalJobSettings.from_config(cfg, budget_list)
+    settings = EvalJobSettings.from_config(cfg, budget_list, defer_judge=defer_judge)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
@@ -345,6 +353,7 @@ def evaluate(
                                              store=store)) is not None:
         _alarm_exit(reused)
         return
+    run_async(check_judge(settings.judge))  # positive evidence that comparator judges, before the search
     results = run_eval(request, index, settings, config=cfg, made_from=made_from,
              restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
              open_edges=lambda: open_search_edges(cfg, ebm, store=store),
@@ -395,7 +404,7 @@ def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, judg
     found = [finished(uri, result) for uri, result in zip(request.outputs, results, strict=True)]
     for arm, now in zip(found, made_from, strict=True):
         check_reusable(arm, now, "eval result")  # never another eval's table as this one's
-    wanted = "comparator" if judge.comparator is not None else "burnqed"
+    wanted = judge.name
     for uri, result in zip(request.outputs, results, strict=True):
         if judges_of(result) != {wanted}:
             raise InputError(f"{uri} was counted by {', '.join(sorted(judges_of(result)))}, not by {wanted} "

@@ -529,13 +529,19 @@ def check_models(cfg: Config, store: storage.Store) -> None:
             ensure_model(path, store=store)
 
 
+def _eval_trajectories(stage: Stage, output: str) -> str:
+    """Where the eval `stage` writing `output` keeps its trajectories: its --trajectories-out, else beside `output`."""
+    argv = stage.argv
+    return argv[argv.index("--trajectories-out") + 1] if "--trajectories-out" in argv else trajectories_beside(output)
+
+
 def check_stage_inputs(iteration: Iteration, store: storage.Store, only: Sequence[str] = ()) -> None:
     """`InputError` (exit 2) before the iteration's first stage when a stage it runs (or only those `only` names)
     reads a file or folder that no stage of the iteration makes and that does not exist (an earlier iteration's
     rollouts, the configured theorems), or that a stage left out by `only` makes and has not finished. (An eval
     makes its trajectories beside its result.)"""
     makers = {made: stage for stage in iteration.stages for uri in stage.all_outputs()
-              for made in (uri, *((trajectories_beside(uri),) if stage.argv[0] == "eval" else ()))}
+              for made in (uri, *((_eval_trajectories(stage, uri),) if stage.argv[0] == "eval" else ()))}
     for stage in iteration.stages:
         if only and stage.name not in only:
             continue

@@ -11,12 +11,12 @@ Both runners read this and nothing else: `burnqed.runner.local` runs the stages 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from burnqed.config import Config, PipelineConfig
 from burnqed.config.pipeline import proof_ladder
-from burnqed.layout import Layout
+from burnqed.layout import Layout, trajectories_beside
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EXPANSION_MODES
 
@@ -31,6 +31,7 @@ class Resource(StrEnum):
     GPU = "gpu"  # train image on a GPU node: SFT, export, EBM training
     GPU_LEAN = "gpu+lean"  # core image with Lean workers + an SGLang sidecar on one GPU: search, eval
     TRAIN_LEAN = "train+lean"  # rl image on a GPU node: one GPU in the main container beside its Lean workers: rl
+    JUDGE = "judge"  # core image, CPU, comparator's sandbox (Landlock, an unprivileged uid): the judge step
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,10 +107,11 @@ def _cache_set(at: Layout, sketch: bool) -> tuple[str, ...]:
 def iteration_of(config: Config, root: str, iteration: int) -> Iteration:
     """The stages of `iteration` as `config` asks for them: `build_iteration` with every option read from the
     settings that shape the plan (what every runner, the reuse check and the workflows build)."""
-    return build_iteration(config.pipeline, root, iteration, base_model=config.sft.base_model, joint=config.sft.joint,
-                           max_proofs=config.search.max_proofs, rl=config.rl.enabled,
-                           sketch=config.search.mode is SearchMode.SKETCH,
-                           unsolved_larger=config.search.unsolved_budget_factor > 1)
+    built = build_iteration(config.pipeline, root, iteration, base_model=config.sft.base_model,
+                            joint=config.sft.joint, max_proofs=config.search.max_proofs, rl=config.rl.enabled,
+                            sketch=config.search.mode is SearchMode.SKETCH,
+                            unsolved_larger=config.search.unsolved_budget_factor > 1)
+    return with_judge_steps(built) if config.lean.judged_by()[0] == "comparator" else built
 
 
 def build_iteration(cfg: PipelineConfig, root: str, iteration: int, *, base_model: str | None = None,
@@ -451,3 +453,43 @@ def _mode_eval(cfg: PipelineConfig, at: Layout, i: int, mode: SearchMode, ebm: s
         outputs=(at.eval_result(i, mode=mode),), inputs=(at.export(i), *((scored,) if scored else ())),
         resource=Resource.GPU_LEAN, after=after if scored else ("export",), policy_model=at.export(i), ebm=scored,
     )
+
+
+def unjudged(output: str) -> str:
+    """Where an eval whose judge step follows writes its result: `R.json` → `R.unjudged.json`."""
+    return f"{output.removesuffix('.json')}.unjudged.json"
+
+
+def judge_stage(stage: Stage) -> tuple[Stage, Stage]:
+    """An eval `stage` and its judge step (lean.judge = "comparator"): the eval runs with --defer-judge into
+    `unjudged` of its result (its trajectories where they were), and `burnqed judge` writes the result from it with
+    comparator's verdict, in a pod of its own (`Resource.JUDGE`)."""
+    output = stage.outputs[0]
+    at = stage.argv.index("--output")
+    theorems = stage.argv[stage.argv.index("--theorems"):][:2] if "--theorems" in stage.argv else ()
+    deferred = replace(stage, argv=(*stage.argv[:at], "--defer-judge", "--trajectories-out",
+                                    trajectories_beside(output), "--output", unjudged(output), *stage.argv[at + 2:]),
+                       outputs=(unjudged(output),))
+    return deferred, Stage(
+        name=f"judge-{stage.name}",
+        summary=f"Judge the proofs {stage.name} counted with Lean's comparator (a refused one is a soundness alarm: "
+        "not counted, and the step fails).",
+        argv=("judge", "--input", unjudged(output), *theorems, "--output", output),
+        outputs=(output,), inputs=(unjudged(output),), resource=Resource.JUDGE, after=(stage.name,))
+
+
+def with_judge_steps(iteration: Iteration) -> Iteration:
+    """`iteration` with a judge step after each eval (`judge_stage`); a stage that waited for an eval waits for its
+    judge step too."""
+    stages: list[Stage] = []
+    judges: dict[str, str] = {}
+    for planned in iteration.stages:
+        waits = tuple(judges[name] for name in planned.after if name in judges)
+        stage = replace(planned, after=(*planned.after, *waits)) if waits else planned
+        if stage.argv[0] == "eval":
+            deferred, judge = judge_stage(stage)
+            stages += [deferred, judge]
+            judges[stage.name] = judge.name
+        else:
+            stages.append(stage)
+    return replace(iteration, stages=tuple(stages))

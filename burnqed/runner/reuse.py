@@ -242,12 +242,15 @@ def _search_settings(mode: str, seed: int | None, lean_backend: str, search: dic
 
 def eval_inputs(identity: EvalIdentity, cfg: Config, store: Store) -> StageInputs:
     """One arm of `eval`: its identity (`eval.run.EvalIdentity`: the theorem set, budgets, mode and the keys of eval's
-    identity in that mode), the policy model and the value model."""
+    identity in that mode), the policy model, the value model and, in sketch mode, the lemma library
+    (`search.lemma_library`, stamped by its listing: its entries are named by their digests)."""
     settings = {"benchmark": identity.benchmark, "theorems": identity.theorems, "theorem set": identity.theorem_digest,
                 "--budgets": identity.budgets, "--pass-n": identity.pass_n, "--iter": identity.iteration,
                 "not evaluated": identity.not_evaluated,
                 **_search_settings(identity.mode, identity.seed, identity.lean_backend, identity.search)}
-    return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(identity.ebm, store)}, settings)
+    library = ({"search.lemma_library": stamp(cfg.search.lemma_library, store)}
+               if identity.mode == "sketch" and cfg.search.lemma_library is not None else {})
+    return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(identity.ebm, store), **library}, settings)
 
 
 def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str | None, iteration: int,
