@@ -13,7 +13,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.text.sketch import Sketch, read_sketch, sketch_of_proof
 from burnqed.text.sketch_grammar import FENCE, INDENT, NAME_CHARS, SketchGrammar, sketch_grammar
-from leankit.world.checked import embedded_world
+from leankit.world.checked import build_world
 
 xgrammar = pytest.importorskip("xgrammar")
 
@@ -58,9 +58,10 @@ def test_every_text_the_grammar_derives_is_a_sketch_the_reader_accepts(variant: 
 
 @pytest.mark.parametrize("variant", ["flat", "balanced"])
 def test_the_worlds_sketches_are_texts_the_grammar_derives(variant: str) -> None:
-    bodies = {sketch.body for seed in (0, 1) for theorem in embedded_world(seed, sketches=True).theorems
+    worlds = [build_world(seed, sketches=True, deep_sketches=True) for seed in (0, 1)]
+    bodies = {sketch.body for world in worlds for theorem in world.theorems
               for proof in theorem.proofs if (sketch := sketch_of_proof("\n".join(proof))) is not None}
-    assert len(bodies) > 20
+    assert len(bodies) > 20 and any("have hab :" in body for body in bodies)  # the deep family's names too
     refused = [body for body in bodies if not derives(variant, completion(body))]
     assert refused == []
 
@@ -70,6 +71,7 @@ def test_the_worlds_sketches_are_texts_the_grammar_derives(variant: str) -> None
     [
         ("have hx : x = 3 := by sorry\nhave hx : x = 4 := by sorry", "a name written twice"),
         ("have hx : x = 3 := by sorry\nhave hy : x = 4 := by sorry\nhave hx : x = 5 := by sorry", "not monotone"),
+        ("have hab : x = 3 := by sorry\nhave hac : x = 4 := by sorry", "two names of one first character"),
         ("have h₁ := by sorry", "no statement"),
         ("have h₁ :  := by sorry", "a blank statement"),
         ("have h₁ : sorry = 1 := by sorry", "a sorry in a statement"),

@@ -11,9 +11,10 @@ A completion is the proof body as the sketch prompts prime it (`text.prompt.buil
 two columns, then the closing fence: up to `max_lines` skeleton lines, then holes `have hX : P := by sorry` each
 followed by up to `max_lines` skeleton lines, at least one hole and at most `max_holes`. What keeps every such text a
 sketch the reader accepts:
-- a hole's name is `h` and one character of `NAME_CHARS`, the names strictly increasing or strictly decreasing through
-  the sketch in that order (a context-free grammar cannot compare two free names; a monotone order keeps them apart):
-  no two holes share a name (the reader refuses a name written twice); never `this` or `_…`;
+- a hole's name is `h`, a character of `NAME_CHARS`, then up to `NAME_REST` more (of those, `'` and `_`); the names'
+  first characters strictly increase or strictly decrease through the sketch in that order (a context-free grammar
+  cannot compare two free names; a monotone first character keeps them apart: `hx, hy`, `hn, hm`, `hab, hbc`): no two
+  holes share a name (the reader refuses a name written twice); never `this` or `_…`, and no `sorry` (it starts `h`);
 - every line is on one line at the body's column, non-blank: no continuation line turns a hole into a skeleton line;
 - free text (a statement, a skeleton line) holds no `rr` and no `dm` (so no `sorry`, `sorryAx` or `admit`), no `--`
   or `/-` (no comment hides a hole), no `"`, backtick, `«`/`»`, control character or line break but the line's own,
@@ -32,6 +33,7 @@ from functools import cached_property
 
 # The characters a hole's name may end in, in the order hole names must follow (`h₁`, `h₂`; `ha`, `hb`; `hx`, `hy`).
 NAME_CHARS = "0123456789₀₁₂₃₄₅₆₇₈₉abcdefghijklmnopqrstuvwxyz"
+NAME_REST = 7  # the characters a hole's name may have after its first (of NAME_CHARS, `'` and `_`)
 # What free text never holds: line breaks and every other blank but the space (Python's `str.split` and `\s` blanks,
 # which the reader collapses or splits lines at), control characters, a string's quote, the fence's backtick and
 # `«»` (an escaped name is read without them).
@@ -171,7 +173,9 @@ def _grammar(max_holes: int, max_lines: int, max_atoms: int, balanced: bool) -> 
         rules.update(_chain(k, max_holes, max_lines, up=False))
     rules["done"] = [[""]]
     for i, char in enumerate(NAME_CHARS):
-        rules[f"hole_{i}"] = [[f"{INDENT}have h{char} : ", Ref("statement"), f"{HOLE_END}\n"]]
+        rules[f"hole_{i}"] = [[f"{INDENT}have h{char}", Repeat("name_rest", 0, NAME_REST), " : ", Ref("statement"),
+                               f"{HOLE_END}\n"]]
+    rules["name_rest"] = [[Chars(NAME_CHARS + "'_")]]
     rules["line"] = [[INDENT, Ref("line_first"), Repeat("line_piece", 0, max_atoms - 1), "\n"]]
     rules["statement"] = [[Ref("statement_first"), Repeat("statement_piece", 0, max_atoms - 1)]]
     group = max(1, max_atoms // 3) if balanced else 0
