@@ -50,7 +50,7 @@ Recorded = Callable[[Any], dict[str, Any]]  # the eval record's settings of an e
 class Sections:
     """What a mode's settings are built from: the `[search]`, `[policy]` and `[planner]` sections, and what the
     stage sets over them: `budget` (None: the mode's own, `Mode.budget`), the budgets to record usage at (`marks`),
-    `verify` (None: search.verify; eval always compiles)."""
+    `verify` (None: search.verify; eval always compiles) and `max_text_chars` (lean.max_text_chars)."""
 
     search: SearchConfig
     policy: PolicyConfig
@@ -58,6 +58,7 @@ class Sections:
     budget: int | None = None
     marks: tuple[int, ...] = ()
     verify: bool | None = None
+    max_text_chars: int = 100_000  # lean.max_text_chars: caps sketch mode's grammar (`PlannerConfig.grammar`)
 
     @property
     def verified(self) -> bool:

@@ -150,6 +150,9 @@ def _sketch_settings(sections: Sections, budget: int, fmt: PromptFormat) -> Sket
         Sections(search, policy, planner, verify=sections.verify))
     sampling = policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
                                max_new_tokens=planner.max_new_tokens, stop=stop_strings(sent))
+    grammar = planner.grammar(sections.max_text_chars)  # planner.constrained: only sketches can be sampled
+    if grammar is not None:
+        sampling = dataclasses.replace(sampling, ebnf=grammar.ebnf)
     sketch = complete(SketchSettings, fmt=sent, form=policy.declaration_form, sampling=sampling, subgoal=subgoal,
                       max_nodes=budget, sketch_rounds=search.sketch_rounds,
                       sketch_subgoal_share=search.sketch_subgoal_share, timeout_s=search.timeout_s,

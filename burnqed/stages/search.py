@@ -60,14 +60,15 @@ def settings_from_config(
     marks: Sequence[int] = (),
     verify: bool | None = None,
     planner: PlannerConfig | None = None,
+    max_text_chars: int = 100_000,
 ) -> SearchSettings:
     """The settings of `search.mode` from the config sections (`Mode.settings`). `budget` overrides the mode's budget
     (`Mode.budget`: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify (eval
-    always compiles), `planner` is the `[planner]` section (sketch mode's prompt format and sampling; None: its
-    defaults). Hybrid settings come without a journal, sketch settings without a subgoal cache: `search_job` (and
-    eval) attach them (`Mode.attach`)."""
+    always compiles), `planner` is the `[planner]` section (sketch mode's prompt format and sampling, its grammar
+    capped by `max_text_chars`, lean.max_text_chars; None: its defaults). Hybrid settings come without a journal,
+    sketch settings without a subgoal cache: `search_job` (and eval) attach them (`Mode.attach`)."""
     sections = Sections(search, policy, planner if planner is not None else PlannerConfig(), budget, tuple(marks),
-                        verify)
+                        verify, max_text_chars)
     settings: SearchSettings = MODES[search.mode].settings(sections)
     return settings
 
@@ -115,7 +116,8 @@ class JobSettings:
         `settings_from_config` (eval passes its largest budget, every budget and verify=True)."""
         return cls(
             mode=search.mode,
-            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify, planner=planner),
+            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify, planner=planner,
+                                        max_text_chars=lean.max_text_chars),
             guard=TacticGuard.from_config(lean),
             concurrency=search.concurrency,
             theorems_per_worker=search.theorems_per_worker,
@@ -135,7 +137,7 @@ class JobSettings:
             return self
         base = MODES[self.mode].budget(search)
         budget = min(MAX_BUDGET, math.ceil(base * factor))
-        engine = settings_from_config(search, policy, budget, planner=planner)
+        engine = settings_from_config(search, policy, budget, planner=planner, max_text_chars=self.lean.max_text_chars)
         return dataclasses.replace(self, larger=LargerBudget(frozenset(unsolved), budget, engine))
 
     def overrides(self) -> dict[str, SearchSettings]:
