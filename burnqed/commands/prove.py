@@ -330,7 +330,7 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
-    from burnqed.eval.judging import check_judge
+    from burnqed.eval.judging import check_definition_holes, check_judge
     from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
     from burnqed.eval.stage import run_eval
     from burnqed.runner.reuse import eval_inputs
@@ -347,6 +347,7 @@ def evaluate(
     settings = EvalJobSettings.from_config(cfg, budget_list, defer_judge=defer_judge)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
+    check_definition_holes(index.theorems, settings.judge, cfg.lean.lean_version())  # before any search
     made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
                              store) for arm in request.arms()]
     if not force and (reused := _reused_eval(request, made_from, judge=settings.judge, show_theorems=show_theorems,

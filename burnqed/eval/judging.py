@@ -28,11 +28,13 @@ from burnqed.lean.start import START_FORM
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
+from leankit.version import lean_release
 
 log = logging.getLogger(__name__)
 SOUNDNESS_ALARM_EXIT = 4  # `burnqed eval`'s exit code when comparator refused a proof burnqed counted
 REFUSED = "comparator refused it"  # the detail's start of a proof the judge did not count
 EMBEDDED = EMBEDDED_WHY
+HOLES_LEAN, HOLES_COMMIT = "4.30.0-rc2", "71b52ec"  # leanprover/comparator's first commit with definition holes
 PENDING_WHY = "eval ran with --defer-judge: `burnqed judge` (the workflows' judge step) judges its proofs"
 
 
@@ -88,6 +90,36 @@ async def check_judge(settings: JudgeSettings) -> None:
     if failed is not None:
         raise ConfigError(f"lean.judge = 'comparator': {failed}; `burnqed lean selftest` shows each case (fix "
                           "lean.comparator_command, or set lean.judge = 'burnqed')")
+
+
+def without_holes(settings: JudgeSettings, lean_version: str | None) -> str | None:
+    """Why the comparator `settings` names (judging now, or deferred to the judge step) has no definition holes
+    (`definition_names`), in words: the Lean it judges (`lean_version`: lean.toolchain, else the judge's lake project's
+    `lean-toolchain`) is older than HOLES_LEAN, so its comparator is a standalone build from before HOLES_COMMIT
+    (images.toml pins the newest commit on the Lean nearest each triple's), which ignores them. None when it has them,
+    when burnqed judges, or when no Lean version is known."""
+    version = lean_version or settings.toolchain
+    if (settings.comparator is None and not settings.deferred) or version is None:
+        return None
+    found, first = lean_release(version.removeprefix("leanprover/lean4:")), lean_release(HOLES_LEAN)
+    if found is None or first is None or found >= first:
+        return None
+    return (f"the comparator for Lean {version} (the standalone build, images.toml) predates definition holes "
+            f"(leanprover/comparator {HOLES_COMMIT}, Lean v{HOLES_LEAN}): it ignores definition_names and refuses "
+            "every filled answer slot, a false alarm")
+
+
+def check_definition_holes(theorems: Sequence[Theorem], settings: JudgeSettings, lean_version: str | None) -> None:
+    """`ConfigError` (one line, before any search or judging) when some of `theorems` carry an open answer slot and
+    the comparator that judges them has no definition holes (`without_holes`). A challenge with the slot filled in
+    would judge another statement, so it is never the way round."""
+    why = without_holes(settings, lean_version)
+    slots = [t.name for t in theorems if t.answer is not None and t.answer_open]
+    if why is None or not slots:
+        return
+    named = f"{', '.join(slots[:5])}{f' and {len(slots) - 5} more' if len(slots) > 5 else ''}"
+    raise ConfigError(f"lean.judge = 'comparator': {len(slots)} theorem(s) carry an answer slot ({named}), and {why}; "
+                      f"set lean.judge = 'burnqed' for them, or use a triple on Lean >= v{HOLES_LEAN}")
 
 
 def judge_case(theorem: Theorem, result: TheoremResult) -> JudgeCase | None:
@@ -183,5 +215,6 @@ def judges_of(result: EvalResult) -> set[str]:
     return {row.judge.judge if row.judge is not None else "burnqed" for row in result.per_theorem} or {"burnqed"}
 
 
-__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "check_judge", "judge_case",
-           "judge_line", "judge_passes", "judges_of", "with_judges"]
+__all__ = ["HOLES_COMMIT", "HOLES_LEAN", "PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines",
+           "check_definition_holes", "check_judge", "judge_case", "judge_line", "judge_passes", "judges_of",
+           "with_judges", "without_holes"]
