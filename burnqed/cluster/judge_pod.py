@@ -25,6 +25,7 @@ from burnqed.errors import ConfigError
 SandboxKind = Literal["bubblewrap", "landrun", "none"]
 JUDGE_PREFIX = "judge-"  # the judge steps' names (`runner.plan.judge_stage`)
 STAGE_LABEL = "burnqed.io/stage"
+JUDGE_LABEL = "burnqed.io/judge"  # "true" on every step comparator judges in (`Resource.JUDGE`: the merge's too)
 
 
 def sandbox_kind(lean: LeanConfig) -> SandboxKind:
@@ -84,7 +85,8 @@ def judge_templates(doc: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, 
     for template in spec.get("templates") or []:
         name = str(template.get("name") or "")
         labels = (template.get("metadata") or {}).get("labels") or {}
-        if name.startswith(JUDGE_PREFIX) or str(labels.get(STAGE_LABEL, "")).startswith(JUDGE_PREFIX):
+        if (name.startswith(JUDGE_PREFIX) or str(labels.get(STAGE_LABEL, "")).startswith(JUDGE_PREFIX)
+                or labels.get(JUDGE_LABEL) == "true"):
             yield name, (template.get("container") or {}).get("securityContext") or {}, \
                 {**pod, **(template.get("securityContext") or {})}
 

@@ -76,6 +76,28 @@ def test_the_judge_pod_runs_comparator_sandboxed_on_the_cpu_pool() -> None:
     assert "seccompProfile" not in landrun["container"]["securityContext"]  # Landlock needs no profile of its own
 
 
+def test_the_merge_judges_the_search_proofs_in_the_judge_pod() -> None:
+    """The search's proofs train only once comparator judged them (`stages.judge_merge`): the merge runs in the judge
+    pod, reading the search's theorems, and `cluster check`/render read its sandbox as a judge step's."""
+    stages = {s.name: s for s in iteration_of(judged(), "s3://b/run", 1).stages}
+    merge, search = stages["merge-trajectories"], stages["search"]
+    assert merge.resource is Resource.JUDGE
+    assert merge.argv == ("merge-trajectories", "s3://b/run/iter_1/search/shard-0", "s3://b/run/iter_1/search/shard-1",
+                          "--theorems", "s3://b/run/iter_0/data/theorems.json", "--split", "train,pool",
+                          "--output", "s3://b/run/iter_1/trajectories")
+    assert search.argv[search.argv.index("--theorems"):][:4] == merge.argv[3:7]
+    plain = iteration_of(Config.model_validate({"lean": JUDGED["lean"] | {"judge": "burnqed"}}), "s3://b/run", 1)
+    assert plain.stage("merge-trajectories").resource is Resource.CPU
+    assert "--theorems" not in plain.stage("merge-trajectories").argv
+    doc = next(t for t in load("iteration", WORKFLOWS).templates(judged()) if t.name == "burnqed-iteration-1")
+    rendered = doc.to_dict()
+    assert template(rendered, "merge-trajectories")["metadata"]["labels"]["burnqed.io/judge"] == "true"
+    changed = copy.deepcopy(rendered)
+    template(changed, "merge-trajectories")["container"]["securityContext"] = {"privileged": True}
+    assert (judge_pod_refusal(changed, "bubblewrap") or "").startswith(
+        "step merge-trajectories: comparator's sandbox (bubblewrap) needs not privileged (privileged: true)")
+
+
 def refused(doc: dict[str, Any], **container: object) -> dict[str, Any]:
     """`doc` with the judge step's securityContext replaced by `container` (the pod's left as rendered)."""
     changed = copy.deepcopy(doc)
