@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from burnqed.cluster.judge_pod import check_judge_pods, judge_pod_refusal, sandbox_kind
+from burnqed.cluster.judge_pod import answer_slot_refusal, check_judge_pods, judge_pod_refusal, sandbox_kind
 from burnqed.cluster.render import load, render_templates, write_documents
 from burnqed.cluster.validate import validate_documents
 from burnqed.config import Config
@@ -133,3 +133,24 @@ def test_the_judged_renders_match_their_golden_files(tmp_path: Path) -> None:
     assert validate_documents([doc.doc for doc in docs]) == []  # Argo's schema knows every field the judge sets
     write_documents(docs, tmp_path, prune=True)
     compare_or_update(tmp_path, GOLDEN)
+
+
+def test_render_refuses_answer_slots_to_a_comparator_without_definition_holes(tmp_path: Path) -> None:
+    """The core image's triples are on Lean before v4.30.0-rc2: their standalone comparator ignores definition holes,
+    so a configuration indexing open answer slots (a benchmark source, answers 'both' or 'produced') is refused in
+    one line before any step runs; with the slots given, burnqed as the judge or a newer Lean it renders."""
+    putnam = {"sources": [{"kind": "benchmark", "path": "s3://b/putnam", "answers": "both"}]}
+    cfg = Config.model_validate({"lean": JUDGED["lean"], "data": putnam})
+    with pytest.raises(ConfigError) as caught:
+        render_templates(cfg, ["eval"], WORKFLOWS)
+    assert str(caught.value) == (
+        "lean.judge = 'comparator': data.sources index open answer slots (s3://b/putnam, answers = 'both'), and the "
+        "comparator for Lean leanprover/lean4:v4.29.1 (triple lean-4.29, comparator 2a00b30d) predates definition "
+        "holes (leanprover/comparator 71b52ec, Lean v4.30.0-rc2): it refuses every filled answer slot, a false alarm; "
+        "set lean.judge = 'burnqed' for them (or answers = 'given'), or use a triple on Lean >= v4.30.0-rc2")
+    older = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"image_tag": "0.9.0-lean-4.27"})})
+    assert "Lean leanprover/lean4:v4.27.0 (triple lean-4.27, comparator 6c40ab4f)" in (answer_slot_refusal(older) or "")
+    for fine in ({"lean": JUDGED["lean"] | {"toolchain": "leanprover/lean4:v4.35.0"}, "data": putnam},
+                 {"lean": JUDGED["lean"] | {"judge": "burnqed"}, "data": putnam},
+                 {"lean": JUDGED["lean"], "data": {"sources": [{**putnam["sources"][0], "answers": "given"}]}}):
+        assert answer_slot_refusal(Config.model_validate(fine)) is None
