@@ -635,9 +635,7 @@ def merge_trajectories(
     check_not_an_input(output, inputs)
     check_trajectory_prefix(store, output, stage="merge-trajectories")
     settings, judge = merge_judge(cfg, theorems, split, store=store)
-    made_from = merge_inputs(store, inputs=inputs)
-    if settings.comparator is not None:  # a judged merge is another output than the search's own verdicts
-        made_from = made_from.model_copy(update={"settings": {**made_from.settings, "judge": "comparator"}})
+    made_from = merge_inputs(store, inputs=inputs, judged=settings.comparator is not None)
     if already_done(store, output, "merged trajectory", made_from=made_from, force=force):
         found = read_marker(output, store=store)
         _merge_alarms(found.extra if found is not None else {})

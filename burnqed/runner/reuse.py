@@ -231,9 +231,11 @@ def start_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> Sta
 MERGE_INPUT = "input"  # merge-trajectories' role of its inputs: `input[0]`, `input[1]`, …
 
 
-def merge_inputs(store: Store, *, inputs: Sequence[str]) -> StageInputs:
-    """`merge-trajectories`: the shard prefixes, in order (roles `MERGE_INPUT[k]`)."""
-    return _made(_listed(MERGE_INPUT, inputs, store), {})
+def merge_inputs(store: Store, *, inputs: Sequence[str], judged: bool = False) -> StageInputs:
+    """`merge-trajectories`: the shard prefixes, in order (roles `MERGE_INPUT[k]`), and, when comparator judges their
+    proofs (`judged`: `stages.judge_merge.judges_merge`), the judge."""
+    return _made(_listed(MERGE_INPUT, inputs, store), {"judge": "comparator"} if judged else {},
+                 {"judge": "burnqed"})  # a merge recorded without it was never judged: never reused as judged
 
 
 def _search_settings(mode: str, seed: int | None, lean_backend: str, search: dict[str, object]) -> dict[str, object]:
@@ -555,7 +557,8 @@ BUILDERS: dict[str, Builder] = {
     "search": _search,
     "start": lambda line, cfg, store: [(line.output, start_inputs(
         cfg, store, root=line.one("--root") or cfg.storage.root, iteration=line.iteration))],
-    "merge-trajectories": lambda line, cfg, store: [(line.output, merge_inputs(store, inputs=line.arguments))],
+    "merge-trajectories": lambda line, cfg, store: [(line.output, merge_inputs(store, inputs=line.arguments,
+                                                                               judged=_judges_merge(cfg)))],
     "eval": _eval_arms,
     "joint-study": lambda line, cfg, store: [(line.output, joint_study_inputs(
         cfg, store, trajectories=line.all("--trajectories"), root=line.one("--root") or cfg.storage.root,
@@ -563,6 +566,12 @@ BUILDERS: dict[str, Builder] = {
     "report": lambda line, cfg, store: [(line.output, report_inputs(
         cfg, store, root=line.one("--root") or cfg.storage.root, iteration=line.iteration))],
 }
+
+
+def _judges_merge(cfg: Config) -> bool:
+    from burnqed.stages.judge_merge import judges_merge
+
+    return judges_merge(cfg)
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,13 @@ async def judge_shards(loaded: Sequence[tuple[str, Sequence[PartManifest]]], the
         "refused": len(refused), "alarms": alarms, "not_judged": unjudged})
 
 
+def judges_merge(config: Config) -> bool:
+    """Whether comparator judges the shards' proofs in `merge-trajectories` (lean.judge, decided; never on the
+    embedded Lean), as `merge_judge`'s settings say."""
+    return config.lean.judged_by()[0] == "comparator" and lean_backend_label(config.lean.command) not in (
+        "minilean", "replay")
+
+
 def merge_judge(config: Config, theorems: str | None, split: str | None, *, store: Store
                 ) -> tuple[JudgeSettings, Callable[[], Judge]]:
     """Who judges the shards' proofs in `merge-trajectories` (`config`'s lean.judge) and the judge to hand the merge,
@@ -131,4 +138,4 @@ def relabel(table: pa.Table, refused: Mapping[tuple[str, str], TheoremResult]) -
     return table
 
 
-__all__ = ["Judge", "ShardVerdicts", "alarm_line", "judge_shards", "merge_judge", "relabel"]
+__all__ = ["Judge", "ShardVerdicts", "alarm_line", "judge_shards", "judges_merge", "merge_judge", "relabel"]

@@ -14,8 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from burnqed.cli import command_grammar
+from burnqed.config import load_config
 from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT
 from burnqed.records.theorem import TheoremIndex
+from burnqed.runner.reuse import stage_verdict
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_marker, read_results
 from tests.conftest import double_argv
@@ -81,8 +84,17 @@ def test_a_proof_comparator_refuses_is_no_positive_in_the_merged_trajectories(tm
     assert isinstance(judged, dict)
     assert {k: judged[k] for k in ("judge", "judged", "refused", "alarms", "not_judged")} == {
         "judge": "comparator", "judged": 3, "refused": 1, "alarms": [ALARM], "not_judged": []}
+    # the local runner reads the judged merge as the command recorded it (its judge among its settings); the merge
+    # burnqed judged is never taken for a judged one
+    argv = ["merge-trajectories", str(shard), "--theorems", str(index), "--output", str(merged), *lean, *JUDGE]
+    verdict = stage_verdict(argv, lambda sets: load_config(sets=sets), store, grammar=command_grammar())
+    assert (verdict.difference, verdict.recorded) == (None, True)
+    unjudged = ["merge-trajectories", str(shard), "--output", str(plain), *lean, *JUDGE]
+    verdict = stage_verdict(unjudged, lambda sets: load_config(sets=sets), store, grammar=command_grammar())
+    assert verdict.difference == "judge was not recorded (the output predates it: its default 'burnqed' then), now " \
+        "'comparator'"
     # the finished merge reused: its alarm said again, the same exit
-    again = cli("merge-trajectories", str(shard), "--theorems", str(index), "--output", str(merged), *lean, *JUDGE)
+    again = cli(*argv)
     assert again.returncode == SOUNDNESS_ALARM_EXIT and "reusing" in again.stdout and ALARM in again.stdout
 
     # a comparator without definition holes: refused before anything is copied, in one line
