@@ -19,6 +19,7 @@ from burnqed.config import load_config
 from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT
 from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.reuse import stage_verdict
+from burnqed.stages.summary import render_summary, summarize
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_marker, read_results
 from tests.conftest import double_argv
@@ -84,6 +85,9 @@ def test_a_proof_comparator_refuses_is_no_positive_in_the_merged_trajectories(tm
     assert isinstance(judged, dict)
     assert {k: judged[k] for k in ("judge", "judged", "refused", "alarms", "not_judged")} == {
         "judge": "comparator", "judged": 3, "refused": 1, "alarms": [ALARM], "not_judged": []}
+    assert summarize(f"file://{merged}", store=store).soundness_alarms == [ALARM]
+    assert ALARM in render_summary(summarize(f"file://{merged}", store=store))
+    assert summarize(f"file://{plain}", store=store).soundness_alarms == []
     # the local runner reads the judged merge as the command recorded it (its judge among its settings); the merge
     # burnqed judged is never taken for a judged one
     argv = ["merge-trajectories", str(shard), "--theorems", str(index), "--output", str(merged), *lean, *JUDGE]
