@@ -132,6 +132,19 @@ def _copy_part(uri: str, fs: Filesystem, root: str, manifest: PartManifest, out:
     return manifest.model_copy(update=update)
 
 
+def _check_judged(done: Sequence[PartManifest], loaded: Sequence[tuple[str, Filesystem, str, list[PartManifest]]],
+                  verdicts: ShardVerdicts, output: str) -> None:
+    """InputError when a part an interrupted earlier merge copied still counts a proof comparator refused (that merge
+    ran without the judge): its rows would train."""
+    sources = {_source_id(uri, m): (uri, m) for uri, _, _, manifests in loaded for m in manifests}
+    for copied in done:
+        uri, manifest = sources.get(copied.source or "", ("", copied))
+        refused = verdicts.refused_in(uri, manifest) if uri else {}
+        if any(r.proved and (copied.run_id, r.name) in refused for r in copied.theorems):
+            raise InputError(f"merge output {output} holds {manifest_name(copied.part)}, copied by an earlier merge "
+                             "without comparator's verdict, with a proof comparator refuses: merge again with --force")
+
+
 def merge_trajectories(
     inputs: Sequence[str], output: str, *, allow_incomplete: bool = False, made_from: StageInputs | None = None,
     judge: Judge | None = None, store: Store
@@ -164,6 +177,8 @@ def merge_trajectories(
     for uri, fs, root, manifest in todo:
         verify_part(fs, root, uri, manifest)
     verdicts = judge([(uri, manifests) for uri, _, _, manifests in loaded]) if judge is not None else None
+    if verdicts is not None:
+        _check_judged(done, loaded, verdicts, output)
     remove_orphans(out_fs, out_root, out_names, {m.part for m in done})
     if made_from is not None:  # what the prefix is made from, before its first part (burnqed.runner.reuse reads it)
         publish_bytes(out_fs, posixpath.join(out_root, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())

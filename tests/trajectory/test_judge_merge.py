@@ -10,6 +10,7 @@ before anything is copied, in eval, the judge step and the merge alike."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -100,6 +101,19 @@ def test_a_proof_comparator_refuses_is_no_positive_in_the_merged_trajectories(tm
     # the finished merge reused: its alarm said again, the same exit
     again = cli(*argv)
     assert again.returncode == SOUNDNESS_ALARM_EXIT and "reusing" in again.stdout and ALARM in again.stdout
+
+    # a merge interrupted without the judge, resumed with it: its copied part with the refused proof is refused
+    interrupted = tmp_path / "interrupted"
+    shutil.copytree(plain, interrupted)
+    (interrupted / "_SUCCESS.json").unlink()
+    resumed = cli("merge-trajectories", str(shard), "--theorems", str(index), "--output", str(interrupted), *lean,
+                  *JUDGE)
+    assert resumed.returncode == 2 and resumed.stderr.strip().splitlines()[-1] == (
+        f"error: merge output {interrupted} holds part-000000.json, copied by an earlier merge without comparator's "
+        "verdict, with a proof comparator refuses: merge again with --force"), resumed.stderr
+    forced = cli("merge-trajectories", str(shard), "--theorems", str(index), "--output", str(interrupted), *lean,
+                 *JUDGE, "--force")
+    assert forced.returncode == SOUNDNESS_ALARM_EXIT and positives(f"file://{interrupted}", store)["false_claim"] == 0
 
     # a comparator without definition holes: refused before anything is copied, in one line
     old = ("--set", "lean.toolchain=leanprover/lean4:v4.29.1")
