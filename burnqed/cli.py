@@ -16,7 +16,7 @@ import json
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -37,9 +37,6 @@ from burnqed.commands.kit import (
     reports_errors,
 )
 from burnqed.commands.vocabulary import LISTING, RENAMES, Command, Group, command
-
-if TYPE_CHECKING:
-    from burnqed.runner.reuse import CommandGrammar
 
 app = typer.Typer(
     name="burnqed",
@@ -115,14 +112,6 @@ def config_describe(
         where = f"  ({entry.env})" if entry.settable else "  (an entry's field: set through the list)"
         typer.echo(f"{entry.path}  {entry.type}  default {entry.default}{where}")
         typer.echo(f"    {entry.description}")
-
-
-def command_grammar() -> CommandGrammar:
-    """How this app reads a command line (its flags and subcommands, `runner.reuse.CommandGrammar`): what the local
-    runner splits a stage's command line by."""
-    from burnqed.runner.reuse import CommandGrammar
-
-    return CommandGrammar.of(typer.main.get_command(app))
 
 
 def main() -> None:

@@ -142,11 +142,15 @@ def search(
     it when finished ("reusing OUTPUT …"). --force searches again from nothing; the two together are refused."""
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
-    from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
+    from burnqed.runner.requests import SearchRequest
+    from burnqed.runner.reuse import resume_prefix, reuse_line, search_request_inputs
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
     _refuse_contradictions(resume, force, start=start, ebm=ebm)
+    asked = SearchRequest(iteration=iteration, theorems=theorems, split=split, shard=shard, run_id=run_id,
+                          resume=resume, ebm=ebm, start=start, model=model, sets=tuple(set_ or ()),
+                          unsolved_from=unsolved_from, output=output)
     cfg, store = setup(config, model_set(model, set_))
     ebm = _started_ebm(start, ebm, store)
     check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts
@@ -160,7 +164,7 @@ def search(
     _check_ebm(ebm, store)  # after the output, before the theorems, Lean and the model
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
-    made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
+    made_from = search_request_inputs(asked, cfg, store, index)
 
     async def run() -> SearchReport:
         async with open_search_edges(cfg, ebm, store=store) as edges:
@@ -331,9 +335,10 @@ def evaluate(
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
     from burnqed.eval.judging import check_definition_holes, check_judge
-    from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
+    from burnqed.eval.run import EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
     from burnqed.eval.stage import run_eval
-    from burnqed.runner.reuse import eval_inputs
+    from burnqed.runner import requests
+    from burnqed.runner.reuse import eval_request_inputs
 
     cfg, store = setup(config, model_set(model, set_))
     check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts
@@ -348,8 +353,10 @@ def evaluate(
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
     check_definition_holes(index.theorems, settings.judge, cfg.lean.lean_version())  # before any search
-    made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
-                             store) for arm in request.arms()]
+    asked = requests.EvalRequest(iteration=iteration, theorems=theorems, split=split, budgets=budgets, pass_n=pass_n,
+                                 resume=resume, ebm=ebm, ablation=ablation, model=model, sets=tuple(set_ or ()),
+                                 defer_judge=defer_judge, trajectories_out=trajectories_out, output=output)
+    made_from = [made for _, made in eval_request_inputs(asked, cfg, store, index, settings)]
     if not force and (reused := _reused_eval(request, made_from, judge=settings.judge, show_theorems=show_theorems,
                                              store=store)) is not None:
         _alarm_exit(reused)
@@ -626,6 +633,7 @@ def merge_trajectories(
     manifest; a bad part is refused with its name (exit 2) and the output is left untouched. With lean.judge =
     "comparator", the proofs the shards recorded are judged first (--theorems and --split name the search's
     theorems, as search's do): a proof comparator refuses is no positive in OUTPUT, a soundness alarm (exit 4)."""
+    from burnqed.runner.requests import MergeRequest
     from burnqed.runner.reuse import merge_inputs
     from burnqed.stages.judge_merge import merge_judge
     from burnqed.stages.merge import merge_trajectories as merge
@@ -635,7 +643,8 @@ def merge_trajectories(
     check_not_an_input(output, inputs)
     check_trajectory_prefix(store, output, stage="merge-trajectories")
     settings, judge = merge_judge(cfg, theorems, split, store=store)
-    made_from = merge_inputs(store, inputs=inputs, judged=settings.comparator is not None)
+    asked = MergeRequest(inputs=tuple(inputs), theorems=theorems, split=split, output=output)
+    made_from = merge_inputs(store, inputs=asked.inputs, judged=settings.comparator is not None)
     if already_done(store, output, "merged trajectory", made_from=made_from, force=force):
         found = read_marker(output, store=store)
         _merge_alarms(found.extra if found is not None else {})

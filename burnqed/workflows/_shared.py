@@ -50,9 +50,9 @@ from burnqed.cluster.retry import retry_expression
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.errors import ConfigError
-from burnqed.layout import Layout
 from burnqed.records.enums import SearchMode
 from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration, judge_stage
+from burnqed.runner.requests import EvalRequest, RlRequest
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"
@@ -373,8 +373,8 @@ def rl_served_model(stage: Stage, cfg: Config) -> str:
     """The model folder the rl sidecar serves: for an adapter policy the base model the adapter was trained on
     (sft.base_model, which SFT refuses to change across iterations), for full weights the SFT output the step reads
     (its --sft); `ConfigError` for an adapter over the tiny embedded model (no URI to fetch)."""
-    if cfg.sft.method == "full":
-        return stage.argv[stage.argv.index("--sft") + 1]
+    if cfg.sft.method == "full" and isinstance(stage.request, RlRequest):
+        return stage.request.sft
     if cfg.sft.base_model is None:
         raise ConfigError(f"step {stage.name}: rl.rollout_engine = 'served' serves the adapter's base model from a "
                           "sidecar, but sft.base_model is unset (the tiny embedded model has no URI to fetch): set "
@@ -500,9 +500,9 @@ def stage_mode(stage: Stage, cfg: Config) -> SearchMode:
     """The search mode a stage's command runs in: its last `--set search.mode=M` (the eval-MODE stages), else
     search.mode."""
     mode = cfg.search.mode
-    for flag, value in zip(stage.argv, stage.argv[1:], strict=False):
-        if flag == "--set" and value.startswith("search.mode="):
-            mode = SearchMode(value.partition("=")[2])
+    for item in stage.request.config_sets():
+        if item.startswith("search.mode="):
+            mode = SearchMode(item.partition("=")[2])
     return mode
 
 
@@ -687,12 +687,10 @@ def eval_stage(cfg: Config, model: str, output: str) -> Stage:
     """The benchmark evaluation of `cfg.pipeline` on `model`, written to `output`: iteration 0's eval stage with the
     model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.runner.plan`."""
     base = build_iteration(cfg.pipeline, root=ROOT, iteration=0, max_proofs=cfg.search.max_proofs).stage("eval")
-    layout = Layout(ROOT)
-    export, result = layout.export(0), layout.eval_result(0)
-    argv = tuple(part.replace(export, model).replace(result, output) for part in base.argv)
-    if not any(model in part for part in argv) or not any(output in part for part in argv):
-        raise ValueError(f"the pipeline's eval stage does not name {export} and {result}: {base.argv}")
-    return replace(base, argv=argv, outputs=(output,), inputs=(model,), after=(), policy_model=model, ebm=None)
+    if not isinstance(base.request, EvalRequest):
+        raise ValueError(f"the pipeline's eval stage runs no eval: {base.argv}")
+    return replace(base, request=replace(base.request, model=model, output=output), outputs=(output,),
+                   inputs=(model,), after=(), policy_model=model, ebm=None)
 
 
 def eval_stages(cfg: Config, model: str, output: str) -> list[Stage]:

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from burnqed.cli import command_grammar
-from burnqed.config import load_config
+from burnqed.config import Config, load_config
 from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT
 from burnqed.records.theorem import TheoremIndex
+from burnqed.runner.requests import MergeRequest
 from burnqed.runner.reuse import stage_verdict
 from burnqed.stages.summary import render_summary, summarize
 from burnqed.storage import Store
@@ -92,10 +93,15 @@ def test_a_proof_comparator_refuses_is_no_positive_in_the_merged_trajectories(tm
     # the local runner reads the judged merge as the command recorded it (its judge among its settings); the merge
     # burnqed judged is never taken for a judged one
     argv = ["merge-trajectories", str(shard), "--theorems", str(index), "--output", str(merged), *lean, *JUDGE]
-    verdict = stage_verdict(argv, lambda sets: load_config(sets=sets), store, grammar=command_grammar())
+    configured = [*lean, *JUDGE][1::2]  # the --sets the stage's process runs with
+
+    def load(sets: Sequence[str]) -> Config:
+        return load_config(sets=[*sets, *configured])
+
+    asked = MergeRequest(inputs=(str(shard),), theorems=str(index), output=str(merged))
+    verdict = stage_verdict(asked, load, store)
     assert (verdict.difference, verdict.recorded) == (None, True)
-    unjudged = ["merge-trajectories", str(shard), "--output", str(plain), *lean, *JUDGE]
-    verdict = stage_verdict(unjudged, lambda sets: load_config(sets=sets), store, grammar=command_grammar())
+    verdict = stage_verdict(MergeRequest(inputs=(str(shard),), theorems=str(index), output=str(plain)), load, store)
     assert verdict.difference == "judge was not recorded (the output predates it: its default 'burnqed' then), now " \
         "'comparator'"
     # the finished merge reused: its alarm said again, the same exit
