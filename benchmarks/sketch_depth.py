@@ -297,6 +297,14 @@ def report(arms: Sequence[Arm], budget: int) -> str:
     if both:
         ratio = (sum(graph.results[k].lean_calls for k in both) / sum(tree.results[k].lean_calls for k in both))
         lines += ["", f"graph ÷ tree on the {len(both)} theorems both solved: Lean calls {ratio:.2f}"]
+    if len(arms) > len(ARMS):  # the library arm against the graph alone, theorem by theorem
+        alone, library = arms[3].results, arms[len(ARMS)].results
+        both = [k for k, (g, b) in enumerate(zip(alone, library, strict=True)) if g.proved and b.proved]
+        if both:
+            calls = sum(library[k].lean_calls for k in both) / sum(alone[k].lean_calls for k in both)
+            units = sum(library[k].nodes_expanded for k in both) / sum(alone[k].nodes_expanded for k in both)
+            lines.append(f"graph + library ÷ graph on the {len(both)} theorems both solved: Lean calls {calls:.2f}, "
+                         f"units {units:.2f}")
     return "\n".join(lines)
 
 
