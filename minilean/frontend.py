@@ -20,7 +20,7 @@ from typing import Protocol
 from leankit.commands import commands, tokens
 from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.version import PantographVersion
-from minilean.constants import SORRY_AXIOM, Constant, Env, active, reached, using
+from minilean.constants import SORRY_AXIOM, Constant, Env, FileTheorems, active, reached, using, using_theorems
 from minilean.elab import NAT, PROP, ElabError, Elaborator, normalize_type, subst_many
 from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
@@ -75,6 +75,7 @@ class FileState:
     statements: dict[str, Expr] = field(default_factory=dict)
     definitions: dict[str, Constant] = field(default_factory=dict)
     uses: dict[str, frozenset[str]] = field(default_factory=dict)  # the constants each declaration mentions
+    theorems: dict[str, Expr] = field(default_factory=dict)  # the file's theorems as terms' types (`FileTheorems`)
     # (name, state id (-1: not made, distil makes it), goals, sorry spans, the constants it was started under)
     sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]], Env]] = field(default_factory=list)
     outside: bool = False  # a declaration's statement is outside the fragment (the fallback REPL may take it)
@@ -470,9 +471,39 @@ def _axioms(server: FrontendHost, state: FileState, name: str) -> tuple[str, ...
         return None
     found = set(own)
     visible = _visible(server, state)
+    theorems = _theorems_reached(state, name)
+    for lemma in theorems:
+        found.update(state.declared.get(lemma, ()))
+        uses = uses | state.uses.get(lemma, frozenset())
     for used in reached(uses, visible):
         found.update(visible[used].axioms)
     return tuple(axiom for axiom in _AXIOM_ORDER if axiom in found) + tuple(sorted(found - set(_AXIOM_ORDER)))
+
+
+def _theorems_reached(state: FileState, name: str) -> list[str]:
+    """The file's earlier theorems `name`'s proof used, and those their proofs used in turn (what Lean's `#print
+    axioms` and the kernel recheck reach), in the order first reached."""
+    order: list[str] = []
+    pending = sorted(used for used in state.uses.get(name, frozenset()) if used in state.theorems and used != name)
+    while pending:
+        found = pending.pop(0)
+        if found not in order:
+            order.append(found)
+            pending.extend(sorted(u for u in state.uses.get(found, frozenset()) if u in state.theorems
+                                  and u not in order and u != name))
+    return order
+
+
+def _as_type(hyps: list[Hyp], premises: set[str], target: Expr) -> Expr:
+    """A theorem's statement as the type of its name: each value binder a `∀`, each hypothesis a premise `→` (a
+    `∀` when a later binder or the target mentions it)."""
+    statement = target
+    for hyp in reversed(hyps):
+        if hyp.name in premises and hyp.name not in free_vars(statement):
+            statement = Op("→", (hyp.ty, statement))
+        else:
+            statement = Binder("∀", hyp.name, hyp.ty, statement)
+    return statement
 
 
 def _recheck_name(text: str) -> str | None:
@@ -499,7 +530,9 @@ def _kernel_recheck(server: FrontendHost, state: FileState, command: Command, na
         unit["messages"] = [_message(server, state, f"(kernel) declaration has metavariables '{name}'",
                                      command.start, end)]
     else:
-        count = 1 + len(reached(state.uses.get(name, frozenset()), _visible(server, state)))
+        theorems = _theorems_reached(state, name)
+        uses = frozenset().union(state.uses.get(name, frozenset()), *(state.uses.get(t, frozenset()) for t in theorems))
+        count = 1 + len(theorems) + len(reached(uses, _visible(server, state)))
         unit["messages"] = [_message(server, state, RECHECK_REPORT.format(name=name, count=count), command.start,
                                      command.start, severity="information")]
 
@@ -523,6 +556,7 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         state.declared[decl.name] = SORRY_AXIOMS
     try:
         hyps: list[Hyp] = []
+        premises: set[str] = set()  # the binders that are hypotheses (a proposition), not values
         ctx: dict[str, Expr] = {}
         for name, ty_text in _binders(decl.binders):
             ty_expr = parse(ty_text)
@@ -530,6 +564,7 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
                 ty = normalize_type(ty_expr)
             except ElabError:
                 ty = Elaborator(ctx, decl.name or "_example").prop(ty_expr)
+                premises.add(name)
             hyps.append(Hyp(name, ty, server.uniq()))
             ctx[name] = ty
         target = Elaborator(ctx, decl.name or "_example").prop(parse(decl.statement))
@@ -547,6 +582,7 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
     if decl.name:
         state.statements[decl.name] = statement
         state.uses[decl.name] = free_vars(statement) & frozenset(active())
+        state.theorems[decl.name] = _as_type(hyps, premises, target)
     goal = Goal(tuple(hyps), target, None, server.uniq())
     body = decl.body
     stripped = body.strip()
@@ -560,6 +596,21 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         by_pos = body_offset
     goals: tuple[Goal, ...] = (goal,)
     tactic_block = bool(re.match(r"by\b", stripped))  # a term body is checked by its elaboration
+    earlier = FileTheorems({name: ty for name, ty in state.theorems.items() if name != decl.name})
+    with using_theorems(earlier):
+        _run_blocks(server, state, unit, engine, goals, blocks, tactic_block, decl, base, goal.mvar,
+                    (by_pos, base + len(command.text.rstrip())), args)
+    if decl.name and earlier.used:
+        state.uses[decl.name] = state.uses[decl.name] | frozenset(earlier.used)
+
+
+def _run_blocks(server: FrontendHost, state: FileState, unit: JsonObj, engine: Engine, goals: tuple[Goal, ...],
+                blocks: list[tuple[int, str]], tactic_block: bool, decl: _Decl, base: int, root: str,
+                span: tuple[int, int], args: JsonObj) -> None:
+    """A declaration's proof run block by block on its goal: Lean's first error, its sorry warning, or the theorem
+    declared with the standard axioms."""
+    name_start, name_end = base + decl.name_span[0], base + decl.name_span[1]
+    by_pos, end_offset = span  # the proof's `by` and the declaration's end: where `unsolved goals` stands
     for offset, block in blocks:
         syntax = _syntax_error(block) if tactic_block else None
         if syntax is not None:  # Lean's parser stops there: no tactic of the block runs
@@ -577,7 +628,6 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
                                          offset)]
             return
     sorried = engine.run_info.sorried_goals
-    end_offset = base + len(command.text.rstrip())
     if goals:
         unit["messages"] = [_message(server, state, f"unsolved goals\n{pp_goals(goals)}", by_pos, end_offset)]
         return
@@ -585,7 +635,7 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
                                      severity="warning")]
         if args.get("sorrys"):
-            _sorry_state(server, state, unit, args, decl, base, goal.mvar, sorried)
+            _sorry_state(server, state, unit, args, decl, base, root, sorried)
         return
     if decl.name:
         state.declared[decl.name] = STANDARD_AXIOMS
