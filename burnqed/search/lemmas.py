@@ -362,7 +362,7 @@ class LibrarySource:
         if why is not None or tactics is None:
             self._refuse(entry, why or NO_TRANSLATION)
             return None
-        return LemmaCandidate(tuple(tactics), entry.origin)
+        return LemmaCandidate(tuple(tactics), entry.origin, renamed)
 
     def _refuse(self, entry: LemmaEntry, why: str) -> None:
         if entry.name not in self.refused:
