@@ -19,6 +19,7 @@ from burnqed.lean.soundness import (
     check_lemmas,
     check_proof_text,
     compile_text,
+    stored_lemmas,
 )
 from burnqed.records.replies import CompileMessage, CompileResult, CompileUnit
 from burnqed.records.theorem import Theorem
@@ -137,3 +138,18 @@ def test_a_name_no_earlier_declaration_of_the_file_has_is_unknown() -> None:
     assert proof is not None
     assert _check(proof, [LEMMA]).reason == "the proof text does not compile: unknown identifier 'burnqed_lemma_2'"
     assert not _check(FILE, []).ok  # the lemmas the file holds are the ones it was checked with
+
+
+def test_a_stored_file_gives_back_the_lemmas_it_was_assembled_with_or_none() -> None:
+    multi = FileLemma(2, "(z : ℕ) -- a comment\n  (h : 0 < z) : 0 < z * z -- and one",
+                      ("have h2 : 0 < z := by\n  exact h", "\npositivity"))
+    for lemmas in ([], [LEMMA], [LEMMA, multi]):
+        proof = assemble_proof(THEOREM, USES, lemmas)
+        assert proof is not None
+        read = stored_lemmas(proof, THEOREM, USES)
+        assert read is not None and assemble_proof(THEOREM, USES, read) == proof and len(read) == len(lemmas)
+    assert stored_lemmas(FILE, THEOREM, USES) == (FileLemma(1, LEMMA.statement, ("positivity",)),)
+    # A command between the header and the theorem that is no lemma of the assembly, or lemmas out of order: none.
+    assert stored_lemmas(FILE.replace("theorem burnqed_lemma_1", "axiom burnqed_lemma_1"), THEOREM, USES) is None
+    assert stored_lemmas(FILE.replace("burnqed_lemma_1 (y", "burnqed_lemma_2 (y"), THEOREM, USES) is None
+    assert stored_lemmas(FILE.replace("\n  positivity\n", "\npositivity\n"), THEOREM, USES) is None
