@@ -44,7 +44,7 @@ from burnqed.records.results import (
     SubgoalSource,
 )
 from burnqed.records.theorem import Theorem
-from burnqed.search.file_lemmas import Hole, lift_holes
+from burnqed.search.file_lemmas import Hole, Inner, lift_holes
 from burnqed.search.goal_keys import LemmaSource, closed_key, translate
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.lemma_graph import Frame, GoalGraph, GoalNode, Tried
@@ -204,6 +204,7 @@ class SketchSearch:
         # by id of a hole's record: its goal, and the holes a library entry closed by its closed key (`file_lemmas`)
         self.hole_goals: dict[int, Goal] = {}
         self.lifted: set[int] = set()
+        self.planned: dict[int, tuple[Sketch, Sequence[SubgoalAttempt]]] = {}  # a hole's sketch when planned again
 
     async def run(self) -> SearchOutcome:
         if self.core.theorem.statement is None:
@@ -612,8 +613,7 @@ class SketchSearch:
         proofs = [list(attempt.tactics or []) for attempt in subgoals]
         lifted, lemmas = proofs, tuple[FileLemma, ...]()
         if self.recursive or self.settings.lemmas is not None:
-            holes = [Hole(self.hole_goals.get(id(a)), a.tactics or [], id(a) in self.lifted) for a in subgoals]
-            lifted, lemmas = lift_holes(holes, self.core.theorem.header)
+            lifted, lemmas = lift_holes(self._holes(subgoals), self.core.theorem.header)
         verdict, tactics = await self._assembled(sketch, lifted, lemmas) if lemmas else (None, [])
         if verdict is None or not verdict.verified:
             verdict, tactics = await self._assembled(sketch, proofs, ())
@@ -627,6 +627,20 @@ class SketchSearch:
         tried.row.error = f"not counted: {first_line(verdict.reason)}"
         tried.failures.append(_cap(f"every subgoal was proved, but the assembled proof does not count: "
                                    f"{verdict.reason}"))
+
+    def planned_into(self, attempt: SubgoalAttempt, sketch: Sketch, holes: Sequence[SubgoalAttempt]) -> None:
+        """The hole of `attempt` was closed by `sketch`, planned again, whose holes are `holes`."""
+        self.planned[id(attempt)] = (sketch, holes)
+
+    def _holes(self, subgoals: Sequence[SubgoalAttempt]) -> list[Hole]:
+        """The holes of a verified sketch as `file_lemmas` reads them, each planned again one with its sketch's."""
+        holes = []
+        for attempt in subgoals:
+            planned = self.planned.get(id(attempt))
+            inner = Inner(planned[0], tuple(self._holes(planned[1]))) if planned is not None else None
+            holes.append(Hole(self.hole_goals.get(id(attempt)), attempt.tactics or [], id(attempt) in self.lifted,
+                              inner))
+        return holes
 
     async def _assembled(self, sketch: Sketch, proofs: list[list[str]],
                          lemmas: tuple[FileLemma, ...]) -> tuple[Verdict, list[str]]:

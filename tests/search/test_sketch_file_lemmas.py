@@ -13,11 +13,24 @@ import pytest
 from burnqed.lean.soundness import FileLemma
 from burnqed.records.replies import Goal
 from burnqed.records.results import SubgoalSource
-from burnqed.search.file_lemmas import Hole, lift_holes, restatable, statement_of
+from burnqed.search.file_lemmas import Hole, Inner, lift_holes, restatable, statement_of
 from burnqed.search.goal_keys import LemmaCandidate, closed_key
 from burnqed.search.sketching import prove_sketch
 from burnqed.search.subgoal_cache import SubgoalKey
-from tests.search.test_sketch_graph import CONTEXT, GUARD, SKETCH, THEOREM, lean, policy, settings
+from burnqed.text.sketch import read_sketch
+from tests.search.test_sketch_graph import (
+    CONTEXT,
+    GUARD,
+    LEAVES,
+    LEMMA,
+    NESTED,
+    SKETCH,
+    THEOREM,
+    lean,
+    planned,
+    policy,
+    settings,
+)
 
 pytestmark = pytest.mark.usefixtures("minilean_in_process")
 
@@ -83,3 +96,38 @@ def test_the_library_hole_s_source_is_recorded_as_before() -> None:
     result = asyncio.run(prove_sketch(THEOREM, lean(), planner, settings(lemmas=Library(closed=True)), GUARD)).result
     assert [(s.name, s.source, s.tactics) for s in result.sketches[0].subgoals] == [
         ("hxy", SubgoalSource.LIBRARY, ["nlinarith [h₀, h₁]"]), ("hx", SubgoalSource.SEARCH, ["exact h₀"])]
+
+
+def test_a_library_hit_inside_a_hole_planned_again_is_a_lemma_before_the_theorem() -> None:
+    inner = Goal("0 < y", (*CONTEXT, type(CONTEXT[0])("hpx", "0 < x")))
+
+    class Inside(Library):
+        def lemma_candidates(self, exact: SubgoalKey, closed: SubgoalKey, goal: Goal,
+                             limit: int) -> Sequence[LemmaCandidate]:
+            hit = closed.text == closed_key(inner, None).text
+            return [LemmaCandidate(("exact h₁",), "planted", True)] if hit else []
+
+    planner = policy(planned(NESTED, LEMMA), LEAVES)
+    result = asyncio.run(prove_sketch(THEOREM, lean(), planner, settings(sketch_depth=2, max_nodes=30,
+                                                                         lemmas=Inside(closed=True)), GUARD)).result
+    assert result.proved, result.detail
+    assert result.proof == (
+        "theorem burnqed_lemma_1 (x : ℝ) (y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) (hpx : 0 < x) : 0 < y := by\n"
+        "  exact h₁\n\n"
+        "theorem t (x y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x * y + x := by\n"
+        "  have hxy : 0 < x * y := by\n    have hpx : 0 < x := by\n      exact h₀\n"
+        "    have hpy : 0 < y := by\n      exact burnqed_lemma_1 x y h₀ h₁ hpx\n    nlinarith [hpx, hpy]\n"
+        "  have hx : 0 < x := by\n    exact h₀\n  nlinarith [hxy, hx]\n")
+
+
+def test_a_lemma_comes_after_the_lemmas_its_proof_uses() -> None:
+    sketch = read_sketch("have hpx : 0 < x := by sorry\nnlinarith [hpx, h₁]")
+    assert not isinstance(sketch, str)
+    below = Goal("0 < x", CONTEXT)
+    inside = Inner(sketch, (Hole(below, ["exact h₀"], lift=True),))
+    proofs, lemmas = lift_holes([Hole(HXY, ["nlinarith [h₀, h₁]"], lift=True, inner=inside)], None)
+    assert proofs == [["exact burnqed_lemma_2 x y h₀ h₁"]]
+    assert lemmas == (
+        FileLemma(1, "(x : ℝ) (y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x", ("exact h₀",)),
+        FileLemma(2, "(x : ℝ) (y : ℝ) (h₀ : 0 < x) (h₁ : 0 < y) : 0 < x * y",
+                  ("have hpx : 0 < x := by\n  exact burnqed_lemma_1 x y h₀ h₁", "nlinarith [hpx, h₁]")))
