@@ -5,12 +5,15 @@
     verdict = await check_proof_text(lean, name, proof, index_header=index.header, header=filled.header)
     verdict = check_answer(value, guard)                                 # an answer a completion gave its slot
     verdict = check_header(index.header, filled.header)                 # a filled header's shape, before a start
+    verdict = check_lemmas(lemmas, theorem, guard)                      # a file's lemmas (`FileLemma`), before Lean
+    verdict = await check_proof_text(lean, name, proof, index_header=index.header, lemmas=lemmas)
 
-A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path,
-a complete root term, then the compile (its shape pinned: the index header's commands, the theorem, `#print axioms`,
-the recheck, one unit each; NAME declared, no axiom beyond the standard three, the kernel recheck's report), each
-rule a pure function, Lean asked only when the cheap ones pass. A Lean failure is a failed verdict, except
-`LeanStatesLostError` and `LeanStartError`, which are raised. `compile=False` stops before the compile.
+A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path, a
+complete root term, then the compile (its shape pinned: the index header's commands, the file's lemmas, the theorem,
+`#print axioms` of each lemma and of NAME, the recheck, one unit each; each lemma and NAME declared, no axiom beyond
+the standard three, the kernel recheck's report), each rule a pure function, Lean asked only when the cheap ones
+pass. A Lean failure is a failed verdict, except `LeanStatesLostError` and `LeanStartError`, which are raised.
+`compile=False` stops before the compile.
 """
 
 from __future__ import annotations
