@@ -398,7 +398,8 @@ def check_compile(result: CompileResult, expected: CompileText) -> Verdict:
     for declared_name, unit in declaring:
         declared = unit.new_constants
         if declared is None:
-            return Verdict(False, f"the compile reply lists no newConstants for {declared_name}'s unit")
+            owner = "the theorem" if declared_name == name else f"lemma {declared_name}"
+            return Verdict(False, f"the compile reply lists no newConstants for {owner}'s unit")
         if declared_name not in declared:
             where = "the unit before `#print axioms`" if declared_name == name else f"lemma {declared_name}'s unit"
             return Verdict(False, f"{where} does not declare {declared_name} (newConstants: {list(declared)[:5]})")
