@@ -21,7 +21,7 @@ from leankit.commands import commands, tokens
 from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.version import PantographVersion
 from minilean.constants import SORRY_AXIOM, Constant, Env, FileTheorems, active, reached, using, using_theorems
-from minilean.elab import NAT, PROP, ElabError, Elaborator, normalize_type, subst_many
+from minilean.elab import NAT, NUMBER_TYPES, PROP, ElabError, Elaborator, element_type, normalize_type, subst_many
 from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
 from minilean.proof_states import Declared, State
@@ -191,8 +191,10 @@ def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     commands = split_commands(text, header=reads_header(version, args))
     units = []
     for command in commands:
-        with using(_visible(server, state)):
+        before, earlier = set(state.statements), FileTheorems(dict(state.theorems))
+        with using(_visible(server, state)), using_theorems(earlier):
             units.append(_unit(server, state, command, args))
+        _add_theorems(state, before, earlier.used)
     if state.outside and server.fallback is not None:
         forwarded = server.fallback.process(args)
         return _not_started(server, state, forwarded) if wants_sorrys(version, args) else forwarded
@@ -471,13 +473,33 @@ def _axioms(server: FrontendHost, state: FileState, name: str) -> tuple[str, ...
         return None
     found = set(own)
     visible = _visible(server, state)
-    theorems = _theorems_reached(state, name)
-    for lemma in theorems:
+    for lemma in _theorems_reached(state, name):
         found.update(state.declared.get(lemma, ()))
         uses = uses | state.uses.get(lemma, frozenset())
     for used in reached(uses, visible):
         found.update(visible[used].axioms)
     return tuple(axiom for axiom in _AXIOM_ORDER if axiom in found) + tuple(sorted(found - set(_AXIOM_ORDER)))
+
+
+def _add_theorems(state: FileState, before: set[str], used: set[str]) -> None:
+    """After a command: each theorem it declared (its statement elaborated, its proof failed or not: Lean holds it)
+    is usable by name in the commands after it (`FileTheorems`), and the earlier theorems its proof used are among
+    what it uses (`#print axioms` and the kernel recheck reach them)."""
+    for name in set(state.statements) - before - set(state.definitions):
+        state.theorems[name] = _as_type(state.statements[name])
+        state.uses[name] = state.uses.get(name, frozenset()) | frozenset(used)
+
+
+def _as_type(statement: Expr) -> Expr:
+    """A theorem's statement (each binder a `∀`) as the type of its name: a binder whose type is a proposition, and
+    that nothing after it mentions, a premise `→` (`exact name x h` passes a proof there, as Lean's does)."""
+    if not (isinstance(statement, Binder) and statement.kind == "∀"):
+        return statement
+    body = _as_type(statement.body)
+    ty = statement.ty
+    if ty is None or ty in NUMBER_TYPES or element_type(ty) is not None or ty == PROP:
+        return Binder("∀", statement.name, ty, body)
+    return Binder("∀", statement.name, ty, body) if statement.name in free_vars(body) else Op("→", (ty, body))
 
 
 def _theorems_reached(state: FileState, name: str) -> list[str]:
@@ -492,18 +514,6 @@ def _theorems_reached(state: FileState, name: str) -> list[str]:
             pending.extend(sorted(u for u in state.uses.get(found, frozenset()) if u in state.theorems
                                   and u not in order and u != name))
     return order
-
-
-def _as_type(hyps: list[Hyp], premises: set[str], target: Expr) -> Expr:
-    """A theorem's statement as the type of its name: each value binder a `∀`, each hypothesis a premise `→` (a
-    `∀` when a later binder or the target mentions it)."""
-    statement = target
-    for hyp in reversed(hyps):
-        if hyp.name in premises and hyp.name not in free_vars(statement):
-            statement = Op("→", (hyp.ty, statement))
-        else:
-            statement = Binder("∀", hyp.name, hyp.ty, statement)
-    return statement
 
 
 def _recheck_name(text: str) -> str | None:
@@ -556,7 +566,6 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         state.declared[decl.name] = SORRY_AXIOMS
     try:
         hyps: list[Hyp] = []
-        premises: set[str] = set()  # the binders that are hypotheses (a proposition), not values
         ctx: dict[str, Expr] = {}
         for name, ty_text in _binders(decl.binders):
             ty_expr = parse(ty_text)
@@ -564,7 +573,6 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
                 ty = normalize_type(ty_expr)
             except ElabError:
                 ty = Elaborator(ctx, decl.name or "_example").prop(ty_expr)
-                premises.add(name)
             hyps.append(Hyp(name, ty, server.uniq()))
             ctx[name] = ty
         target = Elaborator(ctx, decl.name or "_example").prop(parse(decl.statement))
@@ -582,7 +590,6 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
     if decl.name:
         state.statements[decl.name] = statement
         state.uses[decl.name] = free_vars(statement) & frozenset(active())
-        state.theorems[decl.name] = _as_type(hyps, premises, target)
     goal = Goal(tuple(hyps), target, None, server.uniq())
     body = decl.body
     stripped = body.strip()
@@ -596,21 +603,6 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         by_pos = body_offset
     goals: tuple[Goal, ...] = (goal,)
     tactic_block = bool(re.match(r"by\b", stripped))  # a term body is checked by its elaboration
-    earlier = FileTheorems({name: ty for name, ty in state.theorems.items() if name != decl.name})
-    with using_theorems(earlier):
-        _run_blocks(server, state, unit, engine, goals, blocks, tactic_block, decl, base, goal.mvar,
-                    (by_pos, base + len(command.text.rstrip())), args)
-    if decl.name and earlier.used:
-        state.uses[decl.name] = state.uses[decl.name] | frozenset(earlier.used)
-
-
-def _run_blocks(server: FrontendHost, state: FileState, unit: JsonObj, engine: Engine, goals: tuple[Goal, ...],
-                blocks: list[tuple[int, str]], tactic_block: bool, decl: _Decl, base: int, root: str,
-                span: tuple[int, int], args: JsonObj) -> None:
-    """A declaration's proof run block by block on its goal: Lean's first error, its sorry warning, or the theorem
-    declared with the standard axioms."""
-    name_start, name_end = base + decl.name_span[0], base + decl.name_span[1]
-    by_pos, end_offset = span  # the proof's `by` and the declaration's end: where `unsolved goals` stands
     for offset, block in blocks:
         syntax = _syntax_error(block) if tactic_block else None
         if syntax is not None:  # Lean's parser stops there: no tactic of the block runs
@@ -628,6 +620,7 @@ def _run_blocks(server: FrontendHost, state: FileState, unit: JsonObj, engine: E
                                          offset)]
             return
     sorried = engine.run_info.sorried_goals
+    end_offset = base + len(command.text.rstrip())
     if goals:
         unit["messages"] = [_message(server, state, f"unsolved goals\n{pp_goals(goals)}", by_pos, end_offset)]
         return
@@ -635,7 +628,7 @@ def _run_blocks(server: FrontendHost, state: FileState, unit: JsonObj, engine: E
         unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
                                      severity="warning")]
         if args.get("sorrys"):
-            _sorry_state(server, state, unit, args, decl, base, root, sorried)
+            _sorry_state(server, state, unit, args, decl, base, goal.mvar, sorried)
         return
     if decl.name:
         state.declared[decl.name] = STANDARD_AXIOMS
