@@ -20,8 +20,8 @@ from typing import Protocol
 from leankit.commands import commands, tokens
 from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.version import PantographVersion
-from minilean.constants import SORRY_AXIOM, Constant, Env, active, reached, using
-from minilean.elab import NAT, PROP, ElabError, Elaborator, normalize_type, subst_many
+from minilean.constants import SORRY_AXIOM, Constant, Env, FileTheorems, active, reached, using, using_theorems
+from minilean.elab import NAT, NUMBER_TYPES, PROP, ElabError, Elaborator, element_type, normalize_type, subst_many
 from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
 from minilean.proof_states import Declared, State
@@ -75,6 +75,7 @@ class FileState:
     statements: dict[str, Expr] = field(default_factory=dict)
     definitions: dict[str, Constant] = field(default_factory=dict)
     uses: dict[str, frozenset[str]] = field(default_factory=dict)  # the constants each declaration mentions
+    theorems: dict[str, Expr] = field(default_factory=dict)  # the file's theorems as terms' types (`FileTheorems`)
     # (name, state id (-1: not made, distil makes it), goals, sorry spans, the constants it was started under)
     sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]], Env]] = field(default_factory=list)
     outside: bool = False  # a declaration's statement is outside the fragment (the fallback REPL may take it)
@@ -190,8 +191,10 @@ def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     commands = split_commands(text, header=reads_header(version, args))
     units = []
     for command in commands:
-        with using(_visible(server, state)):
+        before, earlier = set(state.statements), FileTheorems(dict(state.theorems))
+        with using(_visible(server, state)), using_theorems(earlier):
             units.append(_unit(server, state, command, args))
+        _add_theorems(state, before, earlier.used)
     if state.outside and server.fallback is not None:
         forwarded = server.fallback.process(args)
         return _not_started(server, state, forwarded) if wants_sorrys(version, args) else forwarded
@@ -470,9 +473,47 @@ def _axioms(server: FrontendHost, state: FileState, name: str) -> tuple[str, ...
         return None
     found = set(own)
     visible = _visible(server, state)
+    for lemma in _theorems_reached(state, name):
+        found.update(state.declared.get(lemma, ()))
+        uses = uses | state.uses.get(lemma, frozenset())
     for used in reached(uses, visible):
         found.update(visible[used].axioms)
     return tuple(axiom for axiom in _AXIOM_ORDER if axiom in found) + tuple(sorted(found - set(_AXIOM_ORDER)))
+
+
+def _add_theorems(state: FileState, before: set[str], used: set[str]) -> None:
+    """After a command: each theorem it declared (its statement elaborated, its proof failed or not: Lean holds it)
+    is usable by name in the commands after it (`FileTheorems`), and the earlier theorems its proof used are among
+    what it uses (`#print axioms` and the kernel recheck reach them)."""
+    for name in set(state.statements) - before - set(state.definitions):
+        state.theorems[name] = _as_type(state.statements[name])
+        state.uses[name] = state.uses.get(name, frozenset()) | frozenset(used)
+
+
+def _as_type(statement: Expr) -> Expr:
+    """A theorem's statement (each binder a `∀`) as the type of its name: a binder whose type is a proposition, and
+    that nothing after it mentions, a premise `→` (`exact name x h` passes a proof there, as Lean's does)."""
+    if not (isinstance(statement, Binder) and statement.kind == "∀"):
+        return statement
+    body = _as_type(statement.body)
+    ty = statement.ty
+    if ty is None or ty in NUMBER_TYPES or element_type(ty) is not None or ty == PROP:
+        return Binder("∀", statement.name, ty, body)
+    return Binder("∀", statement.name, ty, body) if statement.name in free_vars(body) else Op("→", (ty, body))
+
+
+def _theorems_reached(state: FileState, name: str) -> list[str]:
+    """The file's earlier theorems `name`'s proof used, and those their proofs used in turn (what Lean's `#print
+    axioms` and the kernel recheck reach), in the order first reached."""
+    order: list[str] = []
+    pending = sorted(used for used in state.uses.get(name, frozenset()) if used in state.theorems and used != name)
+    while pending:
+        found = pending.pop(0)
+        if found not in order:
+            order.append(found)
+            pending.extend(sorted(u for u in state.uses.get(found, frozenset()) if u in state.theorems
+                                  and u not in order and u != name))
+    return order
 
 
 def _recheck_name(text: str) -> str | None:
@@ -499,7 +540,9 @@ def _kernel_recheck(server: FrontendHost, state: FileState, command: Command, na
         unit["messages"] = [_message(server, state, f"(kernel) declaration has metavariables '{name}'",
                                      command.start, end)]
     else:
-        count = 1 + len(reached(state.uses.get(name, frozenset()), _visible(server, state)))
+        theorems = _theorems_reached(state, name)
+        uses = frozenset().union(state.uses.get(name, frozenset()), *(state.uses.get(t, frozenset()) for t in theorems))
+        count = 1 + len(theorems) + len(reached(uses, _visible(server, state)))
         unit["messages"] = [_message(server, state, RECHECK_REPORT.format(name=name, count=count), command.start,
                                      command.start, severity="information")]
 

@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from minilean.constants import file_theorem
 from minilean.defeq import defeq
 from minilean.elab import (
     FIELDS,
@@ -423,6 +424,9 @@ class TermChecker:
             lemma = lemma_telescope(term.name)
             if lemma is not None:
                 return lemma
+            earlier = file_theorem(term.name)
+            if earlier is not None:
+                return Telescope([], earlier)
             if "." in term.name:
                 head, _, rest = term.name.partition(".")
                 if self.goal.lookup(head) is not None or lemma_telescope(head) is not None:

@@ -56,6 +56,7 @@ SOUNDNESS_TESTS = [
     "tests/search/test_answers.py",  # soundness.check_answer: an answer's own rule
     "tests/lean/test_shape_pin.py",  # the compiled file's pinned shape, with hand-written offsets
     "tests/lean/test_adversarial.py",  # smuggled commands in every place, run to the verdict
+    "tests/lean/test_file_lemmas.py",  # a file's lemmas: read before Lean, pinned, read back from a stored file
 ]
 ANSWER_TESTS = [
     "tests/search/test_answers.py",

@@ -51,7 +51,7 @@ from burnqed.layout import trajectories_beside
 from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, assembled_header, check_path, check_proof_text
+from burnqed.lean.soundness import assembled_header, check_lemmas, check_path, check_proof_text, stored_lemmas
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
@@ -362,7 +362,8 @@ async def recheck_committed(done: Sequence[TheoremResult], theorems: Sequence[Th
     """The results an interrupted eval committed (`PassState.done`), each proved one compiled again before it counts:
     a trajectory part is a file anyone can edit. A proved result stays as it is only when its stored proof is its
     theorem restated (`lean.soundness.assemble_proof` of the index's theorem, the result's answer filled into an open
-    slot, with its tactics), the guard allows its answer and tactics, and `lean.soundness.check_proof_text` verifies it
+    slot, with its tactics and the lemmas the file declares, `stored_lemmas`), the guard allows its answer, tactics
+    and lemmas (`check_lemmas`), and `lean.soundness.check_proof_text` verifies it
     on a worker of `pool` (as whole mode's compile); else it is not proved (`recheck_failed`, the detail saying why).
     The checks' Lean calls are the eval's, as the answer checks' are, not the search's: the cost figures stay those the
     search recorded (an honest resume scores what an uninterrupted eval does). A Lean that cannot start raises."""
@@ -396,16 +397,17 @@ async def _recheck_reason(result: TheoremResult, theorem: Theorem, pool: WorkerP
     compiled = AnswerSlot(theorem).compiled(result.answer, guard)
     if isinstance(compiled, str):
         return compiled
-    if result.proof != assemble_proof(compiled, result.tactics):
+    lemmas = stored_lemmas(result.proof, compiled, result.tactics)  # () when the file declares none
+    if lemmas is None:
         return ("its text does not restate this theorem: it is not the index's header" +
                 (" (its answer filled in)" if compiled is not theorem else "") +
                 " and declaration followed by the result's tactics")
-    allowed = check_path(result.tactics, guard)
-    if not allowed.ok:
-        return allowed.reason
+    for allowed in (check_path(result.tactics, guard), check_lemmas(lemmas, compiled, guard)):
+        if not allowed.ok:
+            return allowed.reason
     async with pool.lease(f"{theorem.name} (recheck)", header=theorem.header) as lean:
         verdict = await check_proof_text(lean, theorem.name, result.proof, index_header=theorem.header,
-                                         header=compiled.header)
+                                         header=compiled.header, lemmas=lemmas)
     return None if verdict.verified else verdict.reason or "the compile did not verify it"
 
 

@@ -14,10 +14,11 @@ files; and the header verbatim, its `open`s, options and notations), the axioms 
 was held to, and where it came from (`Provenance`: theorem, split, iteration). Two keys find it (`goal_keys`): the
 subgoal cache's exact key (the header, each hypothesis by name and the target, in normal form), whose hit is its
 tactics replayed on the hole as they are; and the closed key (the ∀-closure, binder names normalised), whose hit is
-its tactics with each hypothesis renamed as the hole names the one in its place (`goal_keys.translate`). Either is a
-candidate only: sketch search replays it on the hole in Lean (its Lean calls counted), it counts only when Lean closes
-the hole, and the theorem only when its assembled proof passes the compile every counted proof passes. No `axiom`
-is ever added and no `.olean` read: a lemma's proof is re-elaborated wherever it serves.
+its tactics with each hypothesis renamed as the hole names the one in its place (`goal_keys.translate`; in the
+assembled file it is a lemma of its own, `search.file_lemmas`). Either is a candidate only: sketch search replays it
+on the hole in Lean (its Lean calls counted), it counts only when Lean closes the hole, and the theorem only when its
+assembled proof passes the compile every counted proof passes. No `axiom` is ever added and no `.olean` read: a
+lemma's proof is re-elaborated wherever it serves.
 
 A library is read once, when it is opened: entries written after that never serve it, and its `digest` names what
 it held. Before Lean sees an entry, `refusal` refuses it with its reason: another environment or header, one the
@@ -362,7 +363,7 @@ class LibrarySource:
         if why is not None or tactics is None:
             self._refuse(entry, why or NO_TRANSLATION)
             return None
-        return LemmaCandidate(tuple(tactics), entry.origin)
+        return LemmaCandidate(tuple(tactics), entry.origin, renamed)
 
     def _refuse(self, entry: LemmaEntry, why: str) -> None:
         if entry.name not in self.refused:
