@@ -195,11 +195,11 @@ def policy_runs(configurations: Mapping[str, tuple[str, str]]) -> list[tuple[str
 async def _measure_study(cfg: Config, *, iteration: int, trajectories: Sequence[str],
                          configurations: Mapping[str, tuple[str, str]], cache: str, store: storage.Store,
                          echo: Echo, open_encoder: OpenEncoder) -> StudyMetrics:
-    from burnqed.ebm.cache import EmbeddingCache
+    from burnqed.ebm.cache import EmbeddingCache, embed_dataset
     from burnqed.ebm.formats import MANIFEST_FILE, WEIGHTS_FILE, EbmManifest
     from burnqed.ebm.head import load_head
     from burnqed.ebm.metrics import embedding_health
-    from burnqed.stages.ebm_fit import embed_dataset, load_dataset
+    from burnqed.ebm.sampling import load_dataset
 
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store)
     manifests = {name: store.read_model(storage.join(ebm, MANIFEST_FILE), EbmManifest, "value model manifest")

@@ -145,7 +145,7 @@ class JointAbort(TrainingError):
 def load_groups(trajectories: Sequence[str], ebm: EbmConfig, *, salt: str, store: Store) -> EbmDataset:
     """The trajectories' states and theorems the InfoNCE groups come from, split by theorem (`ebm.valid_fraction`,
     `data.split_salt`); `InputError` when they cannot train a head."""
-    from burnqed.stages.ebm_fit import load_dataset
+    from burnqed.ebm.sampling import load_dataset
 
     return load_dataset(trajectories, valid_fraction=ebm.valid_fraction, salt=salt, store=store)
 
@@ -229,8 +229,7 @@ class JointObjective:
         checkpoint `resume`'s head and monitoring state when given. Call once the model is on its device."""
         import torch
 
-        from burnqed.ebm.head import GoalConditionedEnergyHead, load_head
-        from burnqed.stages.ebm_fit import head_spec
+        from burnqed.ebm.head import GoalConditionedEnergyHead, head_spec, load_head
 
         torch.manual_seed(self.cfg.seed)
         rows = sorted({self.text_row[self.data.states[i].text] for i in self.data.split_states("train")}

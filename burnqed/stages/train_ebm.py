@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 from burnqed import storage
 from burnqed.base.cpu_kernels import cpu_threads
-from burnqed.ebm.cache import EmbeddingCache
+from burnqed.ebm.cache import EmbeddingCache, embed_dataset
+from burnqed.ebm.sampling import load_dataset
 from burnqed.errors import InputError
 from burnqed.provenance import StageInputs
-from burnqed.stages.ebm_fit import TrainOutcome, default_cache_uri, embed_dataset, load_dataset, train_and_publish
+from burnqed.stages.ebm_fit import TrainOutcome, default_cache_uri, train_and_publish
 
 if TYPE_CHECKING:
     from pathlib import Path

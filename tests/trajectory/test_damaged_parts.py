@@ -82,7 +82,7 @@ def _sft_proofs(uri: str, store: Store) -> object:
 
 
 def _ebm_dataset(uri: str, store: Store) -> object:
-    from burnqed.stages.ebm_fit import load_dataset
+    from burnqed.ebm.sampling import load_dataset
 
     return load_dataset([uri], valid_fraction=0.0, store=store)
 
