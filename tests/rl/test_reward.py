@@ -332,7 +332,7 @@ def test_trls_reward_step_calls_it(make, tmp_path: Path) -> None:
 @pytest.mark.parametrize("engine", ["trainer", "continuous", "served"])
 def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_verdicts(
         engine: str, make, tiny_model_dir: Path, tmp_path: Path) -> None:
-    # The trainer `burnqed rl` builds for the engine (`stages.rl.build_trainer`), its reward the stage's recorder over
+    # The trainer `burnqed rl` builds for the engine (`rl.trainer.build_trainer`), its reward the stage's recorder over
     # the reward: the default guard's exploits earn 0.0 with the reasons the reward alone gives them, the verified
     # proofs 1.0, and a proof cut at rl.max_completion_tokens before its closing fence 0.0 (unfinished, never compiled)
     # where the same text ended by the model is judged. Served: the rollout_func's columns (weights version, the two
@@ -340,9 +340,10 @@ def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_ve
     from trl.trainer.utils import is_async_callable
 
     from burnqed.config import RlConfig, SftConfig
+    from burnqed.rl.grpo_step import TRUNCATED, Journal, RecordingReward
     from burnqed.rl.served import ServedRollouts
+    from burnqed.rl.trainer import build_trainer
     from burnqed.sft.model import load_for_training
-    from burnqed.stages.rl import TRUNCATED, Journal, RecordingReward, build_trainer
 
     reward = make("0.3.4")
     policy = load_for_training("full", tiny_model_dir, None, SftConfig(), "cpu", False)
