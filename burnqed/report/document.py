@@ -16,28 +16,30 @@ from burnqed.eval.compare import Comparison
 from burnqed.records.theorem import SkippedDeclaration
 from burnqed.report.core import (
     CHANGES_SECTION,
-    COSTS_SECTION,
     DECONTAMINATION_SECTION,
     GATES_SECTION,
     LEARNING_SECTION,
-    MODELS_SECTION,
     MODES_SECTION,
     NOT_COMPARED_SECTION,
     NOT_EVALUATED_SECTION,
     PROOFS_SECTION,
-    PROVENANCE_SECTION,
     RATES_SECTION,
-    SEARCH_SECTION,
-    STAGES_SECTION,
-    TRAINING_SECTION,
     UNSOLVED_SECTION,
 )
 from burnqed.report.iterations import ITERATIONS_SECTION, IterationsSection
-from burnqed.report.study import STUDY_SECTION, JointStudy
 from burnqed.report.repairs import REPAIR_SECTION, RepairRow
 from burnqed.report.rl_steps import RL_SECTION, RlSection
+from burnqed.report.runs import (
+    COSTS_SECTION,
+    MODELS_SECTION,
+    PROVENANCE_SECTION,
+    SEARCH_SECTION,
+    STAGES_SECTION,
+    TRAINING_SECTION,
+)
 from burnqed.report.section import ReportSection
 from burnqed.report.sketches import SKETCH_SECTION, SketchRow
+from burnqed.report.study import STUDY_SECTION, JointStudy
 from burnqed.report.tables import (
     ArmRow,
     BaseArm,
