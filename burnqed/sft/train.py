@@ -44,10 +44,8 @@ from burnqed.sft.data import (
     read_base_pairs,
     read_base_proofs,
     read_declarations,
-    read_positives,
-    read_proof_examples,
-    read_sketch_examples,
 )
+from burnqed.sft.examples import read_positives, read_proof_examples, read_sketch_examples
 from burnqed.sft.joint import JointObjective, load_groups
 from burnqed.sft.launch import World, barrier, check_processes, process_group
 from burnqed.sft.manifests import (
