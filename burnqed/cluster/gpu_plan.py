@@ -475,7 +475,8 @@ def rl_gpu_plan(cfg: Config) -> RlGpuPlan:
     act = 2 if sft.method == "lora" and bf16 else 4
     sequences = rl.prompts_per_step * rl.num_generations
     tokens = rl.max_prompt_tokens + rl.max_completion_tokens
-    cached = tokens  # the KV cache's tokens per sequence: continuous batching's are whole pages (rl.trainer.engine_args)
+    # the KV cache's tokens per sequence: continuous batching's are whole pages (rl.grpo_trainer.engine_args)
+    cached = tokens
     if rl.rollout_engine == "continuous":
         cached = -(-tokens // CONTINUOUS_PAGE_TOKENS) * CONTINUOUS_PAGE_TOKENS
     served = rl.rollout_engine == "served"

@@ -49,11 +49,11 @@ from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof, pick_failed_proofs, read_failed_proofs
 from burnqed.rl.grpo_step import Journal, RecordingReward, _callback_class
+from burnqed.rl.grpo_trainer import build_trainer
 from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, TRAJECTORIES, RlRecord, Rollout
 from burnqed.rl.reward import LeanReward, RewardSettings
 from burnqed.rl.rollouts import rollout_searches, write_rollouts
 from burnqed.rl.served import IS_CLIP_MAX, served_engine
-from burnqed.rl.trainer import build_trainer
 from burnqed.search.repair import RepairSettings
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.launch import World, barrier, process_group

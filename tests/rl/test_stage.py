@@ -27,8 +27,8 @@ from burnqed.lean.pool import LeanPool
 from burnqed.records.theorem import Theorem
 from burnqed.rl.grpo import RlRequest, RlSettings, check_model_folder, run_rl, select_theorems
 from burnqed.rl.grpo_step import TRUNCATED
+from burnqed.rl.grpo_trainer import DERIVED_FIELDS, GRPO_FIELDS, engine_args, grpo_fields
 from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG, TRAJECTORIES
-from burnqed.rl.trainer import DERIVED_FIELDS, GRPO_FIELDS, engine_args, grpo_fields
 from burnqed.runner.plan import build_iteration
 from burnqed.sft.export import ExportRequest, run_export
 from burnqed.storage import Store
