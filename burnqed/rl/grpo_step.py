@@ -1,14 +1,15 @@
 """One GRPO step as burnqed records it, in the order it happens. TRL's GRPOTrainer samples the step's completions and
 calls the reward (`RecordingReward`: Lean's verdict on each, every completion kept as a rollout of the step in the
-`Journal` and the step's tallies beside it); after its optimizer step TRL logs, and the callback (`RlCallback`) gathers
-the step of every data-parallel process (`gather_step`), writes its step-log entry and its progress line; at a
-checkpoint it saves the journal, seals and pushes the checkpoint.
+`Journal` and the step's tallies beside it); after its optimizer step TRL logs its loss, and the callback
+(`RlCallback`) closes the step (`close_step`): the step of every data-parallel process gathered (`gather_step`), its
+step-log entry and its progress line; at a checkpoint the callback saves the journal, seals and pushes the
+checkpoint. TRL's own part of the step (sampling, advantages, the loss, the optimizer) runs between the two calls.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
@@ -183,6 +184,48 @@ def gather_step(journal: Journal, step: int, world: World) -> None:
 
 
 
+@dataclass(frozen=True, slots=True)
+class StepClock:
+    """When the step being closed began and the run started (`time.monotonic`), the step the run started from and the
+    last step: the times of its log entry and its progress line's ETA."""
+
+    began: float
+    started: float
+    first: int
+    total: int
+
+
+def close_step(journal: Journal, step: int, logs: Mapping[str, Any], *, world: World, echo: Echo,
+               clock: StepClock) -> StepLog | None:
+    """The end of optimizer step `step`, once TRL has logged its loss: every process's rollouts and tallies gathered
+    (`gather_step`), the step's log entry appended to the journal from them and TRL's loss and KL, and its progress
+    line; None when the reward saw no completion of this step (nothing pending for it)."""
+    gather_step(journal, step, world)
+    pending = journal.pending
+    if pending is None or pending.step != step:
+        return None
+    now = time.monotonic()
+    rewards = pending.rewards
+    entry = StepLog(
+        step=step, mean_reward=sum(rewards) / len(rewards), solved_share=pending.solved / max(pending.prompts, 1),
+        verified=sum(1 for r in rewards if r == 1.0), completions=len(rewards),
+        kl=_number(logs.get("kl")), loss=_number(logs.get("loss")), tokens_generated=pending.tokens,
+        lean_seconds=pending.lean_s, wall_seconds=now - clock.began,
+        generation_seconds=max(pending.sampled_at - clock.began, 0.0), truncated=pending.truncated,
+    )
+    journal.steps.append(entry)
+    journal.pending = None
+    done = step - clock.first
+    eta = f"ETA {(clock.total - step) * (now - clock.started) / done:.0f}s" if done > 0 else "ETA ?"
+    kl = f" kl {entry.kl:.4f}" if entry.kl is not None else ""
+    loss = f"{entry.loss:.4f}" if entry.loss is not None else "n/a"
+    cut = f" ({entry.truncated} cut)" if entry.truncated else ""
+    echo(f"rl: step {step}/{clock.total} reward {entry.mean_reward:.3f} solved {pending.solved}/{pending.prompts} "
+         f"loss {loss}{kl} {entry.tokens_generated} tokens{cut}, sampled in {entry.generation_seconds:.1f}s, "
+         f"Lean {entry.lean_seconds:.1f}s, {entry.wall_seconds:.1f}s {eta}")
+    return entry
+
+
 @cache
 def _callback_class() -> Any:
     from transformers import TrainerCallback
@@ -208,33 +251,9 @@ def _callback_class() -> Any:
         def on_log(self, args: Any, state: Any, control: Any, logs: dict[str, Any] | None = None,
                    **kwargs: Any) -> None:
             logs = logs or {}
-            step = int(state.global_step)
             if "loss" in logs:
-                gather_step(self.journal, step, self.world)
-            pending = self.journal.pending
-            if "loss" not in logs or pending is None or pending.step != step:
-                return
-            now = time.monotonic()
-            rewards = pending.rewards
-            entry = StepLog(
-                step=step, mean_reward=sum(rewards) / len(rewards),
-                solved_share=pending.solved / max(pending.prompts, 1),
-                verified=sum(1 for r in rewards if r == 1.0), completions=len(rewards),
-                kl=_number(logs.get("kl")), loss=_number(logs.get("loss")), tokens_generated=pending.tokens,
-                lean_seconds=pending.lean_s, wall_seconds=now - self._began,
-                generation_seconds=max(pending.sampled_at - self._began, 0.0), truncated=pending.truncated,
-            )
-            self.journal.steps.append(entry)
-            self.journal.pending = None
-            done, total = step - self._first, int(state.max_steps)
-            eta = f"ETA {(total - step) * (now - self._started) / done:.0f}s" if done > 0 else "ETA ?"
-            kl = f" kl {entry.kl:.4f}" if entry.kl is not None else ""
-            loss = f"{entry.loss:.4f}" if entry.loss is not None else "n/a"
-            cut = f" ({entry.truncated} cut)" if entry.truncated else ""
-            self.echo(f"rl: step {step}/{total} reward {entry.mean_reward:.3f} solved {pending.solved}/"
-                      f"{pending.prompts} loss {loss}{kl} {entry.tokens_generated} tokens{cut}, sampled in "
-                      f"{entry.generation_seconds:.1f}s, Lean {entry.lean_seconds:.1f}s, {entry.wall_seconds:.1f}s "
-                      f"{eta}")
+                close_step(self.journal, int(state.global_step), logs, world=self.world, echo=self.echo,
+                           clock=StepClock(self._began, self._started, self._first, int(state.max_steps)))
 
         def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
             """After the trainer has written checkpoint-N (weights, optimizer, RNG, trainer state): the journal so
@@ -256,4 +275,4 @@ def _number(value: Any) -> float | None:
     return float(value) if value is not None else None
 
 
-__all__ = ["TRUNCATED", "Journal", "RecordingReward", "StepTally", "gather_step"]
+__all__ = ["TRUNCATED", "Journal", "RecordingReward", "StepClock", "StepTally", "close_step", "gather_step"]
