@@ -112,6 +112,9 @@ def collect(
     return Collection(candidates, reports, warnings, overlaps, checked, [*skipped, *registry.skipped])
 
 
+# ------------------------------------------------------------------------------------------- one source
+
+
 MAX_IMPORT_NOTES = 10  # lines naming a .lean file without its source's usual imports, then a count
 
 

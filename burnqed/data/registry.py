@@ -74,6 +74,9 @@ class Candidate:
         return self.fixed_split in HELD_OUT_SPLITS
 
 
+# ------------------------------------------------------------------------------------------- registry
+
+
 class _Registry:
     """Theorems kept so far, by name and by normalised statement: the earlier source wins (benchmark theorems
     are admitted before all others, so they always come earlier)."""
@@ -180,6 +183,9 @@ class _Registry:
             benchmark_source=benchmark.label, benchmark_split=benchmark.fixed_split or "test",
             statement=training.statement or "", route=ROUTE_SOURCES,
         ))
+
+
+# -------------------------------------------------------------------------------------------- helpers
 
 
 def skipped_declaration(item: Item, reason: str, detail: str, report: SourceReport) -> SkippedDeclaration:

@@ -72,6 +72,9 @@ SGLANG_FIELDS: dict[str, Any] = {
 }
 
 
+# ----------------------------------------------------------------------------------------- tokenizer
+
+
 def _token_text(value: Any) -> str | None:
     """A special token as tokenizer_config.json writes it: a string, or an AddedToken dict with `content`."""
     if isinstance(value, dict):
@@ -217,6 +220,9 @@ def probe_mismatch(what: str, expected: list[int] | None, actual: list[int], exp
             "(re-export it with this burnqed, and keep the serving image's transformers)")
 
 
+# -------------------------------------------------------------------------------------------- config
+
+
 def write_config(path: Path, dtype: str | None = None) -> None:
     """Rewrite the config.json at `path` so both majors read the same RoPE settings and dtype: `rope_theta` and
     `rope_scaling` (None for default RoPE) from 5.x's `rope_parameters`, `torch_dtype` and `dtype` both set
@@ -273,6 +279,9 @@ def _major() -> int:
     import transformers
 
     return int(transformers.__version__.split(".")[0])
+
+
+# ------------------------------------------------------------------------------------------ describe
 
 
 def describe(folder: Path, *, tokenizer: bool = True) -> dict[str, Any]:

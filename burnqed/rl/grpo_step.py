@@ -29,6 +29,9 @@ from burnqed.sft.launch import World, barrier
 Echo = Callable[[str], None]
 
 
+# ------------------------------------------------------------------------------------------------ journal
+
+
 @dataclass(frozen=True, slots=True)
 class StepTally:
     """What the reward saw of the step being computed, for its step-log entry: its rewards (in the completions'

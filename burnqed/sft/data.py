@@ -160,6 +160,9 @@ class DatasetStats:
     supervised_tokens: int
 
 
+# ------------------------------------------------------------------------------------------ pairs
+
+
 def read_declarations(data_dir: Path, form: DeclarationForm) -> dict[str, str]:
     """The declaration of every theorem of the prepared data's theorem index, in `form`: what the search's prompts
     show for it (a theorem without a statement has none). Empty when the folder holds no index."""
@@ -303,6 +306,9 @@ def _from_tactic_pair(pair: TacticPair, declarations: Mapping[str, str]) -> SftP
     return SftPair(pair.theorem, pair.state_before, pair.tactic, BASE, declaration=declarations.get(pair.theorem))
 
 
+# ------------------------------------------------------------------------------------------ tokens
+
+
 def encode_pairs(tokenizer: HFTokenizer, fmt: PromptFormat, pairs: Sequence[SftPair]) -> list[EncodedPair]:
     """Token rows of `pairs` in the variants of `fmt`'s family: the prompt's ids (BOS by the folder's rule), then
     the completion's tokenized alone, its stop marker and EOS, labels -100 on the prompt (docs/training.md); a pair
@@ -366,6 +372,9 @@ def build_dataset(rows: Sequence[EncodedPair], *, max_length: int, packing: bool
         supervised_tokens=sum(len(row.labels) - row.prompt_length for row in kept),
     )
     return dataset, stats
+
+
+# --------------------------------------------------------------------------------------- collator
 
 
 @dataclass

@@ -97,6 +97,9 @@ class _Window:
         return self.nce_sum / max(self.groups, 1.0)
 
 
+# ------------------------------------------------------------------------------------------- the hook
+
+
 class JointObjective:
     """The value model's head, its loss term, its monitoring and its files: what joint training adds to the
     trainer (module docstring). One instance per process; the trainer calls `loss_term`, `observe_sft`,

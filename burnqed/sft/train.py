@@ -138,6 +138,9 @@ def check_request(request: SftRequest) -> None:
                          "(the merged trajectories of every earlier iteration)")
 
 
+# -------------------------------------------------------------------------------------------- stage
+
+
 def run_sft(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, *, echo: Echo = echo_stderr,
             callbacks: Sequence[Any] = (), proof_examples: bool = False, sketch_examples: bool = False,
             proofs_per_theorem: ProofsPerTheorem = "all", store: Store,

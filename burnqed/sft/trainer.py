@@ -77,6 +77,9 @@ def scale_steps(plan: TrainPlan, cfg: SftConfig, iteration: int, rows: int) -> T
     return replace(plan, steps=max(1, math.ceil(cfg.later_epochs * rows / (cfg.batch_size * cfg.grad_accum))))
 
 
+# ------------------------------------------------------------------------------------------ trainer
+
+
 def build_trainer(policy: TrainablePolicy, train_ds: Any, eval_ds: Any, *, cfg: SftConfig, plan: TrainPlan,
                   output_dir: Path, callbacks: Sequence[Any] = (), joint: JointObjective | None = None) -> Any:
     """TRL's SFTTrainer on pre-tokenized rows (`input_ids`, `labels`, `seq_lengths`; see `burnqed.sft.data`).
@@ -289,6 +292,9 @@ def _rules_class() -> Any:
                 torch.nn.utils.clip_grad_norm_(params, self.max_grad_norm)
 
     return StepRules
+
+
+# ---------------------------------------------------------------------------------------- callbacks
 
 
 class ProgressLog:
