@@ -277,10 +277,6 @@ class JointObjective:
                             f"{probe.centroid_l2:.4f} fell below sft.joint_min_centroid_l2={bound} (the "
                             "embeddings are collapsing); raise sft.joint_weight or lower sft.learning_rate")
 
-    def callback(self) -> Any:
-        """The TrainerCallback that runs the monitoring (list it after the one that pushes checkpoints)."""
-        return _callback_class()(self)
-
     def _log(self, step: int, optimizer: Any) -> None:
         window = self._window
         temperature = float(self.head.temperature.detach())
@@ -481,38 +477,6 @@ class JointObjective:
         save_head(self.head, folder / JOINT_DIR / HEAD_FILE)
         save_file({"vectors": vectors.contiguous()}, str(folder / JOINT_DIR / REFERENCE_FILE))
         (folder / JOINT_DIR / RECORD_FILE).write_text(record.model_dump_json(indent=2) + "\n", encoding="utf-8")
-
-
-@cache
-def _callback_class() -> Any:
-    from transformers import TrainerCallback
-
-    class JointCallback(TrainerCallback):
-        """Runs the monitoring of a `JointObjective` in the order the rules need: after a step, the losses, the
-        monitoring line and its rules; the temperature and probe rules after the step's checkpoint (so a re-run
-        resumes from it), except at the last step, whose checkpoint only a run that passed every rule writes."""
-
-        def __init__(self, joint: JointObjective) -> None:
-            self.joint = joint
-            self.after_save = False
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.joint.begin()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            step = int(state.global_step)
-            self.joint.end_step(step, kwargs["optimizer"])
-            if control.should_save and step < int(state.max_steps):
-                self.after_save = True
-            else:
-                self.joint.monitor(step)
-
-        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if self.after_save:
-                self.after_save = False
-                self.joint.monitor(int(state.global_step))
-
-    return JointCallback
 
 
 @cache

@@ -62,7 +62,15 @@ from burnqed.sft.model import (
     resolve_base_model,
     saved_dtype,
 )
-from burnqed.sft.trainer import ProgressLog, TrainPlan, build_trainer, plan_training, scale_steps, stage_callback
+from burnqed.sft.trainer import (
+    ProgressLog,
+    TrainPlan,
+    build_trainer,
+    joint_callback,
+    plan_training,
+    scale_steps,
+    stage_callback,
+)
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat
 
@@ -228,7 +236,7 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
         progress = ProgressLog(echo)
         trainer = build_trainer(policy, train_ds, eval_ds, cfg=cfg, plan=plan, output_dir=checkpoints.local,
                                 callbacks=[stage_callback(progress, checkpoints),
-                                           *([joint.callback()] if joint is not None else []), *callbacks],
+                                           *([joint_callback(joint)] if joint is not None else []), *callbacks],
                                 joint=joint)
         progress.tokens = lambda: int(trainer.tokens_seen)
         if joint is not None:

@@ -354,5 +354,51 @@ def _callback_class() -> Any:
     return StageCallback
 
 
-__all__ = ["ProgressLog", "TrainPlan", "build_trainer", "is_checkpoint_folder", "plan_training", "scale_steps",
-           "stage_callback"]
+def joint_callback(joint: JointObjective) -> Any:
+    """The TrainerCallback that runs the monitoring of joint training (list it after the one that pushes
+    checkpoints)."""
+    return _joint_callback_class()(joint)
+
+
+@cache
+def _joint_callback_class() -> Any:
+    from transformers import TrainerCallback
+
+    class JointCallback(TrainerCallback):
+        """Runs the monitoring of a `JointObjective` in the order the rules need: after a step, the losses, the
+        monitoring line and its rules; the temperature and probe rules after the step's checkpoint (so a re-run
+        resumes from it), except at the last step, whose checkpoint only a run that passed every rule writes."""
+
+        def __init__(self, joint: JointObjective) -> None:
+            self.joint = joint
+            self.after_save = False
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.joint.begin()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            step = int(state.global_step)
+            self.joint.end_step(step, kwargs["optimizer"])
+            if control.should_save and step < int(state.max_steps):
+                self.after_save = True
+            else:
+                self.joint.monitor(step)
+
+        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if self.after_save:
+                self.after_save = False
+                self.joint.monitor(int(state.global_step))
+
+    return JointCallback
+
+
+__all__ = [
+    "ProgressLog",
+    "TrainPlan",
+    "build_trainer",
+    "is_checkpoint_folder",
+    "joint_callback",
+    "plan_training",
+    "scale_steps",
+    "stage_callback",
+]
