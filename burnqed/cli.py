@@ -16,14 +16,14 @@ import json
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from burnqed import __version__
 from burnqed.base.cpu_kernels import pin_cpu_kernels
 from burnqed.base.signals import Terminated, follow_parent, raise_on_sigterm
-from burnqed.commands import cluster, data, ebm, lean, model, prove, results, start, study, train, world
+from burnqed.commands import cluster, data, ebm, judge, lean, model, prove, results, start, study, train, world
 from burnqed.commands import runs as pipeline
 from burnqed.commands.kit import (
     HELP_OPTIONS,
@@ -37,9 +37,6 @@ from burnqed.commands.kit import (
     reports_errors,
 )
 from burnqed.commands.vocabulary import LISTING, RENAMES, Command, Group, command
-
-if TYPE_CHECKING:
-    from burnqed.runner.reuse import CommandGrammar
 
 app = typer.Typer(
     name="burnqed",
@@ -64,7 +61,7 @@ COMMANDS: dict[str, Callable[..., None] | typer.Typer] = {
     "report": pipeline.report, "compare": results.compare, "summary": results.summary, "plan": pipeline.plan,
     "render": cluster.render, "submit": cluster.submit, "cluster": cluster.cluster_app, "fetch": cluster.fetch,
     "serve": model.serve, "lean": lean.lean_app, "model": model.model_app, "world": world.world_app,
-    "joint-study": study.joint_study, "start": start.start,
+    "joint-study": study.joint_study, "start": start.start, "judge": judge.judge,
 }
 for name, target in COMMANDS.items():
     if isinstance(target, typer.Typer):
@@ -115,14 +112,6 @@ def config_describe(
         where = f"  ({entry.env})" if entry.settable else "  (an entry's field: set through the list)"
         typer.echo(f"{entry.path}  {entry.type}  default {entry.default}{where}")
         typer.echo(f"    {entry.description}")
-
-
-def command_grammar() -> CommandGrammar:
-    """How this app reads a command line (its flags and subcommands, `runner.reuse.CommandGrammar`): what the local
-    runner splits a stage's command line by."""
-    from burnqed.runner.reuse import CommandGrammar
-
-    return CommandGrammar.of(typer.main.get_command(app))
 
 
 def main() -> None:

@@ -258,3 +258,25 @@ async def detect_lean_version(
         raise LeanStartFailure(f"`lean --version` printed no Lean version (exit {code}, stdout {text.strip()[:200]!r}"
                              f"{', stderr ' + repr(tail) if tail else ''}); {hint}")
     return found.group(1)
+
+
+# The first Lean whose toolchain ships comparator as `lake comparator` (its release notes; the standalone
+# leanprover/comparator, with lean4export and landrun, judges older pins).
+COMPARATOR_LEAN = "4.35.0-rc2"
+_TOOLCHAIN = re.compile(r"(?:leanprover/lean4:)?v?(\d+)\.(\d+)\.(\d+)(?:-rc(\d+))?")
+
+
+def lean_release(text: str) -> tuple[int, int, int, float] | None:
+    """A Lean version or toolchain (`4.35.0`, `v4.35.0-rc2`, `leanprover/lean4:v4.29.1`) as a comparable key (a
+    release sorts after its release candidates); None for anything else (a nightly, a commit)."""
+    found = _TOOLCHAIN.fullmatch(text.strip())
+    if found is None:
+        return None
+    major, minor, patch, rc = found.groups()
+    return int(major), int(minor), int(patch), float(rc) if rc is not None else float("inf")
+
+
+def ships_comparator(text: str) -> bool:
+    """True when the Lean `text` names (`lean_release`) ships `lake comparator` (COMPARATOR_LEAN or later)."""
+    found, first = lean_release(text), lean_release(COMPARATOR_LEAN)
+    return found is not None and first is not None and found >= first

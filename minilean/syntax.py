@@ -16,6 +16,7 @@ docs/minilean.md says where minilean's tokenizer is stricter than Lean's).
 from __future__ import annotations
 
 import re
+import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -493,11 +494,21 @@ def cut_by_blocks(text: str) -> tuple[str, dict[str, str]]:
                 break
             end += 1
         name = f"__byblock{len(holes)}"
-        holes[name] = text[match.end() : end].strip()
+        holes[name] = _block_text(text[match.end() : end])
         # Keep the width so error columns stay right.
         out.append(name.ljust(end - match.start()))
         index = end
     return "".join(out), holes
+
+
+def _block_text(block: str) -> str:
+    """A `by` block's tactics as a script: a block whose `by` ends its line is the lines below, dedented to their
+    least indentation (so a nested `have … := by` block keeps its own lines deeper than the tactics around it, as
+    Lean reads them); a block that starts on the `by` line, stripped."""
+    first, _, rest = block.partition("\n")
+    if first.strip() or not rest.strip():
+        return block.strip()
+    return textwrap.dedent(rest).strip()
 
 
 # A number that runs into `e`/`E` with no exponent digits after it (`2e`, `2.5e+`, `3eq`): Lean's tokenizer reads a

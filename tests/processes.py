@@ -20,9 +20,12 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import IO, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn
 
 import psutil
+
+if TYPE_CHECKING:
+    from burnqed.runner.requests import StageRequest
 
 BURNQED = [sys.executable, "-m", "burnqed.cli"]
 # How a command that `BURNQED` (or a Popen of it) started names itself in the commands it prints: the interpreter as
@@ -54,6 +57,41 @@ def stage_commands(stderr: str) -> list[list[str]]:
             assert words[program] == "burnqed", line
             commands.append(words[program + 1:])
     return commands
+
+
+@functools.cache
+def _app_command() -> Any:
+    """The click command typer builds of the app (once: building it reads every command's options)."""
+    import typer
+
+    from burnqed.cli import app
+
+    return typer.main.get_command(app)
+
+
+def request_of(argv: Sequence[str]) -> StageRequest:
+    """The request (`burnqed.runner.requests`) a `burnqed ARGV` command line asks for, as the app's own command reads
+    it: its options parsed by the typer app's click command (`make_context`), each request field from the parameter
+    of its name (`sets` from `set_`). What a stage's rendered argv, or a `  $` line a runner printed, asks for."""
+    import dataclasses
+
+    from burnqed.runner import requests
+
+    words = list(argv)
+    command: Any = _app_command()
+    path: list[str] = []
+    while hasattr(command, "commands") and words and words[0] in command.commands:
+        path.append(words.pop(0))
+        command = command.commands[path[-1]]
+    kinds = {kind.command: kind for kind in vars(requests).values() if isinstance(kind, type)
+             and issubclass(kind, requests.StageRequest) and kind.command}
+    kind = kinds[tuple(path)]
+    params = command.make_context(" ".join(["burnqed", *path]), words).params
+    fields: dict[str, Any] = {}
+    for field in dataclasses.fields(kind):
+        value = params["set_" if field.name == "sets" else field.name]
+        fields[field.name] = tuple(value or ()) if str(field.type).startswith("tuple") else value
+    return kind(**fields)
 
 
 def cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: str | os.PathLike[str] | None = None,

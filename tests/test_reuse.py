@@ -10,22 +10,31 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.cli import command_grammar
 from burnqed.config import Config, load_config
 from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
 from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.plan import build_iteration, iteration_of
-from burnqed.runner.reuse import (
-    BUILDERS,
-    parse_command_line,
-    search_inputs,
-    sft_inputs,
-    stage_sets,
-    stage_verdict,
-    stamp,
+from burnqed.runner.requests import (
+    EvalRequest,
+    ExportRequest,
+    JointStudyRequest,
+    MergeRequest,
+    PrepareRequest,
+    ReportRequest,
+    RlRequest,
+    SearchRequest,
+    SftRequest,
+    StageRequest,
+    StartRequest,
+    TrainEbmRequest,
 )
+from burnqed.runner.reuse import made_from, search_inputs, sft_inputs, stage_verdict, stamp
 from burnqed.storage import MARKER_NAME, Store
+
+# Every request the pipeline builds a stage of (what `made_from` knows).
+REQUESTS = (PrepareRequest, SftRequest, RlRequest, ExportRequest, TrainEbmRequest, SearchRequest, StartRequest,
+            MergeRequest, EvalRequest, JointStudyRequest, ReportRequest)
 
 EARLY = datetime(2026, 11, 20, 8, 30, tzinfo=UTC)
 LATE = datetime(2026, 11, 21, 9, 0, 5, tzinfo=UTC)
@@ -226,8 +235,8 @@ def test_sft_records_whether_sketch_examples_train_as_search_sets_it(tmp_path: P
 
 @pytest.mark.slow  # every stage's builder, the eval's and the search's with their theorem sets: about a second
 def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path, store: Store) -> None:
-    """The runner reads each pipeline command line with the builders the commands use (`BUILDERS`); a stage with
-    nothing finished is reused as it is (there is nothing to compare)."""
+    """The runner builds what each pipeline stage is made from, from the request it holds, with the builders the
+    commands use (`made_from`); a stage with nothing finished is reused as it is (there is nothing to compare)."""
     from burnqed.data.index import bundled_index_path
 
     benchmark = tmp_path / "b.json"
@@ -237,7 +246,7 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
     (tmp_path / "run" / "iter_0" / "data").mkdir(parents=True)  # what search reads its theorems from
     (tmp_path / "run" / "iter_0" / "data" / "theorems.json").write_text(
         bundled_index_path().read_text(encoding="utf-8"), encoding="utf-8")
-    commands = set()
+    commands: set[type[StageRequest]] = set()
     best = cfg.pipeline.model_copy(update={"start": "best"})  # its start stage
     for pipeline, i, joint, rl in ((cfg.pipeline, 0, False, False), (cfg.pipeline, 1, False, False),
                                    (cfg.pipeline, 1, True, False), (cfg.pipeline, 0, False, True),
@@ -245,15 +254,14 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
         for stage in build_iteration(pipeline, root, i, joint=joint, max_proofs=cfg.search.max_proofs,
                                      rl=rl).stages:
             for shard in range(stage.shards):
-                line = parse_command_line(stage.argv_for(shard), command_grammar())
-                commands.add(line.command)
-                built = BUILDERS[line.command](line, load_config(sets=stage_sets(line)), store)
-                assert built[0][0] == line.output == stage.outputs_for(shard)[0], stage.name
+                request = stage.request_for(shard)
+                commands.add(type(request))
+                built = made_from(request, load_config(sets=request.config_sets()), store)
+                assert built is not None and built[0][0] == request.output == stage.outputs_for(shard)[0], stage.name
                 assert all(made.settings or made.inputs for _, made in built), stage.name
-                verdict = stage_verdict(stage.argv_for(shard), lambda sets: load_config(sets=sets), store,
-                                        grammar=command_grammar())
+                verdict = stage_verdict(request, lambda sets: load_config(sets=sets), store)
                 assert verdict.difference is None and verdict.recorded, stage.name
-    assert commands == set(BUILDERS)
+    assert commands == set(REQUESTS)
 
 
 def test_an_sft_output_records_its_inputs_and_a_redone_input_makes_it_differ(tmp_path: Path, store: Store) -> None:

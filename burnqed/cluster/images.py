@@ -34,6 +34,7 @@ from burnqed.cluster.needs import (
 from burnqed.config import Config
 from burnqed.errors import ConfigError
 from burnqed.runner.plan import Stage
+from burnqed.runner.requests import RlRequest, TrainEbmRequest
 
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
 TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with
@@ -88,6 +89,8 @@ class LeanTriple:
     lean_toolchain: str  # elan's name, `leanprover/lean4:v4.29.1`
     mathlib: str  # Mathlib's tag
     use: str
+    comparator: str = ""  # the standalone comparator's commit ("": none built, see images.toml)
+    lean4export: str = ""  # lean4export's tag it exports with
 
     @property
     def lean(self) -> str:
@@ -182,7 +185,7 @@ def rl_requirements(cfg: Config, image: Image, *, gpu: bool, where: str) -> None
 
 def uses_value_model(stage: Stage) -> bool:
     """Whether the step's burnqed loads the value model's head (scores with it, or trains it)."""
-    return stage.ebm is not None or stage.argv[:1] == ("train-ebm",)
+    return stage.ebm is not None or isinstance(stage.request, TrainEbmRequest)
 
 
 def lacking_needs(needs: Iterable[Need], image: Image) -> list[Need]:
@@ -193,14 +196,14 @@ def lacking_needs(needs: Iterable[Need], image: Image) -> list[Need]:
 def stage_needs(stage: Stage, cfg: Config) -> tuple[Need, ...]:
     """What the step's command imports beyond burnqed's dependencies (`burnqed.cluster.needs.command_needs`, the
     table the command itself checks at its start)."""
-    command = " ".join(stage.argv[:2]) if stage.argv[:1] == ("data",) else stage.argv[0]
+    command = " ".join(stage.request.command) or stage.argv[0]  # a command line of its own: its first word
     return command_needs(command, cfg, ebm=stage.ebm is not None, model_folder="--model-folder" in stage.argv)
 
 
 def step_requirements(stage: Stage, cfg: Config, image: Image, *, gpu: bool, where: str) -> list[tuple[str, str]]:
     """The environment pins of the step's main container (the value model's device); `ConfigError` when the step
     cannot run there (docs/cluster.md, "Images and what runs where")."""
-    if stage.argv[:1] == ("rl",):
+    if isinstance(stage.request, RlRequest):
         rl_requirements(cfg, image, gpu=gpu, where=where)
     lacking = lacking_needs(stage_needs(stage, cfg), image)
     hub = [need.distribution for need in lacking if need.extra == "hub"]

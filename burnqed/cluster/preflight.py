@@ -24,6 +24,7 @@ from typing import Any
 
 from burnqed.cluster.argo import ArgoClient, ArgoTarget
 from burnqed.cluster.gpu_plan import planner_pod_gpus, required_gpu_mib, rl_sidecar
+from burnqed.cluster.judge_pod import SandboxKind, judge_pod_refusal, sandbox_kind
 from burnqed.cluster.kubereader import ClusterReader, Lookup
 from burnqed.cluster.nodefit import fits, gpu_mib, largest_pods, tolerated
 from burnqed.config import ClusterConfig, Config, load_config
@@ -399,16 +400,40 @@ def _kernel(node: Mapping[str, Any]) -> tuple[int, int] | None:
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
-def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config) -> None:
-    """With lean.judge = "comparator" (docs/cluster.md, "The judge's sandbox"): comparator runs in the eval pods
-    under lean's uid (cluster.lean_uid, else run_as_user: never root, never privileged) and builds each solution in
-    Landlock, which the nodes' kernel must have; `lean.comparator_no_sandbox` is said."""
-    if cfg.lean.judge != "comparator":
+def _installed_judge_refusal(reader: ClusterReader, ns: str, kind: SandboxKind) -> str | None:
+    """The one line saying what an installed WorkflowTemplate's judge step lacks for comparator's sandbox
+    (`judge_pod.judge_pod_refusal`); None when nothing, or when the templates cannot be read (their row says it)."""
+    listed = reader.items("WorkflowTemplate", ns)
+    for item in [] if listed.unseen or listed.status == 404 else (listed.found or {}).get("items") or []:
+        refusal = judge_pod_refusal(item, kind)
+        if refusal is not None:
+            return f"WorkflowTemplate {(item.get('metadata') or {}).get('name')}: {refusal}"
+    return None
+
+
+def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config, ns: str) -> None:
+    """With lean.judge = "comparator" (docs/cluster.md, "The judge's sandbox"): the installed judge steps' pods give
+    comparator's sandbox what it needs (`burnqed.cluster.judge_pod`: never privileged, a non-root uid, no privilege
+    escalation; user namespaces for bubblewrap), and the nodes' kernel has Landlock for the standalone comparator's
+    landrun; `lean.comparator_no_sandbox` is said."""
+    if cfg.lean.judged_by()[0] != "comparator":
         return
     what = "Judge sandbox"
-    if cfg.lean.comparator_no_sandbox:
+    kind = sandbox_kind(cfg.lean)
+    if kind == "none":
         rows.add(what, Verdict.WARN, "lean.comparator_no_sandbox: comparator builds the solutions outside its "
                  "sandbox (--inadvisably-no-sandbox; every eval result says so)", "unset lean.comparator_no_sandbox")
+        return
+    refusal = _installed_judge_refusal(reader, ns, kind)
+    if refusal is not None:
+        rows.add(what, Verdict.MISSING, refusal, "render and install the templates again (burnqed render, or the "
+                 "chart), or set lean.judge = 'burnqed'")
+        return
+    uid = cfg.cluster.run_as_user
+    if kind == "bubblewrap":  # user namespaces: in every kernel the API reports; their sysctls it does not show
+        rows.add(what, Verdict.OK, f"lake comparator runs as uid {uid}, unprivileged, in bubblewrap: the nodes must "
+                 "allow unprivileged user namespaces (user.max_user_namespaces > 0; on Ubuntu "
+                 "kernel.apparmor_restrict_unprivileged_userns = 0), which the API does not show")
         return
     listed = reader.items("Node")
     if listed.unseen:
@@ -417,8 +442,7 @@ def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config) -> Non
     kernels = {str((n.get("metadata") or {}).get("name")): _kernel(n) for n in nodes}
     old = sorted(name for name, found in kernels.items() if found is not None and found < LANDLOCK_KERNEL)
     unknown = sorted(name for name, found in kernels.items() if found is None)
-    uid = cfg.cluster.lean_uid or cfg.cluster.run_as_user
-    fix = ("run the eval pods on nodes with Linux >= 5.13 and Landlock in the kernel's LSM list (lsm=…,landlock), "
+    fix = ("run the judge pods on nodes with Linux >= 5.13 and Landlock in the kernel's LSM list (lsm=…,landlock), "
            "or set lean.judge = 'burnqed'")
     if old and len(old) + len(unknown) == len(kernels):
         rows.add(what, Verdict.MISSING, f"no schedulable node has Linux >= 5.13 for Landlock (older: "
@@ -428,8 +452,8 @@ def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config) -> Non
                                            f"kernel not reported: {', '.join(unknown)}" if unknown else "") if part)
         rows.add(what, Verdict.WARN, f"comparator may be scheduled where it cannot sandbox ({said})", fix)
     else:
-        rows.add(what, Verdict.OK, f"comparator runs as uid {uid}, unprivileged; every schedulable node has Linux "
-                 ">= 5.13 (Landlock must also be in its LSM list, which the API does not show)")
+        rows.add(what, Verdict.OK, f"comparator runs as uid {uid}, unprivileged, in landrun; every schedulable node "
+                 "has Linux >= 5.13 (Landlock must also be in its LSM list, which the API does not show)")
 
 
 def _argo_services(reader: ClusterReader) -> list[str]:
@@ -538,7 +562,7 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
     _check_priority_classes(rows, reader, cluster)
     _check_templates(rows, reader, namespace, expected_templates, options, pods_digest)
     _check_nodes(rows, reader, cfg, options)
-    _check_judge_sandbox(rows, reader, cfg)
+    _check_judge_sandbox(rows, reader, cfg, namespace)
     _check_argo(rows, reader, argo)
     return Report(namespace, tuple(rows.rows))
 

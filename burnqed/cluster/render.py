@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from burnqed.cluster.judge_pod import check_judge_pods, sandbox_kind
 from burnqed.cluster.literal import check_cluster_names, check_no_templates
 from burnqed.cluster.podinputs import check_effect, check_pod_inputs
 from burnqed.cluster.yamlio import dump_documents
@@ -136,6 +137,7 @@ def render_templates(cfg: Config, names: Sequence[str], folder: Path, *, helm: b
             if helm:
                 doc.get("metadata", {}).pop("namespace", None)
             check_no_templates(cfg, [doc], {}, f"WorkflowTemplate {doc.get('metadata', {}).get('name')}")
+            check_judge_pods(doc, sandbox_kind(cfg.lean))
             rendered.append(Rendered(source=name, doc=doc))
     return rendered
 
@@ -155,6 +157,7 @@ def render_workflow(
     except ValueError as exc:
         raise InputError(f"workflow {name}: {exc}") from None
     check_no_templates(cfg, [doc], parameters, f"workflow {name}")
+    check_judge_pods(doc, sandbox_kind(cfg.lean))
     return doc
 
 

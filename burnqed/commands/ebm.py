@@ -181,17 +181,19 @@ def train_ebm(
     measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
-    from burnqed.runner.reuse import train_ebm_inputs
+    from burnqed.runner.requests import TrainEbmRequest
+    from burnqed.runner.reuse import train_ebm_request_inputs
 
     started = time.perf_counter()
     cfg, store = setup(config, model_set(model, set_), output=output, folder=True, stage="train-ebm")
     check_packages("train-ebm", cfg)
+    asked = TrainEbmRequest(iteration=iteration, trajectories=tuple(trajectories), model=model, joint=joint,
+                            start=start, init=init, output=output)
     if start is not None:  # --start names the best value model so far (none: train afresh): it replaces --init
         from burnqed.eval.best_so_far import read_start
 
         init = read_start(start, store).value_model
-    made_from = train_ebm_inputs(cfg, store, trajectories=trajectories, model=cfg.policy.model, init=init,
-                                 joint=joint, iteration=iteration)
+    made_from = train_ebm_request_inputs(asked, cfg, store)
     if already_done(store, output, "train-ebm output", made_from=made_from, force=force):
         return
     from burnqed.data.theorems import check_training_inputs

@@ -126,7 +126,7 @@ def lean_selftest(config: ConfigOption = None, set_: SetOption = None) -> None:
                             lean_probe=lean_version,
                             image_triple=os.environ.get(TRIPLE_ENV) or None, triples=lean_triples())
 
-    judged = ComparatorSettings.of(cfg.lean) if cfg.lean.judge == "comparator" else None
+    judged = ComparatorSettings.of(cfg.lean) if cfg.lean.judged_by()[0] == "comparator" else None
 
     async def run() -> SelftestReport:
         async with open_pool(cfg.lean.model_copy(update={"workers": 1})) as (pool, _):

@@ -152,11 +152,15 @@ def search(
     it when finished ("reusing OUTPUT …"). --force searches again from nothing; the two together are refused."""
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
-    from burnqed.runner.reuse import resume_prefix, reuse_line, search_inputs
+    from burnqed.runner.requests import SearchRequest
+    from burnqed.runner.reuse import resume_prefix, reuse_line, search_request_inputs
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
     _refuse_contradictions(resume, force, start=start, ebm=ebm)
+    asked = SearchRequest(iteration=iteration, theorems=theorems, split=split, shard=shard, run_id=run_id,
+                          resume=resume, ebm=ebm, start=start, model=model, sets=tuple(set_ or ()),
+                          unsolved_from=unsolved_from, output=output)
     cfg, store = setup(config, model_set(model, set_))
     ebm = _started_ebm(start, ebm, store)
     check_packages("search", cfg, ebm=ebm is not None)  # before the Lean pool starts
@@ -170,7 +174,7 @@ def search(
     _check_ebm(ebm, store)  # after the output, before the theorems, Lean and the model
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
-    made_from = search_inputs(cfg, store, index, shard=shard, iteration=iteration, ebm=ebm, unsolved_from=unsolved_from)
+    made_from = search_request_inputs(asked, cfg, store, index)
 
     async def run() -> SearchReport:
         async with open_search_edges(cfg, ebm, store=store) as edges:
@@ -307,6 +311,12 @@ AblationOption = Annotated[
                  "OUTPUT-noebm.json beside OUTPUT and print both arms side by side."),
 ]
 
+DeferJudgeOption = Annotated[
+    bool, typer.Option("--defer-judge", help="With lean.judge = 'comparator': run no comparator here and record each "
+                       "theorem's judge as pending; `burnqed judge` (the workflows' judge step, in a pod of its own) "
+                       "judges the proofs OUTPUT counts. No effect with burnqed as the judge.")
+]
+
 
 @reports_errors
 def evaluate(
@@ -326,6 +336,7 @@ def evaluate(
     split: SplitOption = None,
     ebm: EbmOption = None,
     ablation: AblationOption = False,
+    defer_judge: DeferJudgeOption = False,
     verbose: VerboseOption = False,
     config: ConfigOption = None,
     set_: SetOption = None,
@@ -347,9 +358,11 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
-    from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
+    from burnqed.eval.judging import check_judge
+    from burnqed.eval.run import EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
     from burnqed.eval.stage import run_eval
-    from burnqed.runner.reuse import eval_inputs
+    from burnqed.runner import requests
+    from burnqed.runner.reuse import eval_request_inputs
 
     cfg, store = setup(config, model_set(model, set_))
     check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts
@@ -360,15 +373,18 @@ def evaluate(
     for prefix in request.prefixes:
         check_trajectory_prefix(store, prefix, stage="eval", what="--trajectories-out", passes=pass_n > 1)
     _check_ebm(ebm, store)  # after the outputs, before the theorems, Lean and the model
-    settings = EvalJobSettings.from_config(cfg, budget_list)
+    settings = EvalJobSettings.from_config(cfg, budget_list, defer_judge=defer_judge)
     index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
-    made_from = [eval_inputs(EvalIdentity.of(index, settings, pass_n=pass_n, iteration=iteration, ebm=arm.ebm), cfg,
-                             store) for arm in request.arms()]
+    asked = requests.EvalRequest(iteration=iteration, theorems=theorems, split=split, budgets=budgets, pass_n=pass_n,
+                                 resume=resume, ebm=ebm, ablation=ablation, model=model, sets=tuple(set_ or ()),
+                                 defer_judge=defer_judge, trajectories_out=trajectories_out, output=output)
+    made_from = [made for _, made in eval_request_inputs(asked, cfg, store, index, settings)]
     if not force and (reused := _reused_eval(request, made_from, judge=settings.judge, show_theorems=show_theorems,
                                              store=store)) is not None:
         _alarm_exit(reused)
         return
+    run_async(check_judge(settings.judge))  # positive evidence that comparator judges, before the search
     results = run_eval(request, index, settings, config=cfg, made_from=made_from,
              restart=force and not resume,  # the trajectories are this eval's own output: --force redoes them too
              open_edges=lambda: open_search_edges(cfg, ebm, store=store),
@@ -419,7 +435,7 @@ def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, judg
     found = [finished(uri, result) for uri, result in zip(request.outputs, results, strict=True)]
     for arm, now in zip(found, made_from, strict=True):
         check_reusable(arm, now, "eval result")  # never another eval's table as this one's
-    wanted = "comparator" if judge.comparator is not None else "burnqed"
+    wanted = judge.name
     for uri, result in zip(request.outputs, results, strict=True):
         if judges_of(result) != {wanted}:
             raise InputError(f"{uri} was counted by {', '.join(sorted(judges_of(result)))}, not by {wanted} "
@@ -452,13 +468,15 @@ def merge_trajectories(
     verified before anything is written: its bytes against the SHA-256 its manifest records (a part from before
     digests: its page checksums), its Parquet footer and columns, every row decoded and counted against its
     manifest; a bad part is refused with its name (exit 2) and the output is left untouched."""
+    from burnqed.runner.requests import MergeRequest
     from burnqed.runner.reuse import merge_inputs
     from burnqed.stages.merge import merge_trajectories as merge
 
     store = setup(config, set_, output=output, folder=True).store
     check_not_an_input(output, inputs)
     check_trajectory_prefix(store, output, stage="merge-trajectories")
-    made_from = merge_inputs(store, inputs=inputs)
+    asked = MergeRequest(inputs=tuple(inputs), output=output)
+    made_from = merge_inputs(store, inputs=asked.inputs)
     if already_done(store, output, "merged trajectory", made_from=made_from, force=force):
         return
     if force:

@@ -38,7 +38,6 @@ from burnqed.errors import InputError
 if TYPE_CHECKING:
     from burnqed.config import Config
     from burnqed.runner.local import LocalRunner
-    from burnqed.runner.reuse import CommandGrammar
     from burnqed.storage import Store
 
 RootOption = Annotated[
@@ -56,14 +55,6 @@ JobsOption = Annotated[int | None, typer.Option(
     "--jobs", "-j", min=1, show_default=False,
     help="Stage processes run at once on this machine: stages whose earlier stages finished, and search shards "
     "(default: one per core, at most 4).")]
-
-
-def _grammar(ctx: typer.Context) -> CommandGrammar:
-    """How the app this command runs in reads a stage's command line (its flags and subcommands:
-    `runner.reuse.CommandGrammar`)."""
-    from burnqed.runner.reuse import CommandGrammar
-
-    return CommandGrammar.of(ctx.find_root().command)
 
 
 MAX_RUN_ITERATIONS = 1000  # one run-all's --iters: each iteration takes minutes to days, and each is planned first
@@ -95,7 +86,7 @@ def _parse_iters(text: str) -> list[int]:
     return iters
 
 
-def _local_run(root: str | None, config: Path | None, sets: list[str] | None, grammar: CommandGrammar, *,
+def _local_run(root: str | None, config: Path | None, sets: list[str] | None, *,
                anew: list[str], jobs: int = 1, force: bool = False) -> LocalRun:
     """The configuration, store, run root and local runner of `iterate`, `run-all` and `plan` (`sets`: the user's,
     with --model's), after the checks a run makes before its first stage: the root's URI, the root's experiment
@@ -120,7 +111,7 @@ def _local_run(root: str | None, config: Path | None, sets: list[str] | None, gr
     check_before_work(cfg, store)
     store.check_writable(run_root, what="--root" if root else "storage.root", folder=True, key=False)
     runner = LocalRunner(config=config, sets=[*sets, f"storage.root={run_root}"], jobs=jobs, store=store,
-                         force=force, grammar=grammar)
+                         force=force)
     return LocalRun(cfg, store, run_root, runner, given)
 
 
@@ -188,8 +179,8 @@ def _continued(cfg: Config, config: Path | None, sets: list[str] | None, store: 
 
 
 def _run_iterations(name: str, iters: list[int], root: str | None, only: list[str] | None, jobs: int | None,
-                    config: Path | None, given: tuple[str | None, list[str] | None], gates: bool, force: bool,
-                    grammar: CommandGrammar) -> None:
+                    config: Path | None, given: tuple[str | None, list[str] | None], gates: bool,
+                    force: bool) -> None:
     """Run `iters` with the user's --model and --sets (`given`); the commands it names carry them and --root and
     --config (`commands.kit.carried`), and after the last iteration's report it names the next iteration's command and
     `show`'s."""
@@ -203,7 +194,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     carry = carried(root=root, model=model, config=config, sets=given_sets)
     first = ["iterate", "--iter", "0"] if name == "iterate" else ["run-all", "--iters", f"0-{iters[-1]}"]
     cfg, store, run_root, runner, unrecorded = _local_run(
-        root, config, model_set(model, given_sets, base=True), grammar, jobs=jobs or default_jobs(), force=force,
+        root, config, model_set(model, given_sets, base=True), jobs=jobs or default_jobs(), force=force,
         anew=[*first, *carried(model=model, config=config, sets=given_sets)])
     if min(iters) >= 1:  # a later iteration of a root that does not exist: a mistyped --root, not a new run
         require_run_root(Layout(run_root), store=store, command=suggestion(["iterate", "--iter", "0"], carry))
@@ -244,7 +235,6 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
 
 @reports_errors
 def iterate(
-    ctx: typer.Context,
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to run (0..I-1 "
                                            "finished under the same root first).")] = 0,
     root: RootOption = None,
@@ -269,15 +259,13 @@ def iterate(
     --dry-run prints the plan instead (`burnqed plan`).
     """
     if dry_run:
-        plan(ctx, iteration, root, model, config, set_)
+        plan(iteration, root, model, config, set_)
         return
-    _run_iterations("iterate", [iteration], root, only, jobs, config, (model, set_), gates=False, force=force,
-                    grammar=_grammar(ctx))
+    _run_iterations("iterate", [iteration], root, only, jobs, config, (model, set_), gates=False, force=force)
 
 
 @reports_errors
 def run_all(
-    ctx: typer.Context,
     iters: Annotated[str, typer.Option("--iters", metavar="I-J", help="Iterations to run: a range, e.g. 0-4, or a "
                                        "list, e.g. 0,1,2.")] = "0-4",
     root: RootOption = None,
@@ -294,12 +282,11 @@ def run_all(
     Exit code 3 when a blocking gate failed (after the iteration that failed it; also when it is the last one),
     so a script can tell a no-go from a finished run (0) and a failed stage (1)."""
     _run_iterations("run-all", _parse_iters(iters), root, None, jobs, config, (model, set_), gates=gates,
-                    force=force, grammar=_grammar(ctx))
+                    force=force)
 
 
 @reports_errors
 def plan(
-    ctx: typer.Context,
     iteration: Annotated[int, typer.Option("--iter", min=0, metavar="I", help="The expert iteration to plan.")] = 0,
     root: RootOption = None,
     model: IterationModelOption = None,
@@ -320,10 +307,10 @@ def plan(
     from burnqed.runner.plan import iteration_of
 
     cfg, store, run_root, runner, _ = _local_run(
-        root, config, model_set(model, set_, base=True), _grammar(ctx), force=True,
+        root, config, model_set(model, set_, base=True), force=True,
         anew=["plan", "--iter", "0", *carried(model=model, config=config, sets=set_)])
     iteration_plan = iteration_of(cfg, run_root, iteration)
-    warning = base_model_warning(iteration_plan, cfg, runner.grammar)
+    warning = base_model_warning(iteration_plan, cfg)
     if warning is not None:
         typer.echo(warning, err=True)
     shards = runner.shard_plans(iteration_plan)  # as `iterate --force` would judge them: which it redoes
@@ -380,6 +367,7 @@ def report(
     from burnqed.commands.vocabulary import last_evaluated, require_run_root
     from burnqed.layout import Layout
     from burnqed.report.build import build_report, headline, load_report, write_report
+    from burnqed.runner.requests import ReportRequest
     from burnqed.runner.reuse import report_inputs
 
     cfg, store = setup(config, set_)
@@ -403,7 +391,8 @@ def report(
                              f"to {output} when it is; give --output to write a report of what there is elsewhere")
     store.check_writable(output, what="--output", folder=True)
     store.check_replaceable(output, "report", what="--output")
-    made_from = report_inputs(cfg, store, root=at.root, iteration=iteration)
+    asked = ReportRequest(root=at.root, iteration=iteration, output=output)
+    made_from = report_inputs(cfg, store, root=asked.root, iteration=asked.iteration)
     if already_done(store, output, "report", made_from=made_from, force=force):
         typer.echo(f"report: {storage.join(output, 'report.md')}")
         for line in headline(load_report(output, store=store)):

@@ -45,6 +45,7 @@ def start(
     from burnqed.errors import InputError
     from burnqed.eval.best_so_far import choose_start, load_results
     from burnqed.layout import Layout
+    from burnqed.runner.requests import StartRequest
     from burnqed.runner.reuse import start_inputs
 
     if output is not None and not output.endswith(".json"):
@@ -60,10 +61,11 @@ def start(
     if output is None:
         output = at.start(iteration)
         store.check_writable(output)
+    asked = StartRequest(root=at.root, iteration=iteration, output=output)
     record = choose_start(load_results(at, iteration, store), iteration, at, rl=cfg.rl.enabled,
                           setting="base" if cfg.pipeline.start == "base" else "best",
                           search=cfg.pipeline.search_value_model).model_copy(
-        update={"made_from": start_inputs(cfg, store, root=at.root, iteration=iteration)})
+        update={"made_from": start_inputs(cfg, store, root=asked.root, iteration=asked.iteration)})
     store.write_bytes(output, (record.model_dump_json(indent=1) + "\n").encode())
     for reason in record.reasons:
         typer.echo(f"start of iteration {iteration}: {reason}")

@@ -42,6 +42,7 @@ def joint_study(
     from burnqed.errors import InputError
     from burnqed.eval.joint_study import STUDY_FILE, measure_study, study_configurations
     from burnqed.layout import Layout
+    from burnqed.runner.requests import JointStudyRequest
     from burnqed.runner.reuse import joint_study_inputs
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="joint-study")
@@ -52,8 +53,10 @@ def joint_study(
         if iteration < 1:
             raise InputError(f"{at.root} holds no iteration ≥ 1, whose study joint-study measures: give --root or "
                              "--iter")
-    made_from = joint_study_inputs(cfg, store, trajectories=trajectories, root=root or cfg.storage.root,
-                                   iteration=iteration)
+    asked = JointStudyRequest(iteration=iteration, root=root or cfg.storage.root, trajectories=tuple(trajectories),
+                              output=output)
+    made_from = joint_study_inputs(cfg, store, trajectories=asked.trajectories, root=asked.root,
+                                   iteration=asked.iteration)
     if already_done(store, output, "joint-study output", made_from=made_from, force=force):
         return
     configurations = study_configurations(at, iteration)

@@ -15,6 +15,7 @@ torch/transformers/trl/peft load inside the commands: `burnqed --help` stays lig
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from typing import Annotated
@@ -69,7 +70,8 @@ def sft(
     """
     from burnqed.config.sft import proof_examples_on, proofs_kept, sketch_examples_on
     from burnqed.data.theorems import check_training_inputs
-    from burnqed.runner.reuse import sft_inputs
+    from burnqed.runner.requests import SftRequest as Asked
+    from burnqed.runner.reuse import sft_request_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch, stops_with_continue
     from burnqed.sft.model import resolve_base_model
     from burnqed.sft.train import SftRequest, run_sft
@@ -77,22 +79,21 @@ def sft(
     cfg, store = setup(config, set_, output=output, folder=True, stage="sft")
     check_packages("sft", cfg)  # before the data is read
     check_checkpoint_folder(store, output)
+    asked = Asked(iteration=iteration, data=data, trajectories=tuple(trajectories or ()), init=init, start=start,
+                  sets=tuple(set_ or ()), output=output)
     if start is not None:  # --start names the best policy so far (under "base" none: the base): it replaces --init
         from burnqed.eval.best_so_far import read_start
 
         init = read_start(start, store).policy
-    made_from = sft_inputs(cfg, store, data=data, trajectories=trajectories or (), init=init, iteration=iteration)
+    made_from = sft_request_inputs(asked, cfg, store)
     if already_done(store, output, "sft output", made_from=made_from, force=force):
         return
     decontaminated = check_training_inputs("sft", cfg, store, data=data, trajectories=trajectories or ())
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         resolve_base_model(cfg.sft.base_model, store=store)  # built or downloaded here, once: see `_launch_rl`
-        args = ["sft", "--data", data, "--output", output, "--iter", str(iteration),
-                *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
-                *(("--init", init) if init else ()), *(("--force",) if force else ()),
-                *(("--config", str(config)) if config else ()),
-                *(arg for item in set_ or () for arg in ("--set", item))]
+        args = [*replace(asked, init=init, start=None).argv(), *(("--force",) if force else ()),  # --start read here
+                *(("--config", str(config)) if config else ())]
         code = launch(cfg.sft.processes, args)
         if code:
             raise typer.Exit(code)
@@ -128,12 +129,14 @@ def export(
     The result is checked by generating one tactic with the in-process policy before it is published; sizes
     (parameters, bytes per file) are printed.
     """
+    from burnqed.runner.requests import ExportRequest as Asked
     from burnqed.runner.reuse import export_inputs
     from burnqed.sft.export import ExportRequest, run_export
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="export")
     check_packages("export", cfg)
-    made_from = export_inputs(cfg, store, sft=sft)
+    asked = Asked(sft=sft, output=output)
+    made_from = export_inputs(cfg, store, sft=asked.sft)
     if already_done(store, output, "export", made_from=made_from, force=force):
         return
     outcome = run_export(ExportRequest(model=sft, output=output, force=force, made_from=made_from), cfg.sft,
@@ -186,7 +189,8 @@ def rl(
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.rl import grpo as stage
-    from burnqed.runner.reuse import rl_inputs
+    from burnqed.runner.requests import RlRequest as Asked
+    from burnqed.runner.reuse import rl_request_inputs
     from burnqed.sft.launch import World, is_main_process, needs_launch, stops_with_continue
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
@@ -195,7 +199,9 @@ def rl(
     settings = stage.RlSettings.from_config(cfg)  # refuses a prompt format with no whole variant before any work
     index = rl_index(theorems, split, cfg, store=store)  # without --split: the train split
     decontaminated = check_rl_theorems(index, cfg, store=store)  # refuses test and benchmark theorems by name
-    made_from = rl_inputs(cfg, store, sft=sft, index=index, trajectories=trajectories or (), iteration=iteration)
+    asked = Asked(iteration=iteration, sft=sft, theorems=theorems, split=split, trajectories=tuple(trajectories or ()),
+                  output=output)
+    made_from = rl_request_inputs(asked, cfg, store, index)
     if already_done(store, output, "rl output", made_from=made_from, force=force):
         return
     source = store.local_input(sft)

@@ -42,7 +42,7 @@ LISTING: dict[str, str] = {
     "iterate": GETTING_STARTED, "run-all": GETTING_STARTED, "eval": GETTING_STARTED, "show": GETTING_STARTED,
     "config": GETTING_STARTED,
     "data": STAGES, "sft": STAGES, "rl": STAGES, "export": STAGES, "train-ebm": STAGES, "search": STAGES,
-    "merge-trajectories": STAGES, "ebm": STAGES, "start": STAGES,
+    "merge-trajectories": STAGES, "ebm": STAGES, "start": STAGES, "judge": STAGES,
     "report": ANALYSIS, "compare": ANALYSIS, "summary": ANALYSIS, "plan": ANALYSIS,
     "render": CLUSTER, "submit": CLUSTER, "cluster": CLUSTER, "fetch": CLUSTER,
     "serve": INTERNALS, "lean": INTERNALS, "model": INTERNALS, "world": INTERNALS, "joint-study": INTERNALS,

@@ -165,6 +165,12 @@ class ClusterConfig(Section):
                           json_schema_extra=POD)
     step_memory: str = Field(default="8Gi", description="Memory request and limit of CPU-only steps.",
                              json_schema_extra=POD)
+    judge_cpu: str = Field(default="4", description="CPU request of the judge step (lean.judge = 'comparator': "
+                           "comparator builds one batch's challenge and solution, exports them and replays them in "
+                           "the kernels).", json_schema_extra=POD)
+    judge_memory: str = Field(default="16Gi", description="Memory request and limit of the judge step (Lean with the "
+                              "headers' imports, Mathlib's several GB, twice over: challenge and solution).",
+                              json_schema_extra=POD)
     gpus_per_step: int = Field(default=1, ge=1, description="GPUs per GPU step (SFT, export, EBM, the sidecar).",
                                json_schema_extra=POD)
     gpu_memory_label: str | None = Field(

@@ -11,6 +11,7 @@ from pydantic import Field, field_validator, model_validator
 from burnqed.base.resources import machine_workers
 from burnqed.config.identity import neutral, recorded, searched, shapes
 from burnqed.config.section import PYTHON_PLACEHOLDER, Section
+from leankit.version import COMPARATOR_LEAN, ships_comparator
 
 # The tactic guard's deny list by default (`burnqed.lean.guard`: what each rule refuses and why; every rule has a
 # case only it refuses in tests/lean/test_guard_soundness.py). Regular expressions, matched per line. Commands are
@@ -65,6 +66,9 @@ DEFAULT_DENY: tuple[str, ...] = (
     # any program, `Lean.saveModuleData` writes an .olean (imports are trusted: the recheck checks the file's own).
     r"\bLean\.(Lsp|Server|JsonRpc|Language)\b|\b(save|read)ModuleData\w*|\bwriteModule\b|\bStd\.Internal\b|\bLake\.",
 )
+
+EMBEDDED_WHY = "the embedded Lean (minilean) has no comparator"
+
 
 def embedded_lean(command: list[str]) -> bool:
     """`command` runs the embedded minilean (`-m minilean`), which has no comparator."""
@@ -193,14 +197,22 @@ class LeanConfig(Section):
         json_schema_extra=searched(stages=("prepare-data", "trace-data")),
     )
 
-    judge: Literal["burnqed", "comparator"] = Field(
-        default="burnqed",
+    judge: Literal["auto", "burnqed", "comparator"] = Field(
+        default="auto",
         description="Who has the last word on a proof eval counts: 'burnqed' (its own compile checks, docs/lean.md, "
         "\"Soundness\") or 'comparator' (Lean's comparator, lean.comparator_command, run after the search on every "
-        "counted proof: one it refuses is a soundness alarm, not counted). minilean has no comparator: with the "
-        "embedded Lean 'comparator' is refused.",
+        "counted proof: one it refuses is a soundness alarm, not counted); 'auto': comparator where the toolchain "
+        "ships `lake comparator` (lean.toolchain, Lean >= v4.35.0-rc2), burnqed otherwise and on the embedded "
+        "minilean, which has no comparator (with it 'comparator' is refused). Every result says which judge and why.",
         json_schema_extra=recorded("eval records the judge of every theorem (per_theorem[].judge); compare refuses "
                                    "results counted by different judges"),
+    )
+    toolchain: str | None = Field(
+        default=None,
+        description="The Lean toolchain lean.command runs, as elan names it ('leanprover/lean4:v4.35.0') or its "
+        "version ('4.35.0'); unset = the Lean of a backport's lean.pantograph_version (X.Y.Z/vLEAN), else not known. "
+        "It decides lean.judge = 'auto' (the same on the machine that renders the workflows and in their pods).",
+        json_schema_extra=recorded("eval records the judge it decides (per_theorem[].judge)"),
     )
     comparator_command: list[str] = Field(
         default=["lake", "comparator", "--config", "{config}"],
@@ -226,6 +238,26 @@ class LeanConfig(Section):
         description="Deadline of one comparator run (one batch: a header's theorems); a run past it refuses its batch.",
         json_schema_extra=neutral("how long the judge may take"),
     )
+
+    def lean_version(self) -> str | None:
+        """The Lean version this configuration names (`toolchain`, else a backport's `pantograph_version` suffix)."""
+        if self.toolchain:
+            return self.toolchain
+        _, sep, lean = (self.pantograph_version or "").partition("/")
+        return lean if sep else None
+
+    def judged_by(self) -> tuple[Literal["burnqed", "comparator"], str | None]:
+        """Who judges eval's counted proofs (`judge`, 'auto' decided from `lean_version`) and, for burnqed, why."""
+        if embedded_lean(self.command):
+            return "burnqed", EMBEDDED_WHY
+        if self.judge != "auto":
+            return self.judge, None if self.judge == "comparator" else "lean.judge = 'burnqed'"
+        lean = self.lean_version()
+        if lean is not None and ships_comparator(lean):
+            return "comparator", None
+        named = f"Lean {lean} (lean.toolchain)" if lean else "no Lean version is configured (lean.toolchain)"
+        return "burnqed", (f"lean.judge = 'auto' and {named}: `lake comparator` ships with Lean >= v{COMPARATOR_LEAN}; "
+                           "lean.judge = 'comparator' runs the standalone comparator (lean.comparator_command)")
 
     @model_validator(mode="after")
     def _judge_has_a_comparator(self) -> LeanConfig:

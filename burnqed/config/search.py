@@ -241,6 +241,14 @@ class SearchConfig(Section):
         "(at least one expansion, at most what is left).",
         json_schema_extra=searched("sketch"),
     )
+    sketch_depth: int = Field(
+        default=1, ge=1, le=8,
+        description="Sketch mode: how many levels a theorem is decomposed. 1: the planner's holes are searched and "
+        "nothing more; k: a hole whose own search fails is planned again as a goal of its own, its holes likewise, "
+        "down to k levels, on one AND-OR graph per theorem (a goal proved once closes every place it appears; a hole "
+        "that restates its goal or an ancestor is refused before Lean; docs/search.md, 'Recursive sketches').",
+        json_schema_extra=searched("sketch"),
+    )
     sketch_plans: int = Field(
         default=4, ge=1, le=256,
         description="Sketch mode: sketches asked per planner request (one request counts one of max_nodes).",
@@ -260,6 +268,16 @@ class SearchConfig(Section):
         "Unset: beside the search's output (OUTPUT.subgoal-cache). An eval keeps one cache per pass, in memory "
         "(docs/pipeline.md, 'Subgoal cache').",
         json_schema_extra=neutral("where sketch search keeps proofs it re-checks before use"),
+    )
+    lemma_library: str | None = Field(
+        default=None,
+        description="Sketch mode: a lemma library folder (path or URI; docs/search.md, 'The lemma library'). A search "
+        "or eval reads it once, at its start, and asks it for each hole before searching the hole; every entry it "
+        "offers is replayed in Lean before it counts, and none made from a held-out theorem or restating a benchmark "
+        "theorem serves. `burnqed search` also writes into it the lemmas of its counted proofs on training theorems "
+        "(split neither test nor valid). Unset: no library.",
+        json_schema_extra=recorded("eval stamps the folder by its listing (its entries are named by their digests) "
+                                   "as its `search.lemma_library` input; search reads what it holds at its start"),
     )
 
     @model_validator(mode="after")

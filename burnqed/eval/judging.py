@@ -18,9 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from burnqed.config.lean import EMBEDDED_WHY
 from burnqed.errors import ConfigError
 from burnqed.eval.result import EvalResult
 from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord, JudgeVerdict, judge
+from burnqed.lean.selftest import comparator_evidence
 from burnqed.lean.soundness import assembled_header
 from burnqed.lean.start import START_FORM
 from burnqed.records.results import FailureReason, TheoremResult
@@ -30,7 +32,8 @@ from burnqed.search.answer import AnswerSlot
 log = logging.getLogger(__name__)
 SOUNDNESS_ALARM_EXIT = 4  # `burnqed eval`'s exit code when comparator refused a proof burnqed counted
 REFUSED = "comparator refused it"  # the detail's start of a proof the judge did not count
-EMBEDDED = "the embedded Lean (minilean) has no comparator"
+EMBEDDED = EMBEDDED_WHY
+PENDING_WHY = "eval ran with --defer-judge: `burnqed judge` (the workflows' judge step) judges its proofs"
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,15 +43,27 @@ class JudgeSettings:
     comparator: ComparatorSettings | None = None
     toolchain: str | None = None  # the `lean-toolchain` of lean.cwd, when it has one
     why: str | None = None  # why burnqed judges (no comparator on the embedded Lean)
+    deferred: bool = False  # comparator judges in a later step (`burnqed judge`): each theorem's judge is `pending`
+
+    @property
+    def name(self) -> str:
+        """Who counts: the judge eval.json records (`judges_of`)."""
+        return "comparator" if self.comparator is not None else "pending" if self.deferred else "burnqed"
 
     @classmethod
-    def of(cls, judge_name: str, settings: ComparatorSettings, lean_backend: str) -> JudgeSettings:
-        """The judge `lean.judge` names; the embedded Lean's is burnqed, saying why. ConfigError (before any search)
-        when the comparator's program is not found, or lean.cwd has no lakefile.toml to take requirements from."""
+    def of(cls, judge: tuple[str, str | None], settings: ComparatorSettings, lean_backend: str, *,
+           deferred: bool = False) -> JudgeSettings:
+        """The judge `judge` names with why (`LeanConfig.judged_by`: lean.judge decided); the embedded Lean's is
+        burnqed, saying why; with `deferred` (eval's --defer-judge) comparator's verdict is left to the judge step.
+        ConfigError (before any search) when the comparator's program is not found, or lean.cwd has no lakefile.toml
+        to take requirements from."""
+        judge_name, why = judge
         if lean_backend in ("minilean", "replay"):
             return cls(why=EMBEDDED)
         if judge_name != "comparator":
-            return cls(why="lean.judge = 'burnqed'")
+            return cls(why=why or "lean.judge = 'burnqed'")
+        if deferred:
+            return cls(why=PENDING_WHY, deferred=True)
         program = settings.argv(Path("comparator.json"))[0]
         if shutil.which(program, path=os.environ.get("PATH")) is None:
             raise ConfigError(f"lean.comparator_command: {program!r} is not a program here (not on PATH): install "
@@ -61,6 +76,18 @@ class JudgeSettings:
         toolchain = project / "lean-toolchain" if project is not None else None
         pinned = toolchain.read_text(encoding="utf-8").strip() if toolchain and toolchain.is_file() else None
         return cls(comparator=settings, toolchain=pinned)
+
+
+async def check_judge(settings: JudgeSettings) -> None:
+    """`ConfigError` (one line, before any search or judging) unless the comparator `settings` judges with shows it
+    judges (`lean.selftest.comparator_evidence`: an honest proof accepted, a sorryAx refused); nothing to check with
+    burnqed as the judge or with the judge deferred."""
+    if settings.comparator is None:
+        return
+    failed = await comparator_evidence(settings.comparator)
+    if failed is not None:
+        raise ConfigError(f"lean.judge = 'comparator': {failed}; `burnqed lean selftest` shows each case (fix "
+                          "lean.comparator_command, or set lean.judge = 'burnqed')")
 
 
 def judge_case(theorem: Theorem, result: TheoremResult) -> JudgeCase | None:
@@ -82,7 +109,7 @@ async def judge_passes(theorems: Sequence[Theorem], attempts: Sequence[Sequence[
     """`attempts` with every proof comparator refused not counted, and each theorem's judge record (see the
     module docstring). With burnqed as the judge, `attempts` unchanged."""
     if settings.comparator is None:
-        record = JudgeRecord(judge="burnqed", why=settings.why)
+        record = JudgeRecord(judge="pending" if settings.deferred else "burnqed", why=settings.why)
         return [list(p) for p in attempts], {t.name: record for t in theorems}
     by_name = {t.name: t for t in theorems}
     asked: list[tuple[int, int, JudgeCase]] = []
@@ -142,8 +169,8 @@ def judge_line(result: EvalResult) -> str | None:
     if not records:
         return None
     first = records[0]
-    if first.judge == "burnqed":
-        return f"judge: burnqed ({first.why})" if first.why else "judge: burnqed"
+    if first.judge != "comparator":
+        return f"judge: {first.judge} ({first.why})" if first.why else f"judge: {first.judge}"
     flags = [*(["--paranoid"] if first.paranoid else []),
              *(["--inadvisably-no-sandbox: the solutions were built outside the sandbox"] if not first.sandboxed
                else [])]
@@ -156,5 +183,5 @@ def judges_of(result: EvalResult) -> set[str]:
     return {row.judge.judge if row.judge is not None else "burnqed" for row in result.per_theorem} or {"burnqed"}
 
 
-__all__ = ["SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "judge_case", "judge_line", "judge_passes",
-           "judges_of", "with_judges"]
+__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "check_judge", "judge_case",
+           "judge_line", "judge_passes", "judges_of", "with_judges"]

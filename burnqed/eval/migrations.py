@@ -106,4 +106,6 @@ EVAL_MIGRATIONS = Migrations("eval result", {
     9: settings_as_config,
     # 11 added per theorem the judge that had the last word on its proofs (lean.judge)
     10: added(per_theorem={"judge": None}),
+    # 12 added per theorem the lemma graph of recursive sketch search (search.sketch_depth above 1)
+    11: added(per_theorem={"lemma_graph": None}),
 })

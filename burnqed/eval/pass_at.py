@@ -315,6 +315,7 @@ def _theorem_rows(
                 curve=_theorem_curve(tries, largest),
                 task=None if theorem_tasks is None else theorem_tasks.get(name, NO_ANSWER),
                 answer=winner.answer if winner is not None else None,
+                lemma_graph=(winner or tries[0]).lemma_graph if tries else None,
                 **_checked(name, winner, tries, largest, theorem_tasks, answer_checks),
             )
         )

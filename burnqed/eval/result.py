@@ -30,7 +30,7 @@ from burnqed.eval.settings import EvalSettings
 from burnqed.lean.comparator import JudgeRecord
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
-from burnqed.records.results import EXPANSION_MODES, FailureReason, UsageCurve
+from burnqed.records.results import EXPANSION_MODES, FailureReason, LemmaGraph, UsageCurve
 from burnqed.records.theorem import SkippedDeclaration
 from burnqed.storage import read_json_model, write_text_atomic
 
@@ -255,6 +255,10 @@ class PerTheorem(BaseModel):
         default=None, description="Who had the last word on its proofs (lean.judge): burnqed (and why) or "
         "comparator (toolchain, --paranoid, the kernels that replayed, its verdict; `alarm` when it refused a proof "
         "burnqed counted). None in results written before the judge was recorded.")
+    lemma_graph: LemmaGraph | None = Field(
+        default=None, description="Sketch mode with search.sketch_depth above 1: the lemma graph of the attempt that "
+        "proved it (else its first attempt): its goals, sketches and which proof closed what (docs/search.md, "
+        "'Recursive sketches'). None otherwise, and in results before schema 12.")
 
 
 class GroupRow(SolveRate):

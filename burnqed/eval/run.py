@@ -60,6 +60,8 @@ from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
 from burnqed.search.answer import AnswerSlot, mode_refusal
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
 from burnqed.search.hybrid import HybridSettings
+from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
+from burnqed.search.lemmas import LibrarySource
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
 from burnqed.search.sketching import SketchSettings
@@ -113,11 +115,13 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
 
 
 def pass_engine(engine: SearchSettings, k: int) -> SearchSettings:
-    """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache of its own, so
-    the passes of pass@n stay independent searches."""
+    """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache and a lemma
+    source (over the library frozen at the eval's start: `stages.lemma_library.attach_library`) of its own, so the
+    passes of pass@n stay independent searches."""
     engine = dataclasses.replace(engine, attempt=k)
     if isinstance(engine, SketchSettings):
-        engine = dataclasses.replace(engine, cache=SubgoalCache())
+        lemmas = engine.lemmas.fresh() if isinstance(engine.lemmas, LibrarySource) else engine.lemmas
+        engine = dataclasses.replace(engine, cache=SubgoalCache(), lemmas=lemmas)
     return engine
 
 
@@ -137,9 +141,10 @@ class EvalJobSettings:
     judge: JudgeSettings = dataclasses.field(default_factory=JudgeSettings)  # who has the last word (lean.judge)
 
     @classmethod
-    def from_config(cls, config: Config, budgets: Sequence[int]) -> EvalJobSettings:
+    def from_config(cls, config: Config, budgets: Sequence[int], *, defer_judge: bool = False) -> EvalJobSettings:
         """The eval's settings; warns that search.verify=false does not apply here (eval compiles every proof it
-        counts). `ValueError` unless the budgets are non-empty, positive, unique and ascending."""
+        counts). `defer_judge`: comparator judges in a later step (`eval.judging.JudgeSettings.of`). `ValueError`
+        unless the budgets are non-empty, positive, unique and ascending."""
         budgets = validate_budgets(budgets)
         if not config.search.verify:
             log.warning("eval compiles every proof it counts: search.verify=false is ignored here")
@@ -153,8 +158,8 @@ class EvalJobSettings:
             lean_backend=lean_backend_label(config.lean.command),
             config_digest=config_digest(config),
             identity=search_identity(config, "eval"),
-            judge=JudgeSettings.of(config.lean.judge, ComparatorSettings.of(config.lean),
-                                   lean_backend_label(config.lean.command)),
+            judge=JudgeSettings.of(config.lean.judged_by(), ComparatorSettings.of(config.lean),
+                                   lean_backend_label(config.lean.command), deferred=defer_judge),
         )
 
 
@@ -367,6 +372,8 @@ def _pass_record(eval_name: str, k: int, pass_n: int, monitor: SearchMonitor, en
                               "throughput": monitor.report().as_dict()}
     if isinstance(engine, SketchSettings) and engine.cache is not None:
         record_stats(record, engine.cache.stats)
+    if isinstance(engine, SketchSettings) and isinstance(engine.lemmas, LibrarySource):
+        record[LIBRARY_STATS] = engine.lemmas.record()
     return record
 
 

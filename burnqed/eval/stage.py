@@ -32,6 +32,7 @@ from burnqed.eval.run import (
     publish_eval,
     untrained_planner,
 )
+from burnqed.stages.lemma_library import attach_library
 from burnqed.storage import Store
 from burnqed.storage.place_lease import hold_lease
 
@@ -95,8 +96,9 @@ def run_eval(
         warn(untrained)
 
     async def run() -> list[EvalResult]:
-        async with open_edges() as edges:
-            return await eval_arms(request, index, settings, pool=edges.pool, pool_size=edges.pool_size,
+        async with open_edges() as edges:  # a lemma library is frozen now, before the first search
+            attached = attach_library(settings, index, edges.pantograph_version, store=store)
+            return await eval_arms(request, index, attached, pool=edges.pool, pool_size=edges.pool_size,
                                    policy=edges.policy, value=edges.value,
                                    pantograph_version=edges.pantograph_version, planner=edges.planner, store=store)
 

@@ -8,8 +8,9 @@ once a batch). Each batch is a Lake project: `Challenge.lean` (the index's heade
 states it with `sorry` for its proof; the open answer slot stays `sorry` in the header), `Solution.lean` (the header
 the proofs compiled under, then each proof), `lakefile.toml` and `comparator.json` (`theorem_names`,
 `definition_names`: the open answer slots, `permitted_axioms`, `json_output_path`). The comparator's exit code
-decides: 0 accepts the batch, anything else refuses it; its JSON report, when it writes one, names which
-theorem failed and why (`read_verdicts`). A batch refused with no report naming a theorem is judged again one
+decides: 0 with `Your solution is okay!` last on stdout accepts the batch, anything else refuses it; its JSON
+report, when it writes one, names which theorem failed and why, else its stdout which kernels accepted
+(`read_verdicts`). A batch refused with no report naming a theorem is judged again one
 theorem a project, and the theorems a refused run did not name are judged again without the ones it named, so
 each verdict is about its own proof.
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 import signal
 import sys
@@ -40,6 +42,8 @@ CHALLENGE, SOLUTION = "Challenge", "Solution"
 CONFIG_FILE, REPORT_FILE = "comparator.json", "comparator-report.json"
 STREAM_LIMIT = 64_000  # characters of the comparator's stderr kept: its last `uncaught exception:` line is the reason
 UNCAUGHT = "uncaught exception: "  # how a Lean `main` that throws says why (its exit code is then 1)
+OKAY = "Your solution is okay!"  # comparator's last stdout line when every check held (Main.lean)
+KERNEL_ACCEPTS = re.compile(r"^(.+) kernel accepts the solution$", re.MULTILINE)  # one line per kernel (Main.lean)
 
 
 class ComparatorOutcome(BaseModel):
@@ -79,7 +83,9 @@ class JudgeRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    judge: Literal["burnqed", "comparator"] = Field(description="Who had the last word on the proof.")
+    judge: Literal["burnqed", "comparator", "pending"] = Field(
+        description="Who had the last word on the proof; 'pending': comparator judges it in a later step (an eval "
+        "run with --defer-judge, before `burnqed judge`), so nothing it counts is final yet.")
     why: str | None = Field(default=None, description="Why this judge (the embedded Lean has no comparator).")
     toolchain: str | None = Field(default=None, description="The Lean toolchain comparator ran under, if known.")
     command: list[str] | None = Field(default=None, description="The comparator's argv (lean.comparator_command).")
@@ -233,15 +239,27 @@ def _reuse_project(project: Path, folder: Path) -> str | None:
     return LAKEFILE + ("\n" + requires if requires else "")
 
 
-def read_verdicts(batch: Sequence[JudgeCase], returncode: int, stderr: str, report: str | None) -> list[JudgeVerdict]:
-    """Each theorem's verdict from a run's exit code, stderr and JSON report (None: not written). Exit 0 accepts a
-    theorem unless the report refuses it; a non-zero exit refuses every theorem the report does not accept, with the
-    report's message, or stderr's last `uncaught exception:` line."""
+def transcript_kernels(stdout: str) -> tuple[str, ...]:
+    """The kernels comparator's stdout says accepted the solution (`X kernel accepts the solution`; Lean's own,
+    `Lean default`, as `lean`)."""
+    names = [name.strip() for name in KERNEL_ACCEPTS.findall(stdout)]
+    return tuple(dict.fromkeys("lean" if name == "Lean default" else name for name in names))
+
+
+def read_verdicts(batch: Sequence[JudgeCase], returncode: int, stderr: str, report: str | None,
+                  stdout: str | None = None) -> list[JudgeVerdict]:
+    """Each theorem's verdict from a run's exit code, stderr, JSON report (None: not written) and, when given, stdout.
+    Exit 0 accepts a theorem unless the report refuses it, and, with `stdout`, only when it ends with `Your solution is
+    okay!` (positive evidence: a run that printed nothing accepts nothing); a non-zero exit refuses every theorem the
+    report does not accept, with the report's message, or stderr's last `uncaught exception:` line. The kernels are
+    the report's, else those stdout says accepted."""
     parsed = ComparatorReport.model_validate_json(report) if report is not None else None
     outcomes = {o.target: o for o in parsed.outcomes if o.target_kind == "theorem"} if parsed else {}
     holes = {o.target: o for o in parsed.outcomes if o.target_kind == "definition"} if parsed else {}
-    kernels = tuple(parsed.kernels()) if parsed else ()
+    kernels = tuple(parsed.kernels()) if parsed else transcript_kernels(stdout or "")
     reason = _uncaught(stderr) or f"comparator exited with {returncode}"
+    if returncode == 0 and stdout is not None and OKAY not in stdout.strip().splitlines()[-1:]:
+        returncode, reason = -1, f"comparator exited with 0 without saying {OKAY!r}"
     if parsed is not None and parsed.kernel_accepted is False:
         reason = f"the kernel refused the solution: {parsed.kernel_failure_message}"
     verdicts = []
@@ -253,7 +271,7 @@ def read_verdicts(batch: Sequence[JudgeCase], returncode: int, stderr: str, repo
         elif found is not None and not found.accepted:
             verdicts.append(JudgeVerdict(case.name, False, found.failure_category, found.failure_message, kernels))
         elif returncode == 0:
-            verdicts.append(JudgeVerdict(case.name, True, kernels=kernels or ("lean",)))
+            verdicts.append(JudgeVerdict(case.name, True, kernels=kernels or (("lean",) if stdout is None else ())))
         else:
             verdicts.append(JudgeVerdict(case.name, False, "run", reason, kernels))
     return verdicts
@@ -273,9 +291,10 @@ def hand_over(folder: Path, identity: LeanIdentity) -> None:
             os.chown(path, identity.uid, identity.gid)
 
 
-async def run_comparator(folder: Path, config: Path, settings: ComparatorSettings) -> tuple[int, str]:
-    """Run comparator in `folder` under the deadline; (exit code, stderr's last STREAM_LIMIT characters). A run
-    past the deadline is killed (its process group) and answers -1; a command that cannot start is a ConfigError."""
+async def run_comparator(folder: Path, config: Path, settings: ComparatorSettings) -> tuple[int, str, str]:
+    """Run comparator in `folder` under the deadline; (exit code, stderr's and stdout's last STREAM_LIMIT
+    characters). A run past the deadline is killed (its process group) and answers -1; a command that cannot start
+    is a ConfigError."""
     passed = {name: value for name, value in os.environ.items() if name.startswith("COMPARATOR_")}
     env = sealed_environment(os.environ, {**passed, **(settings.env or {})})
     identity = lean_identity(settings.run_as_uid)
@@ -285,27 +304,27 @@ async def run_comparator(folder: Path, config: Path, settings: ComparatorSetting
     argv = settings.argv(config)
     try:
         process = await asyncio.create_subprocess_exec(
-            *argv, cwd=folder, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            *argv, cwd=folder, env=env, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True, **spawn)
     except OSError as exc:  # no verdict at all: never read as a refusal (an alarm) nor as an acceptance
         raise ConfigError(f"lean.comparator_command: {argv[0]!r} cannot run: {exc.strerror or exc}") from None
     try:
-        _, err = await asyncio.wait_for(process.communicate(), settings.timeout_s)
+        out, err = await asyncio.wait_for(process.communicate(), settings.timeout_s)
     except TimeoutError:
         os.killpg(process.pid, signal.SIGKILL)
         await process.wait()
-        return -1, f"{UNCAUGHT}comparator ran past lean.comparator_timeout_s ({settings.timeout_s:g} s)"
-    return process.returncode if process.returncode is not None else -1, err.decode("utf-8", "replace")[
-        -STREAM_LIMIT:]
+        return -1, f"{UNCAUGHT}comparator ran past lean.comparator_timeout_s ({settings.timeout_s:g} s)", ""
+    code = process.returncode if process.returncode is not None else -1
+    return code, err.decode("utf-8", "replace")[-STREAM_LIMIT:], out.decode("utf-8", "replace")[-STREAM_LIMIT:]
 
 
 async def judge_batch(batch: Sequence[JudgeCase], settings: ComparatorSettings, folder: Path) -> list[JudgeVerdict]:
     """One batch judged in a fresh project at `folder`."""
     config = write_project(folder, batch, settings)
-    returncode, stderr = await run_comparator(folder, config, settings)
+    returncode, stderr, stdout = await run_comparator(folder, config, settings)
     report = folder / REPORT_FILE
     text = report.read_text(encoding="utf-8") if report.is_file() else None
-    return read_verdicts(batch, returncode, stderr, text)
+    return read_verdicts(batch, returncode, stderr, text, stdout)
 
 
 async def judge(cases: Sequence[JudgeCase], settings: ComparatorSettings, workdir: Path) -> list[JudgeVerdict]:
@@ -339,4 +358,4 @@ async def _judge_until_named(batch: Sequence[JudgeCase], settings: ComparatorSet
 
 __all__ = ["ComparatorOutcome", "ComparatorReport", "ComparatorSettings", "JudgeCase", "JudgeRecord", "JudgeVerdict",
            "batches", "challenge_text", "comparator_config", "judge", "read_verdicts", "solution_text",
-           "write_project"]
+           "transcript_kernels", "write_project"]

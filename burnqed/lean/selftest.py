@@ -289,3 +289,22 @@ async def comparator_items(report: SelftestReport, settings: ComparatorSettings)
         said = "accepted" if verdict.accepted else f"refused ({verdict.category}): {first_line(verdict.reason or '')}"
         name = f"comparator: {what} {'accepted' if accept else 'refused'}"
         report.items.append(Item(name, verdict.accepted == accept, said, ms))
+
+
+EVIDENCE = ("an honest proof", "a sorryAx")  # the cases `comparator_evidence` runs: one accepted, one refused
+
+
+async def comparator_evidence(settings: ComparatorSettings) -> str | None:
+    """Positive evidence that the configured comparator judges (before a judged eval or the judge step): of
+    `COMPARATOR_CASES`, the honest proof accepted and the sorryAx refused. None when both hold, else why not, in one
+    line (a comparator that accepts everything, or refuses everything, judges nothing)."""
+    cases = [(what, accept, case) for what, accept, case in COMPARATOR_CASES if what in EVIDENCE]
+    with tempfile.TemporaryDirectory(prefix="burnqed-judge-evidence-") as work:
+        verdicts = await judge([case for _, _, case in cases], settings, Path(work))
+    for (what, accept, _), verdict in zip(cases, verdicts, strict=True):
+        if verdict.accepted != accept:
+            said = "accepted it" if verdict.accepted else (f"refused it ({verdict.category}: "
+                                                           f"{first_line(verdict.reason or '')})")
+            wanted = "accepted" if accept else "refused"
+            return f"comparator ({' '.join(settings.command)}) {said}: {what} must be {wanted}"
+    return None

@@ -154,6 +154,9 @@ class SubgoalSource(StrEnum):
     SEARCH = "search"  # its own search in this sketch
     CACHE = "cache"  # the run's subgoal cache, re-checked in this context
     KEPT = "kept"  # an earlier sketch of this theorem proved the same subgoal in the same context (re-planning)
+    SHARED = "shared"  # a goal of this theorem's lemma graph with the same closed key, its proof renamed (depth > 1)
+    LIBRARY = "library"  # a lemma source's proof (`SketchSettings.lemmas`), re-checked in this context
+    SKETCH = "sketch"  # planned again as a lemma of its own, its holes proved, its filled sketch replayed (depth > 1)
 
 
 class SubgoalAttempt(BaseModel):
@@ -172,6 +175,8 @@ class SubgoalAttempt(BaseModel):
     spent: int = Field(default=0, ge=0, description="Budget its search spent, in the subgoal search's unit.")
     detail: str | None = Field(default=None, description="Why it was not proved (the search's failure reason, or "
                                "Lean's message when it was refuted).")
+    lemma: str | None = Field(default=None, description="`library`: the lemma library entry whose proof Lean "
+                              "accepted here, with its provenance (`LemmaEntry.origin`); None otherwise.")
 
 
 class SketchAttempt(BaseModel):
@@ -189,6 +194,77 @@ class SketchAttempt(BaseModel):
     tokens: int = Field(default=0, ge=0, description="Tokens the planner generated for this sketch.")
     verified: bool = Field(default=False, description="Every subgoal was proved and the assembled proof passed the "
                            "soundness path (guard, compile, axioms check): the theorem's proof.")
+
+
+class GraphGoal(BaseModel):
+    """A goal of a theorem's lemma graph (an OR node): the theorem itself (id 0) or a hole of a sketch, one node per
+    exact key (`subgoal_cache.subgoal_key`) however many places it appears."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int = Field(ge=0, description="Its number in the graph; 0 is the theorem.")
+    level: int = Field(ge=0, description="0 for the theorem; k + 1 for a hole of a sketch of a level-k goal (the "
+                       "first place it appeared).")
+    goal: str = Field(description="The goal as Lean printed it.")
+    closed: str = Field(description="The first 16 hex digits of its closed key (`search.goal_keys.closed_key`).")
+    places: int = Field(ge=1, description="The places it appeared: holes of elaborated sketches (1 for the theorem).")
+    proved: bool = Field(description="Lean closed it (for the theorem: the assembled proof counted).")
+    source: SubgoalSource | None = Field(default=None, description="How its proof was found the first time (None: "
+                                         "not proved, or the theorem).")
+    by: int | None = Field(default=None, ge=0, description="`shared`: the goal whose proof, renamed, closed it; "
+                           "`sketch`: the sketch (a `GraphSketch` id) whose holes' proofs closed it.")
+    origin: str | None = Field(default=None, description="`library`: the lemma source's word on where the proof "
+                               "came from.")
+
+
+class GraphSketch(BaseModel):
+    """A sketch of a goal of the lemma graph (an AND node): the goal it decomposes and its holes' goals."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: int = Field(ge=0, description="Its number among the graph's sketches.")
+    goal: int = Field(ge=0, description="The goal it is a sketch of (a `GraphGoal` id).")
+    body: str = Field(description="The sketch as the planner wrote it.")
+    outcome: SketchOutcome = Field(description="What became of it (refused: by the guard or the graph, before Lean).")
+    detail: str | None = Field(default=None, description="Why it is unreadable, refused or an error.")
+    holes: list[int] = Field(default_factory=list, description="Its holes' goals, in order (elaborated only).")
+    closed: bool = Field(default=False, description="Every hole was proved: it closes its goal.")
+
+
+class LemmaGraph(BaseModel):
+    """A theorem's AND-OR graph of recursive sketch search (search.sketch_depth above 1; docs/search.md,
+    "Recursive sketches")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    depth: int = Field(ge=1, description="search.sketch_depth: the levels a goal could be decomposed.")
+    goals: list[GraphGoal] = Field(description="Its goals; the theorem first.")
+    sketches: list[GraphSketch] = Field(default_factory=list, description="Its sketches, in the order written.")
+    shared: int = Field(default=0, ge=0, description="Places closed by a proof found at another place of the graph "
+                        "(kept by exact key, shared by closed key), each replayed in Lean there.")
+    refused: list[str] = Field(default_factory=list, description="Holes the graph refused before Lean, each with its "
+                               "reason (it restates the goal it decomposes or an ancestor).")
+
+    def origins(self, sketch: int) -> list[str]:
+        """The lemma source's origins of the proofs that close sketch `sketch`'s holes, through the lemmas that close
+        them (a `sketch` goal: its sketch's holes; a `shared` one: the goal its proof came from), in order, once
+        each."""
+        goals = {goal.id: goal for goal in self.goals}
+        found: list[str] = []
+        seen: set[int] = set()
+        pending = [goals[hole] for hole in reversed(self.sketches[sketch].holes) if hole in goals]
+        while pending:
+            goal = pending.pop()
+            if goal.id in seen:
+                continue
+            seen.add(goal.id)
+            if goal.source is SubgoalSource.LIBRARY and goal.origin and goal.origin not in found:
+                found.append(goal.origin)
+            elif goal.source is SubgoalSource.SHARED and goal.by in goals:
+                pending.append(goals[goal.by])
+            elif goal.source is SubgoalSource.SKETCH and goal.by is not None and goal.by < len(self.sketches):
+                pending += [goals[hole] for hole in reversed(self.sketches[goal.by].holes) if hole in goals]
+        return found
 
 
 class TheoremResult(BaseModel):
@@ -278,6 +354,22 @@ class TheoremResult(BaseModel):
         description="Sketch mode: every sketch the planner wrote, in order, with its subgoals' searches (what the "
         "report counts: sketches tried, subgoals proved, re-plans, cache hits). Empty in every other mode.",
     )
+    lemma_graph: LemmaGraph | None = Field(
+        default=None,
+        description="Sketch mode with search.sketch_depth above 1: the theorem's lemma graph (goals, sketches, which "
+        "proof closed what). None otherwise.",
+    )
+
+    def lemmas_used(self) -> list[str]:
+        """The lemma library entries the counted proof used (sketch mode: its verified sketch's subgoals closed from
+        the library, `SubgoalAttempt.lemma`; with a lemma graph, also those its lemmas' holes used, at any level), in
+        the sketch's order; empty when it used none or nothing counted."""
+        counted = next((k for k, sketch in enumerate(self.sketches) if sketch.verified), None) if self.proved else None
+        if counted is None:
+            return []
+        if self.lemma_graph is not None:  # the theorem's k-th sketch is the graph's k-th sketch of goal 0
+            return self.lemma_graph.origins([s.id for s in self.lemma_graph.sketches if s.goal == 0][counted])
+        return [subgoal.lemma for subgoal in self.sketches[counted].subgoals if subgoal.lemma]
 
     def spent(self) -> int:
         """Budget spent, in the mode's unit."""

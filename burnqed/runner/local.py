@@ -1,13 +1,13 @@
 """The local runner (docs/pipeline.md, "Running locally"): runs `burnqed.runner.plan`'s stages on this machine,
 in dependency order, each as a `burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
 
-    grammar = CommandGrammar.of(typer.main.get_command(app))   # the app's flags and subcommands (burnqed.cli)
-    runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store, grammar=grammar)
+    runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
     check_before_work(cfg, store)           # a model naming no folder, a missing benchmark: exit 2 before any stage
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
 
-A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`); one finished with
+A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`, from the request the stage
+holds); one finished with
 other inputs is refused before anything runs (exit 2), or with `force` redone with every finished stage after it.
 The children get the configuration as pods do: `BURNQED_CONFIG`, the `--set`s as `BURNQED_SECTION__KEY`.
 """
@@ -42,7 +42,8 @@ from burnqed.config import load_config, parse_value
 from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
 from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
 from burnqed.runner.plan import Iteration, Stage
-from burnqed.runner.reuse import CommandGrammar, Verdict, interrupted_difference, stage_verdict
+from burnqed.runner.requests import EvalRequest
+from burnqed.runner.reuse import Verdict, interrupted_difference, stage_verdict
 
 if TYPE_CHECKING:
     from burnqed.config import Config
@@ -270,7 +271,6 @@ class LocalRunner:
         environ: Mapping[str, str] | None = None,
         echo: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
         store: storage.Store,
-        grammar: CommandGrammar,
         cpus: int | None = None,
         force: bool = False,
     ) -> None:
@@ -283,7 +283,6 @@ class LocalRunner:
         self.python = python
         self.echo = echo
         self.store = store  # where this process checks which outputs are finished
-        self.grammar = grammar  # the app's command tree: how a stage's command line reads (its flags, subcommands)
         self.force = force  # redo the stages finished with other inputs, and those after them
         self.current: str | None = None  # the stage shard(s) running (named when a signal stops the run)
         # The stages' own stop line would repeat ours: a stage run by this runner exits 143/130 silently.
@@ -409,12 +408,11 @@ class LocalRunner:
 
     def _verdict(self, stage: Stage, shard: int) -> Verdict:
         """Whether the finished `shard` of `stage` was made from what this run would give it, computed here from
-        its command line and the configuration its process would load (file < our environment < its `--set`)."""
+        its request and the configuration its process would load (file < our environment < its `--set`)."""
         config = self.env.get("BURNQED_CONFIG")
         try:
-            return stage_verdict(stage.argv_for(shard), lambda sets: load_config(Path(config) if config else None,
-                                                                                 sets, self.env), self.store,
-                                 grammar=self.grammar)
+            return stage_verdict(stage.request_for(shard), lambda sets: load_config(Path(config) if config else None,
+                                                                                    sets, self.env), self.store)
         except InputError as exc:  # an input it was made from cannot be read now (gone, damaged)
             return Verdict(f"what it is made from cannot be read now ({exc})")
 
@@ -423,8 +421,8 @@ class LocalRunner:
         gives it (`reuse.interrupted_difference`: a search's), which only the stage's --force starts over."""
         config = self.env.get("BURNQED_CONFIG")
         try:
-            return interrupted_difference(stage.argv_for(shard), lambda sets: load_config(
-                Path(config) if config else None, sets, self.env), self.store, grammar=self.grammar) is not None
+            return interrupted_difference(stage.request_for(shard), lambda sets: load_config(
+                Path(config) if config else None, sets, self.env), self.store) is not None
         except InputError:  # what it would be made from cannot be read now: the stage says so itself
             return False
 
@@ -529,13 +527,20 @@ def check_models(cfg: Config, store: storage.Store) -> None:
             ensure_model(path, store=store)
 
 
+def _eval_trajectories(request: EvalRequest, output: str) -> str:
+    """Where the eval `request` writing `output` keeps its trajectories: its --trajectories-out, else beside
+    `output`."""
+    return request.trajectories_out or trajectories_beside(output)
+
+
 def check_stage_inputs(iteration: Iteration, store: storage.Store, only: Sequence[str] = ()) -> None:
     """`InputError` (exit 2) before the iteration's first stage when a stage it runs (or only those `only` names)
     reads a file or folder that no stage of the iteration makes and that does not exist (an earlier iteration's
     rollouts, the configured theorems), or that a stage left out by `only` makes and has not finished. (An eval
     makes its trajectories beside its result.)"""
     makers = {made: stage for stage in iteration.stages for uri in stage.all_outputs()
-              for made in (uri, *((trajectories_beside(uri),) if stage.argv[0] == "eval" else ()))}
+              for made in (uri, *((_eval_trajectories(stage.request, uri),) if isinstance(stage.request, EvalRequest)
+                                  else ()))}
     for stage in iteration.stages:
         if only and stage.name not in only:
             continue
@@ -608,20 +613,18 @@ def check_iteration(iteration: Iteration, store: storage.Store, earlier_done: Ca
     check_stage_inputs(iteration, store, only)
 
 
-def base_model_warning(iteration: Iteration, cfg: Config, grammar: CommandGrammar) -> str | None:
+def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
     """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
     SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
     sft.base_model when that is set), else policy.model, else the tiny embedded model; SFT starts from
-    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work
-    (`grammar`: the app's command tree, `reuse.CommandGrammar`)."""
+    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work."""
     from burnqed.errors import InputError
     from burnqed.policy.tiny import default_model_dir
-    from burnqed.runner.reuse import parse_command_line
 
     stage = next((stage for stage in iteration.stages if stage.name == "eval-base"), None)
     if stage is None:
         return None
-    given = parse_command_line(stage.argv_for(0), grammar).one("--model")
+    given = stage.request.model if isinstance(stage.request, EvalRequest) else None
     evaluated, why = (given, "its --model") if given is not None else (cfg.policy.model, "policy.model")
     trained = cfg.sft.base_model
     if evaluated == trained:
@@ -663,7 +666,7 @@ def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | No
         iteration = iteration_of(cfg, run_root, i)
         finished.cache_clear()  # the iterations run before this one have finished since
         check_iteration(iteration, store, finished, only or (), carry)
-        warning = base_model_warning(iteration, cfg, runner.grammar)
+        warning = base_model_warning(iteration, cfg)
         if warning is not None:
             echo(warning, err=True)
         echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)

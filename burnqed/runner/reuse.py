@@ -8,33 +8,46 @@ output records it was made from, and the verdict (docs/pipeline.md, "Reused or r
         print(reuse_line(found))                    # "reusing OUTPUT (finished 2026-11-27 10:02 UTC, same inputs); …"
     with store.staged_output(output, "sft", made_from=now) as folder: ...   # recorded in the completion marker
 
-Each stage command builds its `StageInputs` with the builder named after it; the local runner, from a stage's argv,
-split as the app's command tree reads it (`CommandGrammar`: its flags and subcommands, from the typer app).
+Each stage command builds its `StageInputs` with the builder named after it, from the request it builds of its options
+(`runner.requests`); the local runner from the request the stage holds (`made_from`), with the same builders.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from typer.core import TyperGroup, TyperOption
 
 from burnqed.config import Config
 from burnqed.config.identity import default_values, identity_keys, identity_values
 from burnqed.config.sft import proof_examples_on, proofs_kept, sketch_examples_on
 from burnqed.errors import InputError
 from burnqed.provenance import INPUTS_NAME, MISSING, InputStamp, StageInputs, when
+from burnqed.runner.requests import (
+    EvalRequest,
+    ExportRequest,
+    JointStudyRequest,
+    MergeRequest,
+    PrepareRequest,
+    ReportRequest,
+    RlRequest,
+    SearchRequest,
+    SftRequest,
+    StageRequest,
+    StartRequest,
+    TrainEbmRequest,
+)
 from burnqed.storage import MARKER_NAME, StageMarker, Store, is_remote, join, normalize
 
 if TYPE_CHECKING:
     from burnqed.eval.result import EvalResult
-    from burnqed.eval.run import EvalIdentity
+    from burnqed.eval.run import EvalIdentity, EvalJobSettings
     from burnqed.records.theorem import TheoremIndex
 
 
@@ -242,12 +255,15 @@ def _search_settings(mode: str, seed: int | None, lean_backend: str, search: dic
 
 def eval_inputs(identity: EvalIdentity, cfg: Config, store: Store) -> StageInputs:
     """One arm of `eval`: its identity (`eval.run.EvalIdentity`: the theorem set, budgets, mode and the keys of eval's
-    identity in that mode), the policy model and the value model."""
+    identity in that mode), the policy model, the value model and, in sketch mode, the lemma library
+    (`search.lemma_library`, stamped by its listing: its entries are named by their digests)."""
     settings = {"benchmark": identity.benchmark, "theorems": identity.theorems, "theorem set": identity.theorem_digest,
                 "--budgets": identity.budgets, "--pass-n": identity.pass_n, "--iter": identity.iteration,
                 "not evaluated": identity.not_evaluated,
                 **_search_settings(identity.mode, identity.seed, identity.lean_backend, identity.search)}
-    return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(identity.ebm, store)}, settings)
+    library = ({"search.lemma_library": stamp(cfg.search.lemma_library, store)}
+               if identity.mode == "sketch" and cfg.search.lemma_library is not None else {})
+    return _made({"model": stamp(cfg.policy.model, store), "--ebm": stamp(identity.ebm, store), **library}, settings)
 
 
 def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str | None, iteration: int,
@@ -398,168 +414,113 @@ def resume_prefix(store: Store, output: str, now: StageInputs, *, resume: bool) 
     return None
 
 
-# ---------------------------------------------------------------------------------------- the local runner
+# ---------------------------------------------------------------------------------------- from a request
 
 
-@dataclass(frozen=True, slots=True)
-class CommandLine:
-    """A stage's command line as `runner.plan` writes it: the command, its options (repeatable), its flags and
-    its positional arguments."""
-
-    command: str
-    options: dict[str, list[str]]
-    flags: frozenset[str]
-    arguments: tuple[str, ...]
-
-    def one(self, option: str) -> str | None:
-        values = self.options.get(option)
-        return values[-1] if values else None
-
-    def all(self, option: str) -> list[str]:
-        return self.options.get(option, [])
-
-    @property
-    def output(self) -> str:
-        return self.one("--output") or ""
-
-    @property
-    def iteration(self) -> int:
-        return int(self.one("--iter") or 0)
-
-
-@dataclass(frozen=True, slots=True)
-class CommandGrammar:
-    """What splitting a `burnqed` command line needs of the command tree: each command's flags (options that take
-    no value) and each group's subcommands, read from the click command typer builds of the app
-    (`CommandGrammar.of(typer.main.get_command(app))`; a command finds its own as `ctx.find_root().command`), so a
-    new flag or subcommand needs no edit here."""
-
-    flags: Mapping[str, frozenset[str]]  # command ("data prepare") → its flags, both spellings of a --x/--no-x
-    options: Mapping[str, frozenset[str]]  # command → its options that take a value, short ones included
-    groups: Mapping[str, frozenset[str]]  # group ("data") → its subcommands
-
-    @classmethod
-    def of(cls, root: object) -> CommandGrammar:
-        """The grammar of the command tree under `root` (the app's group, `typer.main.get_command(app)`)."""
-        flags: dict[str, frozenset[str]] = {}
-        options: dict[str, frozenset[str]] = {}
-        groups: dict[str, frozenset[str]] = {}
-
-        def walk(path: str, command: object) -> None:
-            if isinstance(command, TyperGroup):
-                groups[path] = frozenset(command.commands)
-                for name, sub in command.commands.items():
-                    walk(f"{path} {name}".strip(), sub)
-                return
-            params = [param for param in getattr(command, "params", ()) if isinstance(param, TyperOption)]
-            flags[path] = frozenset(word for param in params if param.is_flag or param.count
-                                    for word in (*param.opts, *param.secondary_opts))
-            options[path] = frozenset(word for param in params if not (param.is_flag or param.count)
-                                      for word in param.opts)
-
-        walk("", root)
-        return cls(flags, options, groups)
-
-    def flags_of(self, command: str) -> frozenset[str]:
-        """The flags of `command`; of a command the app does not have, every command's."""
-        if command in self.flags:
-            return self.flags[command]
-        return frozenset().union(*self.flags.values())
-
-
-def parse_command_line(argv: Sequence[str], grammar: CommandGrammar) -> CommandLine:
-    """Split `argv` (after `burnqed`) into command, options, flags and arguments, as the app's command tree
-    (`grammar`) reads them."""
-    words = list(argv)
-    command = words.pop(0) if words else ""
-    while command in grammar.groups and words and words[0] in grammar.groups[command]:
-        command = f"{command} {words.pop(0)}"
-    flag_words = grammar.flags_of(command)
-    option_words = grammar.options.get(command, frozenset())
-    options: dict[str, list[str]] = {}
-    flags: set[str] = set()
-    arguments: list[str] = []
-    while words:
-        word = words.pop(0)
-        if word in flag_words:
-            flags.add(word)
-        elif (word.startswith("--") or word in option_words) and words:
-            options.setdefault(word, []).append(words.pop(0))
-        else:
-            arguments.append(word)
-    return CommandLine(command, options, frozenset(flags), tuple(arguments))
-
-
-def _eval_arms(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
-    from burnqed.data.theorems import load_index
-    from burnqed.eval.run import EvalIdentity, EvalJobSettings, EvalRequest, eval_budgets
-
-    request = EvalRequest(line.output, pass_n=int(line.one("--pass-n") or 1), iteration=line.iteration,
-                          ebm=line.one("--ebm"), ablation="--ablation" in line.flags)
-    settings = EvalJobSettings.from_config(cfg, eval_budgets(line.one("--budgets"), cfg.pipeline))
-    index = load_index(line.one("--theorems"), line.one("--split"), "test", store=store,
-                       world_seed=cfg.data.world_seed, world_sketches=cfg.data.world_sketches)
-    return [(arm.output, eval_inputs(EvalIdentity.of(index, settings, pass_n=request.pass_n,
-                                                     iteration=request.iteration, ebm=arm.ebm), cfg, store))
-            for arm in request.arms()]
-
-
-def _rl(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
-    from burnqed.data.theorems import rl_index
-
-    index = rl_index(line.one("--theorems"), line.one("--split"), cfg, store=store)
-    return [(line.output, rl_inputs(cfg, store, sft=line.one("--sft") or "", index=index,
-                                    trajectories=line.all("--trajectories"), iteration=line.iteration))]
-
-
-def _search(line: CommandLine, cfg: Config, store: Store) -> list[tuple[str, StageInputs]]:
-    from burnqed.data.theorems import load_index
-
-    index = load_index(line.one("--theorems"), line.one("--split"), store=store, world_seed=cfg.data.world_seed,
-                       world_sketches=cfg.data.world_sketches)
-    return [(line.output, search_inputs(cfg, store, index, shard=line.one("--shard"), iteration=line.iteration,
-                                        ebm=_started(line, store, "ebm"), unsolved_from=line.one("--unsolved-from")))]
-
-
-def _started(line: CommandLine, store: Store, what: str) -> str | None:
-    """What a command line's `--start` record names (`what`: 'policy', sft's --init; 'value_model', train-ebm's;
-    'ebm', search's --ebm unless the record drops it), else its own --init (--ebm); as the command resolves it."""
-    start = line.one("--start")
-    own = line.one("--ebm" if what == "ebm" else "--init")
-    if start is None or not store.exists(start):
+def started(request: SftRequest | TrainEbmRequest | SearchRequest, store: Store) -> str | None:
+    """What a request's `--start` record names for it (sft: the policy it starts from, in place of --init; train-ebm:
+    the value model, in place of --init; search: --ebm unless the record drops it), else its own --init (--ebm); as
+    the command resolves it."""
+    own = request.ebm if isinstance(request, SearchRequest) else request.init
+    if request.start is None or not store.exists(request.start):
         return own
     from burnqed.eval.best_so_far import read_start
 
-    record = read_start(start, store)
-    if what == "ebm":
+    record = read_start(request.start, store)
+    if isinstance(request, SearchRequest):
         return own if record.search_value_model else None
-    return record.policy if what == "policy" else record.value_model
+    return record.policy if isinstance(request, SftRequest) else record.value_model
 
 
-# The commands the pipeline runs, each turning its command line into (output, what it would be made from) pairs:
-# the same builders the commands call with their parsed options.
-Builder = Callable[[CommandLine, "Config", Store], list[tuple[str, StageInputs]]]
-BUILDERS: dict[str, Builder] = {
-    "data prepare": lambda line, cfg, store: [(line.output, prepare_inputs(cfg, store))],
-    "sft": lambda line, cfg, store: [(line.output, sft_inputs(
-        cfg, store, data=line.one("--data") or "", trajectories=line.all("--trajectories"),
-        init=_started(line, store, "policy"), iteration=line.iteration))],
-    "rl": _rl,
-    "export": lambda line, cfg, store: [(line.output, export_inputs(cfg, store, sft=line.one("--sft") or ""))],
-    "train-ebm": lambda line, cfg, store: [(line.output, train_ebm_inputs(
-        cfg, store, trajectories=line.all("--trajectories"), model=line.one("--model"),
-        init=_started(line, store, "value_model"), joint=line.one("--joint"), iteration=line.iteration))],
-    "search": _search,
-    "start": lambda line, cfg, store: [(line.output, start_inputs(
-        cfg, store, root=line.one("--root") or cfg.storage.root, iteration=line.iteration))],
-    "merge-trajectories": lambda line, cfg, store: [(line.output, merge_inputs(store, inputs=line.arguments))],
-    "eval": _eval_arms,
-    "joint-study": lambda line, cfg, store: [(line.output, joint_study_inputs(
-        cfg, store, trajectories=line.all("--trajectories"), root=line.one("--root") or cfg.storage.root,
-        iteration=line.iteration))],
-    "report": lambda line, cfg, store: [(line.output, report_inputs(
-        cfg, store, root=line.one("--root") or cfg.storage.root, iteration=line.iteration))],
-}
+def sft_request_inputs(request: SftRequest, cfg: Config, store: Store) -> StageInputs:
+    """`sft_inputs` of `burnqed sft` as `request` asks for it."""
+    return sft_inputs(cfg, store, data=request.data, trajectories=request.trajectories,
+                      init=started(request, store), iteration=request.iteration)
+
+
+def train_ebm_request_inputs(request: TrainEbmRequest, cfg: Config, store: Store) -> StageInputs:
+    """`train_ebm_inputs` of `burnqed train-ebm` as `request` asks for it."""
+    return train_ebm_inputs(cfg, store, trajectories=request.trajectories, model=request.model,
+                            init=started(request, store), joint=request.joint, iteration=request.iteration)
+
+
+def rl_request_inputs(request: RlRequest, cfg: Config, store: Store, index: TheoremIndex | None = None) -> StageInputs:
+    """`rl_inputs` of `burnqed rl` as `request` asks for it; `index`: its theorems when already read (`rl_index`)."""
+    from burnqed.data.theorems import rl_index
+
+    if index is None:
+        index = rl_index(request.theorems, request.split, cfg, store=store)
+    return rl_inputs(cfg, store, sft=request.sft, index=index, trajectories=request.trajectories,
+                     iteration=request.iteration)
+
+
+def search_request_inputs(request: SearchRequest, cfg: Config, store: Store,
+                          index: TheoremIndex | None = None) -> StageInputs:
+    """`search_inputs` of `burnqed search` as `request` asks for it; `index`: its theorems when already read."""
+    from burnqed.data.theorems import load_index
+
+    if index is None:
+        index = load_index(request.theorems, request.split, store=store, world_seed=cfg.data.world_seed,
+                           world_sketches=cfg.data.world_sketches)
+    return search_inputs(cfg, store, index, shard=request.shard, iteration=request.iteration,
+                         ebm=started(request, store), unsolved_from=request.unsolved_from)
+
+
+def eval_request_inputs(request: EvalRequest, cfg: Config, store: Store, index: TheoremIndex | None = None,
+                        settings: EvalJobSettings | None = None) -> list[tuple[str, StageInputs]]:
+    """Each arm of `burnqed eval` as `request` asks for it (its result file, `eval_inputs`); `index` and `settings`:
+    its theorems and job settings when already read."""
+    from burnqed.data.theorems import load_index
+    from burnqed.eval import run
+
+    if settings is None:
+        settings = run.EvalJobSettings.from_config(cfg, run.eval_budgets(request.budgets, cfg.pipeline),
+                                                   defer_judge=request.defer_judge)
+    if index is None:
+        index = load_index(request.theorems, request.split, "test", store=store, world_seed=cfg.data.world_seed,
+                           world_sketches=cfg.data.world_sketches)
+    arms = run.EvalRequest(request.output, pass_n=request.pass_n, iteration=request.iteration, ebm=request.ebm,
+                           ablation=request.ablation).arms()
+    return [(arm.output, eval_inputs(run.EvalIdentity.of(index, settings, pass_n=request.pass_n,
+                                                         iteration=request.iteration, ebm=arm.ebm), cfg, store))
+            for arm in arms]
+
+
+def _one_output(request: StageRequest, cfg: Config, store: Store) -> StageInputs | None:
+    """What the run of a request with one output would be made from; None for another request."""
+    match request:
+        case SftRequest():
+            return sft_request_inputs(request, cfg, store)
+        case RlRequest():
+            return rl_request_inputs(request, cfg, store)
+        case ExportRequest():
+            return export_inputs(cfg, store, sft=request.sft)
+        case TrainEbmRequest():
+            return train_ebm_request_inputs(request, cfg, store)
+        case SearchRequest():
+            return search_request_inputs(request, cfg, store)
+        case StartRequest():
+            return start_inputs(cfg, store, root=request.root, iteration=request.iteration)
+        case MergeRequest():
+            return merge_inputs(store, inputs=request.inputs)
+        case JointStudyRequest():
+            return joint_study_inputs(cfg, store, trajectories=request.trajectories, root=request.root,
+                                      iteration=request.iteration)
+        case ReportRequest():
+            return report_inputs(cfg, store, root=request.root, iteration=request.iteration)
+    return None
+
+
+def made_from(request: StageRequest, cfg: Config, store: Store) -> list[tuple[str, StageInputs]] | None:
+    """What the run `request` asks for would be made from, as (output, inputs) pairs (an eval's: one per arm), with
+    the builders its command calls; None for a command this module does not know (`OtherRequest`)."""
+    if isinstance(request, EvalRequest):
+        return eval_request_inputs(request, cfg, store)
+    inputs = prepare_inputs(cfg, store) if isinstance(request, PrepareRequest) else _one_output(request, cfg, store)
+    return None if inputs is None else [(request.output, inputs)]
+
+
+# ---------------------------------------------------------------------------------------- the local runner
 
 
 @dataclass(frozen=True, slots=True)
@@ -571,41 +532,28 @@ class Verdict:
     recorded: bool = True
 
 
-def stage_sets(line: CommandLine) -> list[str]:
-    """The `--set`s a stage's process runs with: its own, then `--model DIR` as the `--set policy.model=DIR` it
-    equals."""
-    sets = list(line.all("--set"))
-    if (model := line.one("--model")) is not None:
-        sets.append(f"policy.model={json.dumps(model, ensure_ascii=False)}")
-    return sets
-
-
-def interrupted_difference(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store, *,
-                           grammar: CommandGrammar) -> str | None:
-    """The first difference between what an interrupted search run as `burnqed ARGV` was made from (the `_INPUTS.json`
+def interrupted_difference(request: StageRequest, load: Callable[[Sequence[str]], Config],
+                           store: Store) -> str | None:
+    """The first difference between what an interrupted search run as `request` was made from (the `_INPUTS.json`
     its output prefix holds) and what the stage would be made from now, or None (the same, nothing there, or not a
     search): `search --resume` refuses such a run, and `iterate --force` redoes it with the stage's own --force.
-    `grammar`: the app's command tree (`CommandGrammar`)."""
-    line = parse_command_line(argv, grammar)
-    if line.command != "search" or not store.exists(join(line.output, INPUTS_NAME)):
+    `load(sets)` is the configuration the stage's process would run with, given the request's own `--set`s."""
+    if not isinstance(request, SearchRequest) or not store.exists(join(request.output, INPUTS_NAME)):
         return None
-    recorded = store.read_model(join(line.output, INPUTS_NAME), StageInputs, "record of inputs")
-    return next((recorded.difference(now) for _, now in _search(line, load(stage_sets(line)), store)), None)
+    recorded = store.read_model(join(request.output, INPUTS_NAME), StageInputs, "record of inputs")
+    return recorded.difference(search_request_inputs(request, load(request.config_sets()), store))
 
 
-def stage_verdict(argv: Sequence[str], load: Callable[[Sequence[str]], Config], store: Store, *,
-                  grammar: CommandGrammar) -> Verdict:
-    """The verdict on a finished stage run as `burnqed ARGV`, from every output it finds. `load(sets)` is the
-    configuration the stage's process would run with, given the stage's own `--set`s; `grammar` the app's command
-    tree (`CommandGrammar`). A command this module does not know is reused as it is."""
-    line = parse_command_line(argv, grammar)
-    builder = BUILDERS.get(line.command)
-    if builder is None:
+def stage_verdict(request: StageRequest, load: Callable[[Sequence[str]], Config], store: Store) -> Verdict:
+    """The verdict on a finished stage run as `request`, from every output it finds. `load(sets)` is the
+    configuration the stage's process would run with, given the request's own `--set`s (`config_sets`). A command
+    this module does not know is reused as it is."""
+    built = made_from(request, load(request.config_sets()), store)
+    if built is None:
         return Verdict(None)
-    built = builder(line, load(stage_sets(line)), store)
     recorded = True
     for output, now in built:
-        found = finished_start(store, output) if line.command == "start" else finished_output(store, output)
+        found = finished_start(store, output) if isinstance(request, StartRequest) else finished_output(store, output)
         if found is None:
             continue
         if found.made_from is None or found.partial:

@@ -22,7 +22,7 @@ import asyncio
 import dataclasses
 import functools
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
@@ -44,8 +44,11 @@ from burnqed.records.results import (
     SubgoalSource,
 )
 from burnqed.records.theorem import Theorem
+from burnqed.search.goal_keys import LemmaSource, closed_key, translate
 from burnqed.search.hybrid import HybridSearch, HybridSettings
+from burnqed.search.lemma_graph import Frame, GoalGraph, GoalNode, Tried
 from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
+from burnqed.search.recursion import decompose
 from burnqed.search.repair import RepairSettings
 from burnqed.search.root import Root
 from burnqed.search.skeleton import (
@@ -60,7 +63,7 @@ from burnqed.search.skeleton import (
     run_search,
 )
 from burnqed.search.step import StepSearch, StepSettings
-from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey, subgoal_key
+from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey
 from burnqed.search.usage import CountingLean, UsageMeter
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
@@ -95,7 +98,10 @@ class SketchSettings:
     seed: int | None = None  # policy.seed: sketch k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
     attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
     subgoal_cache_replays: int = REPLAYS  # search.subgoal_cache_replays: a lookup's cached proofs replayed at most
+    sketch_depth: int = 1  # search.sketch_depth: levels of decomposition (1: the holes are searched, never planned)
+    share_goals: bool = True  # off: nothing shared inside a theorem or from the cache (the tree ablation, benchmarks)
     cache: SubgoalCache | None = field(default=None, compare=False, repr=False)  # attached per job (stages.search)
+    lemmas: LemmaSource | None = field(default=None, compare=False, repr=False)  # attached: a lemma library
 
     @property
     def share(self) -> int:
@@ -171,17 +177,6 @@ class SubgoalEnd:
 # ---------------------------------------------------------------------------------------------- the theorem
 
 
-@dataclass(slots=True)
-class _Tried:
-    """A sketch of this search: its record, its row, and (elaborated) its subgoals' closing rows in order."""
-
-    record: SketchAttempt
-    row: Edge
-    sketch: Sketch | None = None
-    leaves: list[int] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)  # what failed, for a re-plan
-
-
 class SketchSearch:
     """One theorem's sketch search; `run()` once."""
 
@@ -196,13 +191,15 @@ class SketchSearch:
         self.cache = cache if cache is not None else (settings.cache if settings.cache is not None else SubgoalCache())
         self.next_id = 1
         self.spent = 0  # units: planner requests + subgoal expansions / rounds
-        self.sketches: list[_Tried] = []
+        self.sketches: list[Tried] = []
         self.kept: dict[str, tuple[str, list[str]]] = {}  # subgoal key digest → (key text, a proof Lean accepted)
         self.root_id = 0
         self.root_state = ""
         self.gen_ms = 0.0
         self.sampled = 0  # sketches asked for (the planner's sample numbers)
         self.leaves: list[int] = []  # the counted proof's subgoal closing rows
+        self.graph = GoalGraph(theorem.header, settings.sketch_depth)  # recorded when sketch_depth is above 1
+        self.frame: Frame | None = None  # the theorem's goal, where its own sketches' holes are proved
 
     async def run(self) -> SearchOutcome:
         if self.core.theorem.statement is None:
@@ -216,6 +213,9 @@ class SketchSearch:
             self.root_id, goals = await start_theorem(self.core.lean, self.core.theorem)
             self.core.start_generation = self.core.lean.generation
             self.root_state = pretty_state(goals)
+            if goals:
+                node = self.graph.root(goals[0])
+                self.frame = Frame(node, (node,), self.core.theorem, self._root, self.core.theorem.name)
         finally:
             self.core.waits.lean_s += time.perf_counter() - started
 
@@ -223,7 +223,7 @@ class SketchSearch:
         self.spent = units
         self.core.meter.reach(self.spent)
 
-    def _out_of(self) -> FailureReason | None:
+    def out_of(self) -> FailureReason | None:
         """Why no more can be spent: the time, or the budget."""
         if self.core.meter.elapsed() >= self.settings.timeout_s:
             return FailureReason.TIMEOUT
@@ -236,10 +236,10 @@ class SketchSearch:
         declaration = self.core.declaration or ""
         prompt = build_sketch_prompt(settings.fmt, declaration, self.core.theorem.header)
         for round_ in range(settings.sketch_rounds + 1):
-            stop = self._out_of()
+            stop = self.out_of()
             if stop is not None:
                 return self.core.proofs.ending(stop)
-            completions = await self._plan(prompt)
+            completions = await self.plan(prompt)
             if completions is None:
                 return self.core.proofs.ending(FailureReason.TIMEOUT)
             if not completions:
@@ -248,7 +248,7 @@ class SketchSearch:
             tried = await self._try_all(completions, round_)
             if self.core.proofs.verified:
                 return None
-            stop = self._out_of()
+            stop = self.out_of()
             if stop is not None:
                 return self.core.proofs.ending(stop)
             failed = _to_show(tried)
@@ -258,7 +258,7 @@ class SketchSearch:
                                          failed.failures)
         return self.core.proofs.ending(FailureReason.EXHAUSTED)
 
-    async def _plan(self, prompt: str) -> list[Completion] | None:
+    async def plan(self, prompt: str) -> list[Completion] | None:
         """One planner request (one unit); None when the time ran out waiting, [] when the prompt was refused."""
         settings = self.settings
         seeds = expansion_seeds(settings.seed, self.core.theorem.name, [0], settings.sampling.n,
@@ -274,24 +274,24 @@ class SketchSearch:
         refusal = answer.refusal()
         if refusal is not None:
             self.core.refusals.append(refusal)
-            self.core.edges.append(refusal_row(self._new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
+            self.core.edges.append(refusal_row(self.new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
             return []
         self.gen_ms = gen_s * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
         return completions
 
-    def _new_id(self) -> int:
+    def new_id(self) -> int:
         node_id = self.next_id
         self.next_id += 1
         return node_id
 
-    async def _try_all(self, completions: list[Completion], round_: int) -> list[_Tried]:
+    async def _try_all(self, completions: list[Completion], round_: int) -> list[Tried]:
         """Each distinct sketch of a request (normalised; a re-plan may write one again: it is tried again, its proved
         subgoals kept), in sample order, until one verified (`stop_at_first`) or nothing is left to spend; the ones
         tried."""
-        tried: list[_Tried] = []
+        tried: list[Tried] = []
         seen: set[str] = set()
         for completion in completions:
-            if (self.core.proofs.verified and self.settings.stop_at_first) or self._out_of() is not None:
+            if (self.core.proofs.verified and self.settings.stop_at_first) or self.out_of() is not None:
                 break
             over = self.core.guard.over_cap(completion.text)  # read by no reader: its key is its length
             key = over or normalize_tactic(extract_completion(self.settings.fmt, completion.text))
@@ -301,34 +301,32 @@ class SketchSearch:
             tried.append(await self._try(completion, round_))
         return tried
 
-    async def _try(self, completion: Completion, round_: int) -> _Tried:
+    async def _try(self, completion: Completion, round_: int) -> Tried:
+        """One sketch of the theorem (`_try_one`), recorded in the lemma graph too when the search is recursive."""
+        graph_sketch = self.graph.sketch(0, "", SketchOutcome.REFUSED) if self.recursive else None
+        tried = await self._try_one(completion, round_)
+        if graph_sketch is not None:
+            record = tried.record
+            graph_sketch.body, graph_sketch.outcome, graph_sketch.detail = record.body, record.outcome, record.detail
+            graph_sketch.closed = tried.sketch is not None and len(tried.leaves) == len(tried.sketch.holes)
+        return tried
+
+    async def _try_one(self, completion: Completion, round_: int) -> Tried:
         """Read, guard, elaborate one sketch, then search its subgoals and check the assembled proof; a completion
         over the cap (`TacticGuard.over_cap`) is refused unread."""
         over = self.core.guard.over_cap(completion.text)
         text = "" if over is not None else extract_completion(self.settings.fmt, completion.text)
-        row = Edge(node_id=self._new_id(), parent_id=0, depth=1, state_before=self.root_state, tactic=text,
+        row = Edge(node_id=self.new_id(), parent_id=0, depth=1, state_before=self.root_state, tactic=text,
                    state_after=None, outcome=EdgeOutcome.REFUSED, error=None, logprob=completion.logprob,
                    n_tokens=completion.n_tokens, score=None, energy=None, lean_ms=0.0, gen_ms=self.gen_ms,
                    timestamp_ms=int(time.time() * 1000))
         self.core.edges.append(row)
         record = SketchAttempt(round=round_, body=text, outcome=SketchOutcome.REFUSED, tokens=completion.n_tokens)
-        tried = _Tried(record, row)
+        tried = Tried(record, row)
         self.sketches.append(tried)
-        if over is not None:
-            reason = f"refused by the tactic guard: the completion has {over}"
-            record.detail, row.error = reason, first_line(reason)
-            tried.failures.append(_cap(f"the sketch was refused before Lean: {reason}"))
-            return tried
-        read = await read_off_loop(text, lambda: read_sketch(text))
-        if isinstance(read, str) and read != SORRY_OUTSIDE_HOLE:  # no sketch at all (a sorry left is smuggling)
-            record.outcome, record.detail, row.error = SketchOutcome.UNREADABLE, read, first_line(read)
-            tried.failures.append(_cap(f"no sketch could be read: {read}"))
-            return tried
-        checked = await read_off_loop(text, lambda: self.core.guard.sketch_refusal(text))
-        if isinstance(checked, SketchResult):
-            reason = checked.errors[0] if checked.errors else "refused by the tactic guard"
-            record.detail, row.error = reason, first_line(reason)
-            tried.failures.append(_cap(f"the sketch was refused before Lean: {reason}"))
+        frame = self.frame
+        checked = await self.read(text, over, tried, frame if self.recursive and frame is not None else None)
+        if checked is None:
             return tried
         tried.sketch = checked
         record.body = checked.body
@@ -350,10 +348,41 @@ class SketchSearch:
         record.outcome = SketchOutcome.ELABORATED
         row.outcome = EdgeOutcome.OK
         row.state_after = pretty_state([subgoal.goal for subgoal in elaborated.subgoals])
-        await self._subgoals(tried, checked, elaborated)
+        assert frame is not None  # the theorem started
+        await self.subgoals(tried, checked, elaborated, frame)
         if len(tried.leaves) == len(checked.holes):
             await self._count(tried, checked)
         return tried
+
+    @property
+    def recursive(self) -> bool:
+        """Holes may be planned again (search.sketch_depth above 1): the lemma graph refuses cycles and is recorded."""
+        return self.settings.sketch_depth > 1
+
+    async def read(self, text: str, over: str | None, tried: Tried, frame: Frame | None) -> Sketch | None:
+        """The sketch in `text`, or None with `tried` saying why not (over the cap, unreadable, refused by the guard,
+        or, given a `frame`, a hole that restates the goal it decomposes or an ancestor: refused before Lean)."""
+        record, row = tried.record, tried.row
+        reason: str | None = None
+        if over is not None:
+            reason = f"refused by the tactic guard: the completion has {over}"
+        else:
+            read = await read_off_loop(text, lambda: read_sketch(text))
+            if isinstance(read, str) and read != SORRY_OUTSIDE_HOLE:  # no sketch at all (a sorry left is smuggling)
+                record.outcome, record.detail, row.error = SketchOutcome.UNREADABLE, read, first_line(read)
+                tried.failures.append(_cap(f"no sketch could be read: {read}"))
+                return None
+            checked = await read_off_loop(text, lambda: self.core.guard.sketch_refusal(text))
+            if isinstance(checked, SketchResult):
+                reason = checked.errors[0] if checked.errors else "refused by the tactic guard"
+            elif frame is not None:
+                reason = self.graph.restated(checked, frame)
+            if reason is None:
+                assert isinstance(checked, Sketch)
+                return checked
+        record.detail, row.error = reason, first_line(reason)
+        tried.failures.append(_cap(f"the sketch was refused before Lean: {reason}"))
+        return None
 
     async def _elaborate(self, sketch: Sketch) -> SketchResult:
         """`goal.tactic {draft}` on the theorem's start (docs/lean.md, "Sketches": every supported version has it)."""
@@ -380,13 +409,15 @@ class SketchSearch:
             self.core.start_generation = self.core.lean.generation
         return self.root_id
 
-    async def _subgoals(self, tried: _Tried, sketch: Sketch, elaborated: SketchResult) -> None:
-        """Prove each subgoal in order (kept, cached, else searched); the first that is not proved ends the sketch's
-        subgoals (the rest are recorded as not searched)."""
+    async def subgoals(self, tried: Tried, sketch: Sketch, elaborated: SketchResult, frame: Frame) -> None:
+        """Prove each subgoal in order (kept, cached, else searched, else planned again); the first that is not
+        proved ends the sketch's subgoals (the rest are recorded as not searched). `frame`: the goal the sketch
+        decomposes (the theorem's, or a lemma's)."""
         assert elaborated.state_id is not None
         generation = self.core.lean.generation
         goals = [subgoal.goal for subgoal in sorted(elaborated.subgoals, key=lambda s: s.goal_id)]
-        sketch_index = len(self.sketches) - 1
+        sketch_index = len(self.sketches) - 1 if frame.node.id == 0 else len(self.graph.sketches) - 1
+        holes = self.graph.sketches[-1].holes if self.recursive else []
         for subgoal in elaborated.subgoals:
             siblings = tuple(goal for index, goal in enumerate(goals) if index != subgoal.goal_id)
             attempt = SubgoalAttempt(name=subgoal.name, statement=subgoal.statement, goal=subgoal.goal.pretty(),
@@ -395,20 +426,23 @@ class SketchSearch:
             if len(tried.leaves) < len(tried.record.subgoals) - 1:  # an earlier subgoal was not proved
                 attempt.detail = "not searched: an earlier subgoal of the sketch was not proved"
                 continue
+            node = self.graph.place(subgoal.goal, frame.level)
+            holes.append(node.id)
             root = Root(subgoal.goal, subgoal.state_id, generation, subgoal.goal_id, siblings,
-                        functools.partial(self._redraft, sketch, subgoal.goal_id),
-                        f"{self.core.theorem.name}\x1fsketch {sketch_index}\x1f{subgoal.name}")
-            key = subgoal_key(subgoal.goal, self.core.theorem.header)
-            proved = await self._prove(tried, root, key, attempt)
+                        functools.partial(self._redraft, sketch, subgoal.goal_id, frame.start),
+                        f"{frame.seed_key}\x1fsketch {sketch_index}\x1f{subgoal.name}")
+            cycle = self.graph.restates(subgoal.name, subgoal.goal, frame) if self.recursive else None
+            proved = await self._prove(tried, root, node.exact, attempt, frame, node, cycle)
             if not proved:
                 failure = attempt.detail or "not proved"
                 tried.failures.append(_cap(f"the subgoal {subgoal.name} : {subgoal.statement} was not proved: "
                                            f"{failure}"))
 
-    async def _redraft(self, sketch: Sketch, goal_id: int) -> int:
-        """The sketch elaborated again on a replaced worker: the theorem started, drafted; the new state's id."""
+    async def _redraft(self, sketch: Sketch, goal_id: int, start: Callable[[], Awaitable[int]]) -> int:
+        """The sketch elaborated again on a replaced worker: the theorem (or lemma) started, drafted; the new state's
+        id."""
         try:
-            again = await self.core.lean.draft_sketch(await self._root(), sketch)
+            again = await self.core.lean.draft_sketch(await start(), sketch)
         except LeanStartError:
             raise
         except LeanError as exc:
@@ -417,22 +451,57 @@ class SketchSearch:
             raise LeanGone("the sketch did not elaborate again on a new worker")
         return again.state_id
 
-    async def _prove(self, tried: _Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt) -> bool:
-        """Kept, cached, else searched: True when Lean closed the subgoal (its closing row in `tried.leaves`)."""
+    async def _prove(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt, frame: Frame,
+                     node: GoalNode, cycle: str | None = None) -> bool:
+        """Kept, cached, shared, from the lemma source, else searched, else planned again (`search.sketch_depth`):
+        True when Lean closed the subgoal (its closing row in `tried.leaves`). A hole that restates its goal or an
+        ancestor (`cycle`, the reason) takes a proof found already, and is neither searched nor planned."""
+        if self.settings.share_goals and await self._known(tried, root, key, attempt, node):
+            return True
+        if await self._from_lemmas(tried, root, key, attempt, node):
+            return True
+        if cycle is not None:
+            attempt.detail = f"not searched: {cycle}"
+            return False
+        if await self._search_hole(tried, root, key, attempt, node):
+            return True
+        if not self.recursive or frame.level >= self.settings.sketch_depth:
+            return False
+        return await decompose(self, tried, root, attempt, frame, node)
+
+    async def _known(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt,
+                     node: GoalNode) -> bool:
+        """A proof found already: kept (this theorem, the same key), the subgoal cache's, or (a recursive search) a
+        goal of the graph with the same closed key, its proof renamed; each replayed on the subgoal in Lean."""
         known = self.kept.get(key.digest)
         if known is not None and known[0] == key.text:
-            end = await self._replay(root, known[1])
-            self._adopt(tried, end)
+            end = await self.replay(root, known[1])
+            self.adopt(tried, end)
             if end.tactics is not None:
-                return await self._proved(tried, attempt, end, SubgoalSource.KEPT, key)
+                self.graph.shared += 1
+                return await self.proved(tried, attempt, end, SubgoalSource.KEPT, key, node)
         # A persisted cache reads and writes storage: off the event loop, as every other theorem's search runs on it.
         for tactics in await asyncio.to_thread(self.cache.lookup, key, self.settings.subgoal_cache_replays):
-            end = await self._replay(root, tactics)
-            self._adopt(tried, end)
+            end = await self.replay(root, tactics)
+            self.adopt(tried, end)
             if end.tactics is not None:
                 self.cache.record_hit()
-                return await self._proved(tried, attempt, end, SubgoalSource.CACHE, key)
+                return await self.proved(tried, attempt, end, SubgoalSource.CACHE, key, node)
             self.cache.record_rejected(key, tactics)
+        alike = self.graph.alike(node) if self.recursive else None
+        renamed = translate(alike.proof, alike.goal, node.goal) if alike is not None and alike.proof else None
+        if alike is not None and renamed is not None:
+            end = await self.replay(root, renamed)
+            self.adopt(tried, end)
+            if end.tactics is not None:
+                self.graph.shared += 1
+                node.close(end.tactics, SubgoalSource.SHARED, by=alike.id)
+                return await self.proved(tried, attempt, end, SubgoalSource.SHARED, key, node)
+        return False
+
+    async def _search_hole(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt,
+                           node: GoalNode) -> bool:
+        """The subgoal's own search, under its share of what is left."""
         units = min(self.settings.share, self.settings.max_nodes - self.spent)
         if units <= 0 or self.core.meter.elapsed() >= self.settings.timeout_s:
             attempt.detail = "not searched: the theorem's budget or time was spent"
@@ -441,22 +510,45 @@ class SketchSearch:
         attempt.spent = end.spent
         said = next((edge.error for edge in end.edges if edge.parent_id == 0 and edge.outcome is EdgeOutcome.ERROR
                      and edge.error), None)
-        self._adopt(tried, end)
+        self.adopt(tried, end)
         if end.tactics is not None:
-            return await self._proved(tried, attempt, end, SubgoalSource.SEARCH, key)
+            return await self.proved(tried, attempt, end, SubgoalSource.SEARCH, key, node)
         attempt.detail = _why(end.reason, units, self.settings.subgoal, said)
         return False
 
-    async def _proved(self, tried: _Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
-                      key: SubgoalKey) -> bool:
+    async def _from_lemmas(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt,
+                           node: GoalNode) -> bool:
+        """The lemma source's proofs of the subgoal (`SketchSettings.lemmas`, by its exact and closed keys), each
+        replayed on it in Lean (its Lean calls counted, no unit): True when one closed it (source `library`)."""
+        lemmas = self.settings.lemmas
+        if lemmas is None or root.goal is None:
+            return False
+        closed = closed_key(root.goal, self.core.theorem.header)
+        found = await asyncio.to_thread(lemmas.lemma_candidates, key, closed, root.goal,
+                                        self.settings.subgoal_cache_replays)
+        for candidate in found[: self.settings.subgoal_cache_replays]:
+            end = await self.replay(root, list(candidate.tactics))
+            self.adopt(tried, end)
+            await asyncio.to_thread(lemmas.lemma_outcome, candidate, key, end.tactics is not None)
+            if end.tactics is not None:
+                attempt.lemma = candidate.origin  # what the counted proof lists (`TheoremResult.lemmas_used`)
+                node.close(end.tactics, SubgoalSource.LIBRARY, origin=candidate.origin)
+                return await self.proved(tried, attempt, end, SubgoalSource.LIBRARY, key, node)
+        return False
+
+    async def proved(self, tried: Tried, attempt: SubgoalAttempt, end: SubgoalEnd, source: SubgoalSource,
+                     key: SubgoalKey, node: GoalNode) -> bool:
+        """Lean closed the subgoal by `end`: its proof recorded, kept for the theorem's later places and cached."""
         assert end.tactics is not None and end.leaf is not None
         attempt.proved, attempt.tactics, attempt.source = True, end.tactics, source
         tried.leaves.append(end.leaf)
-        self.kept.setdefault(key.digest, (key.text, end.tactics))
-        await asyncio.to_thread(self.cache.store, key, end.tactics, self.core.theorem.name)
+        node.close(end.tactics, source)
+        if self.settings.share_goals:
+            self.kept.setdefault(key.digest, (key.text, end.tactics))
+            await asyncio.to_thread(self.cache.store, key, end.tactics, self.core.theorem.name)
         return True
 
-    async def _replay(self, root: Root, tactics: list[str]) -> SubgoalEnd:
+    async def replay(self, root: Root, tactics: list[str]) -> SubgoalEnd:
         """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
         core = self.core
         search = StepSearch(core.theorem, core.lean, core.policy, StepSettings(max_nodes=0), core.guard, None,
@@ -490,7 +582,7 @@ class SketchSearch:
         finally:
             self.core.waits.add(search.core.waits)
 
-    def _adopt(self, tried: _Tried, end: SubgoalEnd) -> None:
+    def adopt(self, tried: Tried, end: SubgoalEnd) -> None:
         """Renumber a subgoal search's rows into the theorem's tree under the sketch's row (its root, local id 0);
         the closing row's id follows."""
         offset = self.next_id - 1
@@ -498,14 +590,14 @@ class SketchSearch:
         for edge in end.edges:
             edge.node_id += offset
             edge.parent_id = parent.node_id if edge.parent_id == 0 else edge.parent_id + offset
-            edge.depth += 1
+            edge.depth += parent.depth
         if end.edges:
             self.next_id = max(edge.node_id for edge in end.edges) + 1
         if end.leaf is not None:
             end.leaf += offset
         self.core.edges.extend(end.edges)
 
-    async def _count(self, tried: _Tried, sketch: Sketch) -> None:
+    async def _count(self, tried: Tried, sketch: Sketch) -> None:
         """The assembled proof through the soundness path: guard on every tactic, compile, axioms, kernel recheck."""
         proofs = [attempt.tactics for attempt in tried.record.subgoals]
         body = sketch.filled(proofs)
@@ -536,6 +628,8 @@ class SketchSearch:
         if result.proved:  # every subgoal's closing row of the counted proof is a leaf of it
             label_edges(self.core.edges, self.leaves, True)
         result.sketches = [tried.record for tried in self.sketches]
+        if self.recursive and self.graph.goals:
+            result.lemma_graph = self.graph.record(result.proved)
         return SearchOutcome(result, self.core.edges)
 
 
@@ -558,7 +652,7 @@ def _why(reason: FailureReason | None, units: int, subgoal: StepSettings | Hybri
     return f"{text}; Lean's first message on a tactic there: {said}" if said else text
 
 
-def _to_show(tried: Sequence[_Tried]) -> _Tried | None:
+def _to_show(tried: Sequence[Tried]) -> Tried | None:
     """The failed sketch a re-plan shows the planner: the elaborated one with the most subgoals proved, else the first
     Lean rejected, else the first refused or unreadable one with a body; None when the request gave nothing to show."""
     shown = [t for t in tried if t.failures and t.record.body.strip()]
@@ -572,7 +666,7 @@ def _to_show(tried: Sequence[_Tried]) -> _Tried | None:
     return None
 
 
-def _summary(sketches: Sequence[_Tried]) -> str:
+def _summary(sketches: Sequence[Tried]) -> str:
     """What a sketch search that found no proof tried, in one line."""
     elaborated = [t for t in sketches if t.record.outcome is SketchOutcome.ELABORATED]
     subgoals = [s for t in elaborated for s in t.record.subgoals]

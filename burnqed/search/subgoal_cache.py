@@ -74,7 +74,8 @@ class SubgoalKey:
     digest: str
 
 
-def _part(text: str) -> str:
+def normal_part(text: str) -> str:
+    """One part of a key (a hypothesis' type or value, a target): whitespace collapsed, in statement normal form."""
     return statement_normal_form(" ".join(text.split()))
 
 
@@ -85,20 +86,23 @@ def subgoal_key(goal: Goal, header: str | None) -> SubgoalKey:
         value = variable.value
         if value is not None and _METAVARIABLE.fullmatch(value.strip()):
             value = None
-        shown = f"{variable.name} : {_part(variable.type)}"
-        lines.append(shown if value is None else f"{shown} := {_part(value)}")
-    lines.append(f"⊢ {_part(goal.target)}")
+        shown = f"{variable.name} : {normal_part(variable.type)}"
+        lines.append(shown if value is None else f"{shown} := {normal_part(value)}")
+    lines.append(f"⊢ {normal_part(goal.target)}")
     text = "\n".join(lines)
-    return SubgoalKey(text, _sha256(text))
+    return SubgoalKey(text, key_digest(text))
 
 
-def _sha256(text: str) -> str:
+def key_digest(text: str) -> str:
+    """The SHA-256 of a key's text (`SubgoalKey.digest`)."""
     return hashlib.sha256(text.encode()).hexdigest()
+
+
 
 
 def proof_digest(tactics: Iterable[str]) -> str:
     """The SHA-256 of a proof's tactics (their JSON list): the name of its persisted entry under its key."""
-    return _sha256(json.dumps(list(tactics), ensure_ascii=False))
+    return key_digest(json.dumps(list(tactics), ensure_ascii=False))
 
 
 def proof_order(tactics: Sequence[str]) -> tuple[int, str]:
@@ -198,7 +202,7 @@ class CacheEnvironment(BaseModel):
     @property
     def digest(self) -> str:
         """SHA-256 of the facts (keys sorted): the environment's folder is named by its first 16 digits."""
-        return _sha256(json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
+        return key_digest(json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False))
 
 
 def command_shape(command: Sequence[str]) -> list[str]:
@@ -342,7 +346,7 @@ class _Persisted:
             entry = CacheEntry.model_validate_json(data)
         except ValidationError:
             return None
-        if (entry.format != CACHE_FORMAT or entry.key != key.text or _sha256(entry.key) != key.digest
+        if (entry.format != CACHE_FORMAT or entry.key != key.text or key_digest(entry.key) != key.digest
                 or name != entry_name(key, entry.tactics) or entry.environment != self.environment):
             return None
         return entry

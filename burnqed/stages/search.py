@@ -37,6 +37,8 @@ from burnqed.records.theorem import Theorem
 from burnqed.search.answer import mode_refusal
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
+from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
+from burnqed.search.lemmas import LemmaWriter, LibrarySource, open_library, training_held, write_lemmas
 from burnqed.search.modes import SearchSettings
 from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
 from burnqed.search.repair import RepairSettings
@@ -87,9 +89,11 @@ def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) 
 
 # The fields of an engine's settings that neither a `[search]` field of their name nor `settings_from_config` fills:
 # the stage running the engine attaches them (`attempt`: eval's pass k, `eval.run.pass_engine`; `journal`:
-# `search_job`, on its output; `cache`: the run's subgoal cache, `search_job`, or a pass's own). Every other field
-# comes from the section or from `settings_from_config` (tests/search/test_job.py checks each mode's engines).
-ATTACHED = ("attempt", "journal", "cache")
+# `search_job`, on its output; `cache`: the run's subgoal cache, `search_job`, or a pass's own; `lemmas`: a lemma
+# source, none unless a stage attaches one; `share_goals`: on, off only in benchmarks/sketch_depth.py's tree arm).
+# Every other field comes from the section or from `settings_from_config` (tests/search/test_job.py checks each
+# mode's engines).
+ATTACHED = ("attempt", "journal", "cache", "lemmas", "share_goals")
 
 
 def engine_settings(engine: type[Engine], search: SearchConfig, **given: Any) -> Engine:
@@ -202,6 +206,7 @@ class JobSettings:
     checkpoint_every: int  # search.checkpoint_every: theorems per committed trajectory part
     lean: LeanConfig  # the [lean] section: the subgoal cache's environment (sketch mode)
     subgoal_cache: str | None = None  # search.subgoal_cache: where sketch search's cache persists; None: beside output
+    lemma_library: str | None = None  # search.lemma_library: the lemma library sketch search reads and writes
     larger: LargerBudget | None = None  # search.unsolved_budget_factor: the theorems searched at a larger budget
 
     @classmethod
@@ -227,6 +232,7 @@ class JobSettings:
             checkpoint_every=search.checkpoint_every,
             lean=lean,
             subgoal_cache=search.subgoal_cache,
+            lemma_library=search.lemma_library,
         )
 
     def with_unsolved(self, unsolved: Collection[str], search: SearchConfig, policy: PolicyConfig,
@@ -390,11 +396,8 @@ async def search_job(
                               store=store)
     proved = 0
 
-    cache: SubgoalCache | None = None
-    if isinstance(settings.engine, SketchSettings):  # the run's subgoal cache, shared by every job that names it
-        cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output),
-                                  cache_environment(settings.lean, pantograph_version))
-    settings = _attached(settings, journal, cache)
+    cache, lemmas = _sketch_stores(settings, output, selected, pantograph_version, store=store)
+    settings = _attached(settings, journal, cache, lemmas)
     larger = len({theorem.name for theorem in todo} & settings.overrides().keys())
     monitor = SearchMonitor(concurrency=settings.concurrency_for(pool_size), pool=pool, policy=policy)
     tally = SolveTally()
@@ -415,6 +418,10 @@ async def search_job(
                              "mode": settings.mode.value, "throughput": throughput.as_dict()}
     if cache is not None:
         record_stats(extra, cache.stats)
+    if lemmas is not None and lemmas.library.uri is not None:  # what it served, then its training proofs' lemmas
+        extra[LIBRARY_STATS] = {**lemmas.record(), "written": write_lemmas(
+            LemmaWriter(store, lemmas.library.uri), results, {t.name: t for t in selected}, lemmas.environment,
+            iteration)}
     if settings.larger is not None:
         extra["larger_budget"] = {"theorems": larger, "budget": settings.larger.budget}
     writer.finish(extra)
@@ -425,15 +432,29 @@ async def search_job(
     )
 
 
-def _attached(settings: JobSettings, journal: FileJournal, cache: SubgoalCache | None) -> JobSettings:
+def _sketch_stores(settings: JobSettings, output: str, theorems: Sequence[Theorem], pantograph_version: str | None,
+                   *, store: Store) -> tuple[SubgoalCache | None, LibrarySource | None]:
+    """Sketch mode's subgoal cache (the run's, shared by every job that names it) and its lemma library
+    (`search.lemma_library`, frozen now, its entries held out by split or for restating a theorem searched); neither
+    in another mode."""
+    if not isinstance(settings.engine, SketchSettings):
+        return None, None
+    environment = cache_environment(settings.lean, pantograph_version)
+    cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output), environment)
+    return cache, open_library(settings.lemma_library, store, environment, settings.guard,
+                               lambda library: training_held(library, theorems))
+
+
+def _attached(settings: JobSettings, journal: FileJournal, cache: SubgoalCache | None,
+              lemmas: LibrarySource | None = None) -> JobSettings:
     """`settings` (and its larger budget's engine) with hybrid's journal, whose rounds are checkpointed on the output,
-    and sketch's subgoal cache attached."""
+    and sketch's subgoal cache and lemma source attached."""
 
     def attach(engine: SearchSettings) -> SearchSettings:
         if isinstance(engine, HybridSettings):
             return dataclasses.replace(engine, journal=journal)
         if isinstance(engine, SketchSettings) and cache is not None:
-            return dataclasses.replace(engine, cache=cache)
+            return dataclasses.replace(engine, cache=cache, lemmas=lemmas)
         return engine
 
     larger = settings.larger

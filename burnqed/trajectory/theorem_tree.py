@@ -20,7 +20,15 @@ import io
 from collections import Counter
 from dataclasses import dataclass, field
 
-from burnqed.records.results import EdgeOutcome, SketchAttempt, TheoremResult
+from burnqed.records.results import (
+    EdgeOutcome,
+    GraphGoal,
+    GraphSketch,
+    LemmaGraph,
+    SketchAttempt,
+    SubgoalSource,
+    TheoremResult,
+)
 from burnqed.trajectory.reader import TheoremSearch
 
 TACTIC_CHARS = 70  # of a tactic (or a whole proof's first line) on its node's line
@@ -200,7 +208,63 @@ def render_sketches(result: TheoremResult) -> list[str]:
     if result.proved and result.proof and verified is not None:
         lines.append(f"assembled proof (sketch {verified}):")
         lines += _bounded(result.proof, PROOF_LINES)
+    if result.lemma_graph is not None:
+        lines += render_lemma_graph(result.lemma_graph)
     return lines
+
+
+def render_lemma_graph(graph: LemmaGraph) -> list[str]:
+    """A recursive sketch search's lemma graph as a text tree: each goal (✓ proved, ✗ not; its number, level,
+    target, places and how it was closed: `shared from goal N`, `sketch N`), under it its sketches (outcome, closed or
+    not), under each its holes' goals; a goal met again is named, not drawn again. Then the refusals."""
+    goals = {goal.id: goal for goal in graph.goals}
+    sketches: dict[int, list[GraphSketch]] = {}
+    for sketch in graph.sketches:
+        sketches.setdefault(sketch.goal, []).append(sketch)
+    lines = [f"lemma graph: depth {graph.depth}, {len(graph.goals)} goals, {len(graph.sketches)} sketches, "
+             f"{graph.shared} places shared, {len(graph.refused)} holes refused"]
+    drawn: set[int] = set()
+
+    def goal_line(goal: GraphGoal) -> str:
+        mark = "✓" if goal.proved else "✗"
+        how = goal.source.value if goal.source is not None else ""
+        if goal.by is not None:
+            how += f" from goal {goal.by}" if goal.source is SubgoalSource.SHARED else f" {goal.by}"
+        if goal.origin:
+            how += f" ({_one_line(goal.origin, DETAIL_CHARS)})"
+        places = f", {goal.places} places" if goal.places > 1 else ""
+        told = f"  [{how.strip()}]" if how.strip() else ""
+        target = _one_line(_target(goal.goal), DETAIL_CHARS)
+        return f"{mark} goal {goal.id} (level {goal.level}{places}): {target}{told}"
+
+    def draw(goal: GraphGoal, pad: str, branch: str) -> None:
+        if goal.id in drawn:
+            lines.append(f"{pad}{branch}goal {goal.id} (above)")
+            return
+        drawn.add(goal.id)
+        lines.append(f"{pad}{branch}{goal_line(goal)}")
+        below = pad + ("    " if branch == "└── " else "│   " if branch else "")
+        mine = sketches.get(goal.id, [])
+        for index, sketch in enumerate(mine):
+            last = index == len(mine) - 1
+            state = sketch.outcome.value + (", closes it" if sketch.closed else "")
+            if sketch.detail and not sketch.closed:
+                state += f": {_one_line(sketch.detail, DETAIL_CHARS)}"
+            lines.append(f"{below}{'└── ' if last else '├── '}sketch {sketch.id} ({state})")
+            inner = below + ("    " if last else "│   ")
+            for number, hole in enumerate(sketch.holes):
+                if hole in goals:
+                    draw(goals[hole], inner, "└── " if number == len(sketch.holes) - 1 else "├── ")
+
+    if 0 in goals:
+        draw(goals[0], "", "")
+    lines += [f"refused: {_one_line(reason, DETAIL_CHARS)}" for reason in graph.refused[:ROOT_LINES]]
+    return lines
+
+
+def _target(goal: str) -> str:
+    """A goal's target as Lean printed it (the text after its last `⊢`)."""
+    return goal.rsplit("⊢", 1)[-1].strip()
 
 
 def _sketch_lines(number: int, sketch: SketchAttempt) -> list[str]:

@@ -6,6 +6,9 @@
     gpu       train image; GPUs, /dev/shm; GPU pool
     gpu+lean  core image with the Lean workers + the SGLang sidecar on the GPU (+ burnqed's encoder), model fetched;
               in sketch mode with a second served planner on loopback, the planner's SGLang sidecar on GPUs of its own
+    judge     core image; judge_cpu / judge_memory; CPU pool; egress restricted; comparator's sandbox: never
+              privileged, a non-root uid, no capability; for bubblewrap (lake comparator) seccomp and AppArmor
+              Unconfined (user namespaces) (`burnqed.cluster.judge_pod`)
     train+lean  rl image; one GPU and the Lean workers in the main container (training's + search's requests); GPU pool;
               with rl.rollout_engine = 'served' (no rl.server_url) also the policy's SGLang sidecar on a GPU of its own
 
@@ -38,15 +41,16 @@ from burnqed.cluster.gpu_plan import (
     rl_sidecar,
 )
 from burnqed.cluster.images import declared, fetch_requirements, step_requirements
+from burnqed.cluster.judge_pod import judge_security, sandbox_kind
 from burnqed.cluster.memory import PlanKeys, add_quantities, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.cluster.rl_plan import RL_LORA_SLOTS, rl_gpu_plan, rl_server_plan
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.errors import ConfigError
-from burnqed.layout import Layout
 from burnqed.records.enums import SearchMode
-from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration
+from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration, judge_stage
+from burnqed.runner.requests import EvalRequest, RlRequest
 
 ROOT = "{{workflow.parameters.root}}"
 RUN = "{{workflow.parameters.run}}"
@@ -226,6 +230,12 @@ def _security(cluster: ClusterConfig, read_only: bool, lean: bool = False) -> m.
     )
 
 
+def _judge_security(profile: Profile) -> m.SecurityContext:
+    """The judge step's container: what comparator's sandbox needs (`burnqed.cluster.judge_pod.judge_security`)."""
+    return m.SecurityContext.model_validate(judge_security(sandbox_kind(profile.pod_lean),
+                                                           profile.cfg.cluster.run_as_user))
+
+
 def _lean_env(stage: Stage, profile: Profile) -> list[tuple[str, str]]:
     """The Lean worker count, recycling limit and per-worker memory limit of a Lean container, checked against its
     memory limit and pinned in its environment (it beats the mounted config file): the pod runs exactly what render
@@ -361,8 +371,8 @@ def rl_served_model(stage: Stage, cfg: Config) -> str:
     """The model folder the rl sidecar serves: for an adapter policy the base model the adapter was trained on
     (sft.base_model, which SFT refuses to change across iterations), for full weights the SFT output the step reads
     (its --sft); `ConfigError` for an adapter over the tiny embedded model (no URI to fetch)."""
-    if cfg.sft.method == "full":
-        return stage.argv[stage.argv.index("--sft") + 1]
+    if cfg.sft.method == "full" and isinstance(stage.request, RlRequest):
+        return stage.request.sft
     if cfg.sft.base_model is None:
         raise ConfigError(f"step {stage.name}: rl.rollout_engine = 'served' serves the adapter's base model from a "
                           "sidecar, but sft.base_model is unset (the tiny embedded model has no URI to fetch): set "
@@ -488,9 +498,9 @@ def stage_mode(stage: Stage, cfg: Config) -> SearchMode:
     """The search mode a stage's command runs in: its last `--set search.mode=M` (the eval-MODE stages), else
     search.mode."""
     mode = cfg.search.mode
-    for flag, value in zip(stage.argv, stage.argv[1:], strict=False):
-        if flag == "--set" and value.startswith("search.mode="):
-            mode = SearchMode(value.partition("=")[2])
+    for item in stage.request.config_sets():
+        if item.startswith("search.mode="):
+            mode = SearchMode(item.partition("=")[2])
     return mode
 
 
@@ -536,6 +546,9 @@ def _step_resources(stage: Stage, profile: Profile) -> Resources:
     if stage.resource is Resource.GPU:
         return Resources(cpu_request=cluster.train_cpu, memory_request=cluster.train_memory,
                          memory_limit=cluster.train_memory, gpus=stage_gpus(stage, profile.cfg))
+    if stage.resource is Resource.JUDGE:
+        return Resources(cpu_request=cluster.judge_cpu, memory_request=cluster.judge_memory,
+                         memory_limit=cluster.judge_memory)
     if stage.resource is Resource.TRAIN_LEAN:  # the trainer and the reward's Lean workers in one container
         memory = train_lean_memory(cluster)
         return Resources(cpu_request=train_lean_cpu(cluster), memory_request=memory, memory_limit=memory,
@@ -594,6 +607,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
     """The container template of one stage (see the module docstring for what each resource class gets)."""
     cluster = profile.cfg.cluster
     lean = stage.resource in (Resource.LEAN, Resource.GPU_LEAN, Resource.TRAIN_LEAN)
+    judge = stage.resource is Resource.JUDGE  # comparator in its sandbox (burnqed.cluster.judge_pod), no Lean workers
     unserved = stage.resource is Resource.GPU_LEAN and stage.policy_model is None and not profile.cpu_only
     if unserved:  # eval-base of the configured policy: no model to fetch, so no sidecar and no GPU
         check_unserved(stage, profile.cfg)
@@ -639,7 +653,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         resources=resources,
         volumes=volumes,
         volume_mounts=mounts,
-        security_context=_security(cluster, read_only=True, lean=lean),
+        security_context=_judge_security(profile) if judge else _security(cluster, read_only=True, lean=lean),
         sidecars=sidecars or None,
         init_containers=inits or None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,
@@ -650,13 +664,13 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         # Argo templates have no terminationGracePeriodSeconds field; a pod spec patch sets it (workflowpod.go
         # processPodSpecPatch). Lean and GPU pods get the time to save and upload what finished after SIGTERM.
         pod_spec_patch=(json.dumps({"terminationGracePeriodSeconds": cluster.termination_grace_s})
-                        if lean or gpu else None),
+                        if lean or gpu or judge else None),
         active_deadline_seconds=cluster.step_deadline_s,
         labels={
             **PART_OF,
             "burnqed.io/stage": stage.name,
             NODE_POOL_LABEL: "gpu" if gpu else "cpu",
-            **({LEAN_LABEL: "true"} if lean else {}),
+            **({LEAN_LABEL: "true"} if lean or judge else {}),  # the judge's builds reach nothing either
         },
         annotations={"burnqed.io/summary": stage.summary,
                      **({PLAN_ANNOTATION: described} if described is not None else {})},
@@ -670,12 +684,17 @@ def eval_stage(cfg: Config, model: str, output: str) -> Stage:
     """The benchmark evaluation of `cfg.pipeline` on `model`, written to `output`: iteration 0's eval stage with the
     model and output swapped, so benchmark, budgets and pass@N stay exactly those of `burnqed.runner.plan`."""
     base = build_iteration(cfg.pipeline, root=ROOT, iteration=0, max_proofs=cfg.search.max_proofs).stage("eval")
-    layout = Layout(ROOT)
-    export, result = layout.export(0), layout.eval_result(0)
-    argv = tuple(part.replace(export, model).replace(result, output) for part in base.argv)
-    if not any(model in part for part in argv) or not any(output in part for part in argv):
-        raise ValueError(f"the pipeline's eval stage does not name {export} and {result}: {base.argv}")
-    return replace(base, argv=argv, outputs=(output,), inputs=(model,), after=(), policy_model=model, ebm=None)
+    if not isinstance(base.request, EvalRequest):
+        raise ValueError(f"the pipeline's eval stage runs no eval: {base.argv}")
+    return replace(base, request=replace(base.request, model=model, output=output), outputs=(output,),
+                   inputs=(model,), after=(), policy_model=model, ebm=None)
+
+
+def eval_stages(cfg: Config, model: str, output: str) -> list[Stage]:
+    """`eval_stage`, then, with lean.judge = "comparator", its judge step (`runner.plan.judge_stage`: the eval defers
+    its judge and `burnqed judge` writes `output`)."""
+    stage = eval_stage(cfg, model, output)
+    return list(judge_stage(stage)) if cfg.lean.judged_by()[0] == "comparator" else [stage]
 
 
 def build(

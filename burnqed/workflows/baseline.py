@@ -15,7 +15,7 @@ from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config
 
-from ._shared import MODEL, ROOT, Param, Profile, W, build, eval_stage, workflow_params
+from ._shared import MODEL, ROOT, Param, Profile, W, build, eval_stages, workflow_params
 
 NAME = "baseline"
 
@@ -32,14 +32,14 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, parameters: Mapping[str, str]) -> W:
-    stage = eval_stage(cfg, model=MODEL, output=f"{ROOT}/baseline/eval.json")
+    stages = eval_stages(cfg, model=MODEL, output=f"{ROOT}/baseline/eval.json")
     model = Param("model", cfg.sft.base_model, "URI of the base model folder (default: sft.base_model).")
     return build(
         cls,
         name="burnqed-baseline",
         kind=NAME,
         description="burnqed baseline: evaluation of the base model on the benchmark",
-        stages=[stage],
+        stages=stages,
         params=workflow_params(cfg, parameters, run=False, extra=[model]),
         profile=Profile(cfg, require_done_model=False),
         mutex=False,

@@ -16,7 +16,7 @@ from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config
 
-from ._shared import MODEL, ROOT, Param, Profile, W, build, eval_stage, workflow_params
+from ._shared import MODEL, ROOT, Param, Profile, W, build, eval_stages, workflow_params
 
 NAME = "eval"
 
@@ -33,14 +33,14 @@ def workflow(cfg: Config, *, iteration: int, parameters: Mapping[str, str]) -> W
 
 
 def _build(cls: type[W], cfg: Config, parameters: Mapping[str, str]) -> W:
-    stage = eval_stage(cfg, model=MODEL, output=f"{ROOT}/evals/{{{{workflow.name}}}}/eval.json")
+    stages = eval_stages(cfg, model=MODEL, output=f"{ROOT}/evals/{{{{workflow.name}}}}/eval.json")
     model = Param("model", None, "URI of the model folder to evaluate (SGLang loads it; no completion marker needed).")
     return build(
         cls,
         name="burnqed-eval",
         kind=NAME,
         description="burnqed evaluation of a given model on the benchmark",
-        stages=[stage],
+        stages=stages,
         params=workflow_params(cfg, parameters, run=False, extra=[model]),
         profile=Profile(cfg, require_done_model=False),
         mutex=False,

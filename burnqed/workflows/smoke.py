@@ -22,6 +22,7 @@ from hera.workflows import Workflow, WorkflowTemplate
 from burnqed.cluster.images import declared
 from burnqed.config import Config, LeanConfig, PipelineConfig
 from burnqed.runner.plan import Resource, Stage, build_iteration
+from burnqed.runner.requests import OtherRequest
 
 from ._shared import ROOT, Profile, W, build, workflow_params
 
@@ -51,10 +52,10 @@ SELFTEST_LEAN = LeanConfig(command=list(CORE.lean_command), cwd=CORE.lean_cwd, w
 SELFTEST = Stage(
     name="lean-selftest",
     summary="Check this build's Lean edge against the core image's Lean and name its triple (one minute).",
-    argv=("lean", "selftest",
-          "--set", f"lean.command={json.dumps(SELFTEST_LEAN.command, separators=(',', ':'))}",
-          "--set", f"lean.cwd={SELFTEST_LEAN.cwd}",
-          "--set", f"lean.verifier_workers={SELFTEST_LEAN.verifier_workers}"),
+    request=OtherRequest(words=("lean", "selftest",
+                                "--set", f"lean.command={json.dumps(SELFTEST_LEAN.command, separators=(',', ':'))}",
+                                "--set", f"lean.cwd={SELFTEST_LEAN.cwd}",
+                                "--set", f"lean.verifier_workers={SELFTEST_LEAN.verifier_workers}")),
     outputs=(), inputs=(), resource=Resource.LEAN)
 
 

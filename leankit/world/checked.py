@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from leankit.corpus import Split, Topic
 from leankit.normal_form import statement_normal_form
+from leankit.world.deep_sketches import DEEP_TEMPLATES
 from leankit.world.draft import WORLD_SOURCE, Dice
-from leankit.world.sketches import SKETCH_TEMPLATES, STATEMENTS_PER_SITUATION, SketchTemplate
+from leankit.world.sketches import SKETCH_TEMPLATES, SketchTemplate
 from leankit.world.templates import TEMPLATES, Role, Template
 
 # Bump when a change to the templates or counts changes the generated world (a test pins seed 0's digest).
@@ -78,10 +79,11 @@ class World(_Strict):
     theorems: list[WorldTheorem]
 
 
-def build_world(seed: int = 0, *, reserved: tuple[str, ...] = (), sketches: bool = False) -> World:
+def build_world(seed: int = 0, *, reserved: tuple[str, ...] = (), sketches: bool = False,
+                deep_sketches: bool = False) -> World:
     """Every template's instances for `seed`. `reserved`: statements (e.g. the bundled corpus') that no world
-    statement may equal up to renaming. `sketches`: the sketch family (`leankit.world.sketches`) after them, every
-    other theorem unchanged."""
+    statement may equal up to renaming. `sketches`: the sketch family (`leankit.world.sketches`) after them;
+    `deep_sketches`: the deep sketch family (`leankit.world.deep_sketches`) last; every other theorem unchanged."""
     seen = {statement_normal_form(statement) for statement in reserved}
     theorems: list[WorldTheorem] = []
     traps = [template for template in TEMPLATES if template.role == "trap"]
@@ -95,6 +97,8 @@ def build_world(seed: int = 0, *, reserved: tuple[str, ...] = (), sketches: bool
             theorems.append(_draw(template, dice, theorem_name(template, number), split, seen))
     if sketches:
         theorems += [theorem for template in SKETCH_TEMPLATES for theorem in _situations(template, seed, seen)]
+    if deep_sketches:
+        theorems += [theorem for template in DEEP_TEMPLATES for theorem in _situations(template, seed, seen)]
     if len({t.name for t in theorems}) != len(theorems):  # pragma: no cover - 24-bit names, a few hundred theorems
         raise ValueError("two world theorems drew the same name")
     return World(name=CHECKED_NAME, seed=seed, version=CHECKED_VERSION, theorems=theorems)
@@ -128,8 +132,9 @@ def _draw(template: Template, dice: Dice, name: str, split: Split, seen: set[str
 
 
 def _situations(template: SketchTemplate, seed: int, seen: set[str]) -> list[WorldTheorem]:
-    """A sketch template's situations for `seed`, split by split, each STATEMENTS_PER_SITUATION theorems of one
-    split; a situation with a statement already seen is drawn again whole (its statements share its facts)."""
+    """A sketch template's situations for `seed`, split by split, each situation's statements (three in the sketch
+    family, four in the deep one) theorems of one split; a situation with a statement already seen is drawn again
+    whole (its statements share its facts)."""
     dice = Dice(seed * 1_000_003 + CHECKED_VERSION, f"checked:{template.name}")
     theorems: list[WorldTheorem] = []
     splits = [split for split, count in template.counts.items() for _ in range(count)]
@@ -142,8 +147,8 @@ def _situations(template: SketchTemplate, seed: int, seen: set[str]) -> list[Wor
         else:  # pragma: no cover - a template with too few distinct statements is a programming error
             raise ValueError(f"template {template.name}: no new situation after {MAX_REDRAWS} draws")
         seen.update(keys)
-        for index, instance in enumerate(situation.instances):
-            name = theorem_name(template, number * STATEMENTS_PER_SITUATION + index)
+        for index, instance in enumerate(situation.instances):  # a template's situations have one count of them
+            name = theorem_name(template, number * len(situation.instances) + index)
             theorems.append(WorldTheorem(name=name, split=split, template=template.name, role="sketch",
                                          topic=template.topic, statement=instance.statement,
                                          proofs=[list(proof) for proof in instance.proofs]))
@@ -151,13 +156,14 @@ def _situations(template: SketchTemplate, seed: int, seen: set[str]) -> list[Wor
 
 
 @functools.cache
-def embedded_world(seed: int = 0, sketches: bool = False) -> World:
+def embedded_world(seed: int = 0, sketches: bool = False, deep_sketches: bool = False) -> World:
     """The checked world the embedded defaults use for `seed` (`data.world_seed`; with `sketches`,
-    `data.world_sketches`, the sketch family too): no statement equal, up to renaming, to one of the bundled
-    hand-written corpus. Built once per process, seed and choice."""
+    `data.world_sketches`, the sketch family too; with `deep_sketches`, the deep sketch family): no statement equal,
+    up to renaming, to one of the bundled hand-written corpus. Built once per process, seed and choice."""
     from leankit.corpus import load_corpus
 
-    return build_world(seed, reserved=tuple(t.statement for t in load_corpus().theorems), sketches=sketches)
+    return build_world(seed, reserved=tuple(t.statement for t in load_corpus().theorems), sketches=sketches,
+                       deep_sketches=deep_sketches)
 
 
 @functools.cache

@@ -440,18 +440,34 @@ def set_lean(kube: FakeKube, line: str) -> None:
 
 
 @pytest.mark.slow
-def test_the_judges_sandbox_needs_landlock_on_the_nodes(cli, fake_kube) -> None:
-    """With lean.judge = comparator: every schedulable node's kernel must have Landlock (Linux >= 5.13), one line
-    each way; the sandbox switched off is a warning; with burnqed as the judge there is no row."""
+def test_the_judges_sandbox_needs_its_pod_and_landlock_on_the_nodes(cli, fake_kube) -> None:
+    """With lean.judge = comparator: the installed judge steps give comparator's sandbox what it needs (one line
+    naming what one lacks), lake comparator's bubblewrap is said to need user namespaces, the standalone comparator's
+    landrun needs Landlock on every schedulable node (Linux >= 5.13), one line each way; the sandbox switched off is a
+    warning; with burnqed as the judge there is no row."""
     install(fake_kube)
     assert "Judge sandbox" not in check(cli).stdout
     set_lean(fake_kube, 'judge = "comparator"')
+    result = check(cli)
+    assert (result.exit_code, problems(result.stdout)) == (0, []), result.output
+    assert ("lake comparator runs as uid 1000, unprivileged, in bubblewrap: the nodes must allow unprivileged user "
+            "namespaces") in " ".join(result.stdout.split())
+    path = "/apis/argoproj.io/v1alpha1/namespaces/burnqed/workflowtemplates/burnqed-eval"
+    judge = next(t for t in fake_kube.objects[path]["spec"]["templates"] if t["name"] == "judge-eval")
+    judge["container"]["securityContext"]["privileged"] = True
+    result = check(cli)
+    assert result.exit_code == 1
+    (line,) = problems(result.stdout)
+    assert " ".join(line.split()).startswith(
+        "MISSING Judge sandbox: WorkflowTemplate burnqed-eval: step judge-eval: comparator's sandbox (bubblewrap) "
+        "needs not privileged (privileged: true): render the judge step from burnqed's workflows")
+    set_lean(fake_kube, 'comparator_command = ["lake", "env", "/opt/comparator/bin/comparator", "{config}"]')
     for name, kernel in (("gpu-1", "6.1.0-18-cloud-amd64"), ("cpu-1", "5.15.0-1057-aws")):
         fake_kube.objects[f"/api/v1/nodes/{name}"]["status"]["nodeInfo"] = {"kernelVersion": kernel}
     result = check(cli)
     assert result.exit_code == 0, result.output
     assert problems(result.stdout) == [] and "Judge sandbox" in result.stdout
-    assert "comparator runs as uid 1001, unprivileged" in " ".join(result.stdout.split())
+    assert "comparator runs as uid 1000, unprivileged, in landrun" in " ".join(result.stdout.split())
     for name in ("gpu-1", "cpu-1"):
         fake_kube.objects[f"/api/v1/nodes/{name}"]["status"]["nodeInfo"] = {"kernelVersion": "5.4.0-1103-aws"}
     result = check(cli)

@@ -314,7 +314,7 @@ def test_json_round_trip(tmp_path: Path, store: Store):
     write_eval_result(result, path, store=store)
     assert load_eval_result(path, store=store) == result
     raw = json.loads(path.read_text(encoding="utf-8"))
-    assert raw["schema_version"] == SCHEMA_VERSION == 11
+    assert raw["schema_version"] == SCHEMA_VERSION == 12
     assert raw["not_evaluated"] == []
     assert raw["timestamp"] == "2025-11-21T09:58:00Z"
     assert (raw["mode"], raw["budget_unit"]) == ("step", "expansions")

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from burnqed import storage
-from burnqed.cli import command_grammar
 from burnqed.config import Config, PipelineConfig, load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.errors import InputError
@@ -26,9 +26,10 @@ from burnqed.report.build import build_report, write_report
 from burnqed.report.gates import go_no_go
 from burnqed.runner import reuse
 from burnqed.runner.plan import iteration_of
+from burnqed.runner.requests import EvalRequest, SearchRequest
 from burnqed.storage import Store
 from burnqed.trajectory.schema import CompletionMarker
-from tests.processes import burnqed_in_process, cli, forked_stages, stage_commands
+from tests.processes import burnqed_in_process, cli, forked_stages, request_of, stage_commands
 
 SEVEN = [f"t{k}" for k in range(7)]
 BEST = Config(pipeline=PipelineConfig(start="best"))  # the start these tests are about (the default is "base")
@@ -144,18 +145,17 @@ def _finished_run(tmp_path: Path, store: Store) -> Layout:
     write_eval_result(result(2), at.eval_base(), store=store)
     marker = CompletionMarker(run_id="r", iteration=0, parts=[], theorems=0, proved=0, rows=0,
                               written_at=datetime(2026, 1, 1, tzinfo=UTC)).model_dump_json().encode()
-    grammar = command_grammar()
     for j in range(3):
         for stage in iteration_of(BEST, at.root, j).stages:
-            line = reuse.parse_command_line(stage.argv_for(0), grammar)
+            request = stage.request_for(0)
             if stage.name == "start":
                 write_start = choose_start(load_results(at, j, store), j, at).model_dump_json().encode()
                 store.write_bytes(stage.outputs[0], write_start)
-            elif line.command == "eval" and j == 2:
-                [(uri, made)] = reuse.BUILDERS["eval"](line, load_config(sets=reuse.stage_sets(line)), store)
+            elif isinstance(request, EvalRequest) and j == 2:
+                [(uri, made)] = reuse.made_from(request, load_config(sets=request.config_sets()), store) or []
                 write_eval_result(load_eval_result(uri, store=store).model_copy(update={"made_from": made}), uri,
                                   store=store)
-            elif line.command != "eval" and (j, stage.name) != (2, "report"):
+            elif not isinstance(request, EvalRequest) and (j, stage.name) != (2, "report"):
                 for uri in stage.all_outputs():
                     store.write_bytes(storage.join(uri, storage.MARKER_NAME), marker)
     store.write_bytes(storage.join(at.root, "iter_0", "data", "theorems.json"), bundled_index_path().read_bytes())
@@ -194,7 +194,8 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
             record["search_value_model"]) == (1, at.sft(1), 1, at.ebm(1), False)
     # What the stages load, from the command lines this run gave them (sft's as it printed it; train-ebm's and
     # search's as the plan gives them) through the start record iteration 3's start stage wrote: each builds its
-    # record of inputs with these builders (`reuse.BUILDERS`) after reading the record (`read_start`).
+    # record of inputs from its request with these builders (`reuse.made_from`) after reading the record
+    # (`reuse.started`).
     [ran_sft] = [args for args in stage_commands(done.stderr) if args[0] == "sft"]
     plan = iteration_of(BEST, at.root, 3)
     assert _made_from(ran_sft, BEST, store) == {"--init": at.sft(1)}
@@ -203,14 +204,14 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
 
 
 def _made_from(argv: list[str], config: Config, store: Store) -> dict[str, str | None]:
-    """The policy (--init) and value model (--ebm) a stage's command line is made from, by the command's own builder
-    (`reuse.BUILDERS`, which reads a --start record as the command does); a search's training theorems are dropped
-    (--theorems INDEX --split SPLITS: the embedded corpus, since these runs have no prepared data)."""
-    if "--theorems" in argv:
-        at_theorems = argv.index("--theorems")
-        argv = argv[:at_theorems] + argv[at_theorems + 4:]
-    line = reuse.parse_command_line(argv, command_grammar())
-    [(_, inputs)] = reuse.BUILDERS[line.command](line, config, store)
+    """The policy (--init) and value model (--ebm) a stage's command line is made from, by the command's own builders
+    on the request it asks for (`reuse.made_from`, which reads a --start record as the command does); a search's
+    training theorems are dropped (--theorems INDEX --split SPLITS: the embedded corpus, since these runs have no
+    prepared data)."""
+    request = request_of(argv)
+    if isinstance(request, SearchRequest):
+        request = replace(request, theorems=None, split=None)
+    [(_, inputs)] = reuse.made_from(request, config, store) or []
     return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
 
 
@@ -286,14 +287,14 @@ def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_change
     from burnqed.runner.reuse import stage_verdict
 
     at = _publish_run(tmp_path, store)
-    argv = iteration_of(BEST, at.root, 3).stage("start").argv_for(0)
+    request = iteration_of(BEST, at.root, 3).stage("start").request_for(0)
 
     def verdict() -> tuple[str | None, bool]:
-        found = stage_verdict(argv, lambda sets: BEST, store, grammar=command_grammar())
+        found = stage_verdict(request, lambda sets: BEST, store)
         return found.difference, found.recorded
 
     assert verdict() == (None, True)  # nothing finished there yet
-    assert burnqed_in_process(*argv, "--set", "pipeline.start=best").returncode == 0
+    assert burnqed_in_process(*request.argv(), "--set", "pipeline.start=best").returncode == 0
     record = json.loads((tmp_path / "runs" / "iter_3" / "start.json").read_text(encoding="utf-8"))
     assert sorted(record["made_from"]["inputs"]) == ["iter_0 eval", "iter_1 eval", "iter_1 eval-noebm", "iter_2 eval",
                                                      "iter_2 eval-noebm"]
@@ -309,7 +310,7 @@ def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_change
 def test_under_the_base_start_the_start_stage_gives_train_ebm_and_search_the_value_model_that_helped(
         tmp_path: Path, store: Store) -> None:
     """The default (pipeline.start = "base") after the no-go of ARMS: iteration 3's start stage, run as the plan gives
-    it, chooses no policy; what sft, train-ebm and search are then made from (`reuse.BUILDERS`, the commands' own
+    it, chooses no policy; what sft, train-ebm and search are then made from (`reuse.made_from`, the commands' own
     builders, through `read_start`): the base model, iteration 1's value model, search without it."""
     at = _publish_run(tmp_path, store)
     plan = iteration_of(Config(), at.root, 3)

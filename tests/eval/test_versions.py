@@ -28,7 +28,7 @@ def fixture(version: int) -> Path:
 
 
 def test_a_file_of_every_version_is_kept_and_records_its_version() -> None:
-    assert SCHEMA_VERSION == 11
+    assert SCHEMA_VERSION == 12
     assert [json.loads(fixture(v).read_text(encoding="utf-8"))["schema_version"] for v in VERSIONS] == list(VERSIONS)
 
 

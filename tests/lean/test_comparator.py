@@ -82,6 +82,20 @@ def test_a_run_without_a_report_refuses_every_theorem_with_the_uncaught_line() -
                                                 JudgeVerdict("b", True, kernels=("lean",))]
 
 
+def test_an_exit_0_counts_only_with_comparators_okay_line_and_its_kernels_are_the_transcripts() -> None:
+    """comparator's stdout (Main.lean at 19e111e): one `X kernel accepts the solution` line per kernel, then `Your
+    solution is okay!`; an exit 0 that did not say it accepts nothing (positive evidence only)."""
+    batch = [case("a", ": 1 = 1", "rfl")]
+    transcript = ("Building Challenge\nRunning nanoda kernel on solution\nnanoda kernel accepts the solution\n"
+                  "Running Lean default kernel on solution.\nLean default kernel accepts the solution\n"
+                  "Your solution is okay!\n")
+    assert read_verdicts(batch, 0, "", None, transcript) == [JudgeVerdict("a", True, kernels=("nanoda", "lean"))]
+    assert read_verdicts(batch, 0, "", None, "Building Challenge\n") == [JudgeVerdict(
+        "a", False, "run", "comparator exited with 0 without saying 'Your solution is okay!'")]
+    assert read_verdicts(batch, 0, "", None, "") == [JudgeVerdict(
+        "a", False, "run", "comparator exited with 0 without saying 'Your solution is okay!'")]
+
+
 def test_a_report_names_the_theorem_it_refuses_and_the_kernels() -> None:
     batch = [case("a", ": 1 = 1", "rfl"), case("b", ": 2 = 2", "rfl")]
     report = json.dumps({"outcomes": [
@@ -170,7 +184,8 @@ can_switch = os.geteuid() == 0 and all(effective_capabilities() >> bit & 1 for b
 def test_comparator_runs_as_leans_uid_never_as_burnqeds() -> None:
     work = Path(tempfile.mkdtemp())
     try:
-        as_lean = ComparatorSettings(("sh", "-c", "id -u > whoami; touch .lake-written"), run_as_uid=1001)
+        as_lean = ComparatorSettings(("sh", "-c", "id -u > whoami; touch .lake-written; echo 'Your solution is okay!'"),
+                                     run_as_uid=1001)
         (verdict,) = asyncio.run(judge_batch([case("a", ": 1 = 1", "rfl")], as_lean, work / "b"))
         assert verdict.accepted
         assert (work / "b" / "whoami").read_text(encoding="utf-8").strip() == "1001"

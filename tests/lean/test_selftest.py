@@ -199,8 +199,11 @@ def test_the_comparator_section_against_the_strict_double() -> None:
 
 def test_a_comparator_that_accepts_everything_fails_every_refusal_item() -> None:
     report = SelftestReport(version="0.3.16")
-    asyncio.run(comparator_items(report, ComparatorSettings(("true",))))  # exit 0, no report: all accepted
+    asyncio.run(comparator_items(report, ComparatorSettings(("echo", "Your solution is okay!"))))  # says okay to all
     assert [item.name for item in report.failed] == [name for name, _ in JUDGE_ITEMS[1:]]
+    silent = SelftestReport(version="0.3.16")
+    asyncio.run(comparator_items(silent, ComparatorSettings(("true",))))  # exit 0, said nothing: accepts nothing
+    assert [item.name for item in silent.failed] == [JUDGE_ITEMS[0][0]]
 
 
 @pytest.mark.slow

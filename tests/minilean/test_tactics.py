@@ -280,3 +280,15 @@ def test_constructor_applies_the_first_constructor_that_fits():
         "tactic 'constructor' failed, no applicable constructor found")
     assert prover.error(prover.run(prover.start("∀ (p : Prop), p → p"), "intro p hp"), "constructor").startswith(
         "tactic 'constructor' failed, target is not an inductive datatype")
+
+
+def test_a_have_nested_in_a_have_s_by_block_reads_its_own_lines_as_lean_does():
+    prover = Prover()
+    every = prover.run(prover.start(POS), "intro x y hx hy")
+    nested = ("have hxy : 0 < x * y := by\n  have hpx : 0 < x := by\n    exact hx\n  have hpy : 0 < y := by\n"
+              "    exact hy\n  nlinarith [hpx, hpy]")
+    after = prover.run(every, nested)
+    assert pp(after[0].hyps[-1].ty) == "0 < x * y" and prover.run(after, "nlinarith [hxy, hx]") == ()
+    # the inner block's tactics run on the inner goal: one that does not close it fails the have
+    with pytest.raises(TacticError):
+        prover.run(every, nested.replace("    exact hy", "    exact hx"))

@@ -10,14 +10,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from burnqed.cli import command_grammar
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.runner.local import LocalRunner, base_model_warning, run_iterations
 from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
-
-GRAMMAR = command_grammar()  # the app's flags and subcommands, as the local runner reads a stage's command
 
 ROOT = "file:///runs"  # a plan only: nothing is read or written there
 WARNING = ("warning: eval-base evaluates /models/prover (policy.model) as the untrained base, but SFT starts from the "
@@ -28,7 +25,7 @@ WARNING = ("warning: eval-base evaluates /models/prover (policy.model) as the un
 def warning_for(*sets: str, iteration: int = 0) -> str | None:
     cfg = load_config(sets=list(sets))
     plan = build_iteration(cfg.pipeline, ROOT, iteration, base_model=cfg.sft.base_model)
-    return base_model_warning(plan, cfg, command_grammar())
+    return base_model_warning(plan, cfg)
 
 
 def test_the_warning_names_both_models_only_when_they_differ() -> None:
@@ -51,7 +48,7 @@ def test_iterate_warns_before_any_stage_runs(tmp_path: Path, store: Store) -> No
         said.append((message, err))
 
     with pytest.raises(ConfigError, match="unknown stage"):
-        run_iterations([0], root, ["no-such-stage"], LocalRunner(store=store, grammar=GRAMMAR), cfg, store,
+        run_iterations([0], root, ["no-such-stage"], LocalRunner(store=store), cfg, store,
                                                                  gates=False, echo=echo)
     assert said == [(WARNING, True), (f"iteration 0 under {root}: 9 stages", True)]
     assert not (tmp_path / "runs").exists()

@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from burnqed import storage
-from burnqed.cli import command_grammar
 from burnqed.config import Config, load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.report.document import Report
@@ -23,7 +22,7 @@ def finished_iteration(root: str, go: bool, *, store: Store, measured: bool = Tr
     nothing, recording the inputs the evals would record) and a report whose gate says `go` (`measured`: whether it
     could be measured)."""
     from burnqed.eval.result import load_eval_result, write_eval_result
-    from burnqed.runner.reuse import BUILDERS, parse_command_line, stage_sets
+    from burnqed.runner.reuse import made_from
     from tests.eval.test_report import publish
 
     cfg = Config()
@@ -31,8 +30,8 @@ def finished_iteration(root: str, go: bool, *, store: Store, measured: bool = Tr
     for stage in iteration.stages:
         for uri in stage.all_outputs():
             if uri.endswith(".json"):
-                line = parse_command_line(stage.argv_for(0), command_grammar())
-                [(_, made)] = BUILDERS["eval"](line, load_config(sets=stage_sets(line)), store)
+                request = stage.request_for(0)
+                [(_, made)] = made_from(request, load_config(sets=request.config_sets()), store) or []
                 publish(uri, set(), store=store)
                 result = load_eval_result(uri, store=store).model_copy(update={"made_from": made})
                 write_eval_result(result, uri, store=store)

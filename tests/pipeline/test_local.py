@@ -7,13 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.cli import command_grammar
 from burnqed.errors import ConfigError
 from burnqed.runner.local import LocalRunner, StageStatus, env_for, require_earlier
 from burnqed.runner.plan import Iteration, Resource, Stage
+from burnqed.runner.requests import OtherRequest, ReportRequest
 from burnqed.storage import Store
-
-GRAMMAR = command_grammar()  # the app's flags and subcommands, as the local runner reads a stage's command
 
 
 def test_env_for_turns_sets_into_env_vars(tmp_path: Path) -> None:
@@ -26,7 +24,7 @@ def test_env_for_turns_sets_into_env_vars(tmp_path: Path) -> None:
 
 
 def _report_stage(name: str, root: str, out: str, after: tuple[str, ...] = ()) -> Stage:
-    return Stage(name=name, summary=f"write {name}", argv=("report", "--root", root, "--iter", "0", "--output", out),
+    return Stage(name=name, summary=f"write {name}", request=ReportRequest(root=root, iteration=0, output=out),
                  outputs=(out,), inputs=(), resource=Resource.CPU, after=after)
 
 
@@ -38,12 +36,13 @@ def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Pa
     root = f"file://{tmp_path}/run"
     publish(Layout(root).eval_result(0), {"hand_0"}, store=store)  # report refuses a root without an eval
     first = _report_stage("first", root, f"{root}/a")
-    failing = Stage(name="broken", summary="fails", argv=("compare", str(tmp_path / "only-one.json")),
+    failing = Stage(name="broken", summary="fails",
+                    request=OtherRequest(words=("compare", str(tmp_path / "only-one.json"))),
                     outputs=(f"{root}/never.json",), inputs=(), resource=Resource.CPU, after=("first",))
     last = _report_stage("last", root, f"{root}/b", after=("broken",))
     iteration = Iteration(index=0, root=root, stages=(first, failing, last))
     lines: list[str] = []
-    runner = LocalRunner(grammar=GRAMMAR, echo=lines.append, store=store)
+    runner = LocalRunner(echo=lines.append, store=store)
     outcome = runner.run(iteration)
     assert [(r.stage, r.status) for r in outcome.runs] == [("first", StageStatus.RAN), ("broken", StageStatus.FAILED)]
     assert outcome.failed is not None and outcome.failed.exit_code == 2
@@ -60,7 +59,7 @@ def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Pa
 def test_only_unknown_stage_and_earlier_iterations(store: Store) -> None:
     iteration = Iteration(index=2, root="file:///r", stages=())
     with pytest.raises(ConfigError, match="unknown stage"):
-        LocalRunner(grammar=GRAMMAR, store=store).run(iteration, only=["sft"])
+        LocalRunner(store=store).run(iteration, only=["sft"])
     with pytest.raises(ConfigError, match="iteration 1 has not finished"):
         require_earlier(iteration, lambda j: j == 0)
     require_earlier(iteration, lambda j: True)
@@ -83,8 +82,8 @@ exit "$4"
 def _fake(tmp_path: Path, name: str, seconds: float, after: tuple[str, ...] = (), code: int = 0,
           shards: int = 1) -> Stage:
     out = str(tmp_path / (f"{name}-{{shard}}.json" if shards > 1 else f"{name}.json"))
-    return Stage(name=name, summary=f"fake {name}", argv=(f"{name}-{{shard}}" if shards > 1 else name, str(seconds),
-                                                          out, str(code)),
+    return Stage(name=name, summary=f"fake {name}", request=OtherRequest(words=(
+        f"{name}-{{shard}}" if shards > 1 else name, str(seconds), out, str(code))),
                  outputs=(f"file://{out}",), inputs=(), resource=Resource.CPU, after=after, shards=shards)
 
 
@@ -110,7 +109,7 @@ def test_ready_stages_run_side_by_side_up_to_jobs_and_dependents_wait(
               _fake(tmp_path, "d", 0.1, after=("b", "c"), shards=2))
     iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
     lines: list[str] = []
-    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ=environ, echo=lines.append,
+    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lines.append,
                          store=store, cpus=2)
     outcome = runner.run(iteration)
     assert outcome.failed is None and len(outcome.ran) == 5
@@ -131,7 +130,7 @@ def test_ready_stages_run_side_by_side_up_to_jobs_and_dependents_wait(
     for stage in stages:
         for uri in stage.all_outputs():
             Path(uri.removeprefix("file://")).unlink()
-    serial = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
+    serial = LocalRunner(python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
     assert serial.run(iteration).failed is None
     assert _events(log) == ["start a", "end a", "start b", "end b", "start c", "end c", "start d-0", "end d-0",
                             "start d-1", "end d-1"]
@@ -145,7 +144,7 @@ def test_a_single_process_stage_starts_before_the_shards_of_a_fanned_out_one(
     stages = (_fake(tmp_path, "a", 0.1), _fake(tmp_path, "s", 0.5, after=("a",), shards=2),
               _fake(tmp_path, "e", 0.5, after=("a",)))
     iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
-    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ=environ, echo=lambda line: None,
+    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lambda line: None,
                          store=store, cpus=2)
     assert runner.run(iteration).failed is None
     events = _events(log)
@@ -161,7 +160,7 @@ def test_a_failure_stops_its_dependents_lets_the_running_finish_and_a_rerun_skip
               _fake(tmp_path, "e", 0.1))
     iteration = Iteration(index=0, root=f"file://{tmp_path}", stages=stages)
     lines: list[str] = []
-    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ={**environ, "OMP_NUM_THREADS": "7"},
+    runner = LocalRunner(python=str(script), jobs=2, environ={**environ, "OMP_NUM_THREADS": "7"},
                          echo=lines.append, store=store, cpus=2)
     outcome = runner.run(iteration)
     assert outcome.failed is not None and (outcome.failed.stage, outcome.failed.exit_code) == ("a", 3)
@@ -181,7 +180,7 @@ def test_only_runs_the_named_stages_whatever_they_come_after(
         tmp_path: Path, store: Store, fake_runner: tuple[Path, Path, dict[str, str]]) -> None:
     script, log, environ = fake_runner
     stages = (_fake(tmp_path, "a", 0.1), _fake(tmp_path, "c", 0.1, after=("a",)))
-    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=2, environ=environ, echo=lambda line: None,
+    runner = LocalRunner(python=str(script), jobs=2, environ=environ, echo=lambda line: None,
                          store=store)
     outcome = runner.run(Iteration(index=0, root=f"file://{tmp_path}", stages=stages), only=["c"])
     assert [(r.stage, r.status) for r in outcome.runs] == [("c", StageStatus.RAN)]
@@ -224,7 +223,7 @@ def test_a_stage_that_refuses_its_input_keeps_exit_2_through_iterate(tmp_path: P
     script.chmod(0o755)
     root, cfg = f"file://{tmp_path}/run", load_config(None, [], {})
     for code, error in (("2", InputError), ("1", StageFailedError)):
-        runner = LocalRunner(grammar=GRAMMAR, python=str(script), environ={"PATH": "/usr/bin:/bin", "EXIT": code},
+        runner = LocalRunner(python=str(script), environ={"PATH": "/usr/bin:/bin", "EXIT": code},
                              jobs=1,
                              echo=lambda line: None, store=store)
         with pytest.raises(error) as failed:

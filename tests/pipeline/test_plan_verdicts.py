@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from burnqed.cli import app, command_grammar
+from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.layout import Layout
@@ -59,7 +59,7 @@ def test_plan_shows_a_stage_finished_with_other_inputs_as_iterate_refuses_it(fin
     cfg = load_config(sets=["data.world_seed=1"])
     root_uri = f"file://{finished_run}"
     with pytest.raises(ConfigError) as refused:
-        LocalRunner(sets=["data.world_seed=1", f"storage.root={root_uri}"], store=store, grammar=command_grammar(),
+        LocalRunner(sets=["data.world_seed=1", f"storage.root={root_uri}"], store=store,
                     echo=lambda _: None).run(iteration_of(cfg, root_uri, 0))
     assert lines[-1] == f"iterate refuses: {refused.value}"
     assert "data.world_seed was 0, now 1; run it as it was made, or --force redoes it" in lines[-1]

@@ -9,14 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.cli import command_grammar
 from burnqed.layout import Layout, StageTimes
 from burnqed.runner.local import LocalRunner
 from burnqed.runner.plan import Iteration
 from burnqed.storage import Store
 from tests.pipeline.test_local import _fake, fake_runner  # noqa: F401  (the fixture, used by name)
-
-GRAMMAR = command_grammar()  # the app's flags and subcommands, as the local runner reads a stage's command
 
 
 @pytest.mark.slow  # four stage processes
@@ -27,7 +24,7 @@ def test_every_stage_run_is_recorded_with_its_wall_and_cpu_time(
     stages = (_fake(tmp_path, "a", 0.3), _fake(tmp_path, "s", 0.1, after=("a",), shards=2),
               _fake(tmp_path, "broken", 0.1, after=("s",), code=3))
     lines: list[str] = []
-    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
+    runner = LocalRunner(python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
     before = datetime.now(UTC)
     assert runner.run(Iteration(index=0, root=root, stages=stages)).failed is not None
     uri = Layout(root).stage_times(0)
@@ -54,7 +51,7 @@ def test_a_stages_file_that_is_not_the_runners_is_left_alone(
     theirs.parent.mkdir()
     theirs.write_text("my notes\n")
     lines: list[str] = []
-    runner = LocalRunner(grammar=GRAMMAR, python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
+    runner = LocalRunner(python=str(script), jobs=1, environ=environ, echo=lines.append, store=store)
     assert runner.run(Iteration(index=0, root=f"file://{tmp_path}", stages=(_fake(tmp_path, "a", 0.1),))).failed is None
     assert theirs.read_text() == "my notes\n"
     assert [line for line in lines if line.startswith("warning:")] == [
