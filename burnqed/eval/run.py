@@ -116,7 +116,7 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
 
 def pass_engine(engine: SearchSettings, k: int) -> SearchSettings:
     """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache and a lemma
-    source (over the library frozen at the eval's start: `stages.lemma_library.attach_library`) of its own, so the
+    source (over the library frozen at the eval's start: `eval.lemma_library.attach_library`) of its own, so the
     passes of pass@n stay independent searches."""
     engine = dataclasses.replace(engine, attempt=k)
     if isinstance(engine, SketchSettings):
