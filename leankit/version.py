@@ -276,6 +276,20 @@ def lean_release(text: str) -> tuple[int, int, int, float] | None:
     return int(major), int(minor), int(patch), float(rc) if rc is not None else float("inf")
 
 
+# The first Lean with definition holes (`definition_names`) in the standalone comparator: its commit 71b52ec, on
+# v4.30.0-rc2; the builds pinned for older Leans ignore them.
+DEFINITION_HOLES_LEAN, DEFINITION_HOLES_COMMIT = "4.30.0-rc2", "71b52ec"
+DEFINITION_HOLES_SAID = (f"predates definition holes (leanprover/comparator {DEFINITION_HOLES_COMMIT}, Lean "
+                         f"v{DEFINITION_HOLES_LEAN})")  # what a standalone comparator on an older Lean lacks
+
+
+def lacks_definition_holes(text: str | None) -> bool:
+    """True when the Lean `text` names (`lean_release`) is older than DEFINITION_HOLES_LEAN: the comparator that
+    judges it is a standalone build without definition holes. False for a newer Lean or one not known."""
+    found, first = lean_release(text or ""), lean_release(DEFINITION_HOLES_LEAN)
+    return found is not None and first is not None and found < first
+
+
 def ships_comparator(text: str) -> bool:
     """True when the Lean `text` names (`lean_release`) ships `lake comparator` (COMPARATOR_LEAN or later)."""
     found, first = lean_release(text), lean_release(COMPARATOR_LEAN)

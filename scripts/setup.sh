@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Creates .venv (if missing) and installs burnqed with its dev tools from the pinned constraints.
 # Idempotent and fast when everything is already installed. Usage: scripts/setup.sh [EXTRAS]
-# (EXTRAS defaults to "dev,train,k8s,report": everything `burnqed iterate` and the tests need).
+# (EXTRAS defaults to "dev,train,grammar,k8s,report": everything `burnqed iterate` and the tests need).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-extras="${1:-dev,train,k8s,report}"
+extras="${1:-dev,train,grammar,k8s,report}"
 python="${PYTHON:-python3}"
 if [ ! -x .venv/bin/python ]; then
     "$python" -m venv .venv
@@ -34,7 +34,7 @@ install() {
 # torch is pinned in constraints.txt to the CPU wheel; install it first when an extra needs it so
 # nothing pulls the CUDA build (see README).
 case ",${extras}," in
-    *,model,*|*,train,*) install torch ;;
+    *,model,*|*,train,*|*,grammar,*) install torch ;;
 esac
 install -e ".[${extras}]"
 # The checkout's own modules byte-compiled (an editable install compiles none of them; a wheel install does), so a

@@ -58,7 +58,7 @@ def test_the_second_models_keys_are_those_marked_so_and_every_other_key_applies_
     assert set(SECOND_MODEL_KEYS) == refused
     others = {name for name, info in PlannerConfig.model_fields.items()
               if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("role") == ANY}
-    assert others == {"backend", "temperature", "top_p", "max_new_tokens"}
+    assert others == {"backend", "temperature", "top_p", "max_new_tokens", "constrained", "max_holes", "balanced"}
     assert others | refused == set(PlannerConfig.model_fields) and SECOND != ANY
     taken = load_config(sets=["planner.temperature=1.2", "planner.top_p=0.5", "planner.max_new_tokens=64"]).planner
     assert (taken.backend, taken.temperature, taken.top_p, taken.max_new_tokens) == (None, 1.2, 0.5, 64)
@@ -114,7 +114,8 @@ def test_the_client_config_is_the_second_model_with_the_policys_client_settings(
 
 
 PLANNER_SEARCHED = {"planner.backend", "planner.model", "planner.prompt_format", "planner.temperature",
-                    "planner.top_p", "planner.max_new_tokens"}
+                    "planner.top_p", "planner.max_new_tokens", "planner.constrained", "planner.max_holes",
+                    "planner.balanced"}
 
 
 @pytest.mark.parametrize("identity", ["search", "eval"])
@@ -124,7 +125,8 @@ def test_the_planners_settings_enter_the_identity_in_sketch_mode_only(identity: 
         assert keys == (PLANNER_SEARCHED if mode is SearchMode.SKETCH else set()), mode
     base = load_config(sets=[*SKETCH, "planner.backend=sglang"])
     for key, value in (("temperature", "1.3"), ("top_p", "0.5"), ("max_new_tokens", "99"), ("model", "m"),
-                       ("prompt_format", "deepseek-sketch"), ("backend", "local")):
+                       ("prompt_format", "deepseek-sketch"), ("backend", "local"), ("constrained", "true"),
+                       ("max_holes", "2"), ("balanced", "true")):
         other = load_config(sets=[*SKETCH, "planner.backend=sglang", f"planner.{key}={value}"])
         assert identity_values(other, identity, "sketch") != identity_values(base, identity, "sketch"), key  # type: ignore[arg-type]
         assert identity_values(other, identity, "step") == identity_values(base, identity, "step"), key  # type: ignore[arg-type]
@@ -253,3 +255,25 @@ def test_a_local_planner_is_a_second_model_in_this_process(tiny_model_dir: Path,
     with pytest.raises(ConfigError, match=f"planner.max_new_tokens {context} leaves no room for a sketch prompt in "
                                           f"the planner model's context of {context} tokens"):
         asyncio.run(opened(context))
+
+
+def test_a_constrained_planner_samples_sketches_under_the_grammar_and_nothing_else_does() -> None:
+    from burnqed.config import LeanConfig, SearchConfig
+    from burnqed.search.sketching import SketchSettings
+    from burnqed.stages.search import JobSettings, settings_from_config
+    from burnqed.text.sketch_grammar import sketch_grammar
+
+    search, policy = SearchConfig(mode=SearchMode.SKETCH), PolicyConfig()
+    free = settings_from_config(search, policy, planner=PlannerConfig())
+    assert isinstance(free, SketchSettings) and free.sampling.ebnf is None
+    planner = PlannerConfig(constrained=True, max_holes=3, balanced=True)
+    constrained = JobSettings.from_config(search, policy, LeanConfig(max_text_chars=5000), planner=planner).engine
+    assert isinstance(constrained, SketchSettings)
+    grammar = sketch_grammar(3, balanced=True, max_text_chars=5000)
+    assert constrained.sampling.ebnf == grammar.ebnf and grammar.longest <= 5000
+    assert constrained.subgoal.sampling.ebnf is None  # a subgoal's tactics are sampled free
+    step = settings_from_config(SearchConfig(), policy, planner=planner)
+    assert step.sampling.ebnf is None
+    with pytest.raises(ValueError, match=r"lean.max_text_chars \(300\) is too small"):
+        Config.model_validate({"planner": {"constrained": True}, "lean": {"max_text_chars": 300}})
+    Config.model_validate({"planner": {"constrained": False}, "lean": {"max_text_chars": 300}})

@@ -223,3 +223,24 @@ def test_the_script_proposes_the_recorded_step_last_and_nothing_off_the_proof() 
     assert script.answer("/- tactic state:\n    x : ℝ\n    ⊢ 2 * x = 6 → x ^ 3 = 27\n-/")[-1] == ("intro h₀", -0.5)
     assert script.answer("/- tactic state:\n    x : ℝ\n    ⊢ x ^ 3 = 27\n-/") == []
     assert script.answer("Sketch a proof of this theorem") == [(script.sketch, -0.5)]
+
+
+# -------------------------------------------------------------------------------------------- sketch_grammar.py
+
+
+@pytest.mark.slow
+def test_the_grammar_figure_arms_on_one_theorem(tiny_model_dir: Path) -> None:
+    """One theorem, a small budget: every sketch the grammar arms write is well-formed, and the table reads them."""
+    from benchmarks import sketch_grammar
+    from burnqed.policy.localmodel import LocalModel
+
+    theorems = [theorem for theorem, _ in sketch_mechanics.sketch_family(0, "test")[:1]]
+    model = LocalModel.load(tiny_model_dir, device="cpu", seed=0)
+    arms = asyncio.run(sketch_grammar.run_arms(theorems, model, 0, budget=4, plans=2))
+    assert [arm.label for arm in arms] == [label for label, _ in sketch_grammar.ARMS]
+    assert [r.mode for arm in arms for r in arm.results] == ["step", "sketch", "sketch", "sketch"]
+    for arm in arms[2:]:
+        outcomes = arm.outcomes()
+        assert outcomes["written"] > 0 and outcomes["well-formed"] == outcomes["written"], outcomes
+    table = sketch_grammar.report(arms).splitlines()
+    assert len(table) == 5 and table[3].startswith("sketch, grammar ")

@@ -6,10 +6,14 @@ fewer Lean calls where both prove."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from benchmarks import sketch_depth
+from burnqed.data.decontaminate import ROUTE_EVAL, Benchmark
+from burnqed.eval.lemma_library import held_lemmas
+from burnqed.storage import Store
 
 
 @pytest.mark.slow
@@ -32,3 +36,38 @@ def test_one_situation_at_equal_budget_recursion_proves_the_deep_statements_and_
     assert sketch_depth.main(["--limit", "4"]) == 0
     printed = capsys.readouterr().out
     assert "graph ÷ tree on the 3 theorems both solved: Lean calls" in printed
+    assert "graph + library        4" in printed and "hits 0 (exact key 0, closed key 0)" in printed
+    assert "9 lemmas written, 9 entries frozen; held out of the test eval: 0" in printed
+
+
+@pytest.mark.slow
+def test_the_library_from_the_training_split_serves_a_situation_shared_across_the_split_and_nothing_else(
+        tmp_path: Path) -> None:
+    # The default family: a test situation shares no goal with a training one (its own reals and equations, and a
+    # closed key closes over every hypothesis): the library is asked and never offers, the graph's figures unchanged.
+    separate = asyncio.run(sketch_depth.run_library_arm(
+        sketch_depth.deep_family(0, "train")[:4], sketch_depth.deep_family(0, "test")[:4], 60, Store(cache_dir=None),
+        str(tmp_path / "separate")))
+    assert (separate.written, len(separate.library.entries), separate.held) == (9, 9, {})
+    assert separate.source.stats.lookups > 0 and separate.source.stats.offered == 0
+    assert [r.lean_calls for r in separate.arm.results] == [21, 68, 68, 110]
+    # Shared situations: the training split holds a situation's depth-1 and first depth-2 statements, the test split
+    # its second depth-2 and depth-3 ones; the depth-3 statement's lemma `hs` is the first depth-2 statement's
+    # conclusion, whose two product facts the library holds under the same exact key.
+    train, test = sketch_depth.deep_family(0, "train", shared=True), sketch_depth.deep_family(0, "test", shared=True)
+    assert [len(train), len(test)] == [4, 4]
+    graph = [asyncio.run(sketch_depth.search(theorem, recorded, sketch_depth.settings_of(60)[3]))
+             for theorem, recorded in test]
+    shared = asyncio.run(sketch_depth.run_library_arm(train, test, 60, Store(cache_dir=None), str(tmp_path / "lib")))
+    assert (shared.written, shared.held) == (10, {})
+    assert [(c.exact, c.closed) for c in shared.counted] == [(0, 0), (2, 0), (0, 0), (2, 0)]
+    assert shared.source.stats.as_dict() == {"lookups": 36, "offered": 4, "hits": 4, "rejected": 0, "refused": 0}
+    assert [r.proved for r in shared.arm.results] == [True] * 4
+    assert [r.lean_calls for r in graph] == [68, 110, 68, 110]
+    assert [r.lean_calls for r in shared.arm.results] == [68, 76, 68, 76]
+    assert [r.budget_at_proof for r in graph] == [15, 23, 15, 23]
+    assert [r.budget_at_proof for r in shared.arm.results] == [15, 13, 15, 13]
+    assert [len(r.lemmas_used()) for r in shared.arm.results] == [0, 2, 0, 2]
+    # Decontamination as an eval derives it: an eval of the training theorems the entries came from holds them all.
+    held = held_lemmas(shared.library, Benchmark(ROUTE_EVAL, "train", tuple(theorem for theorem, _ in train)))
+    assert len(held) == 10 and all("a theorem of train" in why for why in held.values())

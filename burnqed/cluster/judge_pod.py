@@ -4,6 +4,7 @@ of a rendered or installed workflow against it: one line saying what is missing.
     kind = sandbox_kind(cfg.lean)              # "bubblewrap" (lake comparator), "landrun" (standalone) or "none"
     judge_security(kind)                       # the securityContext the judge container gets (camelCase keys)
     check_judge_pods(doc, kind)                # ConfigError: "step judge-eval: comparator's sandbox (bubblewrap) …"
+    answer_slot_refusal(cfg)                   # comparator without definition holes for the answer slots indexed
 
 comparator builds each solution in a sandbox: `lake comparator` (Lean >= v4.35.0-rc2) in bubblewrap, which makes
 user namespaces (the container's seccomp and AppArmor profiles must let it: RuntimeDefault refuses `unshare` of a
@@ -19,12 +20,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from burnqed.config import LeanConfig
+from burnqed.config import Config, LeanConfig
 from burnqed.errors import ConfigError
+from leankit.version import DEFINITION_HOLES_LEAN, DEFINITION_HOLES_SAID, lacks_definition_holes
 
 SandboxKind = Literal["bubblewrap", "landrun", "none"]
 JUDGE_PREFIX = "judge-"  # the judge steps' names (`runner.plan.judge_stage`)
 STAGE_LABEL = "burnqed.io/stage"
+JUDGE_LABEL = "burnqed.io/judge"  # "true" on every step comparator judges in (`Resource.JUDGE`: the merge's too)
 
 
 def sandbox_kind(lean: LeanConfig) -> SandboxKind:
@@ -84,7 +87,8 @@ def judge_templates(doc: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, 
     for template in spec.get("templates") or []:
         name = str(template.get("name") or "")
         labels = (template.get("metadata") or {}).get("labels") or {}
-        if name.startswith(JUDGE_PREFIX) or str(labels.get(STAGE_LABEL, "")).startswith(JUDGE_PREFIX):
+        if (name.startswith(JUDGE_PREFIX) or str(labels.get(STAGE_LABEL, "")).startswith(JUDGE_PREFIX)
+                or labels.get(JUDGE_LABEL) == "true"):
             yield name, (template.get("container") or {}).get("securityContext") or {}, \
                 {**pod, **(template.get("securityContext") or {})}
 
@@ -108,5 +112,38 @@ def check_judge_pods(doc: Mapping[str, Any], kind: SandboxKind) -> None:
         raise ConfigError(refusal)
 
 
-__all__ = ["SandboxKind", "check_judge_pods", "judge_pod_refusal", "judge_security", "judge_templates",
-           "sandbox_kind", "sandbox_problems"]
+def answer_slot_refusal(cfg: Config) -> str | None:
+    """The one line refusing a workflow whose comparator has no definition holes (Lean before DEFINITION_HOLES_LEAN:
+    the standalone builds images.toml pins for the older triples, which ignore `definition_names` and refuse every
+    filled answer slot, a false alarm) while the configuration indexes open answer slots (a benchmark source of
+    data.sources with answers 'produced' or 'both'); None otherwise. The Lean is lean.toolchain's, else the triple
+    of the core image the pods run (a tag ending in `-TRIPLE`, else images.toml's default). The benchmark eval reads
+    (pipeline.benchmark) is not read here: its steps refuse the same before they search or judge."""
+    from burnqed.cluster.images import declared, lean_triples
+    if cfg.lean.judged_by()[0] != "comparator":
+        return None
+    triples, tag = lean_triples(), cfg.cluster.image_tag or ""
+    triple = next((t for t in triples.values() if tag.endswith(f"-{t.name}")), None) or triples.get(
+        declared()["core"].lean_triple or "")
+    lean = cfg.lean.lean_version() or (triple.lean_toolchain if triple is not None else None)
+    slots = [f"{source.path}, answers = {source.answers or 'both'!r}" for source in cfg.data.sources
+             if source.kind == "benchmark" and source.answers != "given"]
+    if not slots or not lacks_definition_holes(lean):
+        return None
+    built = (f" (triple {triple.name}, comparator {triple.comparator[:8] or 'none'})"
+             if triple is not None and not cfg.lean.lean_version() else "")
+    return (f"lean.judge = 'comparator': data.sources index open answer slots ({', '.join(slots)}), and the comparator "
+            f"for Lean {lean}{built} {DEFINITION_HOLES_SAID}: it refuses every filled answer slot, a false alarm; set "
+            f"lean.judge = 'burnqed' for them (or answers = 'given'), or use a triple on Lean >= "
+            f"v{DEFINITION_HOLES_LEAN}")
+
+
+def check_answer_slots(cfg: Config) -> None:
+    """`ConfigError` with `answer_slot_refusal`'s line, when it has one."""
+    refusal = answer_slot_refusal(cfg)
+    if refusal is not None:
+        raise ConfigError(refusal)
+
+
+__all__ = ["SandboxKind", "answer_slot_refusal", "check_answer_slots", "check_judge_pods", "judge_pod_refusal",
+           "judge_security", "judge_templates", "sandbox_kind", "sandbox_problems"]

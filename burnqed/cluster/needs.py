@@ -6,7 +6,8 @@ that knows it (docs/cluster.md, "Images and what runs where"; `render` reads the
     [n.distribution for n in needs if n.distribution not in image.distributions()]   # what an image lacks
 
 Each need is every distribution of one of burnqed's extras (pyproject.toml: `train` for sft, rl and export, `value`
-for the value model, `hub` for data sources named on the Hugging Face hub, `modelfolder` (tokenizers) for `fetch
+for the value model, `grammar` for a local planner sampling under the sketch grammar, `hub` for data sources named
+on the Hugging Face hub, `modelfolder` (tokenizers) for `fetch
 --model-folder`, a local value-model encoder and the served model's tokenizer check, `report` for the report's
 plots), so the table names extras, not packages. A missing one is found by
 asking importlib for its module's spec, without importing it: the refusal comes in the command's first second, not
@@ -91,6 +92,10 @@ def command_needs(command: str, cfg: Config, *, ebm: bool = False, model_folder:
     if command in ("search", "eval") and cfg.policy.backend == "sglang" and cfg.policy.model:
         needs += extra_needs("modelfolder", "checking the served model's tokenizer (policy.backend = 'sglang', "
                                             "policy.model)")
+    if command in ("search", "eval") and cfg.search.mode == "sketch" and cfg.planner.constrained and (
+            cfg.planner.backend == "local" or (cfg.planner.backend is None and cfg.policy.backend == "local")):
+        needs += extra_needs("grammar", "sampling sketches under the sketch grammar in this process "
+                                        "(planner.constrained)")
     if command == "data prepare" and (hub := hub_sources(cfg)):
         needs += extra_needs("hub", f"reading data.sources {', '.join(hub)} from the Hugging Face hub")
     if command == "fetch" and model_folder:

@@ -24,7 +24,7 @@ from typing import Any
 
 from burnqed.cluster.argo import ArgoClient, ArgoTarget
 from burnqed.cluster.gpu_plan import planner_pod_gpus, required_gpu_mib, rl_sidecar
-from burnqed.cluster.judge_pod import SandboxKind, judge_pod_refusal, sandbox_kind
+from burnqed.cluster.judge_pod import SandboxKind, answer_slot_refusal, judge_pod_refusal, sandbox_kind
 from burnqed.cluster.kubereader import ClusterReader, Lookup
 from burnqed.cluster.nodefit import fits, gpu_mib, largest_pods, tolerated
 from burnqed.config import ClusterConfig, Config, load_config
@@ -419,6 +419,11 @@ def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config, ns: st
     if cfg.lean.judged_by()[0] != "comparator":
         return
     what = "Judge sandbox"
+    slots = answer_slot_refusal(cfg)
+    if slots is not None:
+        rows.add(what, Verdict.MISSING, slots, "set lean.judge = 'burnqed', or render for a triple on Lean >= "
+                 "v4.30.0-rc2")
+        return
     kind = sandbox_kind(cfg.lean)
     if kind == "none":
         rows.add(what, Verdict.WARN, "lean.comparator_no_sandbox: comparator builds the solutions outside its "

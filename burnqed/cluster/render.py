@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from burnqed.cluster.judge_pod import check_judge_pods, sandbox_kind
+from burnqed.cluster.judge_pod import check_answer_slots, check_judge_pods, sandbox_kind
 from burnqed.cluster.literal import check_cluster_names, check_no_templates
 from burnqed.cluster.podinputs import check_effect, check_pod_inputs
 from burnqed.cluster.yamlio import dump_documents
@@ -125,6 +125,7 @@ def render_templates(cfg: Config, names: Sequence[str], folder: Path, *, helm: b
     check_cluster_names(cfg.cluster)
     check_pod_inputs(cfg)
     check_effect(cfg)
+    check_answer_slots(cfg)
     rendered = []
     for name in names or available(folder):
         module = load(name, folder)
@@ -151,6 +152,7 @@ def render_workflow(
     check_cluster_names(cfg.cluster)
     check_pod_inputs(cfg, parameters.get("root"))
     check_effect(cfg)
+    check_answer_slots(cfg)
     module = load(name, folder)
     try:
         doc: dict[str, Any] = module.workflow(cfg, iteration=iteration, parameters=parameters).to_dict()

@@ -44,7 +44,7 @@ def judge(
     from burnqed.data.theorems import load_index
     from burnqed.errors import InputError
     from burnqed.eval.judge_step import judge_result
-    from burnqed.eval.judging import JudgeSettings, check_judge
+    from burnqed.eval.judging import JudgeSettings, check_definition_holes, check_judge
     from burnqed.eval.result import EvalResult, load_eval_result, write_eval_result
     from burnqed.eval.run import judge_texts
     from burnqed.lean.comparator import ComparatorSettings
@@ -66,9 +66,10 @@ def judge(
         if settings.comparator is None:
             raise InputError(f"{input_}: nothing to judge with: burnqed judges a {result.lean_backend} Lean's proofs "
                              f"here ({settings.why}); the judge step needs comparator")
-        run_async(check_judge(settings))  # positive evidence that comparator judges, before judging
         index = load_index(theorems, split, default_split="test", store=store, world_seed=cfg.data.world_seed,
                            world_sketches=cfg.data.world_sketches)
+        check_definition_holes(index.theorems, settings, cfg.lean.lean_version())
+        run_async(check_judge(settings))  # positive evidence that comparator judges, before judging
         try:
             judged = run_async(judge_result(result, index.theorems, settings))
         except ValueError as exc:

@@ -60,6 +60,7 @@ class Config(BaseModel):
     def _consistent(self) -> Config:
         if self.sft.joint and self.rl.enabled:
             raise ValueError(JOINT_WITH_RL)
+        self.planner.grammar(self.lean.max_text_chars)  # the grammar admits no text lean.max_text_chars refuses
         return self
 
 

@@ -11,6 +11,7 @@
     cfg.planner.sent_format(cfg.policy.prompt_format)   # the sketch format its prompts are built in
     cfg.planner.sampling_section(cfg.policy)  # the policy section a sketch request samples with
     cfg.planner.client_config(cfg.policy)     # the policy section its client is built from (commands/edges.py)
+    cfg.planner.grammar(cfg.lean.max_text_chars)   # the sketch grammar its requests carry (planner.constrained)
 
 How many sketches one request asks for is `search.sketch_plans` (one request is one unit of the theorem's budget,
 so the count lives with the budget). docs/search.md, "The planner"; docs/cluster.md, "The planner's sidecar".
@@ -29,6 +30,7 @@ from burnqed.config.policy import PolicyConfig
 from burnqed.config.section import Section
 from burnqed.records.enums import SearchMode
 from burnqed.text.prompt import PromptFormat, sketch_format
+from burnqed.text.sketch_grammar import NAME_CHARS, SketchGrammar, sketch_grammar
 
 SKETCH = (SearchMode.SKETCH.value,)
 SECOND = "second model"  # the role of a key that describes a second model: set while the policy plans, ignored
@@ -88,6 +90,25 @@ class PlannerConfig(Section):
         "seed) are policy.*'s; sketches per request are search.sketch_plans.",
         json_schema_extra=with_role(searched(*SKETCH), ANY),
     )
+    constrained: bool = Field(
+        default=False,
+        description="Sample sketches under the sketch format's grammar (text/sketch_grammar.py): SGLang's `ebnf` "
+        "sampling parameter on a server, xgrammar's token mask in the local decoder, so that no sketch the reader "
+        "refuses can be written (hole names `h` and one character, monotone; one line each). Tactic and whole-proof "
+        "requests are never constrained.",
+        json_schema_extra=with_role(searched(*SKETCH), ANY),
+    )
+    max_holes: int = Field(
+        default=6, ge=1, le=len(NAME_CHARS),
+        description="With planner.constrained: the most holes the grammar lets a sketch have.",
+        json_schema_extra=with_role(searched(*SKETCH), ANY),
+    )
+    balanced: bool = Field(
+        default=False,
+        description="With planner.constrained: brackets in a sketch's lines and statements come in pairs, one level "
+        "deep (`nlinarith [h₀, h₁]`, not `nlinarith [sq_nonneg (x - y)]`), so Lean's parser meets no unclosed one.",
+        json_schema_extra=with_role(searched(*SKETCH), ANY),
+    )
     gpus: int = Field(
         default=1, ge=1, le=8,
         description="Cluster: GPUs of the planner's sidecar (its own, beside the policy's cluster.gpus_per_step; "
@@ -145,11 +166,19 @@ class PlannerConfig(Section):
 
     def sampling_section(self, policy: PolicyConfig) -> PolicyConfig:
         """`policy` with the planner's temperature and top_p where set: what a sketch request samples with
-        (`stages.search.policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
+        (`search.mode.policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
         max_new_tokens=planner.max_new_tokens, stop=stop_strings(fmt))`)."""
         update = {key: value for key, value in (("temperature", self.temperature), ("top_p", self.top_p))
                   if value is not None}
         return policy.model_copy(update=update)
+
+    def grammar(self, max_text_chars: int = 100_000) -> SketchGrammar | None:
+        """The grammar sketch requests are sampled under (planner.constrained; None: unconstrained): planner.max_holes
+        and planner.balanced, its lines shortened to fit `max_text_chars` (lean.max_text_chars; ValueError when no
+        line fits)."""
+        if not self.constrained:
+            return None
+        return sketch_grammar(self.max_holes, balanced=self.balanced, max_text_chars=max_text_chars)
 
     def client_config(self, policy: PolicyConfig) -> PolicyConfig:
         """The policy section the planner's client is built from (`LocalPolicy.from_config`,

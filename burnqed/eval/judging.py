@@ -28,6 +28,7 @@ from burnqed.lean.start import START_FORM
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot
+from leankit.version import DEFINITION_HOLES_LEAN, DEFINITION_HOLES_SAID, lacks_definition_holes
 
 log = logging.getLogger(__name__)
 SOUNDNESS_ALARM_EXIT = 4  # `burnqed eval`'s exit code when comparator refused a proof burnqed counted
@@ -62,19 +63,19 @@ class JudgeSettings:
             return cls(why=EMBEDDED)
         if judge_name != "comparator":
             return cls(why=why or "lean.judge = 'burnqed'")
-        if deferred:
-            return cls(why=PENDING_WHY, deferred=True)
+        project = Path(settings.lake_project) if settings.lake_project else None
+        toolchain = project / "lean-toolchain" if project is not None else None
+        pinned = toolchain.read_text(encoding="utf-8").strip() if toolchain and toolchain.is_file() else None
+        if deferred:  # its toolchain only says whether the judge step's comparator has definition holes
+            return cls(why=PENDING_WHY, deferred=True, toolchain=pinned)
         program = settings.argv(Path("comparator.json"))[0]
         if shutil.which(program, path=os.environ.get("PATH")) is None:
             raise ConfigError(f"lean.comparator_command: {program!r} is not a program here (not on PATH): install "
                               "comparator (lake comparator: Lean >= v4.35.0-rc2) or set lean.judge = 'burnqed'")
-        project = Path(settings.lake_project) if settings.lake_project else None
         if project is not None and not (project / "lakefile.toml").is_file():
             raise ConfigError(f"lean.judge = 'comparator': the judge's Lake projects take their requirements from "
                               f"lean.cwd's lakefile.toml, and {project} has none (a lakefile.lean is not read): set "
                               "lean.cwd to a Lake project with a lakefile.toml that requires what the headers import")
-        toolchain = project / "lean-toolchain" if project is not None else None
-        pinned = toolchain.read_text(encoding="utf-8").strip() if toolchain and toolchain.is_file() else None
         return cls(comparator=settings, toolchain=pinned)
 
 
@@ -88,6 +89,32 @@ async def check_judge(settings: JudgeSettings) -> None:
     if failed is not None:
         raise ConfigError(f"lean.judge = 'comparator': {failed}; `burnqed lean selftest` shows each case (fix "
                           "lean.comparator_command, or set lean.judge = 'burnqed')")
+
+
+def without_holes(settings: JudgeSettings, lean_version: str | None) -> str | None:
+    """Why the comparator `settings` names (judging now, or deferred to the judge step) has no definition holes
+    (`definition_names`), in words: the Lean it judges (`lean_version`: lean.toolchain, else the judge's Lake
+    project's `lean-toolchain`) is older than DEFINITION_HOLES_LEAN, so its comparator is a standalone build from
+    before their commit (images.toml pins the newest commit on the Lean nearest each triple's), which ignores them.
+    None when it has them, when burnqed judges, or when no Lean version is known."""
+    version = lean_version or settings.toolchain
+    if (settings.comparator is None and not settings.deferred) or not lacks_definition_holes(version):
+        return None
+    return (f"the comparator for Lean {version} (the standalone build, images.toml) {DEFINITION_HOLES_SAID}: it "
+            "ignores definition_names and refuses every filled answer slot, a false alarm")
+
+
+def check_definition_holes(theorems: Sequence[Theorem], settings: JudgeSettings, lean_version: str | None) -> None:
+    """`ConfigError` (one line, before any search or judging) when some of `theorems` carry an open answer slot and
+    the comparator that judges them has no definition holes (`without_holes`). A challenge with the slot filled in
+    would judge another statement, so it is never the way round."""
+    why = without_holes(settings, lean_version)
+    slots = [t.name for t in theorems if t.answer is not None and t.answer_open]
+    if why is None or not slots:
+        return
+    named = f"{', '.join(slots[:5])}{f' and {len(slots) - 5} more' if len(slots) > 5 else ''}"
+    raise ConfigError(f"lean.judge = 'comparator': {len(slots)} theorem(s) carry an answer slot ({named}), and {why}; "
+                      f"set lean.judge = 'burnqed' for them, or use a triple on Lean >= v{DEFINITION_HOLES_LEAN}")
 
 
 def judge_case(theorem: Theorem, result: TheoremResult) -> JudgeCase | None:
@@ -183,5 +210,6 @@ def judges_of(result: EvalResult) -> set[str]:
     return {row.judge.judge if row.judge is not None else "burnqed" for row in result.per_theorem} or {"burnqed"}
 
 
-__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines", "check_judge", "judge_case",
-           "judge_line", "judge_passes", "judges_of", "with_judges"]
+__all__ = ["PENDING_WHY", "SOUNDNESS_ALARM_EXIT", "JudgeSettings", "alarm_lines",
+           "check_definition_holes", "check_judge", "judge_case", "judge_line", "judge_passes", "judges_of",
+           "with_judges", "without_holes"]

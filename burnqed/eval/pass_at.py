@@ -22,9 +22,9 @@ from typing import Any
 from burnqed import __version__
 from burnqed.eval.result import UNKNOWN_REASON, BudgetRow, EvalResult, GroupRow, PerTheorem, budget_unit
 from burnqed.eval.settings import EvalSettings
-from burnqed.records.enums import SearchMode
+from burnqed.records.enums import EXPANSION_MODES, SearchMode
 from burnqed.records.replies import first_line
-from burnqed.records.results import EXPANSION_MODES, FailureReason, TheoremResult, UsageCurve
+from burnqed.records.results import FailureReason, TheoremResult, UsageCurve
 from burnqed.records.theorem import AnswerTask, Theorem
 from burnqed.search.answer_check import AnswerJudgement
 

@@ -29,9 +29,10 @@ from burnqed.eval.migrations import EVAL_MIGRATIONS
 from burnqed.eval.settings import EvalSettings
 from burnqed.lean.comparator import JudgeRecord
 from burnqed.provenance import StageInputs
-from burnqed.records.enums import SearchMode
-from burnqed.records.results import EXPANSION_MODES, FailureReason, LemmaGraph, UsageCurve
+from burnqed.records.enums import EXPANSION_MODES, SearchMode
+from burnqed.records.results import FailureReason, LemmaGraph, UsageCurve
 from burnqed.records.theorem import SkippedDeclaration
+from burnqed.search.modes import MODES
 from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
@@ -379,9 +380,11 @@ class EvalResult(BaseModel):
 
     @property
     def search_label(self) -> str:
-        """The search mode, `+repair` when failed proofs were revised with Lean's messages (search.repair_rounds)."""
+        """The search mode's label (`Mode.label`), `+repair` when failed proofs were revised with Lean's messages
+        (search.repair_rounds)."""
         repaired = self.settings is not None and bool(self.settings.repair_rounds)
-        return f"{self.mode.value}+repair" if repaired else self.mode.value
+        label = MODES[self.mode].label
+        return f"{label}+repair" if repaired else label
 
     @property
     def declarations(self) -> int:

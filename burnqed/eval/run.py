@@ -57,19 +57,15 @@ from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
-from burnqed.search.answer import AnswerSlot, mode_refusal
+from burnqed.search.answer import AnswerSlot
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
-from burnqed.search.hybrid import HybridSettings
 from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
 from burnqed.search.lemmas import LibrarySource
-from burnqed.search.modes import SearchSettings
+from burnqed.search.modes import MODES, SearchSettings, mode_of
 from burnqed.search.monitor import SearchMonitor, SolveTally, render_throughput
-from burnqed.search.sketching import SketchSettings
-from burnqed.search.step import StepSettings
-from burnqed.search.subgoal_cache import SubgoalCache, record_stats
+from burnqed.search.subgoal_cache import record_stats
 from burnqed.search.value import ValueFn
-from burnqed.search.whole import WholeSettings
-from burnqed.stages.search import JobSettings, new_run_id, search_format, search_into
+from burnqed.stages.search import JobSettings, new_run_id, search_into
 from burnqed.storage import Store, is_remote, join, normalize
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.writer import TrajectoryWriter
@@ -80,8 +76,8 @@ OPEN_ANSWER = "open_answer"  # a not-evaluated theorem's reason: its answer is o
 
 def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> EvalSettings:
     """The effective settings an eval ran with (recorded in its result): every field of the engine's settings that
-    `EvalSettings` declares under the same name (`ENGINE_FIELDS`; a tuple as a list), with the sampling and the
-    repair; fields of other modes stay unset."""
+    `EvalSettings` declares under the same name (`ENGINE_FIELDS`; a tuple as a list), with the sampling, and the part
+    its mode writes (`Mode.record`: the repair, a sketch's subgoal engine); fields of other modes stay unset."""
     sampling = settings.sampling
     common = {"backend": backend, "temperature": sampling.temperature, "top_p": sampling.top_p,
               "top_k": sampling.top_k, "min_p": sampling.min_p, "repetition_penalty": sampling.repetition_penalty,
@@ -91,38 +87,17 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
         if field.name in ENGINE_FIELDS:
             value = getattr(settings, field.name)
             common[field.name] = list(value) if isinstance(value, tuple) else value
-    if isinstance(settings, StepSettings):
-        return EvalSettings(**{**common, "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens})
-    if isinstance(settings, SketchSettings):  # the planner's sampling; the subgoal engine's settings beside it
-        subgoal = eval_settings(backend, settings.subgoal, concurrency).model_dump(exclude_unset=True)
-        # set per subgoal by the sketch search (its share, the time left, no repair), or the planner's
-        budgets = {"max_nodes", "max_proofs", "timeout_s", "stop_at_first", "verify", "prompt_format", "repair_rounds",
-                   "repair_message_tokens", "repair_cut_at_error", "num_candidates", "max_new_tokens"}
-        return EvalSettings(**{**{k: v for k, v in subgoal.items() if k not in budgets}, **common,
-                               "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens,
-                               "verify": True, "sketch_subgoal_mode": "hybrid" if isinstance(
-                                   settings.subgoal, HybridSettings) else "step",
-                               "subgoal_num_candidates": subgoal["num_candidates"],
-                               "subgoal_max_new_tokens": subgoal["max_new_tokens"]})
-    repair = settings.repair
-    common = {**common, "repair_rounds": repair.rounds,
-              "repair_message_tokens": repair.message_tokens if repair.on else None,
-              "repair_cut_at_error": repair.cut if repair.on else None}
-    if isinstance(settings, WholeSettings):
-        return EvalSettings(**{**common, "num_candidates": sampling.n, "max_new_tokens": sampling.max_new_tokens,
-                               "verify": True})
-    return EvalSettings(**{**common, "num_candidates": settings.num_proofs, "max_new_tokens": settings.max_tokens})
+    recorded = mode_of(settings).record(settings, common, lambda engine: eval_settings(
+        backend, engine, concurrency).model_dump(exclude_unset=True))
+    return EvalSettings(**recorded)
 
 
 def pass_engine(engine: SearchSettings, k: int) -> SearchSettings:
     """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache and a lemma
-    source (over the library frozen at the eval's start: `eval.lemma_library.attach_library`) of its own, so the
-    passes of pass@n stay independent searches."""
-    engine = dataclasses.replace(engine, attempt=k)
-    if isinstance(engine, SketchSettings):
-        lemmas = engine.lemmas.fresh() if isinstance(engine.lemmas, LibrarySource) else engine.lemmas
-        engine = dataclasses.replace(engine, cache=SubgoalCache(), lemmas=lemmas)
-    return engine
+    source (over the library frozen at the eval's start: `eval.lemma_library.attach_library`) of its own
+    (`Mode.for_pass`), so the passes of pass@n stay independent searches."""
+    settings: SearchSettings = mode_of(engine).for_pass(engine, k)
+    return settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,10 +165,10 @@ def theorem_digest(theorems: Sequence[Theorem]) -> str:
 
 
 def evaluable(index: TheoremIndex, mode: SearchMode) -> TheoremIndex:
-    """`index` less the theorems `mode` refuses (`search.answer.mode_refusal`: step mode, an open answer), each moved
+    """`index` less the theorems `mode` refuses (`Mode.refusal`: step and sketch mode, an open answer), each moved
     to `skipped` with its reason, so the eval lists it as not evaluated and leaves it out of every rate. The same
     index when the mode refuses none."""
-    refused = [(theorem, why) for theorem in index.theorems if (why := mode_refusal(theorem, mode)) is not None]
+    refused = [(theorem, why) for theorem in index.theorems if (why := MODES[mode].refusal(theorem)) is not None]
     if not refused:
         return index
     names = {theorem.name for theorem, _ in refused}
@@ -207,7 +182,7 @@ def search_identity(config: Config, stage: Literal["search", "eval"]) -> dict[st
     """The configuration keys that shape what `stage` finds in `search.mode`, by value (`config.identity`: the keys
     whose mark names the stage and the mode), with `policy.prompt_format` as the format the mode sends."""
     identity = identity_values(config, stage, config.search.mode)
-    return {**identity, "policy.prompt_format": str(search_format(config.search, config.policy))}
+    return {**identity, "policy.prompt_format": str(MODES[config.search.mode].fmt(config.policy))}
 
 
 def parse_budgets(text: str) -> list[int]:
@@ -370,10 +345,12 @@ def _pass_record(eval_name: str, k: int, pass_n: int, monitor: SearchMonitor, en
     cache's counters."""
     record: dict[str, Any] = {"eval": eval_name, "pass": k, "pass_n": pass_n,
                               "throughput": monitor.report().as_dict()}
-    if isinstance(engine, SketchSettings) and engine.cache is not None:
-        record_stats(record, engine.cache.stats)
-    if isinstance(engine, SketchSettings) and isinstance(engine.lemmas, LibrarySource):
-        record[LIBRARY_STATS] = engine.lemmas.record()
+    cache = mode_of(engine).cache(engine)
+    if cache is not None:
+        record_stats(record, cache.stats)
+    lemmas = getattr(engine, "lemmas", None)
+    if isinstance(lemmas, LibrarySource):
+        record[LIBRARY_STATS] = lemmas.record()
     return record
 
 
@@ -635,7 +612,7 @@ def untrained_planner(config: Config, *, store: Store) -> str | None:
     records no SFT (a hub model: nothing is known)."""
     from burnqed.sft.manifests import trained_formats
 
-    if config.search.mode is not SearchMode.SKETCH:
+    if not MODES[config.search.mode].plans:
         return None
     served = config.planner.served
     model = config.planner.model if served else config.policy.model

@@ -23,7 +23,8 @@ class Sampling:
     """How to sample: `n` completions per prompt. Maps one to one onto SGLang's `sampling_params`, and every field
     is sent in every request (a field left out would be the server's default, which a server may take from the model
     folder: docs/search.md, "Every sampling field sent"). The defaults after `max_new_tokens` are plain sampling:
-    no top-k (-1 = the whole vocabulary), no min-p, no penalties."""
+    no top-k (-1 = the whole vocabulary), no min-p, no penalties, no grammar. `ebnf`: a grammar in xgrammar's EBNF
+    that every completion follows (SGLang's `ebnf`, sent only when set; the planner's `text.sketch_grammar`)."""
 
     n: int = 1
     temperature: float = 0.8
@@ -35,6 +36,7 @@ class Sampling:
     repetition_penalty: float = 1.0
     frequency_penalty: float = 0.0
     presence_penalty: float = 0.0
+    ebnf: str | None = None
 
 
 def sampling_problem(sampling: Sampling, *, seeded: bool = False) -> str | None:

@@ -36,6 +36,7 @@ from burnqed.policy.base import (
     context_problem,
     sampling_problem,
 )
+from burnqed.policy.grammar import GrammarRows, Grammars
 from burnqed.policy.modelfolder import context_length, encode_texts, load_tokenizer, tokenizer_probe
 from burnqed.policy.tiny import (
     HFModel,
@@ -114,6 +115,7 @@ class LocalModel:
         self.context_length = context_length(model.config)
         self._lock = threading.Lock()
         self._generator = torch.Generator(device=self.device)
+        self._grammars: Grammars | None = None  # built on the first request with a grammar (`_grammar_rows`)
         self.reseed(seed)
 
     @classmethod
@@ -192,6 +194,8 @@ class LocalModel:
             self._check_open()
             if not self.can_generate:
                 raise RuntimeError(f"the model {self.name} was loaded without its LM head (encoder only)")
+            if sampling.ebnf:
+                self._grammar_set().compiled(sampling.ebnf)  # GrammarError for the whole request, as SGLang
             counts = self._count(prompts)
             problems = [context_problem(count, sampling.max_new_tokens, self.context_length) for count in counts]
             fitting = [i for i, problem in enumerate(problems) if problem is None]
@@ -223,6 +227,12 @@ class LocalModel:
         encoded = iter(encode_texts(self.tokenizer, texts) if texts else [])
         return [next(encoded) if isinstance(p, str) else list(p) for p in prompts]
 
+    def _grammar_set(self) -> Grammars:
+        """The compiled grammars of this model's vocabulary (config.json's vocab_size: its LM head's rows)."""
+        if self._grammars is None:
+            self._grammars = Grammars(self.tokenizer, self.path, int(self.model.config.vocab_size))
+        return self._grammars
+
     def _sample(self, prompts: list[str | list[int]], sampling: Sampling,
                 seeds: list[int] | None = None) -> list[Generation]:
         """Decode every prompt's n samples in one batch; `seeds` (one per row, prompt-major): a generator per row."""
@@ -250,9 +260,10 @@ class LocalModel:
         done: list[Generation | None] = [None] * rows
         live = list(range(rows))  # row of the batch tensors → index into ids/done
         penalties = _Penalties(sampling, logits)
+        grammar = self._grammar_set().rows(sampling.ebnf, rows) if sampling.ebnf else None
         for step in range(sampling.max_new_tokens):
             chosen, chosen_logp = self._step(logits, sampling, penalties,
-                                             None if uniforms is None else uniforms[:, step])
+                                             None if uniforms is None else uniforms[:, step], (grammar, live))
             keep: list[int] = []
             for row, (token, logp) in enumerate(zip(chosen.tolist(), chosen_logp.tolist(), strict=True)):
                 index = live[row]
@@ -300,15 +311,23 @@ class LocalModel:
                             logits_to_keep=1)
         return out, mask, positions
 
-    def _step(self, logits: torch.Tensor, sampling: Sampling, penalties: _Penalties,
-              uniforms: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """One token per row (`_pick`) after the penalties, with its log-prob as SGLang reports it under
-        SGLANG_RETURN_ORIGINAL_LOGPROB: after the penalties, before the temperature; the penalties count it."""
+    def _step(self, logits: torch.Tensor, sampling: Sampling, penalties: _Penalties, uniforms: torch.Tensor | None,
+              grammar: tuple[GrammarRows | None, list[int]] = (None, [])) -> tuple[torch.Tensor, torch.Tensor]:
+        """One token per row (`_pick`) after the grammar's mask (`grammar`: the rows' matchers and each batch row's
+        index among them; None: unconstrained) and the penalties, with its log-prob as SGLang reports it under
+        SGLANG_RETURN_ORIGINAL_LOGPROB: after the mask and the penalties, before the temperature; the penalties count
+        it and the grammar takes it."""
         import torch
 
+        matchers, live = grammar
+        if matchers is not None:
+            matchers.mask(logits, live)
         logits = penalties.apply(logits)
         chosen = self._pick(logits, sampling, uniforms)
         penalties.count(chosen)
+        if matchers is not None:
+            for row, token in enumerate(chosen.tolist()):
+                matchers.accept(live[row], token)
         return chosen, torch.log_softmax(logits, dim=-1).gather(1, chosen[:, None]).squeeze(1)
 
     def _pick(self, logits: torch.Tensor, sampling: Sampling,

@@ -29,6 +29,7 @@ from typing import Any
 
 from burnqed.errors import BurnqedError, InputError
 from burnqed.policy.base import Sampling, encoder_info
+from burnqed.policy.grammar import GrammarError
 from burnqed.policy.localmodel import LocalModel, resolve_device
 from burnqed.policy.wire import (
     EncodeSettings,
@@ -340,7 +341,7 @@ class _Handler(BaseHTTPRequestHandler):
                 max_model_len = getattr(model.tokenizer, "model_max_length", -1)
                 reply = ({"tokens": ids[0], "count": len(ids[0]), "max_model_len": max_model_len} if single else
                          {"tokens": ids, "count": [len(i) for i in ids], "max_model_len": max_model_len})
-        except RequestError as exc:
+        except (RequestError, GrammarError) as exc:  # a grammar that does not compile: SGLang's 400, its words
             self._error(HTTPStatus.BAD_REQUEST, str(exc))
             return
         except (RuntimeError, ValueError, BurnqedError) as exc:

@@ -312,8 +312,10 @@ class SGLangClient(AsyncClosing):
 
     async def _generate_request(self, prompts: list[str], sampling: Sampling,
                                 seeds: Seeds | None) -> list[list[Completion]]:
-        # `Sampling` maps one to one onto SGLang's sampling_params (see base.py).
+        # `Sampling` maps one to one onto SGLang's sampling_params (see base.py); a grammar only when there is one.
         params = {**asdict(sampling), "stop": list(sampling.stop)}
+        if not sampling.ebnf:
+            del params["ebnf"]
         n = sampling.n
         if seeds is not None:
             # One copy per sample, each with n = 1 and its own sampling_seed (module docstring): prompt-major.

@@ -30,7 +30,7 @@ NEUTRAL_PARAMS: dict[str, Any] = {
     "stop_token_ids": None,
 }
 SUPPORTED_PARAMS = ("n", "temperature", "top_p", "max_new_tokens", "stop", "sampling_seed", "top_k", "min_p",
-                    "repetition_penalty", "frequency_penalty", "presence_penalty")
+                    "repetition_penalty", "frequency_penalty", "presence_penalty", "ebnf")
 SEED_RANGE = (-(2**63), 2**63 - 1)  # SGLang 0.5.23's SamplingParams.verify
 INT64 = 2**63 - 1  # SGLang's API contract reads top_k as an i64
 
@@ -213,6 +213,9 @@ def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
         stops = tuple(stop)
     else:
         raise RequestError(f"sampling_params.stop must be a string or a list of strings, got {stop!r}")
+    ebnf = params.get("ebnf")
+    if ebnf is not None and not isinstance(ebnf, str):  # SGLang's contract: Option<String>
+        raise RequestError(f"sampling_params.ebnf must be a string (a grammar in xgrammar's EBNF), got {ebnf!r}")
     n = _number(params, "n", 1, 1, MAX_N, integer=True)
     # SGLang's defaults for what a request leaves out (SamplingParams; never the model folder's generation_config)
     sampling = Sampling(
@@ -226,6 +229,7 @@ def _sampling(params: dict[str, Any]) -> tuple[Sampling, bool, int | None]:
         repetition_penalty=float(_number(params, "repetition_penalty", 1.0, 0.0, 2.0, integer=False, low_open=True)),
         frequency_penalty=float(_number(params, "frequency_penalty", 0.0, -2.0, 2.0, integer=False)),
         presence_penalty=float(_number(params, "presence_penalty", 0.0, -2.0, 2.0, integer=False)),
+        ebnf=ebnf or None,  # SGLang reads "" as no grammar
     )
     seed = params.get("sampling_seed")
     if seed is not None:

@@ -4,7 +4,8 @@
     theorem.declaration(DeclarationForm.FORALL)    # `theorem NAME : ∀ …, T`
     SearchMode(cfg.search.mode)                    # step, whole, hybrid or sketch
 
-Pure; imports nothing of burnqed.
+Pure; imports nothing of burnqed. With each mode, what its budget counts (`EXPANSION_MODES`): a saved result says
+its unit by its mode.
 """
 
 from __future__ import annotations
@@ -28,3 +29,8 @@ class SearchMode(StrEnum):
     WHOLE = "whole"  # pass@N over whole proofs sampled from the statement: the whole format
     HYBRID = "hybrid"  # whole proofs sampled from proof states, replayed through a trie: the proof format
     SKETCH = "sketch"  # a planner's sketch of have subgoals, each subgoal searched: the sketch format
+
+
+# The search modes whose budget counts node expansions (`nodes_expanded`): step, and sketch, whose planner requests and
+# subgoal searches spend step's unit; whole and hybrid count proofs sampled (`proofs_sampled`).
+EXPANSION_MODES: frozenset[SearchMode] = frozenset({SearchMode.STEP, SearchMode.SKETCH})

@@ -16,6 +16,7 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from burnqed.records.enums import EXPANSION_MODES as EXPANSION_MODES  # noqa: PLC0414 - runner/plan.py reads it here
 from burnqed.records.enums import SearchMode
 
 
@@ -132,11 +133,6 @@ class UsageCurve(BaseModel):
         if budget <= len(self.tokens):
             return self.tokens[budget - 1], self.lean_calls[budget - 1]
         return totals
-
-
-# The search modes whose budget counts node expansions (`nodes_expanded`): step, and sketch, whose planner requests and
-# subgoal searches spend step's unit; whole and hybrid count proofs sampled (`proofs_sampled`).
-EXPANSION_MODES: frozenset[SearchMode] = frozenset({SearchMode.STEP, SearchMode.SKETCH})
 
 
 class SketchOutcome(StrEnum):

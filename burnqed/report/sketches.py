@@ -24,9 +24,9 @@ from pydantic import BaseModel, Field
 from burnqed import storage
 from burnqed.eval.result import EvalResult
 from burnqed.layout import Layout, trajectories_beside
-from burnqed.records.enums import SearchMode
 from burnqed.records.results import FailureReason, SketchAttempt, SketchOutcome, SubgoalSource, TheoremResult
 from burnqed.report.section import ReportSection
+from burnqed.search.modes import MODES
 
 MAX_NAMED = 5  # theorems named per inconsistency before "… and N more"
 
@@ -82,7 +82,7 @@ def inconsistencies(results: Sequence[TheoremResult]) -> list[str]:
     kind, naming the theorems: no sketch at all (only a statement Lean could not start on is searched without one), a
     verified sketch with a subgoal unproved or not elaborated, a proved subgoal with no source or an unproved one with
     one. Empty when they are consistent."""
-    sketched = [r for r in results if r.mode is SearchMode.SKETCH]
+    sketched = [r for r in results if MODES[r.mode].plans]
     found: list[str] = []
     silent = [r.name for r in sketched if not r.sketches and r.failure_reason is not FailureReason.START_ERROR]
     if silent:
@@ -117,7 +117,7 @@ def looked_up(sketch: SketchAttempt) -> int:
 def sketch_counts(results: Sequence[TheoremResult]) -> SketchCounts:
     """The counts of the sketch-mode results among `results` (other modes' are left out); check them with
     `inconsistencies` first: these count what is recorded."""
-    sketched = [r for r in results if r.mode is SearchMode.SKETCH]
+    sketched = [r for r in results if MODES[r.mode].plans]
     sketches = [s for r in sketched for s in r.sketches]
     outcomes = {outcome: sum(1 for s in sketches if s.outcome is outcome) for outcome in SketchOutcome}
     subgoals = [g for s in sketches if s.outcome is SketchOutcome.ELABORATED for g in s.subgoals]
@@ -169,7 +169,7 @@ def source_row(iteration: int, source: str, budget: str | None, prefixes: Sequen
     """One source's row from its trajectory prefixes (`prefixes[0]` names it)."""
     row = SketchRow(iteration=iteration, source=source, budget=budget, trajectories=prefixes[0])
     results, problem = read_sketch_results(prefixes, store=store)
-    if problem is None and not any(r.mode is SearchMode.SKETCH for r in results):
+    if problem is None and not any(MODES[r.mode].plans for r in results):
         problem = f"its trajectories {prefixes[0]} hold no sketch-mode search"
     if problem is None:
         found = inconsistencies(results)
@@ -195,11 +195,11 @@ def sketch_rows(at: Layout, iteration: int, evals: Sequence[tuple[str, EvalResul
 
     rows: list[SketchRow] = []
     search = at.trajectories(iteration)
-    if is_complete(search, store=store) and any(r.mode is SearchMode.SKETCH
+    if is_complete(search, store=store) and any(MODES[r.mode].plans
                                                 for r in read_results(search, store=store)):
         rows.append(source_row(iteration, "search", None, [search], store=store))
     for label, result in evals:
-        if result.mode is not SearchMode.SKETCH:
+        if not MODES[result.mode].plans:
             continue
         budget = f"{result.budgets[-1].budget} {result.budget_unit}"
         uri = uris.get(label)

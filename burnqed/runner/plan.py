@@ -510,8 +510,8 @@ def judge_stage(stage: Stage) -> tuple[Stage, Stage]:
 
 
 def with_judge_steps(iteration: Iteration) -> Iteration:
-    """`iteration` with a judge step after each eval (`judge_stage`); a stage that waited for an eval waits for its
-    judge step too."""
+    """`iteration` with a judge step after each eval (`judge_stage`) and its merge judging the search's proofs
+    (`judged_merge`); a stage that waited for an eval waits for its judge step too."""
     stages: list[Stage] = []
     judges: dict[str, str] = {}
     for planned in iteration.stages:
@@ -521,6 +521,19 @@ def with_judge_steps(iteration: Iteration) -> Iteration:
             deferred, judge = judge_stage(stage)
             stages += [deferred, judge]
             judges[stage.name] = judge.name
+        elif isinstance(stage.request, MergeRequest):
+            stages.append(judged_merge(stage, next(s for s in iteration.stages if s.name == "search")))
         else:
             stages.append(stage)
     return replace(iteration, stages=tuple(stages))
+
+
+def judged_merge(merge: Stage, search: Stage) -> Stage:
+    """The merge of `search`'s shards judging their proofs with comparator before they train (`stages.judge_merge`):
+    in the judge's pod (`Resource.JUDGE`), reading the search's theorems (its --theorems and --split)."""
+    if not isinstance(merge.request, MergeRequest) or not isinstance(search.request, SearchRequest):
+        raise ValueError(f"stages {merge.name} and {search.name} are no merge of a search: {' '.join(merge.argv)}")
+    asked = replace(merge.request, theorems=search.request.theorems, split=search.request.split)
+    return replace(merge, request=asked, resource=Resource.JUDGE,
+                   summary="Judge the shards' proofs with Lean's comparator (a refused one is a soundness alarm: no "
+                   "positive, and the step fails) and merge them into the iteration's trajectories.")

@@ -224,13 +224,16 @@ class JudgeRequest(StageRequest):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MergeRequest(StageRequest):
-    """`burnqed merge-trajectories`: the prefixes to merge, in order."""
+    """`burnqed merge-trajectories`: the prefixes to merge, in order; with comparator as the judge, the search's
+    theorems its proofs are judged against (`stages.judge_merge`)."""
 
     command: ClassVar[tuple[str, ...]] = ("merge-trajectories",)
     inputs: tuple[str, ...]
+    theorems: str | None = None
+    split: str | None = None
 
     def options(self) -> tuple[str, ...]:
-        return (*self.inputs, "--output", self.output)
+        return (*self.inputs, *_theorems(self.theorems, self.split), "--output", self.output)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

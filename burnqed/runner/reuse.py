@@ -244,9 +244,11 @@ def start_inputs(cfg: Config, store: Store, *, root: str, iteration: int) -> Sta
 MERGE_INPUT = "input"  # merge-trajectories' role of its inputs: `input[0]`, `input[1]`, …
 
 
-def merge_inputs(store: Store, *, inputs: Sequence[str]) -> StageInputs:
-    """`merge-trajectories`: the shard prefixes, in order (roles `MERGE_INPUT[k]`)."""
-    return _made(_listed(MERGE_INPUT, inputs, store), {})
+def merge_inputs(store: Store, *, inputs: Sequence[str], judged: bool = False) -> StageInputs:
+    """`merge-trajectories`: the shard prefixes, in order (roles `MERGE_INPUT[k]`), and, when comparator judges their
+    proofs (`judged`: `stages.judge_merge.judges_merge`), the judge."""
+    return _made(_listed(MERGE_INPUT, inputs, store), {"judge": "comparator"} if judged else {},
+                 {"judge": "burnqed"})  # a merge recorded without it was never judged: never reused as judged
 
 
 def _search_settings(mode: str, seed: int | None, lean_backend: str, search: dict[str, object]) -> dict[str, object]:
@@ -502,7 +504,9 @@ def _one_output(request: StageRequest, cfg: Config, store: Store) -> StageInputs
         case StartRequest():
             return start_inputs(cfg, store, root=request.root, iteration=request.iteration)
         case MergeRequest():
-            return merge_inputs(store, inputs=request.inputs)
+            from burnqed.stages.judge_merge import judges_merge
+
+            return merge_inputs(store, inputs=request.inputs, judged=judges_merge(cfg))
         case JointStudyRequest():
             return joint_study_inputs(cfg, store, trajectories=request.trajectories, root=request.root,
                                       iteration=request.iteration)

@@ -5,7 +5,7 @@ proved with the answer a completion gives it (docs/search.md, "Answers").
     attempt = read_attempt(theorem, fmt, completion.text, guard)           # whole, hybrid; a repair: kept=its answer
     attempt.refusal          # why the completion is no attempt (no answer, no theorem, another statement, …)
     attempt.theorem          # theorem.with_answer(attempt.answer): what is then compiled and stored
-    refused = mode_refusal(theorem, mode)           # step: one line, before any work; whole, hybrid: None
+    refused = open_answer_refusal(theorem, mode, "tactics")   # step, sketch (Mode.refusal): one line, before any work
 
 The completion writes the whole file from the slot on (`text.prompt.answer_prime`): its answer is the value it gives
 the slot, its proof the body of its `theorem NAME`, whose statement must be the theorem's up to renaming
@@ -165,14 +165,13 @@ def statement_problem(theorem: Theorem, signature: str) -> str | None:
     return None
 
 
-def mode_refusal(theorem: Theorem, mode: SearchMode) -> str | None:
-    """Why `mode` does not search `theorem` (one line, said before any work), or None. Step and sketch modes refuse a
-    theorem whose answer is open: they sample single tactics or a sketch from a started goal, which needs the answer,
-    and neither carries one; whole and hybrid mode read the answer from each completion of the answer prompt
-    (docs/search.md, "Answers")."""
+def open_answer_refusal(theorem: Theorem, mode: SearchMode, what: str) -> str | None:
+    """Why `mode`, which samples `what` (tactics, a sketch) from a started goal, does not search `theorem` (one line,
+    said before any work), or None: a goal needs the answer, so a theorem whose answer is open is refused (step and
+    sketch mode; whole and hybrid mode read the answer from each completion of the answer prompt: docs/search.md,
+    "Answers")."""
     slot = AnswerSlot(theorem).name
-    if mode not in (SearchMode.STEP, SearchMode.SKETCH) or slot is None:
+    if slot is None:
         return None
-    what = "tactics" if mode is SearchMode.STEP else "a sketch"
     return (f"its answer {slot} is open (to be produced) and {mode} mode searches {what} from a goal "
             "that needs it: search it in whole or hybrid mode")

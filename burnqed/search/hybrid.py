@@ -51,12 +51,12 @@ from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedba
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
     EngineCore,
+    Place,
     Proof,
     SearchOutcome,
     Spent,
     ask_within,
     final_result,
-    refusal_row,
     refused_ending,
     run_search,
     tactic_row,
@@ -273,22 +273,23 @@ class HybridSearch:
             prompt = build_prompt(settings.fmt, node.state, self._context(node))
         seeds = expansion_seeds(settings.seed, self.core.seed_key, [node.id], sampling.n,
                                 first_sample=self.sampled if answering else 0, attempt=settings.attempt)
-        answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(),
-                                  lambda: ask(self.core.policy, [prompt], sampling, seeds))
-        if answer.completions is None:
+        assert self.trie is not None
+        answer = await ask_within(self.core, settings.timeout_s,
+                                  lambda: ask(self.core.policy, [prompt], sampling, seeds),
+                                  places=[Place(node.id, node.depth + 1, node.state)], new_id=self.trie.new_id)
+        if answer is None:
             return False
-        (completions,), gen_s = answer.completions, answer.seconds
-        refusal = answer.refusal()
-        if refusal is not None:
-            self._refused(node, refusal, gen_s * 1000)
+        (row,) = answer.rows
+        if row is not None:  # the prompt does not fit: the node is never asked about again (refused alike)
+            self._mark_dead(node)
+            self._new_edges.append(row)
             return True
         before = self.sampled
         opened: list[TrieNode] = []
         failures: list[Failure] = []
-        gen_ms = gen_s * 1000 / max(len(completions), 1)
-        for position, completion in enumerate(completions, start=1):
+        gen_ms = answer.seconds * 1000 / max(len(answer.asked[0]), 1)
+        for position, completion in enumerate(answer.take(), start=1):  # each one's tokens counted as it is taken
             self.sampled += 1
-            self.core.meter.add_tokens(completion.n_tokens)
             if self.core.meter.elapsed() < settings.timeout_s:  # past the time limit the rest is only counted
                 failure = await (self._answered(completion, settings.whole_fmt, gen_ms, before + position, opened)
                                  if answering else self._replay(node, completion, gen_ms, before + position, opened))
@@ -549,16 +550,6 @@ class HybridSearch:
             edge = by_id.get(node.id)
             if edge is not None:
                 edge.score, edge.energy = self.settings.priority.score(node), node.energy
-
-    def _refused(self, node: TrieNode, reason: str, gen_ms: float) -> None:
-        """The policy could not be asked about `node` (its prompt does not fit): a failed expansion row, and the
-        node is never asked about again (it would be refused alike)."""
-        assert self.trie is not None
-        self.core.refusals.append(reason)
-        self._mark_dead(node)
-        edge = refusal_row(self.trie.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms)
-        self.core.edges.append(edge)
-        self._new_edges.append(edge)
 
     # ------------------------------------------------------------------------------------- checkpoints
 

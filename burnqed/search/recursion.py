@@ -16,6 +16,7 @@ import time
 from typing import Any, Protocol
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
+from burnqed.lean.env import SketchEnv
 from burnqed.lean.start import start_goal
 from burnqed.policy.base import Completion
 from burnqed.records.replies import SketchResult, TacticKind, first_line, pretty_state
@@ -47,6 +48,7 @@ class Decomposing(Protocol):
     def settings(self) -> _Settings: ...
 
     core: EngineCore[Any]
+    drafts: SketchEnv  # elaborates sketches; each request counted on core's Lean (`CountingLean.counted`)
     graph: GoalGraph
     gen_ms: float
 
@@ -140,9 +142,9 @@ async def _one(search: Decomposing, tried: Tried, root: Root, attempt: SubgoalAt
     graph_sketch.body = row.tactic = checked.body
     started = time.perf_counter()
     try:
-        elaborated = await search.core.lean.draft_sketch(start, checked)
+        elaborated = await search.core.lean.counted(search.drafts.draft_sketch(start, checked))
     except LeanStatesLostError:  # a neighbour's tactic replaced the shared worker: the lemma started again there
-        elaborated = await search.core.lean.draft_sketch(await frame.start(), checked)
+        elaborated = await search.core.lean.counted(search.drafts.draft_sketch(await frame.start(), checked))
     finally:
         search.core.waits.lean_s += time.perf_counter() - started
     row.lean_ms = elaborated.elapsed_ms

@@ -119,22 +119,18 @@ async def revise(search: Repairing, failures: list[Failure], sampling: Sampling,
         prompts = [repair_prompt(repair.fmt, core.theorem, core.declaration, failure.feedback, failure.edge.revision,
                                  failure.answer) for failure in batch]
         seeds = None if seed is None else [[seed(failure, round_)] for failure in batch]
-        answer = await ask_within(core.waits, settings.timeout_s - core.meter.elapsed(),
-                                  functools.partial(ask, core.policy, prompts, asked, seeds))
-        if answer.completions is None:
+        answer = await ask_within(core, settings.timeout_s, functools.partial(ask, core.policy, prompts, asked, seeds))
+        if answer is None:
             return
         gen_ms = answer.seconds * 1000 / len(batch)
         failures = []
-        for index, (failure, completions) in enumerate(zip(batch, answer.completions, strict=True)):
-            refusal = answer.refusal(index)
-            if refusal is not None:
-                core.refusals.append(refusal)
+        for index, (failure, _) in enumerate(zip(batch, answer.asked, strict=True)):  # one answer a prompt asked
+            if answer.refusal(index) is not None:  # recorded: a refused revision ends only its chain
                 continue
-            for completion in completions:
+            for completion in answer.take(index):  # each one's tokens counted as it is taken
                 search.sampled += 1
                 search.revisions += 1
                 search.repaired += failure.edge.revision == 0
-                core.meter.add_tokens(completion.n_tokens)
                 if not past_limits(search):
                     revised = await check(completion, gen_ms, failure)
                     if revised is not None:

@@ -3,7 +3,8 @@ around its own algorithm, not a base class to inherit, and the one state every e
 
     self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks, root, value)
     return await run_search(start, loop, finish)     # start errors and a worker that keeps dying, classified
-    answer = await ask_within(waits, left_s, lambda: ask(policy, prompts, sampling, seeds))  # None: out of time
+    answer = await ask_within(core, timeout_s, lambda: ask(policy, prompts, sampling, seeds), places=..., new_id=...)
+    completions = answer.take_all()   # None above: out of time; tokens counted as taken, refusals recorded
     verdict = await verify_closing(lean, theorem, guard, tactics, final, compile=..., reclose=..., charge=...,
                                     index_header=...)
     proof = proofs.count(edge, verdict, tactics, budget)   # None: the closing row then says why it does not count
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -60,6 +61,11 @@ class SearchOutcome:
     speculated: int = 0  # nodes the policy was asked about ahead of their expansion (step search only)
     speculation_used: int = 0  # of those, the ones expanded
 
+    @property
+    def units(self) -> int:
+        """The budget the search spent, in its mode's unit (`TheoremResult.spent`)."""
+        return self.result.spent()
+
 
 # ------------------------------------------------------------------------------------------------ the run
 
@@ -88,32 +94,78 @@ async def run_search(
 
 
 @dataclass(frozen=True, slots=True)
-class Answer:
-    """The policy's answer to one request asked within the time left: per prompt its completions (None: the time
-    ran out first), and the seconds waited (charged to the search's `Waits.policy_s` either way)."""
+class Place:
+    """Where the row of a prompt the policy refused goes in the trajectory: under the node asked about (`parent_id`),
+    one deeper than it (`depth`), from its `state`."""
 
-    completions: list[list[Completion]] | None
+    parent_id: int
+    depth: int
+    state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The policy's answer to one request asked before the search's deadline (`ask_within`): per prompt its
+    completions, whose tokens the search's meter counts as the engine takes them (`take`, `take_all`), why the policy
+    refused it (None: answered; recorded already), and the seconds waited."""
+
+    meter: UsageMeter
+    asked: list[list[Completion]]
+    refusals: list[str | None]
+    rows: list[Edge | None]  # a refused prompt's row, when it has a place in the trajectory
     seconds: float
 
     def refusal(self, index: int = 0) -> str | None:
         """Why the policy could not take prompt `index` (its prompt does not fit), or None."""
-        assert self.completions is not None
-        return prompt_error(self.completions[index])
+        return self.refusals[index]
+
+    def gen_ms(self) -> float:
+        """Each prompt's share of the wait, in milliseconds."""
+        return self.seconds * 1000 / max(len(self.asked), 1)
+
+    def take(self, index: int = 0) -> Iterator[Completion]:
+        """Prompt `index`'s completions in sample order, each one's tokens counted on the meter as it is taken (a
+        mark reached between two of them records the tokens of those taken so far)."""
+        for completion in self.asked[index]:
+            self.meter.add_tokens(completion.n_tokens)
+            yield completion
+
+    def take_all(self) -> list[list[Completion]]:
+        """Every prompt's completions, every token counted now."""
+        return [list(self.take(index)) for index in range(len(self.asked))]
 
 
-async def ask_within(waits: Waits, left_s: float,
-                     asking: Callable[[], Awaitable[list[list[Completion]]]]) -> Answer:
-    """The one way every engine asks the policy: `asking()` (a request, or several gathered) awaited within `left_s`
-    seconds (none left: it times out at once), the wait charged to `waits.policy_s`."""
+async def ask_within(core: EngineCore[Any], timeout_s: float,
+                     asking: Callable[[], Awaitable[list[list[Completion]]]], *,
+                     places: Sequence[Place] = (), new_id: Callable[[], int] | None = None) -> Answer | None:
+    """The one way every engine asks the policy: `asking()` (a request, or several gathered, one list of completions
+    a prompt) awaited until the search has run `timeout_s` seconds (`core.meter.elapsed()`; none left: it times out
+    at once), the wait charged to `core.waits.policy_s`; None when the time ran out first. Each prompt the policy
+    refused is recorded in `core.refusals`, and, when the prompt has a place (`places[index]`), as a refusal row
+    (`refusal_row`, its id from `new_id`, its share of the wait) in `core.edges`, in prompt order."""
     started = time.perf_counter()
     try:
-        async with asyncio.timeout(max(left_s, 0.0)):
+        async with asyncio.timeout(max(timeout_s - core.meter.elapsed(), 0.0)):
             completions = await asking()
     except TimeoutError:
         completions = None
     seconds = time.perf_counter() - started
-    waits.policy_s += seconds
-    return Answer(completions, seconds)
+    core.waits.policy_s += seconds
+    if completions is None:
+        return None
+    refusals = [prompt_error(prompt) for prompt in completions]
+    rows: list[Edge | None] = []
+    for index, refusal in enumerate(refusals):
+        row = None
+        if refusal is not None:
+            core.refusals.append(refusal)
+            if index < len(places) and new_id is not None:
+                place = places[index]
+                row = refusal_row(new_id(), place.parent_id, place.depth, place.state, refusal,
+                                  seconds * 1000 / len(completions))
+                core.edges.append(row)
+        rows.append(row)
+    return Answer(core.meter, completions, refusals, rows, seconds)
 
 
 # ---------------------------------------------------------------------------------------------- closing paths
@@ -242,7 +294,7 @@ class EngineCore(Generic[L]):
         self.core.waits.policy_s          # its one set of timers: the policy, Lean, the value model
         self.core.proofs.count(...)       # its proofs, refusals, rows and meter, read by `final_result`
 
-    `lean` counts this search's Lean requests (a sketch search's also its elaborations: `CountingSketchLean`).
+    `lean` counts this search's Lean requests (a sketch search's also its elaborations: `CountingLean.counted`).
     `start_generation` is the worker generation of its root (set again once the root exists) and `own_restarts`
     the worker crashes or hangs its own requests caused (`search.rebuild`)."""
 

@@ -53,13 +53,13 @@ from burnqed.search.repair import RepairSettings
 from burnqed.search.root import Root
 from burnqed.search.skeleton import (
     EngineCore,
+    Place,
     Proof,
     Proofs,
     SearchOutcome,
     Spent,
     ask_within,
     final_result,
-    refusal_row,
     run_search,
 )
 from burnqed.search.step import StepSearch, StepSettings
@@ -124,35 +124,13 @@ def elaborates_sketches(lean: LeanEnv) -> TypeGuard[SketchEnv]:
     return callable(getattr(lean, "draft_sketch", None)) and callable(getattr(lean, "file_sketch", None))
 
 
-class CountingSketchLean(CountingLean):
-    """`CountingLean` over a `SketchEnv`: a sketch's elaboration is a Lean request too."""
-
-    def __init__(self, inner: SketchEnv) -> None:
-        super().__init__(inner)
-        self.sketches = inner
-
-    async def draft_sketch(self, state_id: int, sketch: Sketch, goal_id: int = 0) -> SketchResult:
-        self.calls += 1
-        return await self.sketches.draft_sketch(state_id, sketch, goal_id)
-
-
 # ------------------------------------------------------------------------------------- one subgoal's search
 
 
-class _ShareMeter(UsageMeter):
-    """What a subgoal search spends goes to the theorem's meter (tokens; Lean requests are counted by the theorem's
+def _share_meter(theorem_meter: UsageMeter) -> UsageMeter:
+    """A subgoal search's meter: its tokens go to the theorem's meter too (Lean requests are counted by the theorem's
     `CountingLean`, shared); its units are booked by the sketch search (`Root.book`); its clock is its own."""
-
-    def __init__(self, theorem_meter: UsageMeter) -> None:
-        super().__init__((), theorem_meter.lean)
-        self.theorem_meter = theorem_meter
-
-    def add_tokens(self, count: int) -> None:
-        super().add_tokens(count)
-        self.theorem_meter.add_tokens(count)
-
-    def reach(self, spent: int) -> None:
-        """Units are the theorem's (`Root.book`), not this search's own."""
+    return UsageMeter((), theorem_meter.lean, into=theorem_meter)
 
 
 @dataclass(slots=True)
@@ -183,8 +161,9 @@ class SketchSearch:
     def __init__(self, theorem: Theorem, lean: SketchEnv, policy: Policy, settings: SketchSettings,
                  guard: TacticGuard, value: ValueFn | None = None, *, planner: Policy | None = None,
                  cache: SubgoalCache | None = None) -> None:
-        self.core = EngineCore.of(theorem, CountingSketchLean(lean), policy, guard, settings.form, settings.marks,
+        self.core = EngineCore.of(theorem, CountingLean(lean), policy, guard, settings.form, settings.marks,
                                   value=value)  # proofs: assembled; waits: its subgoal searches' included
+        self.drafts = lean  # elaborates the sketches, each a request counted on the core's Lean
         # own_restarts: worker replacements a sketch's elaboration caused
         self.planner = planner or policy
         self.settings = settings
@@ -263,20 +242,17 @@ class SketchSearch:
         settings = self.settings
         seeds = expansion_seeds(settings.seed, self.core.theorem.name, [0], settings.sampling.n,
                                 first_sample=self.sampled, attempt=settings.attempt)
-        answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(),
-                                  lambda: ask(self.planner, [prompt], settings.sampling, seeds))
-        if answer.completions is None:
+        answer = await ask_within(self.core, settings.timeout_s,
+                                  lambda: ask(self.planner, [prompt], settings.sampling, seeds),
+                                  places=[Place(0, 1, self.root_state)], new_id=self.new_id)
+        if answer is None:
             return None
-        (completions,), gen_s = answer.completions, answer.seconds
+        (completions,) = answer.take_all()
         self.sampled += settings.sampling.n
-        self.core.meter.add_tokens(sum(c.n_tokens for c in completions))
         self._book(self.spent + 1)
-        refusal = answer.refusal()
-        if refusal is not None:
-            self.core.refusals.append(refusal)
-            self.core.edges.append(refusal_row(self.new_id(), 0, 1, self.root_state, refusal, gen_s * 1000))
+        if answer.refusal() is not None:
             return []
-        self.gen_ms = gen_s * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
+        self.gen_ms = answer.seconds * 1000 / max(len(completions), 1)  # each sketch's share of the request's time
         return completions
 
     def new_id(self) -> int:
@@ -390,7 +366,7 @@ class SketchSearch:
         try:
             for _ in range(MAX_SHARED_RESTARTS):
                 try:
-                    return await self.core.lean.draft_sketch(await self._root(), sketch)
+                    return await self.core.lean.counted(self.drafts.draft_sketch(await self._root(), sketch))
                 except LeanStatesLostError:  # a neighbour's tactic replaced the shared worker meanwhile
                     continue
             raise LeanGone(f"the Lean worker was replaced {MAX_SHARED_RESTARTS} times while elaborating a sketch")
@@ -442,7 +418,7 @@ class SketchSearch:
         """The sketch elaborated again on a replaced worker: the theorem (or lemma) started, drafted; the new state's
         id."""
         try:
-            again = await self.core.lean.draft_sketch(await start(), sketch)
+            again = await self.core.lean.counted(self.drafts.draft_sketch(await start(), sketch))
         except LeanStartError:
             raise
         except LeanError as exc:
@@ -552,7 +528,7 @@ class SketchSearch:
         """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
         core = self.core
         search = StepSearch(core.theorem, core.lean, core.policy, StepSettings(max_nodes=0), core.guard, None,
-                            dataclasses.replace(root, meter=_ShareMeter(core.meter)))
+                            dataclasses.replace(root, meter=_share_meter(core.meter)))
         started = time.perf_counter()
         try:
             reason = await search.replay(tactics)
@@ -564,7 +540,7 @@ class SketchSearch:
         """The subgoal's own search, `units` of budget, the theorem's time left."""
         base = self.spent
         left = max(self.settings.timeout_s - self.core.meter.elapsed(), 0.0)
-        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_ShareMeter(self.core.meter))
+        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_share_meter(self.core.meter))
         subgoal = subgoal_budget(self.settings.subgoal, units)
         run: dict[str, Any] = {"timeout_s": left, "stop_at_first": True, "marks": (), "attempt": self.settings.attempt}
         core = self.core

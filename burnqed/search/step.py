@@ -35,11 +35,11 @@ from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.scoring import node_score
 from burnqed.search.skeleton import (
     EngineCore,
+    Place,
     SearchOutcome,
     Spent,
     ask_within,
     final_result,
-    refusal_row,
     refused_ending,
     run_search,
     tactic_row,
@@ -218,25 +218,24 @@ class StepSearch:
             by_node.update((node_id, answer[0]) for node_id, answer in zip(ahead, answers[1:], strict=True))
             return [by_node[node.id] for node in batch]
 
-        answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(), in_batch_order)
-        if answer.completions is None:
+        assert self.tree is not None
+        answer = await ask_within(self.core, settings.timeout_s, in_batch_order, new_id=self.tree.new_id,
+                                  places=[Place(node.id, node.depth + 1, node.state) for node in batch])
+        if answer is None:
             return False
-        completions, gen_s = answer.completions, answer.seconds
-        self.core.meter.add_tokens(sum(c.n_tokens for node_completions in completions for c in node_completions))
+        completions = answer.take_all()
         self.expanded += len(batch)
         children: list[tuple[Node, Edge]] = []
         refused: set[int] = set()  # nodes whose prompt the policy cannot take: asking again cannot help
         for index, (node, node_completions) in enumerate(zip(batch, completions, strict=True)):
             node.expanded = True
             node.visits += 1
-            refusal = answer.refusal(index)
-            if refusal is not None:
+            if answer.refusal(index) is not None:
                 refused.add(node.id)
-                self._record_refusal(node, refusal, gen_s * 1000 / len(batch))
             candidates = self._untried(node, with_probes(
                 to_candidates(settings.fmt, node_completions), settings.probe_tactics, settings.probe_logprob
             ))
-            gen_ms = gen_s * 1000 / len(batch) / max(len(candidates), 1)
+            gen_ms = answer.gen_ms() / max(len(candidates), 1)
             for candidate in candidates:
                 if (self.core.meter.elapsed() >= settings.timeout_s
                         or (self.core.proofs.found() and settings.stop_at_first)):
@@ -265,12 +264,6 @@ class StepSearch:
         fresh = [c for c in candidates if normalize_tactic(c.tactic) not in node.tried]
         node.tried.update(normalize_tactic(c.tactic) for c in fresh)
         return fresh
-
-    def _record_refusal(self, node: Node, reason: str, gen_ms: float) -> None:
-        """A failed expansion as a trajectory row: the policy could not be asked about `node`."""
-        assert self.tree is not None
-        self.core.refusals.append(reason)
-        self.core.edges.append(refusal_row(self.tree.new_id(), node.id, node.depth + 1, node.state, reason, gen_ms))
 
     async def _try(self, node: Node, candidate: Candidate, gen_ms: float) -> tuple[Node, Edge] | None:
         """Apply one candidate; record the edge; return the new child (and its edge) if it is a new state."""

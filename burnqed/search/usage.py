@@ -15,12 +15,15 @@ budget says what every smaller budget would have cost.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from burnqed.lean.env import LeanEnv
 from burnqed.records.replies import CompileResult, Goal, RootInfo, TacticResult
 from burnqed.records.results import BudgetUsage, UsageCurve
+
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -77,16 +80,25 @@ class CountingLean:
         self.calls += 1
         return await self.inner.compile(text, timeout_s)
 
+    async def counted(self, request: Awaitable[T]) -> T:
+        """`request` to a Lean the search holds beside this one (a sketch's elaboration on its `SketchEnv`), counted
+        as one of this search's requests."""
+        self.calls += 1
+        return await request
+
 
 class UsageMeter:
     """Totals of one search, its snapshots at the budget marks and its curve (see the module docstring).
 
     `tokens_before`, `calls_before` and `seconds_before` carry what an interrupted search had spent before it
-    resumed, so totals, marks and curve span both processes.
+    resumed, so totals, marks and curve span both processes. `into` is the meter of a search this one is part of (a
+    sketch's subgoal search: the theorem's): the tokens counted here are counted there too; its units and marks stay
+    its own (the sketch books the subgoal's units on the theorem's: `Root.book`).
     """
 
     def __init__(self, marks: Sequence[int], lean: CountingLean, *, tokens_before: int = 0, calls_before: int = 0,
-                 seconds_before: float = 0.0) -> None:
+                 seconds_before: float = 0.0, into: UsageMeter | None = None) -> None:
+        self.into = into
         self.marks = sorted(set(marks))
         self.lean = lean
         self.tokens = tokens_before
@@ -108,6 +120,8 @@ class UsageMeter:
 
     def add_tokens(self, count: int) -> None:
         self.tokens += count
+        if self.into is not None:
+            self.into.add_tokens(count)
 
     def snapshot(self, budget: int) -> BudgetUsage:
         return BudgetUsage(budget=budget, tokens=self.tokens, lean_calls=self.lean_calls,

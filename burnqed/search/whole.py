@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from burnqed.lean.env import LeanEnv
@@ -44,12 +45,12 @@ from burnqed.search.repair import (
 )
 from burnqed.search.skeleton import (
     EngineCore,
+    Place,
     Proof,
     SearchOutcome,
     Spent,
     ask_within,
     final_result,
-    refusal_row,
     run_search,
 )
 from burnqed.search.usage import CountingLean
@@ -120,30 +121,28 @@ class WholeSearch:
             seeds = expansion_seeds(settings.seed, self.core.theorem.name, [0], n, first_sample=self.sampled,
                                     attempt=settings.attempt)
             sampling = dataclasses.replace(settings.sampling, n=n)
-            answer = await ask_within(self.core.waits, settings.timeout_s - self.core.meter.elapsed(),
-                                      functools.partial(ask, self.core.policy, [prompt], sampling, seeds))
-            if answer.completions is None:
+            answer = await ask_within(self.core, settings.timeout_s,
+                                      functools.partial(ask, self.core.policy, [prompt], sampling, seeds),
+                                      places=[Place(0, 1, self.root_state)], new_id=lambda: len(self.core.edges) + 1)
+            if answer is None:
                 return self.core.proofs.ending(FailureReason.TIMEOUT)
-            (completions,), gen_s = answer.completions, answer.seconds
-            refusal = answer.refusal()
-            if refusal is not None:
-                self._refused(refusal, gen_s * 1000)
+            if answer.refusal() is not None:  # the statement prompt does not fit: every request would be refused
                 return self.core.proofs.ending(FailureReason.PROMPT_REJECTED)
-            if not completions:  # asked again, it would answer nothing again
+            (asked,) = answer.asked
+            if not asked:  # asked again, it would answer nothing again
                 return self.core.proofs.ending(FailureReason.EXHAUSTED)
-            failures = await self._check_all(completions, gen_s * 1000 / len(completions))
+            failures = await self._check_all(answer.take(), answer.seconds * 1000 / len(asked))
             await revise(self, failures, settings.sampling, revision_seed,
                          lambda completion, gen_ms, failure: self._check(completion, gen_ms, revises=failure.edge,
                                                                          kept=failure.answer))
 
-    async def _check_all(self, completions: list[Completion], gen_ms: float) -> list[Failure]:
+    async def _check_all(self, completions: Iterable[Completion], gen_ms: float) -> list[Failure]:
         """Check the request's proofs in sample order; after a verified one (stop_at_first) the rest are only
         counted: they were generated, but a search stopped at the proof never looks at them. The proofs that
         failed with Lean's messages, when repair is on."""
         failures = []
-        for completion in completions:
+        for completion in completions:  # each one's tokens counted as it is taken
             self.sampled += 1
-            self.core.meter.add_tokens(completion.n_tokens)
             if not past_limits(self):
                 failure = await self._check(completion, gen_ms)
                 if failure is not None:
@@ -201,11 +200,6 @@ class WholeSearch:
         feedback = failed_proof_feedback(tactics, messages, self.settings.repair, goal)
         edge.feedback = feedback.to_json()
         return Failure(edge, feedback, self.sampled, answer)
-
-    def _refused(self, reason: str, gen_ms: float) -> None:
-        """The statement prompt does not fit the model: every request would be refused alike."""
-        self.core.refusals.append(reason)
-        self.core.edges.append(refusal_row(len(self.core.edges) + 1, 0, 1, self.root_state, reason, gen_ms))
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         if not self.core.proofs.verified and reason is FailureReason.PROMPT_REJECTED and self.core.refusals:

@@ -5,7 +5,10 @@
 
 Every committed part of every input is copied under consecutive new part numbers, in input order, then
 `_SUCCESS.json` lists the inputs. Every part is verified before anything is written; what is refused (InputError)
-and how a re-run resumes: docs/trajectories.md, "Merge".
+and how a re-run resumes: docs/trajectories.md, "Merge". With `judge` (lean.judge = "comparator":
+`stages.judge_merge`), the shards' proofs are judged after the parts are verified and before the first copy; a part
+holding a search whose proof comparator refused is written again with that search un-proved and its rows relabelled,
+and `_SUCCESS.json` records the judge and its alarms (`extra["judge"]`).
 """
 
 from __future__ import annotations
@@ -19,17 +22,19 @@ from pydantic import BaseModel, Field
 from burnqed.base.progress import progress_bar
 from burnqed.errors import InputError, StorageError
 from burnqed.provenance import INPUTS_NAME, StageInputs
+from burnqed.stages.judge_merge import Judge, ShardVerdicts, relabel
 from burnqed.storage import Filesystem, Store
 from burnqed.trajectory.reader import part_uri, read_marker, read_part, scan_prefix
 from burnqed.trajectory.schema import (
     COLUMNS,
+    SCHEMA_VERSION,
     SUCCESS_NAME,
     CompletionMarker,
     PartManifest,
     data_name,
     manifest_name,
 )
-from burnqed.trajectory.writer import copy_file, publish_bytes, remove_orphans
+from burnqed.trajectory.writer import copy_file, publish_bytes, publish_table, remove_orphans
 
 
 class MergeReport(BaseModel):
@@ -43,6 +48,10 @@ class MergeReport(BaseModel):
     rows: int = Field(description="Rows (edges) in the output.")
     copied: int = Field(description="Parts copied by this call (0 when the output was already complete).")
     skipped: bool = Field(description="The output was already complete with these inputs: nothing was done.")
+    judge: str = Field(default="burnqed", description="Who judged the shards' proofs: 'comparator' when the merge "
+                       "ran it (lean.judge), else 'burnqed' (the search's own checks).")
+    alarms: list[str] = Field(default_factory=list, description="One line per proof the search verified and "
+                              "comparator refused (a soundness alarm): not a positive in the output.")
 
 
 def _source_id(uri: str, manifest: PartManifest) -> str:
@@ -91,16 +100,57 @@ def verify_part(fs: Filesystem, root: str, uri: str, manifest: PartManifest) -> 
 
 
 def _report(output: str, inputs: Sequence[str], marker: CompletionMarker, copied: int, skipped: bool) -> MergeReport:
+    judged = marker.extra.get("judge")
+    said = judged if isinstance(judged, dict) else {}
+    alarms = said.get("alarms")
     return MergeReport(output=output, inputs=list(inputs), parts=len(marker.parts), theorems=marker.theorems,
-                       proved=marker.proved, rows=marker.rows, copied=copied, skipped=skipped)
+                       proved=marker.proved, rows=marker.rows, copied=copied, skipped=skipped,
+                       judge=str(said.get("judge", "burnqed")),
+                       alarms=[str(a) for a in alarms] if isinstance(alarms, list) else [])
+
+
+def _copy_part(uri: str, fs: Filesystem, root: str, manifest: PartManifest, out: tuple[Filesystem, str, str],
+               seq: int, verdicts: ShardVerdicts | None) -> PartManifest:
+    """Part `manifest` of `uri` as part `seq` of the output (`out`: its filesystem, root and URI), its manifest not
+    yet published: its bytes copied, or, when it holds a search comparator refused, its rows relabelled and its
+    results un-proved (`stages.judge_merge`)."""
+    out_fs, out_root, output = out
+    target = posixpath.join(out_root, data_name(seq))
+    refused = verdicts.refused_in(uri, manifest) if verdicts is not None else {}
+    update: dict[str, object] = {"part": seq, "data": data_name(seq), "source": _source_id(uri, manifest)}
+    if refused:
+        table = relabel(read_part(fs, root, uri, manifest), refused)
+        update |= {"sha256": publish_table(out_fs, target, table), "schema_version": SCHEMA_VERSION,
+                   "theorems": [refused.get((manifest.run_id, r.name), r) for r in manifest.theorems]}
+        return manifest.model_copy(update=update)
+    source = posixpath.join(root, manifest.data)
+    copy_file(fs, source, out_fs, target)
+    if out_fs.size(target) != fs.size(source):  # its manifest is not published: the part does not exist
+        raise StorageError(f"copy of {uri.rstrip('/')}/{manifest.data} to {output} is {out_fs.size(target)} "
+                           f"bytes, the source {fs.size(source)}: check the destination's free space and "
+                           "merge again (finished parts are kept)")
+    return manifest.model_copy(update=update)
+
+
+def _check_judged(done: Sequence[PartManifest], loaded: Sequence[tuple[str, Filesystem, str, list[PartManifest]]],
+                  verdicts: ShardVerdicts, output: str) -> None:
+    """InputError when a part an interrupted earlier merge copied still counts a proof comparator refused (that merge
+    ran without the judge): its rows would train."""
+    sources = {_source_id(uri, m): (uri, m) for uri, _, _, manifests in loaded for m in manifests}
+    for copied in done:
+        uri, manifest = sources.get(copied.source or "", ("", copied))
+        refused = verdicts.refused_in(uri, manifest) if uri else {}
+        if any(r.proved and (copied.run_id, r.name) in refused for r in copied.theorems):
+            raise InputError(f"merge output {output} holds {manifest_name(copied.part)}, copied by an earlier merge "
+                             "without comparator's verdict, with a proof comparator refuses: merge again with --force")
 
 
 def merge_trajectories(
     inputs: Sequence[str], output: str, *, allow_incomplete: bool = False, made_from: StageInputs | None = None,
-    store: Store
+    judge: Judge | None = None, store: Store
 ) -> MergeReport:
     """Copy the committed parts of `inputs` into `output` and mark it complete (see the module doc); `made_from` is
-    recorded in the prefix (`_INPUTS.json`) before the first copy."""
+    recorded in the prefix (`_INPUTS.json`) before the first copy; `judge` judges the shards' proofs first."""
     if not inputs:
         raise InputError("no trajectory inputs to merge")
     out_fs, out_root = store.resolve(output)
@@ -126,6 +176,9 @@ def merge_trajectories(
         verify_part(out_fs, out_root, output, manifest)
     for uri, fs, root, manifest in todo:
         verify_part(fs, root, uri, manifest)
+    verdicts = judge([(uri, manifests) for uri, _, _, manifests in loaded]) if judge is not None else None
+    if verdicts is not None:
+        _check_judged(done, loaded, verdicts, output)
     remove_orphans(out_fs, out_root, out_names, {m.part for m in done})
     if made_from is not None:  # what the prefix is made from, before its first part (burnqed.runner.reuse reads it)
         publish_bytes(out_fs, posixpath.join(out_root, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())
@@ -133,14 +186,7 @@ def merge_trajectories(
     committed = list(done)
     with progress_bar("merging trajectory parts", total=len(todo)) as advance:
         for uri, fs, root, manifest in todo:
-            source, target = posixpath.join(root, manifest.data), posixpath.join(out_root, data_name(seq))
-            copy_file(fs, source, out_fs, target)
-            if out_fs.size(target) != fs.size(source):  # its manifest is not published: the part does not exist
-                raise StorageError(f"copy of {uri.rstrip('/')}/{manifest.data} to {output} is {out_fs.size(target)} "
-                                   f"bytes, the source {fs.size(source)}: check the destination's free space and "
-                                   "merge again (finished parts are kept)")
-            copy = manifest.model_copy(update={"part": seq, "data": data_name(seq),
-                                               "source": _source_id(uri, manifest)})
+            copy = _copy_part(uri, fs, root, manifest, (out_fs, out_root, output), seq, verdicts)
             publish_bytes(out_fs, posixpath.join(out_root, manifest_name(seq)), copy.model_dump_json(indent=1).encode())
             committed.append(copy)
             seq += 1
@@ -156,7 +202,8 @@ def merge_trajectories(
         rows=sum(m.rows for m in committed),
         written_at=datetime.now(UTC),
         sources=list(inputs),
-        extra={"runs": runs} if len(runs) > 1 else {},
+        extra={**({"runs": runs} if len(runs) > 1 else {}),
+               **({"judge": verdicts.record} if verdicts is not None else {})},
     )
     publish_bytes(out_fs, posixpath.join(out_root, SUCCESS_NAME), marker.model_dump_json(indent=1).encode())
     return _report(output, inputs, marker, copied=len(todo), skipped=False)

@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from burnqed.base.progress import progress_bar
 from burnqed.config import LeanConfig, PlannerConfig, PolicyConfig, SearchConfig
@@ -29,82 +29,27 @@ from burnqed.errors import InputError
 from burnqed.layout import subgoal_cache_beside
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.policy.base import Policy, Sampling
+from burnqed.policy.base import Policy
 from burnqed.provenance import INPUTS_NAME, StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import TheoremResult
 from burnqed.records.theorem import Theorem
-from burnqed.search.answer import mode_refusal
-from burnqed.search.hybrid import HybridSettings
 from burnqed.search.journal import FileJournal
 from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
 from burnqed.search.lemmas import LemmaWriter, LibrarySource, open_library, training_held, write_lemmas
-from burnqed.search.modes import SearchSettings
+from burnqed.search.mode import Sections
+from burnqed.search.modes import MODES, SearchSettings, mode_of
 from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
-from burnqed.search.repair import RepairSettings
 from burnqed.search.runner import run_theorems, select_shard
-from burnqed.search.sketching import SketchSettings, subgoal_budget
-from burnqed.search.step import StepSettings
+from burnqed.search.sketching import SketchSettings
 from burnqed.search.subgoal_cache import SubgoalCache, cache_environment, record_stats
-from burnqed.search.trie import Priority
 from burnqed.search.value import ValueFn
-from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store, join
-from burnqed.text.prompt import PromptFormat, format_for, repair_format, stop_strings
 from burnqed.trajectory.reader import committed_parts, is_complete
 from burnqed.trajectory.schema import PartManifest
 from burnqed.trajectory.writer import TrajectoryWriter
 
 log = logging.getLogger(__name__)
-Engine = TypeVar("Engine", StepSettings, WholeSettings, HybridSettings, SketchSettings)
-
-
-def search_format(search: SearchConfig, policy: PolicyConfig) -> PromptFormat:
-    """The prompt format `search.mode` sends: its variant of `policy.prompt_format`'s family."""
-    return format_for(policy.prompt_format, search.mode, cot=policy.cot)
-
-
-def policy_sampling(policy: PolicyConfig, *, n: int, max_new_tokens: int, stop: tuple[str, ...]) -> Sampling:
-    """`n` samples of at most `max_new_tokens` tokens, ending at `stop`, drawn as the `policy` section says (every
-    sampling field of it: none is left to the server's defaults)."""
-    return Sampling(
-        n=n,
-        temperature=policy.temperature,
-        top_p=policy.top_p,
-        max_new_tokens=max_new_tokens,
-        stop=stop,
-        top_k=policy.top_k,
-        min_p=policy.min_p,
-        repetition_penalty=policy.repetition_penalty,
-        frequency_penalty=policy.frequency_penalty,
-        presence_penalty=policy.presence_penalty,
-    )
-
-
-def sampling_from_config(policy: PolicyConfig, fmt: PromptFormat | None = None) -> Sampling:
-    """The sampling parameters of one step-mode expansion, with the format's stop strings."""
-    return policy_sampling(policy, n=policy.num_candidates, max_new_tokens=policy.max_new_tokens,
-                           stop=stop_strings(fmt or policy.prompt_format))
-
-
-# The fields of an engine's settings that neither a `[search]` field of their name nor `settings_from_config` fills:
-# the stage running the engine attaches them (`attempt`: eval's pass k, `eval.run.pass_engine`; `journal`:
-# `search_job`, on its output; `cache`: the run's subgoal cache, `search_job`, or a pass's own; `lemmas`: a lemma
-# source, none unless a stage attaches one; `share_goals`: on, off only in benchmarks/sketch_depth.py's tree arm).
-# Every other field comes from the section or from `settings_from_config` (tests/search/test_job.py checks each
-# mode's engines).
-ATTACHED = ("attempt", "journal", "cache", "lemmas", "share_goals")
-
-
-def engine_settings(engine: type[Engine], search: SearchConfig, **given: Any) -> Engine:
-    """The settings dataclass `engine` with the fields `given`, and each other field it declares from the `search`
-    field of the same name (a list as a tuple): a search setting keeps its name from the `[search]` section to the
-    engine that reads it, so it reaches that engine (in `burnqed search` and in eval) by being declared in both
-    (CONTRIBUTING.md, "A new search knob")."""
-    declared = {field.name for field in dataclasses.fields(engine)}
-    named: dict[str, Any] = {name: tuple(value) if isinstance(value, list) else value
-                             for name, value in search if name in declared and name not in given}
-    return engine(**named, **given)
 
 
 def settings_from_config(
@@ -115,71 +60,17 @@ def settings_from_config(
     marks: Sequence[int] = (),
     verify: bool | None = None,
     planner: PlannerConfig | None = None,
+    max_text_chars: int = 100_000,
 ) -> SearchSettings:
-    """The settings of `search.mode` from the config sections. `budget` overrides the mode's budget (max_nodes
-    or max_proofs: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify
-    (eval always compiles), `planner` is the `[planner]` section (sketch mode's prompt format and sampling; None:
-    its defaults). Hybrid settings come without a journal, sketch settings without a subgoal cache: `search_job`
-    (and eval) attach them."""
-    if search.mode is SearchMode.SKETCH:
-        planner = planner if planner is not None else PlannerConfig()
-        fmt = planner.sent_format(policy.prompt_format)
-        subgoal = _mode_settings(SearchMode(search.sketch_subgoal_mode), search, policy, None, (), verify)
-        assert isinstance(subgoal, StepSettings | HybridSettings)
-        sampling = policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
-                                   max_new_tokens=planner.max_new_tokens, stop=stop_strings(fmt))
-        sketch = engine_settings(SketchSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
-                                 subgoal=subgoal, max_nodes=budget if budget is not None else search.max_nodes,
-                                 marks=tuple(marks), seed=policy.seed)
-        # A subgoal's search may spend its share of the theorem's budget (less when less is left): `subgoal_budget`.
-        return dataclasses.replace(sketch, subgoal=subgoal_budget(subgoal, sketch.share))
-    return _mode_settings(search.mode, search, policy, budget, marks, verify)
-
-
-def _mode_settings(mode: SearchMode, search: SearchConfig, policy: PolicyConfig, budget: int | None,
-                   marks: Sequence[int], verify: bool | None) -> StepSettings | WholeSettings | HybridSettings:
-    """The settings of step, whole or hybrid `mode` (a sketch's subgoals: step or hybrid) from the sections."""
-    fmt = format_for(policy.prompt_format, mode, cot=policy.cot)
-    verified = search.verify if verify is None else verify
-    if mode is SearchMode.STEP:
-        return engine_settings(
-            StepSettings,
-            search,
-            fmt=fmt,
-            form=policy.declaration_form,
-            sampling=sampling_from_config(policy, fmt),
-            max_nodes=budget if budget is not None else search.max_nodes,
-            verify=verified,
-            marks=tuple(marks),
-            seed=policy.seed,
-            feedback_tokens=search.repair_message_tokens if search.repair_rounds > 0 else None,
-        )
-    sampling = policy_sampling(policy, n=search.num_proofs, max_new_tokens=search.proof_max_tokens,
-                               stop=stop_strings(fmt))
-    max_proofs = budget if budget is not None else search.max_proofs
-    repair = RepairSettings(rounds=search.repair_rounds, message_tokens=search.repair_message_tokens,
-                            fmt=repair_format(policy.prompt_format, cot=policy.cot),
-                            cut=search.repair_cut_at_error)
-    if mode is SearchMode.WHOLE:
-        return engine_settings(WholeSettings, search, fmt=fmt, form=policy.declaration_form, sampling=sampling,
-                               max_proofs=max_proofs, marks=tuple(marks), seed=policy.seed, repair=repair)
-    return engine_settings(
-        HybridSettings,
-        search,
-        fmt=fmt,
-        form=policy.declaration_form,
-        sampling=sampling,
-        max_tokens=search.proof_max_tokens,
-        min_tokens=search.proof_min_tokens,
-        max_proofs=max_proofs,
-        priority=Priority(alpha=search.prior_weight, exploration=search.exploration, goal_penalty=search.goal_penalty,
-                          value_weight=search.value_weight, value_ramp_depth=search.value_ramp_depth),
-        verify=verified,
-        marks=tuple(marks),
-        seed=policy.seed,
-        repair=repair,
-        answer_fmt=format_for(policy.prompt_format, SearchMode.WHOLE, cot=policy.cot),
-    )
+    """The settings of `search.mode` from the config sections (`Mode.settings`). `budget` overrides the mode's budget
+    (`Mode.budget`: eval's largest), `marks` are budgets to record usage at, `verify` overrides search.verify (eval
+    always compiles), `planner` is the `[planner]` section (sketch mode's prompt format and sampling, its grammar
+    capped by `max_text_chars`, lean.max_text_chars; None: its defaults). Hybrid settings come without a journal,
+    sketch settings without a subgoal cache: `search_job` (and eval) attach them (`Mode.attach`)."""
+    sections = Sections(search, policy, planner if planner is not None else PlannerConfig(), budget, tuple(marks),
+                        verify, max_text_chars)
+    settings: SearchSettings = MODES[search.mode].settings(sections)
+    return settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +116,8 @@ class JobSettings:
         `settings_from_config` (eval passes its largest budget, every budget and verify=True)."""
         return cls(
             mode=search.mode,
-            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify, planner=planner),
+            engine=settings_from_config(search, policy, budget, marks=marks, verify=verify, planner=planner,
+                                        max_text_chars=lean.max_text_chars),
             guard=TacticGuard.from_config(lean),
             concurrency=search.concurrency,
             theorems_per_worker=search.theorems_per_worker,
@@ -238,14 +130,14 @@ class JobSettings:
     def with_unsolved(self, unsolved: Collection[str], search: SearchConfig, policy: PolicyConfig,
                       planner: PlannerConfig | None = None) -> JobSettings:
         """These settings with the theorems `unsolved` searched at `search.unsolved_budget_factor` × the mode's budget
-        (max_nodes in step and sketch modes, max_proofs in whole and hybrid), rounded up, at most MAX_BUDGET; these
+        (`Mode.budget`), rounded up, at most MAX_BUDGET; these
         settings as they are at a factor of 1."""
         factor = search.unsolved_budget_factor
         if factor == 1.0:
             return self
-        base = search.max_nodes if self.mode in (SearchMode.STEP, SearchMode.SKETCH) else search.max_proofs
+        base = MODES[self.mode].budget(search)
         budget = min(MAX_BUDGET, math.ceil(base * factor))
-        engine = settings_from_config(search, policy, budget, planner=planner)
+        engine = settings_from_config(search, policy, budget, planner=planner, max_text_chars=self.lean.max_text_chars)
         return dataclasses.replace(self, larger=LargerBudget(frozenset(unsolved), budget, engine))
 
     def overrides(self) -> dict[str, SearchSettings]:
@@ -387,7 +279,7 @@ async def search_job(
         return SearchReport(output, run_id, len(selected), len(selected), 0, 0, time.perf_counter() - started)
     if made_from is not None:  # what the prefix is made from, before its first part (burnqed.runner.reuse reads it)
         store.write_bytes(join(output, INPUTS_NAME), made_from.model_dump_json(indent=1).encode())
-    refused = {t.name: why for t in selected if (why := mode_refusal(t, settings.mode)) is not None}
+    refused = {t.name: why for t in selected if (why := MODES[settings.mode].refusal(t)) is not None}
     if refused:  # said before any work, never searched (docs/search.md, "Answers")
         log.warning("%s mode does not search %d theorems: %s", settings.mode, len(refused),
                     "; ".join(f"{name}: {why}" for name, why in refused.items()))
@@ -434,10 +326,10 @@ async def search_job(
 
 def _sketch_stores(settings: JobSettings, output: str, theorems: Sequence[Theorem], pantograph_version: str | None,
                    *, store: Store) -> tuple[SubgoalCache | None, LibrarySource | None]:
-    """Sketch mode's subgoal cache (the run's, shared by every job that names it) and its lemma library
-    (`search.lemma_library`, frozen now, its entries held out by split or for restating a theorem searched); neither
-    in another mode."""
-    if not isinstance(settings.engine, SketchSettings):
+    """The run's subgoal cache (shared by every job that names it) and its lemma library (`search.lemma_library`,
+    frozen now, its entries held out by split or for restating a theorem searched), for a mode that caches subgoals
+    (sketch); neither in another mode."""
+    if not MODES[settings.mode].caches_subgoals:
         return None, None
     environment = cache_environment(settings.lean, pantograph_version)
     cache = SubgoalCache.open(store, settings.subgoal_cache or subgoal_cache_beside(output), environment)
@@ -447,15 +339,14 @@ def _sketch_stores(settings: JobSettings, output: str, theorems: Sequence[Theore
 
 def _attached(settings: JobSettings, journal: FileJournal, cache: SubgoalCache | None,
               lemmas: LibrarySource | None = None) -> JobSettings:
-    """`settings` (and its larger budget's engine) with hybrid's journal, whose rounds are checkpointed on the output,
-    and sketch's subgoal cache and lemma source attached."""
+    """`settings` (and its larger budget's engine) with what its mode attaches (`Mode.attach`): hybrid's journal,
+    whose rounds are checkpointed on the output, and sketch's subgoal cache; and sketch's lemma source."""
 
     def attach(engine: SearchSettings) -> SearchSettings:
-        if isinstance(engine, HybridSettings):
-            return dataclasses.replace(engine, journal=journal)
-        if isinstance(engine, SketchSettings) and cache is not None:
-            return dataclasses.replace(engine, cache=cache, lemmas=lemmas)
-        return engine
+        attached: SearchSettings = mode_of(engine).attach(engine, journal, cache)
+        if lemmas is not None and isinstance(attached, SketchSettings):
+            attached = dataclasses.replace(attached, lemmas=lemmas)
+        return attached
 
     larger = settings.larger
     return dataclasses.replace(settings, engine=attach(settings.engine), larger=None if larger is None

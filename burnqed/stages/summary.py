@@ -72,6 +72,9 @@ class TrajectorySummary(BaseModel):
         default=None, description="The search's run-level counters (theorems in flight, policy batches, Lean "
         "workers) from `_SUCCESS.json`, when the prefix is a finished search (burnqed.search.monitor)."
     )
+    soundness_alarms: list[str] = Field(
+        default_factory=list, description="The proofs the search verified and comparator refused, one line each, "
+        "when the prefix is a merge that judged them (`_SUCCESS.json`'s `extra[\"judge\"]`, stages.judge_merge).")
 
 
 def _median(histogram: Counter[int]) -> float:
@@ -165,6 +168,7 @@ def summarize(uri: str, *, store: Store) -> TrajectorySummary:
             if result.proved and result.revision_at_proof is not None).items())) if any(
             result.revisions for result in results) else {},
         throughput=_throughput(uri, store),
+        soundness_alarms=_alarms(uri, store),
     )
 
 
@@ -192,6 +196,14 @@ def _throughput(uri: str, store: Store) -> dict[str, Any] | None:
     marker = read_marker(uri, store=store)
     found = marker.extra.get("throughput") if marker is not None else None
     return found if isinstance(found, dict) else None
+
+
+def _alarms(uri: str, store: Store) -> list[str]:
+    """The soundness alarms a judged merge recorded in its marker (none otherwise)."""
+    marker = read_marker(uri, store=store)
+    judged = marker.extra.get("judge") if marker is not None else None
+    alarms = judged.get("alarms") if isinstance(judged, dict) else None
+    return [str(line) for line in alarms] if isinstance(alarms, list) else []
 
 
 def render_summary(s: TrajectorySummary, width: int = 100) -> str:
@@ -243,4 +255,6 @@ def render_summary(s: TrajectorySummary, width: int = 100) -> str:
         from burnqed.search.monitor import ThroughputReport, render_throughput
 
         console.print(render_throughput(ThroughputReport.from_dict(s.throughput)))
+    for line in s.soundness_alarms:
+        console.print(line, soft_wrap=True, markup=False)
     return buffer.getvalue()

@@ -43,12 +43,16 @@ def label_edges(edges: list[Edge], proof_leaves: Collection[int], proved: bool) 
     for edge in edges:
         if edge.on_proof_path:
             edge.label = Label.POSITIVE
-        elif edge.outcome is EdgeOutcome.PROMPT_REJECTED:
-            edge.label = Label.UNKNOWN
-        elif edge.outcome in _FAILED or proved:
+        elif proved and edge.outcome is not EdgeOutcome.PROMPT_REJECTED:
             edge.label = Label.NEGATIVE
         else:
-            edge.label = Label.UNKNOWN
+            edge.label = unproved_label(edge.outcome)
+
+
+def unproved_label(outcome: EdgeOutcome) -> Label:
+    """The label of an edge of a theorem with no verified proof (see the module rule): negative where Lean failed
+    or the guard refused, else unknown."""
+    return Label.NEGATIVE if outcome in _FAILED else Label.UNKNOWN
 
 
 def _mark_path(closing: Edge, by_node: Mapping[int, Edge]) -> None:

@@ -41,7 +41,7 @@ from burnqed.cluster.gpu_plan import (
     rl_sidecar,
 )
 from burnqed.cluster.images import declared, fetch_requirements, step_requirements
-from burnqed.cluster.judge_pod import judge_security, sandbox_kind
+from burnqed.cluster.judge_pod import JUDGE_LABEL, judge_security, sandbox_kind
 from burnqed.cluster.memory import PlanKeys, add_quantities, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.cluster.rl_plan import RL_LORA_SLOTS, rl_gpu_plan, rl_server_plan
@@ -671,6 +671,7 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
             "burnqed.io/stage": stage.name,
             NODE_POOL_LABEL: "gpu" if gpu else "cpu",
             **({LEAN_LABEL: "true"} if lean or judge else {}),  # the judge's builds reach nothing either
+            **({JUDGE_LABEL: "true"} if judge else {}),  # comparator's sandbox is checked (cluster.judge_pod)
         },
         annotations={"burnqed.io/summary": stage.summary,
                      **({PLAN_ANNOTATION: described} if described is not None else {})},

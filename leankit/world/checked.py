@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from leankit.corpus import Split, Topic
 from leankit.normal_form import statement_normal_form
-from leankit.world.deep_sketches import DEEP_TEMPLATES
+from leankit.world.deep_sketches import DEEP_TEMPLATES, SHARED_TEMPLATES
 from leankit.world.draft import WORLD_SOURCE, Dice
 from leankit.world.sketches import SKETCH_TEMPLATES, SketchTemplate
 from leankit.world.templates import TEMPLATES, Role, Template
@@ -80,10 +80,11 @@ class World(_Strict):
 
 
 def build_world(seed: int = 0, *, reserved: tuple[str, ...] = (), sketches: bool = False,
-                deep_sketches: bool = False) -> World:
+                deep_sketches: bool = False, deep_shared: bool = False) -> World:
     """Every template's instances for `seed`. `reserved`: statements (e.g. the bundled corpus') that no world
     statement may equal up to renaming. `sketches`: the sketch family (`leankit.world.sketches`) after them;
-    `deep_sketches`: the deep sketch family (`leankit.world.deep_sketches`) last; every other theorem unchanged."""
+    `deep_sketches`: the deep sketch family (`leankit.world.deep_sketches`) next; `deep_shared`: its situations
+    shared across the train and test splits last; every other theorem unchanged."""
     seen = {statement_normal_form(statement) for statement in reserved}
     theorems: list[WorldTheorem] = []
     traps = [template for template in TEMPLATES if template.role == "trap"]
@@ -99,6 +100,8 @@ def build_world(seed: int = 0, *, reserved: tuple[str, ...] = (), sketches: bool
         theorems += [theorem for template in SKETCH_TEMPLATES for theorem in _situations(template, seed, seen)]
     if deep_sketches:
         theorems += [theorem for template in DEEP_TEMPLATES for theorem in _situations(template, seed, seen)]
+    if deep_shared:
+        theorems += [theorem for template in SHARED_TEMPLATES for theorem in _situations(template, seed, seen)]
     if len({t.name for t in theorems}) != len(theorems):  # pragma: no cover - 24-bit names, a few hundred theorems
         raise ValueError("two world theorems drew the same name")
     return World(name=CHECKED_NAME, seed=seed, version=CHECKED_VERSION, theorems=theorems)
@@ -133,8 +136,8 @@ def _draw(template: Template, dice: Dice, name: str, split: Split, seen: set[str
 
 def _situations(template: SketchTemplate, seed: int, seen: set[str]) -> list[WorldTheorem]:
     """A sketch template's situations for `seed`, split by split, each situation's statements (three in the sketch
-    family, four in the deep one) theorems of one split; a situation with a statement already seen is drawn again
-    whole (its statements share its facts)."""
+    family, four in the deep one) theorems of one split (or of the template's `splits`, statement by statement); a
+    situation with a statement already seen is drawn again whole (its statements share its facts)."""
     dice = Dice(seed * 1_000_003 + CHECKED_VERSION, f"checked:{template.name}")
     theorems: list[WorldTheorem] = []
     splits = [split for split, count in template.counts.items() for _ in range(count)]
@@ -149,7 +152,8 @@ def _situations(template: SketchTemplate, seed: int, seen: set[str]) -> list[Wor
         seen.update(keys)
         for index, instance in enumerate(situation.instances):  # a template's situations have one count of them
             name = theorem_name(template, number * len(situation.instances) + index)
-            theorems.append(WorldTheorem(name=name, split=split, template=template.name, role="sketch",
+            own = template.splits[index] if template.splits is not None else split
+            theorems.append(WorldTheorem(name=name, split=own, template=template.name, role="sketch",
                                          topic=template.topic, statement=instance.statement,
                                          proofs=[list(proof) for proof in instance.proofs]))
     return theorems

@@ -19,6 +19,13 @@ So `hbc` is a fact of both depth-2 statements, `hab` of the first and (inside `h
 second and the depth-3 one: facts shared across the theorems of a situation. Each statement's first proof is the
 nested one (a fact's proof is its own `have`s, `subst`, `norm_num`); its second the flat route (every leaf, `subst`,
 `norm_num`).
+
+**Shared situations** (`SHARED_TEMPLATES`, `build_world(seed, deep_sketches=True, deep_shared=True)`, appended after
+the family; off otherwise): the same situations, each across the split (`SHARED_LAYOUT`): its depth-1 and first
+depth-2 statements are training theorems, its second depth-2 and depth-3 statements test theorems. The depth-3
+statement's fact `hs` is the training depth-2 statement's conclusion, proved by that statement's facts `hab` and
+`hbc` in the same context: what a lemma library built on the training split can serve a test theorem. The family's
+own situations share nothing across splits (each draws its own reals and equations).
 """
 
 from __future__ import annotations
@@ -31,9 +38,10 @@ from leankit.world.pieces import linear_equation
 from leankit.world.sketches import Fact, Situation, SketchTemplate
 from leankit.world.templates import Instance
 
-__all__ = ["DEEP_COUNTS", "DEEP_TEMPLATES", "deep_triple"]
+__all__ = ["DEEP_COUNTS", "DEEP_TEMPLATES", "SHARED_LAYOUT", "SHARED_TEMPLATES", "deep_triple"]
 
 DEEP_COUNTS: Mapping[Split, int] = {"train": 2, "pool": 1, "test": 2}  # situations per split, four theorems each
+SHARED_LAYOUT: tuple[Split, ...] = ("train", "train", "test", "test")  # a shared situation's statements' splits
 _HYPS = ("h₀", "h₁", "h₂")
 
 
@@ -90,4 +98,8 @@ def deep_triple(dice: Dice) -> Situation:
 
 DEEP_TEMPLATES: tuple[SketchTemplate, ...] = (
     SketchTemplate("sketch_deep_triple", "algebra", deep_triple, DEEP_COUNTS),
+)
+
+SHARED_TEMPLATES: tuple[SketchTemplate, ...] = (
+    SketchTemplate("sketch_deep_shared", "algebra", deep_triple, {"test": 2}, SHARED_LAYOUT),
 )

@@ -56,12 +56,14 @@ class Situation:
 
 @dataclass(frozen=True, slots=True)
 class SketchTemplate:
-    """A kind of situation: `counts` situations per split, each of STATEMENTS_PER_SITUATION theorems."""
+    """A kind of situation: `counts` situations per split, each of STATEMENTS_PER_SITUATION theorems (`splits`: each
+    statement's own split instead, by its place in the situation: one situation across splits)."""
 
     name: str
     topic: Topic
     build: Callable[[Dice], Situation]
     counts: Mapping[Split, int]
+    splits: tuple[Split, ...] | None = None
 
 
 def _literal(value: int) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from burnqed.cluster.judge_pod import check_judge_pods, judge_pod_refusal, sandbox_kind
+from burnqed.cluster.judge_pod import answer_slot_refusal, check_judge_pods, judge_pod_refusal, sandbox_kind
 from burnqed.cluster.render import load, render_templates, write_documents
 from burnqed.cluster.validate import validate_documents
 from burnqed.config import Config
@@ -76,6 +76,28 @@ def test_the_judge_pod_runs_comparator_sandboxed_on_the_cpu_pool() -> None:
     assert "seccompProfile" not in landrun["container"]["securityContext"]  # Landlock needs no profile of its own
 
 
+def test_the_merge_judges_the_search_proofs_in_the_judge_pod() -> None:
+    """The search's proofs train only once comparator judged them (`stages.judge_merge`): the merge runs in the judge
+    pod, reading the search's theorems, and `cluster check`/render read its sandbox as a judge step's."""
+    stages = {s.name: s for s in iteration_of(judged(), "s3://b/run", 1).stages}
+    merge, search = stages["merge-trajectories"], stages["search"]
+    assert merge.resource is Resource.JUDGE
+    assert merge.argv == ("merge-trajectories", "s3://b/run/iter_1/search/shard-0", "s3://b/run/iter_1/search/shard-1",
+                          "--theorems", "s3://b/run/iter_0/data/theorems.json", "--split", "train,pool",
+                          "--output", "s3://b/run/iter_1/trajectories")
+    assert search.argv[search.argv.index("--theorems"):][:4] == merge.argv[3:7]
+    plain = iteration_of(Config.model_validate({"lean": JUDGED["lean"] | {"judge": "burnqed"}}), "s3://b/run", 1)
+    assert plain.stage("merge-trajectories").resource is Resource.CPU
+    assert "--theorems" not in plain.stage("merge-trajectories").argv
+    doc = next(t for t in load("iteration", WORKFLOWS).templates(judged()) if t.name == "burnqed-iteration-1")
+    rendered = doc.to_dict()
+    assert template(rendered, "merge-trajectories")["metadata"]["labels"]["burnqed.io/judge"] == "true"
+    changed = copy.deepcopy(rendered)
+    template(changed, "merge-trajectories")["container"]["securityContext"] = {"privileged": True}
+    assert (judge_pod_refusal(changed, "bubblewrap") or "").startswith(
+        "step merge-trajectories: comparator's sandbox (bubblewrap) needs not privileged (privileged: true)")
+
+
 def refused(doc: dict[str, Any], **container: object) -> dict[str, Any]:
     """`doc` with the judge step's securityContext replaced by `container` (the pod's left as rendered)."""
     changed = copy.deepcopy(doc)
@@ -111,3 +133,24 @@ def test_the_judged_renders_match_their_golden_files(tmp_path: Path) -> None:
     assert validate_documents([doc.doc for doc in docs]) == []  # Argo's schema knows every field the judge sets
     write_documents(docs, tmp_path, prune=True)
     compare_or_update(tmp_path, GOLDEN)
+
+
+def test_render_refuses_answer_slots_to_a_comparator_without_definition_holes(tmp_path: Path) -> None:
+    """The core image's triples are on Lean before v4.30.0-rc2: their standalone comparator ignores definition holes,
+    so a configuration indexing open answer slots (a benchmark source, answers 'both' or 'produced') is refused in
+    one line before any step runs; with the slots given, burnqed as the judge or a newer Lean it renders."""
+    putnam = {"sources": [{"kind": "benchmark", "path": "s3://b/putnam", "answers": "both"}]}
+    cfg = Config.model_validate({"lean": JUDGED["lean"], "data": putnam})
+    with pytest.raises(ConfigError) as caught:
+        render_templates(cfg, ["eval"], WORKFLOWS)
+    assert str(caught.value) == (
+        "lean.judge = 'comparator': data.sources index open answer slots (s3://b/putnam, answers = 'both'), and the "
+        "comparator for Lean leanprover/lean4:v4.29.1 (triple lean-4.29, comparator 2a00b30d) predates definition "
+        "holes (leanprover/comparator 71b52ec, Lean v4.30.0-rc2): it refuses every filled answer slot, a false alarm; "
+        "set lean.judge = 'burnqed' for them (or answers = 'given'), or use a triple on Lean >= v4.30.0-rc2")
+    older = cfg.model_copy(update={"cluster": cfg.cluster.model_copy(update={"image_tag": "0.9.0-lean-4.27"})})
+    assert "Lean leanprover/lean4:v4.27.0 (triple lean-4.27, comparator 6c40ab4f)" in (answer_slot_refusal(older) or "")
+    for fine in ({"lean": JUDGED["lean"] | {"toolchain": "leanprover/lean4:v4.35.0"}, "data": putnam},
+                 {"lean": JUDGED["lean"] | {"judge": "burnqed"}, "data": putnam},
+                 {"lean": JUDGED["lean"], "data": {"sources": [{**putnam["sources"][0], "answers": "given"}]}}):
+        assert answer_slot_refusal(Config.model_validate(fine)) is None

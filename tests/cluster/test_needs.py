@@ -50,11 +50,19 @@ def test_each_command_needs_the_extras_of_what_it_does() -> None:
     assert table("fetch") == [] and table("fetch", model_folder=True) == [("tokenizers", "modelfolder")]
     assert table("report") == [("matplotlib", "report")]
     assert table("merge-trajectories") == table("start") == []
+    constrained = Config.model_validate({"search": {"mode": "sketch"}, "planner": {"constrained": True}})
+    grammar = [(name, "grammar") for name in ("xgrammar", *TRAIN[4:])]  # xgrammar, then burnqed[model]
+    assert table("search", constrained) == table("eval", constrained) == grammar  # the policy plans, in this process
+    assert table("sft", constrained) == table("sft")
+    served = Config.model_validate({"search": {"mode": "sketch"},
+                                    "planner": {"constrained": True, "backend": "sglang"}})
+    assert table("search", served) == []  # the planner's server samples under the grammar
+    assert table("search", Config.model_validate({"search": {"mode": "sketch"}})) == []
 
 
 def test_each_distribution_a_need_names_installs_the_module_it_checks() -> None:
     installs = metadata.packages_distributions()
-    for extra in ("model", "train", "value", "hub", "modelfolder", "report"):
+    for extra in ("model", "grammar", "train", "value", "hub", "modelfolder", "report"):
         for need in needs.extra_needs(extra, "x"):
             assert need.distribution in [name.lower() for name in installs.get(need.module, [])], need
 

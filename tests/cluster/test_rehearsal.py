@@ -40,7 +40,8 @@ pytestmark = [pytest.mark.rehearsal, pytest.mark.slow, pytest.mark.timeout(3600)
 BENCHMARK_THEOREMS = 3  # of the embedded test split, uploaded to pipeline.benchmark's URI
 # The extras whose packages a command's early check covers (burnqed.cluster.needs): all but k8s (S3's and the
 # cluster's clients, in every image) and trace (in none), by the module each distribution installs
-OPTIONAL = {name.replace("-", "_"): name for extra in ("model", "train", "value", "hub", "modelfolder", "report")
+OPTIONAL = {name.replace("-", "_"): name
+            for extra in ("model", "grammar", "train", "value", "hub", "modelfolder", "report")
             for name in extra_distributions(extra)}
 
 

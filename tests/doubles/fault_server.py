@@ -406,6 +406,7 @@ def _all_params(body: Any) -> list[dict[str, Any]]:
 INT_FIELDS = ("max_new_tokens", "top_k", "min_new_tokens", "n", "stream_interval", "sampling_seed", "beam_width")
 FLOAT_FIELDS = ("temperature", "top_p", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty")
 BOOL_FIELDS = ("ignore_eos", "skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim")
+STRING_FIELDS = ("json_schema", "regex", "ebnf", "structural_tag")  # the grammars: _expect_str
 CONTRACT_FIELDS = ("max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k", "min_p",
                    "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n", "json_schema",
                    "regex", "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens",
@@ -449,6 +450,8 @@ def sampling_contract_problem(params: Any) -> str | None:
                 return f"invalid type: {_unexpected(value)}, expected f64"
             if key in BOOL_FIELDS and not isinstance(value, bool):
                 return f"invalid type: {_unexpected(value)}, expected a boolean"
+            if key in STRING_FIELDS and not isinstance(value, str):
+                return f"invalid type: {_unexpected(value)}, expected a string"
             if key == "stop" and not (isinstance(value, str) or (
                     isinstance(value, list) and all(isinstance(item, str) for item in value))):
                 return f"invalid type: {_unexpected(value)}, expected a string or a sequence of strings"

@@ -74,6 +74,7 @@ def test_the_api_contract_refuses_unknown_fields_and_wrong_types() -> None:
                                 ({"n": True}, "invalid type: boolean `true`, expected i64"),
                                 ({"min_p": "0.1"}, 'invalid type: string "0.1", expected f64'),
                                 ({"ignore_eos": 0}, "invalid type: integer `0`, expected a boolean"),
+                                ({"ebnf": 5}, "invalid type: integer `5`, expected a string"),
                                 ({"stop": [1]}, "invalid type: sequence, expected a string or a sequence of strings")):
             assert generate(server, **params) == (400, {"error": message}), params
         listed = httpx.post(f"{server.url}/generate", json={"text": ["a", "b"], "sampling_params": [{"n": 1}, 3]},

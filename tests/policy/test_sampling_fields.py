@@ -18,7 +18,8 @@ from burnqed.policy.localmodel import LocalModel, apply_penalties, sampling_filt
 from burnqed.policy.sglang import SGLangClient
 from burnqed.policy.wire import RequestError, parse_generate
 from burnqed.records.enums import SearchMode
-from burnqed.stages.search import sampling_from_config, settings_from_config
+from burnqed.search.mode import sampling_from_config
+from burnqed.stages.search import settings_from_config
 from burnqed.text.prompt import PromptFormat
 from tests.doubles.fault_server import FaultServer
 

@@ -15,17 +15,21 @@ from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds
 from burnqed.policy.batching import BatchingPolicy
+from burnqed.records.enums import SearchMode
 from burnqed.records.replies import pretty_state
 from burnqed.records.results import Edge, EdgeOutcome
 from burnqed.records.theorem import Theorem
+from burnqed.search import modes
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.journal import Counters, EntryRecord, FileJournal, NodeRecord, ProofRecord, RoundRecord
+from burnqed.search.mode import ATTACHED, Sections, complete
+from burnqed.search.modes import MODES
 from burnqed.search.runner import parse_shard, select_shard
 from burnqed.search.sketching import SketchSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
 from burnqed.stages import search as stage
-from burnqed.stages.search import ATTACHED, JobSettings, SearchReport, engine_settings, search_job, unsolved_in
+from burnqed.stages.search import JobSettings, SearchReport, search_job, unsolved_in
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from leankit.corpus import load_corpus
@@ -208,61 +212,58 @@ def test_job_settings_come_from_the_sections_and_pace_the_run_by_the_pool() -> N
     assert JobSettings.from_config(pinned.search, pinned.policy, pinned.lean).concurrency_for(4) == 5
 
 
-def test_a_search_setting_reaches_each_engine_that_declares_its_name() -> None:
+def test_a_search_setting_reaches_each_engine_that_reads_it() -> None:
     search = SearchConfig(revisit_penalty=2.5, probe_tactics=["simp"], max_nodes=7, timeout_s=9.0, max_proofs=11)
-    step = engine_settings(StepSettings, search, max_nodes=3)
+    step = MODES[SearchMode.STEP].settings(Sections(search, PolicyConfig(), budget=3))
     assert (step.revisit_penalty, step.probe_tactics, step.timeout_s) == (2.5, ("simp",), 9.0)  # a list as a tuple
-    assert step.max_nodes == 3  # a field given wins over the section's
-    whole = engine_settings(WholeSettings, search)
+    assert step.max_nodes == 3  # the stage's budget wins over the section's
+    whole = MODES[SearchMode.WHOLE].settings(Sections(search, PolicyConfig()))
     assert (whole.max_proofs, whole.timeout_s) == (11, 9.0)
 
 
 def engine_sources(mode: str, subgoal_mode: str, monkeypatch: pytest.MonkeyPatch) -> dict[type, set[str]]:
     """Each engine settings class `settings_from_config` builds in `mode` (sketch: with its subgoals in
-    `subgoal_mode`) → the fields it gives that class besides the `[search]` fields of their names."""
+    `subgoal_mode`) → the fields its mode gives that class (`search.mode.complete`)."""
     given: dict[type, set[str]] = {}
-    build = stage.engine_settings
+    build = complete
 
-    def recording(engine: type[Any], search: SearchConfig, **fields: Any) -> Any:
+    def recording(engine: type[Any], **fields: Any) -> Any:
         given.setdefault(engine, set()).update(fields)
-        return build(engine, search, **fields)
+        return build(engine, **fields)
 
-    monkeypatch.setattr(stage, "engine_settings", recording)
+    monkeypatch.setattr(modes, "complete", recording)
     stage.settings_from_config(SearchConfig(mode=mode, sketch_subgoal_mode=subgoal_mode), PolicyConfig())
     return given
 
 
-def unsourced(engine: type[Any], given: set[str]) -> list[str]:
-    """The fields of `engine` that no `[search]` field of their name fills, `settings_from_config` does not give and
-    no stage attaches (`stages.search.ATTACHED`): they would keep their defaults whatever the configuration says."""
-    return sorted({f.name for f in dataclasses.fields(engine)} - set(SearchConfig.model_fields) - given
-                  - set(ATTACHED))
-
-
 @pytest.mark.parametrize(("mode", "subgoal_mode"), [("step", "step"), ("whole", "step"), ("hybrid", "step"),
                                                     ("sketch", "step"), ("sketch", "hybrid")])
-def test_every_field_of_an_engines_settings_comes_from_the_configuration(
+def test_every_field_of_an_engines_settings_is_given_by_its_mode(
         mode: str, subgoal_mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A search knob is a `[search]` field and an engine settings field of one name (CONTRIBUTING.md, "A new search
-    knob"): an engine field under another name, or with no field in the section, is caught here."""
+    """A mode builds its engine's settings field by field from the sections (nothing copied by name): every field
+    but the attached ones (`search.mode.ATTACHED`) is given, so none keeps its default whatever the configuration
+    says."""
     given = engine_sources(mode, subgoal_mode, monkeypatch)
     built = {"step": {StepSettings}, "whole": {WholeSettings}, "hybrid": {HybridSettings},
              "sketch": {SketchSettings, StepSettings if subgoal_mode == "step" else HybridSettings}}[mode]
     assert set(given) == built
-    assert not set(ATTACHED) & (set(SearchConfig.model_fields) | set().union(*given.values()))  # attached: only so
-    assert {engine.__name__: unsourced(engine, fields) for engine, fields in given.items()} == {
-        engine.__name__: [] for engine in built}
+    assert not set(ATTACHED) & set().union(*given.values())  # attached: only so
+    assert {engine.__name__: sorted({f.name for f in dataclasses.fields(engine)} - fields - set(ATTACHED))
+            for engine, fields in given.items()} == {engine.__name__: [] for engine in built}
 
 
-def test_an_engine_field_the_configuration_does_not_fill_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_engine_field_its_mode_does_not_give_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     given = engine_sources("step", "step", monkeypatch)[StepSettings]
     grown = dataclasses.make_dataclass("GrownStepSettings", [("max_tactics_tried", int, 0)], bases=(StepSettings,),
                                        frozen=True)
-    assert unsourced(grown, given) == ["max_tactics_tried"]
+    fields = {name: getattr(StepSettings(), name) for name in given}
+    with pytest.raises(TypeError, match="GrownStepSettings built without max_tactics_tried: each field comes from"):
+        complete(grown, **fields)
+    with pytest.raises(TypeError, match="StepSettings built without seed:"):
+        complete(StepSettings, **{name: value for name, value in fields.items() if name != "seed"})
     every = {f.name for engine in (StepSettings, WholeSettings, HybridSettings, SketchSettings)
              for f in dataclasses.fields(engine)}
-    assert sorted(set(ATTACHED) - every) == []  # no stale name in the stage's list
-    assert unsourced(StepSettings, given - {"seed"}) == ["seed"]  # one settings_from_config stopped giving
+    assert sorted(set(ATTACHED) - every) == []  # no stale name in the list
 
 
 def test_theorems_the_last_iteration_left_unsolved_are_searched_at_the_larger_budget(tmp_path: Path,

@@ -17,7 +17,7 @@ from burnqed.lean.soundness import Verdict
 from burnqed.policy.base import Policy
 from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, TacticKind, TacticResult
-from burnqed.records.results import Edge, EdgeOutcome, FailureReason, UsageCurve
+from burnqed.records.results import Edge, EdgeOutcome, FailureReason, TheoremResult, UsageCurve
 from burnqed.records.theorem import Theorem
 from burnqed.search import skeleton
 from burnqed.search.answer import AnswerSlot
@@ -231,6 +231,20 @@ def meter() -> UsageMeter:
     return UsageMeter((), CountingLean(cast(LeanEnv, None)), tokens_before=12, calls_before=5)
 
 
+def test_a_meter_into_another_counts_its_tokens_there_too_and_keeps_its_units_and_marks() -> None:
+    """A sketch's subgoal search: its tokens are the theorem's too; its units, marks and curve are its own."""
+    lean = CountingLean(cast(LeanEnv, None))
+    theorem = UsageMeter((2,), lean, tokens_before=4)
+    subgoal = UsageMeter((1,), lean, into=theorem)
+    subgoal.add_tokens(5)
+    subgoal.reach(1)
+    theorem.add_tokens(2)
+    assert (subgoal.tokens, theorem.tokens) == (5, 11)
+    assert [(u.budget, u.tokens) for u in subgoal.recorded] == [(1, 5)] and theorem.recorded == []
+    assert subgoal.curve() == UsageCurve(tokens=[5], lean_calls=[0])
+    assert theorem.curve() == UsageCurve(tokens=[], lean_calls=[])
+
+
 SPENT = Spent(1.23456789, 0.1111111, 0.2222222, 0.3333333)
 
 
@@ -347,3 +361,11 @@ def test_a_curve_is_cumulative_and_read_beyond_its_end_as_the_totals() -> None:
         UsageCurve(tokens=[4, 3], lean_calls=[1, 1])
     with pytest.raises(ValueError, match="one each per unit"):
         UsageCurve(tokens=[4], lean_calls=[])
+
+
+@pytest.mark.parametrize(("mode", "units"), [(SearchMode.STEP, 3), (SearchMode.SKETCH, 3), (SearchMode.WHOLE, 7),
+                                             (SearchMode.HYBRID, 7)])
+def test_an_outcome_says_the_units_its_search_spent_in_its_modes_unit(mode: SearchMode, units: int) -> None:
+    """Expansions in step and sketch mode (a hybrid result's `nodes_expanded` are its rounds: not its unit)."""
+    result = TheoremResult(name="t", mode=mode, proved=False, nodes_expanded=3, proofs_sampled=7)
+    assert SearchOutcome(result, []).units == units

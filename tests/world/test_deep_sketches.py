@@ -9,7 +9,7 @@ import re
 from collections import Counter
 
 from leankit.world.checked import build_world, embedded_world
-from leankit.world.deep_sketches import DEEP_TEMPLATES
+from leankit.world.deep_sketches import DEEP_TEMPLATES, SHARED_LAYOUT
 from minilean.server import Server
 from tests.world.test_checked import _compiles
 
@@ -64,3 +64,23 @@ def test_every_recorded_proof_of_the_deep_family_compiles_in_minilean() -> None:
         for proof in theorem.proofs:
             assert _compiles(server, theorem, proof), (theorem.name, proof)
         server.reset({})
+
+
+def test_shared_situations_span_the_train_and_test_splits_and_append_last() -> None:
+    deep = build_world(0, sketches=True, deep_sketches=True)
+    world = build_world(0, sketches=True, deep_sketches=True, deep_shared=True)
+    assert world.theorems[:len(deep.theorems)] == deep.theorems
+    shared = world.theorems[len(deep.theorems):]
+    assert [t.split for t in shared] == list(SHARED_LAYOUT) * 2 == ["train", "train", "test", "test"] * 2
+    assert {t.template for t in shared} == {"sketch_deep_shared"} and len({t.name for t in world.theorems}) == len(
+        world.theorems)
+    server = Server()
+    for situation in (shared[:4], shared[4:]):
+        assert [depth(t.proofs[0]) for t in situation] == [1, 2, 2, 3]
+        assert len({t.statement.rsplit(" → ", 1)[0] for t in situation}) == 1  # one context: the same reals
+        # the test depth-3 statement's first fact is the training depth-2 statement's conclusion, proved by its facts
+        facts = [{found.group(3) for step in t.proofs[0] for found in HAVE.finditer(step)} for t in situation]
+        assert situation[1].statement.rsplit(" → ", 1)[1] in facts[3] and facts[1] <= facts[3]
+        for theorem in situation:
+            assert _compiles(server, theorem, theorem.proofs[0]), theorem.name
+            server.reset({})
