@@ -138,7 +138,7 @@ def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPat
     """The joint study's metrics come from the same embeddings train-ebm makes, so it embeds on the same threads."""
     import asyncio
 
-    import burnqed.stages.ebm_fit
+    import burnqed.ebm.sampling
     from burnqed.config import load_config
     from burnqed.eval.joint_study import measure_study
     from burnqed.storage import Store
@@ -151,4 +151,4 @@ def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPat
                                       store=Store.from_config(cfg.storage), echo=print,
                                       open_encoder=None))  # type: ignore[arg-type]
 
-    assert _threads_at_load_dataset(monkeypatch, burnqed.stages.ebm_fit, run)[0] == [2]
+    assert _threads_at_load_dataset(monkeypatch, burnqed.ebm.sampling, run)[0] == [2]

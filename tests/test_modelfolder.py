@@ -141,7 +141,8 @@ def test_burnqed_reads_a_downloaded_base_models_tokenizer_with_the_rule_it_decla
     from transformers import AutoTokenizer
 
     from burnqed.policy.localmodel import LocalModel
-    from burnqed.policy.modelfolder import load_tokenizer, tokenizer_probe, written_by_burnqed
+    from burnqed.policy.modelfolder import load_tokenizer, tokenizer_probe
+    from burnqed.policy.tokenizers_only import written_by_burnqed
     from burnqed.sft.model import load_tokenizer as sft_tokenizer
 
     raw, written = folders["bos-raw"], folders["bos"]

@@ -12,7 +12,7 @@ import pytest
 
 from benchmarks import sketch_depth
 from burnqed.data.decontaminate import ROUTE_EVAL, Benchmark
-from burnqed.stages.lemma_library import held_lemmas
+from burnqed.eval.lemma_library import held_lemmas
 from burnqed.storage import Store
 
 

@@ -36,7 +36,7 @@ Identity = Literal[
     "sft-joint",  # added to SFT's when sft.joint trains the value model's head too
     "sft-later",  # added to SFT's from iteration 1: what only an iteration ≥ 1 reads (iteration 0's output is shared)
     "sft-checkpoints",  # what an SFT checkpoint may resume under (`sft.checkpoints`)
-    "rl",  # the GRPO stage's output (`stages.rl`)
+    "rl",  # the GRPO stage's output (`rl.grpo`)
     "rl-checkpoints",  # what a GRPO checkpoint may resume under
     "export", "train-ebm", "joint-study", "report",
     "search", "eval",  # for the modes their mark names

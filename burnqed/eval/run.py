@@ -94,7 +94,7 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
 
 def pass_engine(engine: SearchSettings, k: int) -> SearchSettings:
     """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache and a lemma
-    source (over the library frozen at the eval's start: `stages.lemma_library.attach_library`) of its own
+    source (over the library frozen at the eval's start: `eval.lemma_library.attach_library`) of its own
     (`Mode.for_pass`), so the passes of pass@n stay independent searches."""
     settings: SearchSettings = mode_of(engine).for_pass(engine, k)
     return settings

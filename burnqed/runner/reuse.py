@@ -182,7 +182,7 @@ def rl_inputs(cfg: Config, store: Store, *, sft: str, index: TheoremIndex, traje
     (whole search's format and declaration form; `repair prompts`, the repair format, when search.repair_rounds > 0
     serves them: the effective value, as `proof examples` is SFT's)."""
     from burnqed.eval.run import theorem_digest
-    from burnqed.stages.rl import RlSettings
+    from burnqed.rl.grpo import RlSettings
 
     reward = RlSettings.from_config(cfg).reward
     repair = {} if reward.repair is None else {"repair prompts": str(reward.repair)}

@@ -23,7 +23,7 @@ lemma's proof is re-elaborated wherever it serves.
 A library is read once, when it is opened: entries written after that never serve it, and its `digest` names what
 it held. Before Lean sees an entry, `refusal` refuses it with its reason: another environment or header, one the
 stage holds out (made from a held-out theorem, or restating a benchmark theorem: `held`, derived from the data
-stage's decontamination by `burnqed.stages.lemma_library`), axioms beyond the standard three, keys that are not its
+stage's decontamination by `burnqed.eval.lemma_library`), axioms beyond the standard three, keys that are not its
 own statement's, a statement or proof the tactic guard refuses (`sorry`, `native_decide`, a command such as a local
 `notation`). A candidate Lean rejected is never offered again in the job.
 """
@@ -401,7 +401,7 @@ def closure(entry: LemmaEntry) -> str:
 def training_held(library: LemmaLibrary, theorems: Sequence[Theorem]) -> dict[str, str]:
     """The entries held out of a search of the training theorems `theorems` (digest → reason): those made from a test
     or valid theorem, and those restating a theorem searched (its statement's normal form, as the decontamination
-    compares: the theorem offered as its own lemma). An eval holds out more (`stages.lemma_library.held_lemmas`)."""
+    compares: the theorem offered as its own lemma). An eval holds out more (`eval.lemma_library.held_lemmas`)."""
     forms = {statement_normal_form(theorem.statement): theorem.name for theorem in theorems if theorem.statement}
     held: dict[str, str] = {}
     for entry in library.entries:

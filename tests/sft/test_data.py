@@ -34,12 +34,11 @@ from burnqed.sft.data import (
     encode_pairs,
     mix_pairs,
     read_base_proofs,
-    read_positives,
-    read_proof_examples,
-    read_repair_examples,
 )
+from burnqed.sft.examples import read_positives, read_proof_examples, read_repair_examples
 from burnqed.sft.model import load_for_training, load_tokenizer
-from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
+from burnqed.sft.train import SftRequest, run_sft
+from burnqed.sft.trainer import build_trainer, plan_training
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt

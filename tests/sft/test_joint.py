@@ -22,7 +22,7 @@ from burnqed.errors import ConfigError
 from burnqed.policy.localmodel import LocalModel
 from burnqed.sft.checkpoints import checkpoints_uri
 from burnqed.sft.export import ExportRequest, run_export
-from burnqed.sft.joint import (
+from burnqed.sft.joint_records import (
     ABORT_FILE,
     HEAD_FILE,
     JOINT_DIR,

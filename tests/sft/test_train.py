@@ -23,7 +23,8 @@ from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
 from burnqed.sft.manifests import SFT_RECORD, read_sft_record
-from burnqed.sft.train import SftOutcome, SftRequest, is_checkpoint_folder, plan_training, run_sft, scale_steps
+from burnqed.sft.train import SftOutcome, SftRequest, run_sft
+from burnqed.sft.trainer import is_checkpoint_folder, plan_training, scale_steps
 from burnqed.storage import MARKER_NAME, Store
 from burnqed.text.prompt import PromptFormat, build_prompt
 from burnqed.trajectory.labels import label_edges
@@ -154,7 +155,7 @@ def test_a_resumed_schedule_runs_at_the_configured_peaks_from_its_position_and_r
     import torch
     from transformers import get_scheduler
 
-    from burnqed.sft.train import _restore_peaks
+    from burnqed.sft.trainer import _restore_peaks
 
     def made(peaks: list[float]) -> tuple[Any, Any]:
         groups = [{"params": [torch.nn.Parameter(torch.ones(1))], "lr": peak} for peak in peaks]
