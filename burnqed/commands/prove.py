@@ -47,10 +47,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from burnqed.config import Config
-    from burnqed.eval.judging import JudgeSettings
     from burnqed.eval.result import EvalResult
     from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
+    from burnqed.search.judge import JudgeSettings
     from burnqed.stages.search import JobSettings
 
 
@@ -358,11 +358,11 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
-    from burnqed.eval.judging import check_definition_holes, check_judge
     from burnqed.eval.run import EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
     from burnqed.eval.stage import run_eval
     from burnqed.runner import requests
     from burnqed.runner.reuse import eval_request_inputs
+    from burnqed.search.judge import check_definition_holes, check_judge
 
     cfg, store = setup(config, model_set(model, set_))
     check_packages("eval", cfg, ebm=ebm is not None)  # before the Lean pool starts
@@ -402,7 +402,8 @@ def evaluate(
 
 def _alarm_exit(results: Sequence[EvalResult]) -> None:
     """Exit SOUNDNESS_ALARM_EXIT, after one line, when comparator refused a proof burnqed counted (`eval.judging`)."""
-    from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT, alarm_lines
+    from burnqed.eval.judging import alarm_lines
+    from burnqed.search.judge import SOUNDNESS_ALARM_EXIT
 
     if any(alarm_lines(result) for result in results):
         typer.echo(f"error: soundness alarm: comparator refused proofs burnqed counted (listed above; not counted); "
@@ -505,7 +506,7 @@ def merge_trajectories(
 def _merge_alarms(extra: dict[str, object]) -> None:
     """Each soundness alarm a merged prefix records (`_SUCCESS.json`'s `extra["judge"]`), then exit
     SOUNDNESS_ALARM_EXIT when there is one."""
-    from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT
+    from burnqed.search.judge import SOUNDNESS_ALARM_EXIT
 
     judged = extra.get("judge")
     alarms = judged.get("alarms") if isinstance(judged, dict) else None

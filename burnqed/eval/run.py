@@ -35,19 +35,19 @@ from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
-from burnqed.eval.judging import JudgeSettings, alarm_lines, judge_line, judge_passes, with_judges
+from burnqed.eval.judging import alarm_lines, judge_line, with_judges
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result, validate_budgets
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import (
     EvalResult,
     config_digest,
     git_commit,
-    lean_backend_label,
     load_eval_result,
     write_eval_result,
 )
 from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 from burnqed.layout import trajectories_beside
+from burnqed.lean.backend import lean_backend_label
 from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
@@ -59,6 +59,7 @@ from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
+from burnqed.search.judge import JudgeSettings, judge_passes
 from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
 from burnqed.search.lemmas import LibrarySource
 from burnqed.search.modes import MODES, SearchSettings, mode_of
@@ -118,7 +119,7 @@ class EvalJobSettings:
     @classmethod
     def from_config(cls, config: Config, budgets: Sequence[int], *, defer_judge: bool = False) -> EvalJobSettings:
         """The eval's settings; warns that search.verify=false does not apply here (eval compiles every proof it
-        counts). `defer_judge`: comparator judges in a later step (`eval.judging.JudgeSettings.of`). `ValueError`
+        counts). `defer_judge`: comparator judges in a later step (`search.judge.JudgeSettings.of`). `ValueError`
         unless the budgets are non-empty, positive, unique and ascending."""
         budgets = validate_budgets(budgets)
         if not config.search.verify:

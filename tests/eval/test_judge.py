@@ -18,9 +18,9 @@ import pytest
 
 from burnqed.errors import InputError
 from burnqed.eval.compare import compare_results
-from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT
 from burnqed.eval.result import EvalResult
 from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
+from burnqed.search.judge import SOUNDNESS_ALARM_EXIT
 from tests.conftest import double_argv
 from tests.doubles.fault_server import FaultServer
 from tests.processes import cli
