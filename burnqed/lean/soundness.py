@@ -488,6 +488,13 @@ def assembled_header(proof: str, theorem: Theorem, tactics: Sequence[str]) -> st
     return head[:-2] if head.endswith("\n\n") and head[:-2].strip() else None
 
 
+def names_file_lemmas(tactics: Sequence[str]) -> bool:
+    """Whether a counted proof's tactics use lemmas its file declares (`burnqed_lemma_<k>`, names burnqed gives and
+    `check_lemmas` reserves: a proof without lemmas that names one does not compile). Such tactics are not a proof of
+    the theorem on their own: training leaves them out as a whole proof (`sft.examples`)."""
+    return any(LEMMA_PREFIX in tactic for tactic in tactics)
+
+
 def stored_lemmas(proof: str, theorem: Theorem, tactics: Sequence[str]) -> tuple[FileLemma, ...] | None:
     """The lemmas `proof` was assembled with: `proof` is `assemble_proof(theorem, tactics, lemmas)` for these, each
     lemma's proof one tactic block (so the file is reproduced byte for byte); () for a file without lemmas; None when

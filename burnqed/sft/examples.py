@@ -17,6 +17,7 @@ from typing import Any
 
 from burnqed.config.sft import ProofsPerTheorem
 from burnqed.errors import InputError
+from burnqed.lean.soundness import names_file_lemmas
 from burnqed.records.enums import SearchMode
 from burnqed.records.replies import Goal
 from burnqed.records.results import SubgoalAttempt, TheoremResult
@@ -209,7 +210,7 @@ def _whole_example(result: TheoremResult, search: tuple[int, str],
     else:
         proof = chosen.get(result.name)
         tactics = list(proof.tactics) if proof is not None and (proof.source, proof.run_id) == search else []
-    if not tactics:
+    if not tactics or names_file_lemmas(tactics):  # a proof through its file's lemmas is no whole proof alone
         return None
     return SftPair(result.name, "", join_tactics(tactics, indent=""), TRAJECTORY, "whole", result.header,
                    result.declaration)
@@ -243,7 +244,7 @@ def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
                 results[(part.run_id, result.name)] = result
     proved: dict[str, str] = {}  # theorem → a verified proof body, by run id (any run's, when its own has none)
     for (_, name), result in sorted(results.items()):
-        if result.proved and result.tactics:
+        if result.proved and result.tactics and not names_file_lemmas(result.tactics):
             proved.setdefault(name, join_tactics(result.tactics, indent=""))
     seen: dict[SftPair, SftPair] = {}
     states: set[tuple[str, str, int]] = set()  # (run, theorem, parent) of the step and hybrid failures taken
@@ -263,7 +264,8 @@ def read_repair_examples(uris: Sequence[str], *, store: Store) -> list[SftPair]:
             found = results.get((run, name))
             if feedback is None or found is None or found.declaration is None:
                 continue
-            own = join_tactics(found.tactics, indent="") if found.proved and found.tactics else None
+            own = (join_tactics(found.tactics, indent="") if found.proved and found.tactics
+                   and not names_file_lemmas(found.tactics) else None)
             target = revised.get((run, name, node)) or own or proved.get(name)
             if target is None or not _takes(found, (run, name, parent), on_path, states):
                 continue
