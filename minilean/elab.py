@@ -142,6 +142,12 @@ def subst_many(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
     if isinstance(expr, Ascr):
         return Ascr(subst_many(expr.expr, mapping), expr.ty)
     assert isinstance(expr, Binder)
+    return _subst_binder(expr, mapping)
+
+
+def _subst_binder(expr: Binder, mapping: Mapping[str, Expr]) -> Expr:
+    """`subst_many` under a binder: its own name shadows the mapping, and it is renamed when a value would be
+    captured."""
     ty = subst_many(expr.ty, mapping) if expr.ty is not None else None
     inner = {k: v for k, v in mapping.items() if k != expr.name}
     if not inner:
@@ -185,45 +191,15 @@ def alpha_eq(a: Expr, b: Expr) -> bool:
 def type_of(expr: Expr, ctx: Context) -> Expr | None:
     """The type of an elaborated value expression (None for a bare numeral, which has no type yet)."""
     if isinstance(expr, Var):
-        if expr.name in ("True", "False"):
-            return PROP
-        if expr.name in ("true", "false"):
-            return BOOL
-        if is_name_literal(expr):
-            return NAME
-        found = ctx.get(expr.name)
-        if found is None and expr.name in active():
-            return active()[expr.name].ty
-        return found
+        return _variable_type(expr, ctx)
     if isinstance(expr, (Num, Sci)):
         return None
     if isinstance(expr, Ascr):
         return expr.ty
     if isinstance(expr, Op):
-        if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
-            for arg in expr.args:
-                ty = type_of(arg, ctx)
-                if ty is not None:
-                    return ty
-            return None
-        if expr.op == "^":
-            return type_of(expr.args[0], ctx)
-        if expr.op in ("∩", "∪", "\\", "ite"):
-            for arg in expr.args[1:] if expr.op == "ite" else expr.args:
-                ty = type_of(arg, ctx)
-                if ty is not None:
-                    return ty
-            return None
-        if expr.op == "==":
-            return BOOL
-        return PROP
+        return _operation_type(expr, ctx)
     if isinstance(expr, App):
-        fn_ty = type_of(expr.fn, ctx)
-        for _ in expr.args:
-            if not (isinstance(fn_ty, Op) and fn_ty.op == "→"):
-                return None
-            fn_ty = fn_ty.args[1]
-        return fn_ty
+        return _application_type(expr, ctx)
     if isinstance(expr, Binder):
         if expr.kind == "setOf":
             return set_of(expr.ty) if expr.ty is not None else None
@@ -235,6 +211,51 @@ def type_of(expr: Expr, ctx: Context) -> Expr | None:
                 return set_of(ty)
         return None
     return None
+
+
+def _application_type(expr: App, ctx: Context) -> Expr | None:
+    """The result type of a function applied to its arguments (None when it takes fewer)."""
+    fn_ty = type_of(expr.fn, ctx)
+    for _ in expr.args:
+        if not (isinstance(fn_ty, Op) and fn_ty.op == "→"):
+            return None
+        fn_ty = fn_ty.args[1]
+    return fn_ty
+
+
+def _variable_type(expr: Var, ctx: Context) -> Expr | None:
+    if expr.name in ("True", "False"):
+        return PROP
+    if expr.name in ("true", "false"):
+        return BOOL
+    if is_name_literal(expr):
+        return NAME
+    found = ctx.get(expr.name)
+    if found is None and expr.name in active():
+        return active()[expr.name].ty
+    return found
+
+
+def _operation_type(expr: Op, ctx: Context) -> Expr | None:
+    """An arithmetic or set operation has the type of its first typed operand, `ite` of its first typed branch,
+    `^` of its base; `==` is a `Bool`, the others are propositions."""
+    if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
+        for arg in expr.args:
+            ty = type_of(arg, ctx)
+            if ty is not None:
+                return ty
+        return None
+    if expr.op == "^":
+        return type_of(expr.args[0], ctx)
+    if expr.op in ("∩", "∪", "\\", "ite"):
+        for arg in expr.args[1:] if expr.op == "ite" else expr.args:
+            ty = type_of(arg, ctx)
+            if ty is not None:
+                return ty
+        return None
+    if expr.op == "==":
+        return BOOL
+    return PROP
 
 
 _DIAGNOSTICS = "Additional diagnostic information may be available using the `set_option diagnostics true` command."
@@ -307,56 +328,15 @@ class Elaborator:
     def _infer(self, expr: Expr) -> Expr | None:
         """The type `expr` has before numerals are fixed (None: only numerals decide it)."""
         if isinstance(expr, Var):
-            if expr.name in self.ctx:
-                return self.ctx[expr.name]
-            if expr.name in ("True", "False"):
-                return PROP
-            if expr.name in ("true", "false"):
-                return BOOL
-            if is_name_literal(expr) or (expr == DECL_NAME and self._decl_name() is not None):
-                return NAME
-            raise ElabError(f"unknown identifier '{expr.name}'")
+            return self._infer_variable(expr)
         if isinstance(expr, (Num, Sci)):
             return None
         if isinstance(expr, Ascr):
-            ascribed = normalize_type(expr.ty)
-            inner = self._infer(expr.expr)
-            if inner in NUMBER_TYPES and ascribed in NUMBER_TYPES and \
-                    NUMBER_TYPES.index(inner) < NUMBER_TYPES.index(ascribed):
-                raise ElabError(f"minilean: the cast of {pp(expr.expr)} from {pp(inner)} to {pp(ascribed)} (a "
-                                "coercion, which Lean inserts) is outside minilean's fragment")
-            if inner is not None and inner != ascribed:
-                raise ElabError(
-                    f"type mismatch\n  {pp(expr.expr)}\nhas type\n  {pp(inner)} : Type\nbut is expected to have "
-                    f"type\n  {pp(ascribed)} : Type")
-            return ascribed
+            return self._infer_ascription(expr)
         if isinstance(expr, Op):
-            if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
-                joined = _join([self._infer(a) for a in expr.args])
-                if joined is not None and joined not in NUMBER_TYPES:
-                    raise ElabError(f"failed to synthesize\n  {_class_of(expr.op)} {pp(joined)}")
-                return joined
-            if expr.op == "^":
-                return self._infer(expr.args[0])
-            if expr.op in ("∩", "∪", "\\"):
-                joined = _join([self._infer(a) for a in expr.args])
-                if joined is not None and element_type(joined) is None:
-                    raise ElabError(f"failed to synthesize\n  {_class_of(expr.op)} {pp(joined)}")
-                return joined
-            if expr.op == "==":
-                self._compared(expr)
-                return BOOL
-            if expr.op == "ite":
-                return _join([self._infer(a) for a in expr.args[1:]])
-            return PROP
+            return self._infer_operation(expr)
         if isinstance(expr, App):
-            fn_ty = self._infer(expr.fn)
-            for _ in expr.args:
-                if not (isinstance(fn_ty, Op) and fn_ty.op == "→"):
-                    raise ElabError(f"function expected at\n  {pp(expr.fn)}\nterm has type\n  "
-                                    f"{pp(fn_ty) if fn_ty is not None else '?'}")
-                fn_ty = fn_ty.args[1]
-            return fn_ty
+            return self._infer_application(expr)
         if isinstance(expr, Binder):
             if expr.kind == "setOf":
                 if expr.ty is not None:
@@ -370,18 +350,64 @@ class Elaborator:
             return set_of(elem) if elem is not None else None
         raise ElabError(f"unexpected term\n  {pp(expr)}")
 
+    def _infer_application(self, expr: App) -> Expr | None:
+        fn_ty = self._infer(expr.fn)
+        for _ in expr.args:
+            if not (isinstance(fn_ty, Op) and fn_ty.op == "→"):
+                raise ElabError(f"function expected at\n  {pp(expr.fn)}\nterm has type\n  "
+                                f"{pp(fn_ty) if fn_ty is not None else '?'}")
+            fn_ty = fn_ty.args[1]
+        return fn_ty
+
+    def _infer_variable(self, expr: Var) -> Expr | None:
+        if expr.name in self.ctx:
+            return self.ctx[expr.name]
+        if expr.name in ("True", "False"):
+            return PROP
+        if expr.name in ("true", "false"):
+            return BOOL
+        if is_name_literal(expr) or (expr == DECL_NAME and self._decl_name() is not None):
+            return NAME
+        raise ElabError(f"unknown identifier '{expr.name}'")
+
+    def _infer_ascription(self, expr: Ascr) -> Expr | None:
+        """`(e : T)` has type T when `e` has it or only numerals decide it (minilean inserts no coercion)."""
+        ascribed = normalize_type(expr.ty)
+        inner = self._infer(expr.expr)
+        if inner in NUMBER_TYPES and ascribed in NUMBER_TYPES and \
+                NUMBER_TYPES.index(inner) < NUMBER_TYPES.index(ascribed):
+            raise ElabError(f"minilean: the cast of {pp(expr.expr)} from {pp(inner)} to {pp(ascribed)} (a "
+                            "coercion, which Lean inserts) is outside minilean's fragment")
+        if inner is not None and inner != ascribed:
+            raise ElabError(
+                f"type mismatch\n  {pp(expr.expr)}\nhas type\n  {pp(inner)} : Type\nbut is expected to have "
+                f"type\n  {pp(ascribed)} : Type")
+        return ascribed
+
+    def _infer_operation(self, expr: Op) -> Expr | None:
+        if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
+            joined = _join([self._infer(a) for a in expr.args])
+            if joined is not None and joined not in NUMBER_TYPES:
+                raise ElabError(f"failed to synthesize\n  {_class_of(expr.op)} {pp(joined)}")
+            return joined
+        if expr.op == "^":
+            return self._infer(expr.args[0])
+        if expr.op in ("∩", "∪", "\\"):
+            joined = _join([self._infer(a) for a in expr.args])
+            if joined is not None and element_type(joined) is None:
+                raise ElabError(f"failed to synthesize\n  {_class_of(expr.op)} {pp(joined)}")
+            return joined
+        if expr.op == "==":
+            self._compared(expr)
+            return BOOL
+        if expr.op == "ite":
+            return _join([self._infer(a) for a in expr.args[1:]])
+        return PROP
+
     def _annotate(self, expr: Expr, ty: Expr) -> Expr:
         """`expr` with every numeral ascribed and every binder typed, given its type `ty`."""
-        if isinstance(expr, Num):
-            if ty not in NUMBER_TYPES:
-                raise ElabError(f"failed to synthesize\n  OfNat {pp(ty)} {expr.value}\nnumerals are polymorphic in "
-                                "Lean, but the numeral cannot be of this type")
-            return Ascr(expr, ty)
-        if isinstance(expr, Sci):
-            if ty not in FIELDS:
-                # Mathlib's `OfScientific` instances are on division rings (ℚ, ℝ); Lean's core has Float's
-                raise ElabError(f"failed to synthesize\n  OfScientific {pp(ty)}\n{_DIAGNOSTICS}")
-            return Ascr(expr, ty)
+        if isinstance(expr, (Num, Sci)):
+            return _literal(expr, ty)
         if isinstance(expr, Var):
             decl_name = self._decl_name() if expr == DECL_NAME else None
             return Var(f"`{decl_name}") if decl_name is not None else expr
@@ -389,31 +415,7 @@ class Elaborator:
             inner_ty = normalize_type(expr.ty)
             return self._annotate(expr.expr, inner_ty)
         if isinstance(expr, Op):
-            if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
-                if expr.op == "%" and ty in FIELDS:
-                    raise ElabError(f"failed to synthesize\n  HMod {pp(ty)} {pp(ty)} ?m")
-                return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
-            if expr.op == "^":
-                base, exponent = expr.args
-                if has_scientific(exponent):
-                    raise ElabError(f"minilean: the exponent {pp(exponent)} is a scientific literal (a real power, "
-                                    "`Real.rpow`), which is outside minilean's fragment")
-                exp_ty = self._infer(exponent) or NAT
-                if exp_ty != NAT:
-                    raise ElabError("real powers are outside minilean's fragment (exponents are natural numbers)")
-                return Op("^", (self._annotate(base, ty), self._annotate(exponent, NAT)))
-            if expr.op in ("∩", "∪", "\\"):
-                return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
-            if expr.op == "==":
-                if ty != BOOL:
-                    raise ElabError(f"type mismatch\n  {pp(expr)}\nhas type\n  Bool : Type\nbut is expected to have "
-                                    f"type\n  {pp(ty)} : Type")
-                compared = self._compared(expr)
-                return Op("==", tuple(self._annotate(a, compared) for a in expr.args))
-            if expr.op == "ite":
-                cond, then, other = expr.args
-                return Op("ite", (self._condition(cond), self._annotate(then, ty), self._annotate(other, ty)))
-            return self.prop(expr)
+            return self._annotate_operation(expr, ty)
         if isinstance(expr, App):
             fn_ty = self._infer(expr.fn)
             args = []
@@ -435,6 +437,33 @@ class Elaborator:
                 return Binder("setOf", expr.name, elem, self._under(expr.name, elem, expr.body, self.prop))
             return self.prop(expr)
         raise ElabError(f"unexpected term\n  {pp(expr)}")
+
+    def _annotate_operation(self, expr: Op, ty: Expr) -> Expr:
+        if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
+            if expr.op == "%" and ty in FIELDS:
+                raise ElabError(f"failed to synthesize\n  HMod {pp(ty)} {pp(ty)} ?m")
+            return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
+        if expr.op == "^":
+            base, exponent = expr.args
+            if has_scientific(exponent):
+                raise ElabError(f"minilean: the exponent {pp(exponent)} is a scientific literal (a real power, "
+                                "`Real.rpow`), which is outside minilean's fragment")
+            exp_ty = self._infer(exponent) or NAT
+            if exp_ty != NAT:
+                raise ElabError("real powers are outside minilean's fragment (exponents are natural numbers)")
+            return Op("^", (self._annotate(base, ty), self._annotate(exponent, NAT)))
+        if expr.op in ("∩", "∪", "\\"):
+            return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
+        if expr.op == "==":
+            if ty != BOOL:
+                raise ElabError(f"type mismatch\n  {pp(expr)}\nhas type\n  Bool : Type\nbut is expected to have "
+                                f"type\n  {pp(ty)} : Type")
+            compared = self._compared(expr)
+            return Op("==", tuple(self._annotate(a, compared) for a in expr.args))
+        if expr.op == "ite":
+            cond, then, other = expr.args
+            return Op("ite", (self._condition(cond), self._annotate(then, ty), self._annotate(other, ty)))
+        return self.prop(expr)
 
     def _decl_name(self) -> str | None:
         """What `decl_name%` names: the declaration being elaborated; Lean's error outside one."""
@@ -480,42 +509,7 @@ class Elaborator:
                 raise ElabError(f"type expected, got\n  ({expr.name} : {pp(ty)})")
             return expr
         if isinstance(expr, Op):
-            op = expr.op
-            if op == "==":  # a `Bool` where a proposition is expected: `b = true` (Lean's coercion)
-                return self._condition(expr)
-            if op in ("∧", "∨", "→", "↔"):
-                return Op(op, (self.prop(expr.args[0]), self.prop(expr.args[1])))
-            if op == "¬":
-                return Op(op, (self.prop(expr.args[0]),))
-            if op in ("=", "≠", "<", ">", "≤", "≥", "∣"):
-                lhs, rhs = expr.args
-                ty = _join([self._infer(lhs), self._infer(rhs)]) or _default_type(lhs, rhs)
-                if op in ("<", ">", "≤", "≥") and ty not in NUMBER_TYPES:
-                    if element_type(ty) is not None and op == "≤":
-                        pass
-                    else:
-                        raise ElabError(f"failed to synthesize\n  LT {pp(ty)}")
-                if op == "∣" and ty not in (NAT, INT):
-                    raise ElabError(f"failed to synthesize\n  Dvd {pp(ty)}\n(minilean: `∣` over ℕ and ℤ)")
-                return Op(op, (self._annotate(lhs, ty), self._annotate(rhs, ty)))
-            if op in ("∈", "∉"):
-                elem, coll = expr.args
-                coll_ty = self._infer(coll)
-                elem_ty = self._infer(elem)
-                if coll_ty is None:
-                    if elem_ty is None:
-                        elem_ty = _default_type(elem, coll)
-                    coll_ty = set_of(elem_ty)
-                inner = element_type(coll_ty)
-                if inner is None:
-                    raise ElabError(f"failed to synthesize\n  Membership ?m {pp(coll_ty)}")
-                return Op(op, (self.value(elem, inner), self._annotate(coll, coll_ty)))
-            if op == "⊆":
-                ty = _join([self._infer(a) for a in expr.args])
-                if ty is None or element_type(ty) is None:
-                    raise ElabError("failed to synthesize\n  HasSubset ?m")
-                return Op(op, tuple(self._annotate(a, ty) for a in expr.args))
-            raise ElabError(f"type mismatch: {pp(expr)} is not a proposition")
+            return self._prop_operation(expr)
         if isinstance(expr, Binder) and expr.kind in ("∀", "∃"):
             ty = normalize_type(expr.ty) if expr.ty is not None else self._guess_binder_type(expr)
             body = self._under(expr.name, ty, expr.body, self.prop)
@@ -531,50 +525,107 @@ class Elaborator:
             return self.prop(expr.expr)
         raise ElabError(f"type expected, got\n  ({pp(expr)})")
 
+    def _prop_operation(self, expr: Op) -> Expr:
+        op = expr.op
+        if op == "==":  # a `Bool` where a proposition is expected: `b = true` (Lean's coercion)
+            return self._condition(expr)
+        if op in ("∧", "∨", "→", "↔"):
+            return Op(op, (self.prop(expr.args[0]), self.prop(expr.args[1])))
+        if op == "¬":
+            return Op(op, (self.prop(expr.args[0]),))
+        if op in ("=", "≠", "<", ">", "≤", "≥", "∣"):
+            return self._relation(expr)
+        if op in ("∈", "∉"):
+            elem, coll = expr.args
+            coll_ty = self._infer(coll)
+            elem_ty = self._infer(elem)
+            if coll_ty is None:
+                if elem_ty is None:
+                    elem_ty = _default_type(elem, coll)
+                coll_ty = set_of(elem_ty)
+            inner = element_type(coll_ty)
+            if inner is None:
+                raise ElabError(f"failed to synthesize\n  Membership ?m {pp(coll_ty)}")
+            return Op(op, (self.value(elem, inner), self._annotate(coll, coll_ty)))
+        if op == "⊆":
+            ty = _join([self._infer(a) for a in expr.args])
+            if ty is None or element_type(ty) is None:
+                raise ElabError("failed to synthesize\n  HasSubset ?m")
+            return Op(op, tuple(self._annotate(a, ty) for a in expr.args))
+        raise ElabError(f"type mismatch: {pp(expr)} is not a proposition")
+
+    def _relation(self, expr: Op) -> Expr:
+        """`=`, `≠`, the orders (`≤` also on sets) and `∣` (on ℕ and ℤ), both sides at their joined type."""
+        op = expr.op
+        lhs, rhs = expr.args
+        ty = _join([self._infer(lhs), self._infer(rhs)]) or _default_type(lhs, rhs)
+        if op in ("<", ">", "≤", "≥") and ty not in NUMBER_TYPES:
+            if element_type(ty) is not None and op == "≤":
+                pass
+            else:
+                raise ElabError(f"failed to synthesize\n  LT {pp(ty)}")
+        if op == "∣" and ty not in (NAT, INT):
+            raise ElabError(f"failed to synthesize\n  Dvd {pp(ty)}\n(minilean: `∣` over ℕ and ℤ)")
+        return Op(op, (self._annotate(lhs, ty), self._annotate(rhs, ty)))
+
     def _guess_binder_type(self, binder: Binder) -> Expr:
         """A binder without a type gets the one its uses force (`∀ x ∈ A`: A's elements; `x < y` with
         `y : ℝ`: ℝ), else ℕ, the default instance of numerals (Lean: `∃ n, n * n = 49` is about ℕ)."""
-        name = binder.name
-        found: list[Expr] = []
+        found = self._forced_type(binder.body, binder.name)
+        return found if found is not None else NAT
 
-        def visit(expr: Expr) -> None:
-            if found:
-                return
-            if isinstance(expr, Op):
-                if expr.op in ("∈", "∉") and expr.args[0] == Var(name):
+    def _forced_type(self, expr: Expr, name: str) -> Expr | None:
+        """The type the first use of `name` in `expr` (walked left to right) forces, or None."""
+        if isinstance(expr, Op):
+            return self._forced_in_operation(expr, name)
+        if isinstance(expr, Binder) and expr.name != name:
+            return self._forced_type(expr.body, name)
+        if isinstance(expr, App):
+            fn_ty = self.ctx.get(expr.fn.name) if isinstance(expr.fn, Var) else None
+            for arg in expr.args:
+                if arg == Var(name) and isinstance(fn_ty, Op) and fn_ty.op == "→":
+                    return fn_ty.args[0]
+                if isinstance(fn_ty, Op):
+                    fn_ty = fn_ty.args[1]
+        return None
+
+    def _forced_in_operation(self, expr: Op, name: str) -> Expr | None:
+        """`x ∈ A`: A's elements; `x` beside a typed operand: that type; else what the operands force."""
+        if expr.op in ("∈", "∉") and expr.args[0] == Var(name):
+            try:
+                coll_ty = self._infer(expr.args[1])
+            except ElabError:
+                coll_ty = None
+            inner = element_type(coll_ty) if coll_ty is not None else None
+            if inner is not None:
+                return inner
+        if Var(name) in expr.args:
+            for arg in expr.args:
+                if arg != Var(name) and name not in free_vars(arg):
                     try:
-                        coll_ty = self._infer(expr.args[1])
+                        ty = self._infer(arg)
                     except ElabError:
-                        coll_ty = None
-                    inner = element_type(coll_ty) if coll_ty is not None else None
-                    if inner is not None:
-                        found.append(inner)
-                        return
-                if Var(name) in expr.args:
-                    for arg in expr.args:
-                        if arg != Var(name) and name not in free_vars(arg):
-                            try:
-                                ty = self._infer(arg)
-                            except ElabError:
-                                ty = None
-                            if ty is not None and ty != PROP:
-                                found.append(ty)
-                                return
-                for arg in expr.args:
-                    visit(arg)
-            elif isinstance(expr, Binder) and expr.name != name:
-                visit(expr.body)
-            elif isinstance(expr, App):
-                fn_ty = self.ctx.get(expr.fn.name) if isinstance(expr.fn, Var) else None
-                for arg in expr.args:
-                    if arg == Var(name) and isinstance(fn_ty, Op) and fn_ty.op == "→":
-                        found.append(fn_ty.args[0])
-                        return
-                    if isinstance(fn_ty, Op):
-                        fn_ty = fn_ty.args[1]
+                        ty = None
+                    if ty is not None and ty != PROP:
+                        return ty
+        for arg in expr.args:
+            found = self._forced_type(arg, name)
+            if found is not None:
+                return found
+        return None
 
-        visit(binder.body)
-        return found[0] if found else NAT
+
+def _literal(expr: Num | Sci, ty: Expr) -> Expr:
+    """A numeral (a number type) or a scientific literal (a field) ascribed its type `ty`."""
+    if isinstance(expr, Num):
+        if ty not in NUMBER_TYPES:
+            raise ElabError(f"failed to synthesize\n  OfNat {pp(ty)} {expr.value}\nnumerals are polymorphic in "
+                            "Lean, but the numeral cannot be of this type")
+        return Ascr(expr, ty)
+    if ty not in FIELDS:
+        # Mathlib's `OfScientific` instances are on division rings (ℚ, ℝ); Lean's core has Float's
+        raise ElabError(f"failed to synthesize\n  OfScientific {pp(ty)}\n{_DIAGNOSTICS}")
+    return Ascr(expr, ty)
 
 
 def _class_of(op: str) -> str:
@@ -604,33 +655,44 @@ def unfold(prop: Expr, ctx: Context) -> Expr | None:
             return Op("→", (Op("=", args), FALSE))
         if op == "∉":
             return Op("¬", (Op("∈", args),))
-        if op == "⊆":
-            elem = element_type(type_of(args[0], ctx) or type_of(args[1], ctx) or set_of(NAT)) or NAT
-            avoid = free_vars(prop) | set(ctx)
-            name = fresh_name("a", avoid)
-            x = Var(name)
-            return Binder("∀", name, elem, Op("→", (Op("∈", (x, args[0])), Op("∈", (x, args[1])))))
-        if op == "∣":
-            ty = type_of(args[0], ctx) or type_of(args[1], ctx) or NAT
-            name = fresh_name("c", free_vars(prop) | set(ctx))
-            return Binder("∃", name, ty, Op("=", (args[1], Op("*", (args[0], Var(name))))))
+        if op in ("⊆", "∣"):
+            return _unfold_quantified(prop, ctx)
         if op == "∈":
-            elem, coll = args
-            if isinstance(coll, Op) and coll.op == "∩":
-                return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
-            if isinstance(coll, Op) and coll.op == "∪":
-                return Op("∨", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
-            if isinstance(coll, Op) and coll.op == "\\":
-                return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∉", (elem, coll.args[1]))))
-            if isinstance(coll, Binder) and coll.kind == "setOf":
-                return subst(coll.body, coll.name, elem)
-            if isinstance(coll, SetLit):
-                if not coll.elems:
-                    return FALSE
-                head = Op("=", (elem, coll.elems[0]))
-                if len(coll.elems) == 1:
-                    return head
-                return Op("∨", (head, Op("∈", (elem, SetLit(coll.elems[1:])))))
+            return _unfold_membership(args[0], args[1])
+    return None
+
+
+def _unfold_quantified(prop: Op, ctx: Context) -> Expr:
+    """`s ⊆ t` as `∀ a, a ∈ s → a ∈ t`; `a ∣ b` as `∃ c, b = a * c`."""
+    args = prop.args
+    if prop.op == "⊆":
+        elem = element_type(type_of(args[0], ctx) or type_of(args[1], ctx) or set_of(NAT)) or NAT
+        avoid = free_vars(prop) | set(ctx)
+        name = fresh_name("a", avoid)
+        x = Var(name)
+        return Binder("∀", name, elem, Op("→", (Op("∈", (x, args[0])), Op("∈", (x, args[1])))))
+    ty = type_of(args[0], ctx) or type_of(args[1], ctx) or NAT
+    name = fresh_name("c", free_vars(prop) | set(ctx))
+    return Binder("∃", name, ty, Op("=", (args[1], Op("*", (args[0], Var(name))))))
+
+
+def _unfold_membership(elem: Expr, coll: Expr) -> Expr | None:
+    """`x ∈ s` unfolded for an intersection, a union, a difference, a set-builder and a set literal."""
+    if isinstance(coll, Op) and coll.op == "∩":
+        return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
+    if isinstance(coll, Op) and coll.op == "∪":
+        return Op("∨", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
+    if isinstance(coll, Op) and coll.op == "\\":
+        return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∉", (elem, coll.args[1]))))
+    if isinstance(coll, Binder) and coll.kind == "setOf":
+        return subst(coll.body, coll.name, elem)
+    if isinstance(coll, SetLit):
+        if not coll.elems:
+            return FALSE
+        head = Op("=", (elem, coll.elems[0]))
+        if len(coll.elems) == 1:
+            return head
+        return Op("∨", (head, Op("∈", (elem, SetLit(coll.elems[1:])))))
     return None
 
 
