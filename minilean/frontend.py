@@ -564,6 +564,36 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
     # Lean adds a declaration whose proof fails with `sorryAx` in place of the failing part.
     if decl.name:
         state.declared[decl.name] = SORRY_AXIOMS
+    goal = _goal(server, state, decl, unit, (name_start, name_end))
+    if goal is None:
+        return
+    body = decl.body
+    body_offset = base + decl.body_start + (len(body) - len(body.lstrip()))
+    by_pos = body_offset
+    engine = Engine(server.uniq)
+    goals = _run_body(server, state, engine, goal, body, body_offset, unit)
+    if goals is None:
+        return
+    sorried = engine.run_info.sorried_goals
+    end_offset = base + len(command.text.rstrip())
+    if goals:
+        unit["messages"] = [_message(server, state, f"unsolved goals\n{pp_goals(goals)}", by_pos, end_offset)]
+        return
+    if engine.run_info.sorried:
+        unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
+                                     severity="warning")]
+        if args.get("sorrys"):
+            _sorry_state(server, state, unit, args, decl, base, goal.mvar, sorried)
+        return
+    if decl.name:
+        state.declared[decl.name] = STANDARD_AXIOMS
+
+
+def _goal(server: FrontendHost, state: FileState, decl: _Decl, unit: JsonObj,
+          name_span: tuple[int, int]) -> Goal | None:
+    """The goal of a declaration's statement under its binders, recorded in `state`; None when it does not
+    elaborate (the error then in `unit`'s messages)."""
+    name_start, name_end = name_span
     try:
         hyps: list[Hyp] = []
         ctx: dict[str, Expr] = {}
@@ -583,24 +613,25 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         if not isinstance(exc, TermTooDeep):
             state.outside = True
             state.unelaborated.append((unit, text, name_start, name_end))
-        return
+        return None
     statement = target
     for hyp in reversed(hyps):
         statement = Binder("∀", hyp.name, hyp.ty, statement)
     if decl.name:
         state.statements[decl.name] = statement
         state.uses[decl.name] = free_vars(statement) & frozenset(active())
-    goal = Goal(tuple(hyps), target, None, server.uniq())
-    body = decl.body
+    return Goal(tuple(hyps), target, None, server.uniq())
+
+
+def _run_body(server: FrontendHost, state: FileState, engine: Engine, goal: Goal, body: str, body_offset: int,
+              unit: JsonObj) -> tuple[Goal, ...] | None:
+    """The goals left after a declaration's body (a `by` block's tactics, or a term as `exact`) runs on `goal`;
+    None when it stops on an error (then in `unit`'s messages)."""
     stripped = body.strip()
-    body_offset = base + decl.body_start + (len(body) - len(body.lstrip()))
-    engine = Engine(server.uniq)
     if re.match(r"by\b", stripped):
         blocks = _blocks(stripped[2:], body_offset + 2, state.text)
-        by_pos = body_offset
     else:
         blocks = [(body_offset, "sorry" if _SORRY.fullmatch(stripped) else f"exact {stripped}")]
-        by_pos = body_offset
     goals: tuple[Goal, ...] = (goal,)
     tactic_block = bool(re.match(r"by\b", stripped))  # a term body is checked by its elaboration
     for offset, block in blocks:
@@ -608,30 +639,18 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         if syntax is not None:  # Lean's parser stops there: no tactic of the block runs
             where = _file_offset(state.text, offset, block, syntax[0])
             unit["messages"] = [_message(server, state, syntax[1], where, where + 1)]
-            return
+            return None
         try:
             goals = engine.run(goals, block)
         except TacticError as exc:
             end = offset + len(block.split("\n")[0])
             unit["messages"] = [_message(server, state, exc.message, offset, end)]
-            return
+            return None
         except Exception as exc:  # a bug in minilean is an error of this declaration, never a pass
             unit["messages"] = [_message(server, state, f"minilean: internal error: {type(exc).__name__}: {exc}",
                                          offset)]
-            return
-    sorried = engine.run_info.sorried_goals
-    end_offset = base + len(command.text.rstrip())
-    if goals:
-        unit["messages"] = [_message(server, state, f"unsolved goals\n{pp_goals(goals)}", by_pos, end_offset)]
-        return
-    if engine.run_info.sorried:
-        unit["messages"] = [_message(server, state, "declaration uses 'sorry'", name_start, name_end,
-                                     severity="warning")]
-        if args.get("sorrys"):
-            _sorry_state(server, state, unit, args, decl, base, goal.mvar, sorried)
-        return
-    if decl.name:
-        state.declared[decl.name] = STANDARD_AXIOMS
+            return None
+    return goals
 
 
 def _sorry_state(server: FrontendHost, state: FileState, unit: JsonObj, args: JsonObj, decl: _Decl, base: int,
