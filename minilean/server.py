@@ -177,6 +177,11 @@ class Server:
             return wire.parse_error(self.version, problem)
         if not state.goals:
             return wire.no_goals(self.version, self.options)
+        return self._run_tactic(state, goal_id, tactic)
+
+    def _run_tactic(self, state: State, goal_id: int, tactic: str) -> JsonObj:
+        """`goal.tactic`'s tactic run on the goal `goal_id` of `state` (a type to fill: `_fill`): the new state, or
+        Lean's failure or interruption."""
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
         if is_type(focus.target):
