@@ -694,32 +694,33 @@ def _pp_binder(expr: Binder) -> str:
     return f"∀ {' '.join(parts)}, {pp(body)}"
 
 
+def _pp_operation(expr: Op) -> str:
+    """An infix operator with the parentheses its precedence needs, or a prefix one, `|x|`, `if … then … else`."""
+    if expr.op in _INFIX:
+        prec, assoc = _INFIX[expr.op]
+        left_need = prec if assoc == "left" else prec + 1
+        right_need = prec if assoc == "right" else prec + 1
+        lhs, rhs = expr.args
+        right = pp(rhs) if isinstance(rhs, Binder) and rhs.kind != "setOf" else _wrap(rhs, right_need)
+        return f"{_wrap(lhs, left_need)} {expr.op} {right}"
+    if expr.op == "¬":
+        return f"¬{_wrap(expr.args[0], 40)}"
+    if expr.op == "neg":
+        return f"-{_wrap(expr.args[0], 75)}"
+    if expr.op == "abs":
+        return f"|{pp(expr.args[0])}|"
+    if expr.op == "ite":
+        cond, then, other = expr.args
+        return f"if {pp(cond)} then {pp(then)} else {pp(other)}"
+    raise ValueError(f"unknown operator {expr.op}")
+
+
 def pp(expr: Expr) -> str:
     """Lean's pretty-printed form of `expr`."""
-    if isinstance(expr, Var):
-        return expr.name
-    if isinstance(expr, Num):
-        return str(expr.value)
-    if isinstance(expr, Sci):
-        return pp_scientific(expr)
+    if isinstance(expr, (Var, Num, Sci, Hole)):
+        return _pp_atom(expr)
     if isinstance(expr, Op):
-        if expr.op in _INFIX:
-            prec, assoc = _INFIX[expr.op]
-            left_need = prec if assoc == "left" else prec + 1
-            right_need = prec if assoc == "right" else prec + 1
-            lhs, rhs = expr.args
-            right = pp(rhs) if isinstance(rhs, Binder) and rhs.kind != "setOf" else _wrap(rhs, right_need)
-            return f"{_wrap(lhs, left_need)} {expr.op} {right}"
-        if expr.op == "¬":
-            return f"¬{_wrap(expr.args[0], 40)}"
-        if expr.op == "neg":
-            return f"-{_wrap(expr.args[0], 75)}"
-        if expr.op == "abs":
-            return f"|{pp(expr.args[0])}|"
-        if expr.op == "ite":
-            cond, then, other = expr.args
-            return f"if {pp(cond)} then {pp(then)} else {pp(other)}"
-        raise ValueError(f"unknown operator {expr.op}")
+        return _pp_operation(expr)
     if isinstance(expr, App):
         return " ".join([_wrap(expr.fn, MAX_PREC - 1), *(_wrap(a, MAX_PREC) for a in expr.args)])
     if isinstance(expr, Binder):
@@ -735,6 +736,12 @@ def pp(expr: Expr) -> str:
         return f"({pp(expr.expr)} : {pp(expr.ty)})"
     if isinstance(expr, SetLit):
         return "∅" if not expr.elems else f"{{{', '.join(pp(e) for e in expr.elems)}}}"
-    if isinstance(expr, Hole):
-        return expr.name
     return f"by {expr.text}"
+
+
+def _pp_atom(expr: Var | Num | Sci | Hole) -> str:
+    if isinstance(expr, (Var, Hole)):
+        return expr.name
+    if isinstance(expr, Num):
+        return str(expr.value)
+    return pp_scientific(expr)
