@@ -344,6 +344,21 @@ def _match(p: Expr, t: Expr, tel: Telescope, ctx: Context, depth: int) -> bool:
         return t == p or (isinstance(t, Ascr) and t.expr == p)
     if isinstance(p, Ascr) and not isinstance(t, Ascr):
         return _match(p.expr, t, tel, ctx, depth + 1)
+    if _match_shape(p, t, tel, ctx, depth):
+        return True
+    unfolded_t = unfold(t, ctx)
+    if unfolded_t is not None and _match(p, unfolded_t, tel, ctx, depth + 1):
+        return True
+    if not (isinstance(p, Var) and p.name in tel.metas):
+        unfolded_p = unfold(tel.inst(p), ctx)
+        if unfolded_p is not None and _match(unfolded_p, t, tel, ctx, depth + 1):
+            return True
+    return False
+
+
+def _match_shape(p: Expr, t: Expr, tel: Telescope, ctx: Context, depth: int) -> bool:
+    """`_match` of two operations, applications or binders part by part (the assignment left as it was when they
+    do not match), or of two equal terms."""
     if isinstance(p, Op) and isinstance(t, Op) and p.op == t.op and len(p.args) == len(t.args):
         saved = dict(tel.assign)
         if all(_match(a, b, tel, ctx, depth + 1) for a, b in zip(p.args, t.args, strict=True)):
@@ -367,18 +382,64 @@ def _match(p: Expr, t: Expr, tel: Telescope, ctx: Context, depth: int) -> bool:
         tel.assign.update(saved)
     elif p == t:
         return True
-    unfolded_t = unfold(t, ctx)
-    if unfolded_t is not None and _match(p, unfolded_t, tel, ctx, depth + 1):
-        return True
-    if not (isinstance(p, Var) and p.name in tel.metas):
-        unfolded_p = unfold(tel.inst(p), ctx)
-        if unfolded_p is not None and _match(unfolded_p, t, tel, ctx, depth + 1):
-            return True
     return False
 
 
 # ---------------------------------------------------------------------------------------------------
 # The checker.
+
+
+def _structure_field(head: Expr | None, name: str) -> Expr | None:
+    """What `h.1`, `h.2`, `h.left`, `h.right`, `h.mp`, `h.mpr`, `h.symm` prove of `h : a ∧ b` or `h : a ↔ b`."""
+    if isinstance(head, Op) and head.op == "∧":
+        if name in ("1", "left"):
+            return head.args[0]
+        if name in ("2", "right"):
+            return head.args[1]
+        if name == "symm":
+            return Op("∧", (head.args[1], head.args[0]))
+    if isinstance(head, Op) and head.op == "↔":
+        if name in ("1", "mp"):
+            return Op("→", head.args)
+        if name in ("2", "mpr"):
+            return Op("→", (head.args[1], head.args[0]))
+        if name == "symm":
+            return Op("↔", (head.args[1], head.args[0]))
+    return None
+
+
+def _relation_field(concl: Expr, name: str) -> Expr | None:
+    """What `h.symm` (of `=`, `≠`, `∨`), `h.le`, `h.ne` and `h.ne'` (of `<`, `>`) prove."""
+    if isinstance(concl, Op) and name == "symm" and concl.op in ("=", "≠", "∨"):
+        return Op(concl.op, (concl.args[1], concl.args[0]))
+    if isinstance(concl, Op) and concl.op in ("<", ">") and name == "le":
+        return Op("≤" if concl.op == "<" else "≥", concl.args)
+    if isinstance(concl, Op) and concl.op in ("<", ">") and name in ("ne", "ne'"):
+        a, b = concl.args if concl.op == "<" else (concl.args[1], concl.args[0])
+        return Op("≠", (a, b) if name == "ne" else (b, a))
+    return None
+
+
+def _chaining_field(tel: Telescope, concl: Expr, name: str) -> bool:
+    """`h.trans` (of an order, `=`, `⊆`, `∣`) and `h.elim` (of `∨`) made into `tel`, with the parameters they
+    take; False for another field."""
+    if isinstance(concl, Op) and concl.op in ("≤", "<", "=", "⊆", "∣") and name == "trans":
+        tel.fresh += 1
+        meta = f"?c#{tel.fresh}"
+        tel.metas.add(meta)
+        a, b = concl.args
+        tel.params = [Param(f"?h#{tel.fresh}", "proof", Op(concl.op, (b, Var(meta))), "h")]
+        tel.concl = Op(concl.op, (a, Var(meta)))
+        return True
+    if isinstance(concl, Op) and concl.op == "∨" and name == "elim":
+        tel.fresh += 1
+        meta = f"?c#{tel.fresh}"
+        tel.metas.add(meta)
+        tel.params = [Param(f"?l#{tel.fresh}", "proof", Op("→", (concl.args[0], Var(meta))), "left"),
+                      Param(f"?r#{tel.fresh}", "proof", Op("→", (concl.args[1], Var(meta))), "right")]
+        tel.concl = Var(meta)
+        return True
+    return False
 
 
 def type_mismatch(term: Expr, actual: Expr, expected: Expr) -> str:
@@ -415,29 +476,7 @@ class TermChecker:
 
     def infer(self, term: Expr) -> Telescope:
         if isinstance(term, Var):
-            hyp = self.goal.lookup(term.name)
-            if hyp is not None:
-                if hyp.ty in NUMBER_TYPES or element_type(hyp.ty) is not None or hyp.ty == PROP:
-                    raise ElabError(f"type mismatch\n  {term.name}\nhas type\n  {pp(hyp.ty)} : Type\nbut is "
-                                    "expected to have type a proposition")
-                return Telescope([], hyp.ty)
-            lemma = lemma_telescope(term.name)
-            if lemma is not None:
-                return lemma
-            earlier = file_theorem(term.name)
-            if earlier is not None:
-                return Telescope([], earlier)
-            if "." in term.name:
-                head, _, rest = term.name.partition(".")
-                if self.goal.lookup(head) is not None or lemma_telescope(head) is not None:
-                    base: Expr = Var(head)
-                    for part in rest.split("."):
-                        base = Proj(base, part)
-                    return self.infer(base)
-                # `h₀.trans h₁` written with a lemma namespace prefix is handled above; otherwise unknown
-            if term.name in ("rfl", "trivial"):
-                raise ElabError(f"invalid use of `{term.name}` without an expected type")
-            raise ElabError(f"unknown identifier '{term.name}'")
+            return self._infer_name(term)
         if isinstance(term, App):
             # `h.trans h₂` reaches here as App(Var("h.trans"), …): the head resolves the field notation
             tel = self.infer(term.fn)
@@ -455,6 +494,33 @@ class TermChecker:
         if isinstance(term, Hole):
             raise ElabError("don't know how to synthesize placeholder")
         raise ElabError(f"cannot infer the type of\n  {pp(term)}")
+
+    def _infer_name(self, term: Var) -> Telescope:
+        """A local hypothesis, a lemma, an earlier theorem of the file, or a field notation on one (`h.trans`,
+        `h.1.le`)."""
+        hyp = self.goal.lookup(term.name)
+        if hyp is not None:
+            if hyp.ty in NUMBER_TYPES or element_type(hyp.ty) is not None or hyp.ty == PROP:
+                raise ElabError(f"type mismatch\n  {term.name}\nhas type\n  {pp(hyp.ty)} : Type\nbut is "
+                                "expected to have type a proposition")
+            return Telescope([], hyp.ty)
+        lemma = lemma_telescope(term.name)
+        if lemma is not None:
+            return lemma
+        earlier = file_theorem(term.name)
+        if earlier is not None:
+            return Telescope([], earlier)
+        if "." in term.name:
+            head, _, rest = term.name.partition(".")
+            if self.goal.lookup(head) is not None or lemma_telescope(head) is not None:
+                base: Expr = Var(head)
+                for part in rest.split("."):
+                    base = Proj(base, part)
+                return self.infer(base)
+            # `h₀.trans h₁` written with a lemma namespace prefix is handled above; otherwise unknown
+        if term.name in ("rfl", "trivial"):
+            raise ElabError(f"invalid use of `{term.name}` without an expected type")
+        raise ElabError(f"unknown identifier '{term.name}'")
 
     def _peel(self, tel: Telescope) -> bool:
         """Turn the head of the conclusion (`∀`, `→`, `¬`, `⊆`) into a parameter; False if there is none."""
@@ -599,51 +665,13 @@ class TermChecker:
         head = whnf_for_proj(concl, self.ctx)
         name = proj.field
         tel = Telescope([], concl, set(base.metas), dict(base.assign), base.klass, base.fresh)
-        if isinstance(head, Op) and head.op == "∧":
-            if name in ("1", "left"):
-                tel.concl = head.args[0]
-                return tel
-            if name in ("2", "right"):
-                tel.concl = head.args[1]
-                return tel
-            if name == "symm":
-                tel.concl = Op("∧", (head.args[1], head.args[0]))
-                return tel
-        if isinstance(head, Op) and head.op == "↔":
-            if name in ("1", "mp"):
-                tel.concl = Op("→", head.args)
-                return tel
-            if name in ("2", "mpr"):
-                tel.concl = Op("→", (head.args[1], head.args[0]))
-                return tel
-            if name == "symm":
-                tel.concl = Op("↔", (head.args[1], head.args[0]))
-                return tel
-        if isinstance(concl, Op) and name == "symm" and concl.op in ("=", "≠", "∨"):
-            tel.concl = Op(concl.op, (concl.args[1], concl.args[0]))
+        projected = _structure_field(head, name)
+        if projected is None:
+            projected = _relation_field(concl, name)
+        if projected is not None:
+            tel.concl = projected
             return tel
-        if isinstance(concl, Op) and concl.op in ("<", ">") and name == "le":
-            tel.concl = Op("≤" if concl.op == "<" else "≥", concl.args)
-            return tel
-        if isinstance(concl, Op) and concl.op in ("<", ">") and name in ("ne", "ne'"):
-            a, b = concl.args if concl.op == "<" else (concl.args[1], concl.args[0])
-            tel.concl = Op("≠", (a, b) if name == "ne" else (b, a))
-            return tel
-        if isinstance(concl, Op) and concl.op in ("≤", "<", "=", "⊆", "∣") and name == "trans":
-            tel.fresh += 1
-            meta = f"?c#{tel.fresh}"
-            tel.metas.add(meta)
-            a, b = concl.args
-            tel.params = [Param(f"?h#{tel.fresh}", "proof", Op(concl.op, (b, Var(meta))), "h")]
-            tel.concl = Op(concl.op, (a, Var(meta)))
-            return tel
-        if isinstance(concl, Op) and concl.op == "∨" and name == "elim":
-            tel.fresh += 1
-            meta = f"?c#{tel.fresh}"
-            tel.metas.add(meta)
-            tel.params = [Param(f"?l#{tel.fresh}", "proof", Op("→", (concl.args[0], Var(meta))), "left"),
-                          Param(f"?r#{tel.fresh}", "proof", Op("→", (concl.args[1], Var(meta))), "right")]
-            tel.concl = Var(meta)
+        if _chaining_field(tel, concl, name):
             return tel
         # generalized field notation: `h.resolve_left hp` is `Or.resolve_left h hp` (h fills the first explicit
         # argument of the structure's own type)
