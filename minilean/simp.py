@@ -17,8 +17,8 @@ from fractions import Fraction
 
 from minilean.arith import closed_value
 from minilean.elab import FIELDS, NAT, NUMBER_TYPES, Context, alpha_eq, fresh_name, subst, type_of
+from minilean.lemmas import Telescope, instance_allowed, match
 from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars
-from minilean.terms import Telescope, instance_allowed, match
 
 MAX_PASSES = 24
 

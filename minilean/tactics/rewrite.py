@@ -12,13 +12,13 @@ from minilean.constants import active
 from minilean.defeq import delta
 from minilean.elab import alpha_eq, is_type, subst, subst_many
 from minilean.goals import Goal, Hyp, TacticError, pp_goal
+from minilean.lemmas import Param, Telescope
 from minilean.simp import Rule, rewrite_first
 from minilean.syntax import FALSE, TRUE, App, Binder, Expr, Op, Var, free_vars, parse, pp
 from minilean.tactics.base import TacticEngine, _ByAwareChecker
 from minilean.tactics.closing import tac_assumption
 from minilean.tactics.context import _fresh_mvar
 from minilean.tactics.script import _split_at, split_top
-from minilean.terms import Param, Telescope
 
 
 def tac_unfold(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
