@@ -1,4 +1,4 @@
-"""The decision tactics, through z3 in `minilean.arith` on exactly the facts the real tactic collects:
+"""The decision tactics, through z3 in `minilean.procedures` on exactly the facts the real tactic collects:
 `linarith`, `nlinarith`, `omega`, `tauto`; and `ring`, `ring_nf` (polynomial normal forms) and `positivity`
 (Mathlib's positivity extensions, syntactic).
 
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import re
 
-from minilean.arith import closed_value, linarith_refutes, omega_proves, omega_relevant, tauto_proves
+from minilean.arith import closed_value
 from minilean.elab import INT, NAT, NUMBER_TYPES, is_type, type_of
 from minilean.goals import Goal, Hyp, TacticError, number_inaccessible, pp_goal
+from minilean.procedures import linarith_refutes, omega_proves, omega_relevant, tauto_proves
 from minilean.syntax import FALSE, Binder, Expr, Num, Op, Sci, parse, pp
 from minilean.tactics.base import TacticEngine
 from minilean.tactics.intro import _intro_one

@@ -13,9 +13,9 @@ import re
 from collections.abc import Callable
 
 from leankit.text import matching_close
-from minilean.arith import Z3_TIMEOUT_MS
 from minilean.elab import ElabError
 from minilean.goals import Goal, Hyp, TacticError, child_tag, number_inaccessible, pp_goals
+from minilean.procedures import Z3_TIMEOUT_MS
 from minilean.syntax import Expr, ParseError
 from minilean.tactics.base import Run, _ByAwareChecker
 from minilean.tactics.context import _rename_inaccessible
