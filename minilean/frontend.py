@@ -24,8 +24,9 @@ from minilean.constants import SORRY_AXIOM, Constant, Env, FileTheorems, active,
 from minilean.elab import NAT, NUMBER_TYPES, PROP, ElabError, Elaborator, element_type, normalize_type, subst_many
 from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
+from minilean.parser import ParseError, TermTooDeep, parse
 from minilean.proof_states import Declared, State
-from minilean.syntax import Binder, By, Expr, Op, ParseError, TermTooDeep, Var, free_vars, parse, pp
+from minilean.syntax import Binder, By, Expr, Op, Var, free_vars, pp
 from minilean.tactic_parse import parse_problem
 from minilean.tactics import Engine, split_blocks
 from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys

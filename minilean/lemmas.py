@@ -27,17 +27,8 @@ from minilean.elab import (
     type_of,
     unfold,
 )
-from minilean.syntax import (
-    App,
-    Ascr,
-    Binder,
-    Expr,
-    Num,
-    Op,
-    Var,
-    free_vars,
-    parse,
-)
+from minilean.parser import parse
+from minilean.syntax import App, Ascr, Binder, Expr, Num, Op, Var, free_vars
 
 # name: "class | binders : conclusion". Classes: semiring (ℕ ℤ ℚ ℝ), ring (ℤ ℚ ℝ), field (ℚ ℝ), nat (ℕ),
 # int (ℤ), prop (the variables are propositions), set (sets and their elements).

@@ -28,8 +28,9 @@ from minilean.constants import Env, using
 from minilean.elab import ElabError, Elaborator, elaborate_prop, is_type, subst_many
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError, pp_goals
+from minilean.parser import ParseError, TermTooDeep, parse
 from minilean.proof_states import Declared, State
-from minilean.syntax import ParseError, TermTooDeep, parse, pp
+from minilean.syntax import pp
 from minilean.tactic_parse import parse_problem
 from minilean.tactics import Engine
 from minilean.wire import JsonObj, serve

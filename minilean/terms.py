@@ -32,21 +32,7 @@ from minilean.elab import (
 )
 from minilean.goals import Goal, Hyp, make_room, make_room_for, pp_goals
 from minilean.lemmas import CLASS_TYPES, Param, Telescope, lemma_telescope, match
-from minilean.syntax import (
-    TRUE,
-    Anon,
-    App,
-    Ascr,
-    Binder,
-    By,
-    Expr,
-    Hole,
-    Op,
-    Proj,
-    Var,
-    free_vars,
-    pp,
-)
+from minilean.syntax import TRUE, Anon, App, Ascr, Binder, By, Expr, Hole, Op, Proj, Var, free_vars, pp
 
 # ---------------------------------------------------------------------------------------------------
 # The checker.

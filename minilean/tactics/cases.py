@@ -22,7 +22,8 @@ from minilean.goals import (
     pp_goals,
     take_hyp,
 )
-from minilean.syntax import FALSE, Binder, Expr, Op, Var, parse, pp
+from minilean.parser import parse
+from minilean.syntax import FALSE, Binder, Expr, Op, Var, pp
 from minilean.tactics.base import TacticEngine
 from minilean.tactics.context import (
     _fresh_mvar,

@@ -12,8 +12,9 @@ import re
 from minilean.arith import closed_value
 from minilean.elab import INT, NAT, NUMBER_TYPES, is_type, type_of
 from minilean.goals import Goal, Hyp, TacticError, number_inaccessible, pp_goal
+from minilean.parser import parse
 from minilean.procedures import linarith_refutes, omega_proves, omega_relevant, tauto_proves
-from minilean.syntax import FALSE, Binder, Expr, Num, Op, Sci, parse, pp
+from minilean.syntax import FALSE, Binder, Expr, Num, Op, Sci, pp
 from minilean.tactics.base import TacticEngine
 from minilean.tactics.intro import _intro_one
 from minilean.tactics.script import split_top

@@ -15,8 +15,9 @@ from collections.abc import Callable
 from leankit.text import matching_close
 from minilean.elab import ElabError
 from minilean.goals import Goal, Hyp, TacticError, child_tag, number_inaccessible, pp_goals
+from minilean.parser import ParseError
 from minilean.procedures import Z3_TIMEOUT_MS
-from minilean.syntax import Expr, ParseError
+from minilean.syntax import Expr
 from minilean.tactics.base import Run, _ByAwareChecker
 from minilean.tactics.context import _rename_inaccessible
 from minilean.tactics.script import _strip_comments, split_blocks, split_top

@@ -13,8 +13,9 @@ from minilean.defeq import delta
 from minilean.elab import alpha_eq, is_type, subst, subst_many
 from minilean.goals import Goal, Hyp, TacticError, pp_goal
 from minilean.lemmas import Param, Telescope
+from minilean.parser import parse
 from minilean.simp import Rule, rewrite_first
-from minilean.syntax import FALSE, TRUE, App, Binder, Expr, Op, Var, free_vars, parse, pp
+from minilean.syntax import FALSE, TRUE, App, Binder, Expr, Op, Var, free_vars, pp
 from minilean.tactics.base import TacticEngine, _ByAwareChecker
 from minilean.tactics.closing import tac_assumption
 from minilean.tactics.context import _fresh_mvar

@@ -6,7 +6,7 @@ import itertools
 
 from minilean.elab import elaborate_prop
 from minilean.goals import Goal, TacticError
-from minilean.syntax import parse
+from minilean.parser import parse
 from minilean.tactics import Engine
 
 
