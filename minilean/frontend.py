@@ -21,7 +21,8 @@ from leankit.commands import commands, tokens
 from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.version import PantographVersion
 from minilean.constants import SORRY_AXIOM, Constant, Env, FileTheorems, active, reached, using, using_theorems
-from minilean.elab import NAT, NUMBER_TYPES, PROP, ElabError, Elaborator, element_type, normalize_type, subst_many
+from minilean.elab import NAT, NUMBER_TYPES, PROP, ElabError, element_type, normalize_type, subst_many
+from minilean.elaborator import Elaborator
 from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
 from minilean.parser import ParseError, TermTooDeep, parse

@@ -25,7 +25,8 @@ from leankit.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
 from leankit.version import SUPPORTED as PANTOGRAPH
 from minilean import frontend, wire
 from minilean.constants import Env, using
-from minilean.elab import ElabError, Elaborator, elaborate_prop, is_type, subst_many
+from minilean.elab import ElabError, is_type, subst_many
+from minilean.elaborator import Elaborator, elaborate_prop
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError, pp_goals
 from minilean.parser import ParseError, TermTooDeep, parse

@@ -21,7 +21,6 @@ from minilean.elab import (
     PROP,
     Context,
     ElabError,
-    Elaborator,
     element_type,
     normalize_type,
     subst,
@@ -30,6 +29,7 @@ from minilean.elab import (
     unfold,
     whnf,
 )
+from minilean.elaborator import Elaborator
 from minilean.goals import Goal, Hyp, make_room, make_room_for, pp_goals
 from minilean.lemmas import CLASS_TYPES, Param, Telescope, lemma_telescope, match
 from minilean.syntax import TRUE, Anon, App, Ascr, Binder, By, Expr, Hole, Op, Proj, Var, free_vars, pp

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from leankit.text import matching_close
-from minilean.elab import Elaborator, subst, whnf
+from minilean.elab import subst, whnf
+from minilean.elaborator import Elaborator
 from minilean.goals import (
     Goal,
     Hyp,

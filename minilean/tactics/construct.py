@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from minilean.defeq import defeq
-from minilean.elab import Elaborator, subst
+from minilean.elab import subst
+from minilean.elaborator import Elaborator
 from minilean.goals import Goal, TacticError, pp_goal
 from minilean.parser import parse
 from minilean.syntax import FALSE, TRUE, Binder, Op

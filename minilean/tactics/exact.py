@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from minilean.defeq import defeq
-from minilean.elab import ElabError, Elaborator, type_of
+from minilean.elab import ElabError, type_of
+from minilean.elaborator import Elaborator
 from minilean.goals import Goal, Hyp, TacticError, add_local, make_room_for, pp_goal
 from minilean.parser import parse
 from minilean.syntax import Expr, Hole, Op, Var, pp

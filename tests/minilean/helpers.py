@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from minilean.elab import elaborate_prop
+from minilean.elaborator import elaborate_prop
 from minilean.goals import Goal, TacticError
 from minilean.parser import parse
 from minilean.tactics import Engine

@@ -11,7 +11,8 @@ from fractions import Fraction
 
 import pytest
 
-from minilean.elab import REAL, ElabError, elaborate_prop
+from minilean.elab import REAL, ElabError
+from minilean.elaborator import elaborate_prop
 from minilean.goals import pp_goal
 from minilean.parser import ParseError, parse
 from minilean.syntax import MAX_SCIENTIFIC_EXPONENT, Ascr, Op, Proj, Sci, Var, pp
