@@ -19,7 +19,7 @@ from burnqed.errors import InputError
 
 T = TypeVar("T")
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
 model name\t: AMD EPYC

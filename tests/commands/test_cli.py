@@ -184,7 +184,7 @@ def test_eval_help_and_the_commands_page_name_every_search_mode() -> None:
     text = " ".join(re.sub(r"[│╭╰─╮╯]", " ", shown.output).split())
     assert ("`--set search.mode=whole|hybrid` evaluates the whole-proof modes, `--set search.mode=sketch` sketch "
             "search (a planner writes `have … := by sorry` sketches") in text
-    page = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text(encoding="utf-8")
     for command in ("search", "eval"):
         row = next(line for line in page.splitlines() if line.startswith(f"| `burnqed {command} --output"))
         assert [mode.value for mode in SearchMode if f"`{mode.value}`" not in row] == [], command

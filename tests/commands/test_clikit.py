@@ -105,7 +105,7 @@ def test_a_logged_warning_reads_like_every_other_warning_line() -> None:
     code = ("import logging\nfrom burnqed.commands.kit import configure\nconfigure(None, [])\n"
             "logging.getLogger('burnqed.eval.run').warning('%s mode does not evaluate %d theorems', 'step', 2)\n"
             "logging.getLogger('burnqed.lean.pool').info('worker %d started', 1)\n")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     env.pop("BURNQED_LOG_LEVEL", None)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
                           timeout=120)

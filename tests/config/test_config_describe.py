@@ -12,7 +12,7 @@ from burnqed.config.describe import all_keys, describe, markdown
 from burnqed.errors import ConfigError
 from tests.processes import cli
 
-DOC = Path(__file__).parents[1] / "docs" / "config.md"
+DOC = Path(__file__).parents[2] / "docs" / "config.md"
 
 
 def _leaf_paths(model: type, prefix: str = "") -> set[str]:
