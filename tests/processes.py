@@ -59,16 +59,6 @@ def stage_commands(stderr: str) -> list[list[str]]:
     return commands
 
 
-@functools.cache
-def _app_command() -> Any:
-    """The click command typer builds of the app (once: building it reads every command's options)."""
-    import typer
-
-    from burnqed.cli import app
-
-    return typer.main.get_command(app)
-
-
 def request_of(argv: Sequence[str]) -> StageRequest:
     """The request (`burnqed.runner.requests`) a `burnqed ARGV` command line asks for, as the app's own command reads
     it: its options parsed by the typer app's click command (`make_context`), each request field from the parameter
@@ -78,7 +68,7 @@ def request_of(argv: Sequence[str]) -> StageRequest:
     from burnqed.runner import requests
 
     words = list(argv)
-    command: Any = _app_command()
+    command: Any = _command()
     path: list[str] = []
     while hasattr(command, "commands") and words and words[0] in command.commands:
         path.append(words.pop(0))
