@@ -253,7 +253,7 @@ def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_d
 
     # One model folder: transformers 4.57.1 (an older SGLang image) reads the export as this transformers does,
     # and its tokenizer probe is the one SFT trained with.
-    from tests.test_modelfolder import under_transformers4
+    from tests.policy.test_modelfolder import under_transformers4
 
     [there] = under_transformers4(transformers4_env, tmp_path / "export")
     assert differences(describe(tmp_path / "export"), there) == []

@@ -131,10 +131,6 @@ def test_s3_bucket_that_does_not_exist_is_a_bad_path(s3_root: str) -> None:
 ])
 @pytest.mark.slow
 def test_every_command_takes_config_and_dash_h(command: list[str]) -> None:
-    from typer.testing import CliRunner
-
-    from burnqed.cli import app
-
-    done = CliRunner().invoke(app, [*command, "-h"], terminal_width=200)
-    assert done.exit_code == 0, done.output
-    assert "--config" in done.output and "--set" in done.output and "Usage" in done.output
+    done = cli(*command, "-h", terminal_width=200)
+    assert done.returncode == 0, done.stderr
+    assert "--config" in done.stdout and "--set" in done.stdout and "Usage" in done.stdout

@@ -29,7 +29,7 @@ from burnqed.base.signals import (
 )
 from burnqed.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _python(code: str, *, process_group: int | None = None) -> subprocess.Popen[str]:

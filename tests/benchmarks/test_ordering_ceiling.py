@@ -26,7 +26,7 @@ from tests.processes import cli
 # process (tests/conftest.py `minilean_in_process`).
 pytestmark = pytest.mark.usefixtures("minilean_in_process")
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 GOAL = "x : ℕ\nh₀ : x = 2\n⊢ x + x = 4 ∧ x = 2"
 LEFT = "x : ℕ\nh₀ : x = 2\n⊢ x + x = 4"
 

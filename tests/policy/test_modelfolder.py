@@ -49,7 +49,7 @@ ROPE_CASES: list[tuple[dict[str, Any] | None, float, int, int]] = [  # scaling, 
 ]
 pytestmark = pytest.mark.timeout(600)  # the module fixture starts two transformers 4.57 children (and may build
 #                                                  the tiny model): minutes on a busy 2-core machine
-CHECK_FOLDER = Path(__file__).resolve().parents[1] / "images" / "sglang" / "modelfolder-check"
+CHECK_FOLDER = Path(__file__).resolve().parents[2] / "images" / "sglang" / "modelfolder-check"
 
 
 @pytest.fixture(scope="module")

@@ -174,17 +174,14 @@ def test_eval_help_and_the_commands_page_name_every_search_mode() -> None:
     `eval` name every mode `search.mode` takes."""
     import re
 
-    from typer.testing import CliRunner
-
-    from burnqed.cli import app
     from burnqed.records.enums import SearchMode
 
-    shown = CliRunner().invoke(app, ["eval", "--help"], env={"COLUMNS": "200", "NO_COLOR": "1"})
-    assert shown.exit_code == 0, shown.output
-    text = " ".join(re.sub(r"[│╭╰─╮╯]", " ", shown.output).split())
+    shown = cli("eval", "--help", env={"COLUMNS": "200", "NO_COLOR": "1"})
+    assert shown.returncode == 0, shown.stderr
+    text = " ".join(re.sub(r"[│╭╰─╮╯]", " ", shown.stdout).split())
     assert ("`--set search.mode=whole|hybrid` evaluates the whole-proof modes, `--set search.mode=sketch` sketch "
             "search (a planner writes `have … := by sorry` sketches") in text
-    page = (Path(__file__).resolve().parents[1] / "docs" / "commands.md").read_text(encoding="utf-8")
+    page = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text(encoding="utf-8")
     for command in ("search", "eval"):
         row = next(line for line in page.splitlines() if line.startswith(f"| `burnqed {command} --output"))
         assert [mode.value for mode in SearchMode if f"`{mode.value}`" not in row] == [], command

@@ -92,7 +92,7 @@ def test_a_model_folder_is_evaluated_on_a_lean_file_in_one_command(tmp_path: Pat
     from burnqed.config import Config
     from burnqed.runner.plan import build_iteration
 
-    bench = Path(__file__).resolve().parent / "fixtures" / "benchmark" / "MyBench.lean"
+    bench = Path(__file__).resolve().parents[1] / "fixtures" / "benchmark" / "MyBench.lean"
     done = cli("eval", "--model", str(tiny_model_dir), "--theorems", str(bench), "--output", "mine/eval.json",
                "--show-theorems", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -115,7 +115,7 @@ def test_the_folders_the_readme_writes_into_are_ignored_by_git() -> None:
     import re
     import shutil
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     if shutil.which("git") is None or not (root / ".git").exists():
         pytest.skip("no git checkout")
     readme = (root / "README.md").read_text(encoding="utf-8")

@@ -12,7 +12,7 @@ from burnqed.config.describe import all_keys, describe, markdown
 from burnqed.errors import ConfigError
 from tests.processes import cli
 
-DOC = Path(__file__).parents[1] / "docs" / "config.md"
+DOC = Path(__file__).parents[2] / "docs" / "config.md"
 
 
 def _leaf_paths(model: type, prefix: str = "") -> set[str]:
@@ -29,14 +29,10 @@ def _leaf_paths(model: type, prefix: str = "") -> set[str]:
 
 
 def test_docs_config_md_is_what_the_models_say_and_what_the_command_prints() -> None:
-    from typer.testing import CliRunner
-
-    from burnqed.cli import app
-
     assert DOC.read_text(encoding="utf-8") == markdown(), (
         "docs/config.md is stale: regenerate it with `burnqed config describe --markdown > docs/config.md`")
-    printed = CliRunner().invoke(app, ["config", "describe", "--markdown"])
-    assert (printed.exit_code, printed.output) == (0, markdown())
+    printed = cli("config", "describe", "--markdown")
+    assert (printed.returncode, printed.stdout, printed.stderr) == (0, markdown(), "")
 
 
 def test_every_key_of_every_section_is_described_with_a_type_and_a_default() -> None:
@@ -79,14 +75,11 @@ def test_the_command_prints_a_key_and_refuses_a_typo_in_one_line() -> None:
 
 
 def test_markdown_with_a_key_prints_only_its_rows_and_refuses_a_typo() -> None:
-    from typer.testing import CliRunner
-
-    from burnqed.cli import app
-
-    done = CliRunner().invoke(app, ["config", "describe", "--markdown", "lean.workers"])
-    header, _, row = done.output.splitlines()
-    assert done.exit_code == 0 and header.startswith("| key |") and row.startswith("| `lean.workers` | integer or null")
-    section = CliRunner().invoke(app, ["config", "describe", "search", "--markdown"]).output.splitlines()[2:]
+    done = cli("config", "describe", "--markdown", "lean.workers")
+    header, _, row = done.stdout.splitlines()
+    assert done.returncode == 0 and header.startswith("| key |")
+    assert row.startswith("| `lean.workers` | integer or null")
+    section = cli("config", "describe", "search", "--markdown").stdout.splitlines()[2:]
     assert [line.split(" | ")[0] for line in section] == [f"| `{k.path}`" for k in describe("search")]
     typo = cli("config", "describe", "--markdown", "polcy.top_k")
     assert typo.returncode == 2 and "did you mean policy.top_k?" in typo.stderr

@@ -6,12 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.config import DEFAULT_DENY, load_config, parse_value
 from burnqed.config.loader import JOINT_WITH_RL
 from burnqed.errors import ConfigError
+from tests.processes import cli
 
 
 def test_embedded_defaults():
@@ -140,7 +139,6 @@ def test_joint_training_with_the_rl_stage_is_refused_in_one_line(tmp_path: Path)
     assert str(info.value) == f"invalid configuration: {JOINT_WITH_RL}"
     assert "\n" not in JOINT_WITH_RL
     root = tmp_path / "runs"
-    result = CliRunner().invoke(app, ["iterate", "--iter", "0", "--root", str(root), "--set", "sft.joint=true",
-                                      "--set", "rl.enabled=true"])
-    assert (result.exit_code, result.stderr) == (2, f"error: invalid configuration: {JOINT_WITH_RL}\n")
+    result = cli("iterate", "--iter", "0", "--root", str(root), "--set", "sft.joint=true", "--set", "rl.enabled=true")
+    assert (result.returncode, result.stderr) == (2, f"error: invalid configuration: {JOINT_WITH_RL}\n")
     assert not root.exists()

@@ -156,7 +156,7 @@ def test_search_and_eval_refuse_a_place_another_writer_holds(tmp_path: Path, sto
     with hold_lease(store, str(place), what="search output", command="burnqed search --output elsewhere"):
         refused = subprocess.run([sys.executable, "-m", "burnqed.cli", *argv], capture_output=True, text=True,
                                  timeout=120, check=False,
-                                 env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+                                 env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
     assert refused.returncode == 2, refused.stderr
     assert refused.stderr.count("\n") == 1 and f"is in use by pid {os.getpid()} on " in refused.stderr
     assert "`burnqed search --output elsewhere`" in refused.stderr

@@ -11,12 +11,12 @@ import typer
 from typer.testing import CliRunner
 
 from burnqed.base.signals import Terminated
-from burnqed.cli import app
 from burnqed.commands.kit import already_done, one_line_errors, reports_errors, setup
 from burnqed.errors import InputError, LeanStartError, from_leankit
 from burnqed.provenance import InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, Store
 from leankit.failures import BadInput, LeankitFailure, LeanStartFailure
+from tests.processes import cli
 
 
 def test_setup_builds_the_configuration_and_store_and_checks_the_output(tmp_path: Path) -> None:
@@ -87,9 +87,9 @@ def test_a_leankit_failure_reaching_a_command_is_one_line_and_burnqeds_exit_code
 def test_a_broken_corpus_source_stops_data_prepare_with_one_line(tmp_path: Path) -> None:
     broken = tmp_path / "broken.json"
     broken.write_text('{"name": "x", "theorems": [', encoding="utf-8")
-    result = CliRunner().invoke(app, ["data", "prepare", "--output", str(tmp_path / "out"), "--set",
-                                      f'data.sources=[{{"kind": "bundled", "path": "{broken}"}}]'])
-    assert result.exit_code == 2
+    result = cli("data", "prepare", "--output", str(tmp_path / "out"), "--set",
+                 f'data.sources=[{{"kind": "bundled", "path": "{broken}"}}]')
+    assert result.returncode == 2
     assert result.stderr == (f"error: corpus file {broken} is not valid JSON: Expecting value: line 1 column 28 "
                              "(char 27) (the format is in docs/replay-corpus.md)\n")
 
@@ -105,7 +105,7 @@ def test_a_logged_warning_reads_like_every_other_warning_line() -> None:
     code = ("import logging\nfrom burnqed.commands.kit import configure\nconfigure(None, [])\n"
             "logging.getLogger('burnqed.eval.run').warning('%s mode does not evaluate %d theorems', 'step', 2)\n"
             "logging.getLogger('burnqed.lean.pool').info('worker %d started', 1)\n")
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     env.pop("BURNQED_LOG_LEVEL", None)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env,
                           timeout=120)

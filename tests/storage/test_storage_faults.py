@@ -429,11 +429,11 @@ def test_a_report_process_whose_disk_fills_mid_run_says_so_in_one_line(tmp_path:
     args = mid_run_inputs(tmp_path / "inputs")["report"]
     out = tmp_path / "out"
     out.mkdir()
-    double = Path(__file__).parent / "doubles" / "filling_disk.py"
+    double = Path(__file__).parents[1] / "doubles" / "filling_disk.py"
     done = subprocess.run([sys.executable, str(double), str(out), "1000", "ENOSPC", "--",
                            *[str(out / "report") if a == "OUT" else a for a in args]],
                           capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 1, done.stderr
     assert done.stderr.startswith(f"error: no space left writing {out}/.report.") and done.stderr.count("\n") == 1
     assert "nothing partial was published" in done.stderr

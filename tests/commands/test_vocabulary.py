@@ -13,13 +13,13 @@ import pytest
 import typer
 from typer import _click
 from typer.core import TyperArgument, TyperOption
-from typer.testing import CliRunner
 
 from burnqed.cli import app
 from burnqed.commands.vocabulary import LISTING, PANELS, RENAMES, Command, Group, deprecation_line, model_set
 from burnqed.layout import Layout
 from burnqed.storage import Store
 from tests.eval.test_report import publish
+from tests.processes import cli
 
 TYPE_NOISE = re.compile(r"<(?:bool|str|int|float|path|file|list\[[^\]]*\]|(?:int|float) range|[a-z_]+)>")
 
@@ -54,7 +54,7 @@ def test_the_top_level_help_lists_every_command_in_its_panel_in_order() -> None:
     root = typer.main.get_group(app)
     assert list(LISTING) == root.list_commands(typer.Context(root))
     assert set(LISTING) == set(root.commands)
-    shown = CliRunner().invoke(app, ["-h"], terminal_width=160).output
+    shown = cli("-h", terminal_width=160).stdout
     titles = re.findall(r"╭─ ([A-Z][a-z ]+) ─", shown)
     assert titles == ["Options", *PANELS]
     listed = re.findall(r"^│ ([a-z-]+) {2,}", shown.split("╭─ Getting started", 1)[1], flags=re.MULTILINE)
@@ -63,12 +63,11 @@ def test_the_top_level_help_lists_every_command_in_its_panel_in_order() -> None:
 
 @pytest.mark.slow  # every command's help, rendered
 def test_no_help_shows_type_noise_and_every_value_option_names_what_it_takes() -> None:
-    runner = CliRunner()
     for path, command in commands():
-        shown = runner.invoke(app, [*path, "-h"], terminal_width=160)
-        assert shown.exit_code == 0, (path, shown.output)
-        assert TYPE_NOISE.search(shown.output) is None, (path, TYPE_NOISE.search(shown.output))
-        assert "Usage: burnqed" in shown.output
+        shown = cli(*path, "-h", terminal_width=160)
+        assert shown.returncode == 0, (path, shown.stderr)
+        assert TYPE_NOISE.search(shown.stdout) is None, (path, TYPE_NOISE.search(shown.stdout))
+        assert "Usage: burnqed" in shown.stdout
         context = typer.Context(command)
         for param in command.get_params(context):
             if isinstance(param, TyperOption):
@@ -115,8 +114,8 @@ def test_iterate_plan_and_run_all_take_the_model_as_the_base_their_sft_fine_tune
     (tmp_path / "my-model").mkdir()
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         (tmp_path / "my-model" / name).write_text("{}")
-    done = CliRunner().invoke(app, ["plan", "--root", str(tmp_path / "runs"), "--model", "my-model"])
-    assert done.exit_code == 0, done.output
+    done = cli("plan", "--root", str(tmp_path / "runs"), "--model", "my-model")
+    assert done.returncode == 0, done.stderr
     (base,) = [line for line in done.stdout.splitlines() if " eval-base " in line]
     assert base.endswith(f"--model my-model --output file://{tmp_path}/runs/iter_0/eval-base/eval.json")
     # the same settings reach every stage run: the configuration iterate's children load (burnqed.runner.local.env_for)
@@ -151,7 +150,7 @@ def test_iter_is_optional_everywhere_with_its_default_said() -> None:
             assert param.default is None and "Default: the last" in (param.help or ""), path
         else:
             assert param.default == 0 and param.show_default, path
-    shown = CliRunner().invoke(app, ["iterate", "-h"], terminal_width=160).output
+    shown = cli("iterate", "-h", terminal_width=160).stdout
     row = shown.split("│ --iter ", 1)[1].split("│ --", 1)[0]
     assert row.split()[0] == "I" and "[default: 0]" in row
 
@@ -159,25 +158,18 @@ def test_iter_is_optional_everywhere_with_its_default_said() -> None:
 @pytest.mark.parametrize(("command", "old", "new"), [(c, o, n) for c, names in RENAMES.items()
                                                      for o, n in names.items()])
 def test_every_rename_is_hidden_from_help_and_its_old_spelling_still_parses(command: str, old: str, new: str) -> None:
-    (cli,) = [c for path, c in commands() if path == (command,)]
-    declared = {opt for param in cli.params if isinstance(param, TyperOption) for opt in (*param.opts,
+    (renamed,) = [c for path, c in commands() if path == (command,)]
+    declared = {opt for param in renamed.params if isinstance(param, TyperOption) for opt in (*param.opts,
                                                                                             *param.secondary_opts)}
     assert new in declared and old not in declared
-    shown = CliRunner().invoke(app, [command, "-h"], terminal_width=160).output
+    shown = cli(command, "-h", terminal_width=160).stdout
     assert re.search(rf"{re.escape(old)}\b(?!-)", shown) is None
 
 
 def _run(*args: str, cwd: Path) -> tuple[int, list[str]]:
     """The command in this process, from `cwd`: its exit code and stderr lines."""
-    import os
-
-    before = os.getcwd()
-    os.chdir(cwd)
-    try:
-        done = CliRunner().invoke(app, list(args))
-    finally:
-        os.chdir(before)
-    return done.exit_code, done.stderr.splitlines()
+    done = cli(*args, cwd=cwd)
+    return done.returncode, done.stderr.splitlines()
 
 
 @pytest.mark.slow  # five commands, each to its first refusal
@@ -220,8 +212,8 @@ def test_report_without_output_writes_the_last_finished_iteration_into_the_run_l
         f"--root runs` writes its report to {at.report(2)} when it is; give --output to write a report of what there "
         "is elsewhere"])
     assert not (tmp_path / "runs" / "iter_2" / "report").exists()
-    done = CliRunner().invoke(app, ["report", "--root", str(tmp_path / "runs")])
-    assert done.exit_code == 0, done.output
+    done = cli("report", "--root", str(tmp_path / "runs"))
+    assert done.returncode == 0, done.stderr
     assert f"report: {at.report(1)}/report.md" in done.stdout.splitlines()
     assert store.is_done(at.report(1)) and not (tmp_path / "runs" / "iter_0" / "report").exists()
     empty = tmp_path / "empty"
@@ -257,8 +249,8 @@ def test_an_empty_model_is_refused_naming_the_option(tmp_path: Path, monkeypatch
             "plan": "sft.base_model and policy.model"}
     for command, default in said.items():
         args = ["--output", "out"] if command in ("eval", "search") else ["--root", "runs"]
-        refused = CliRunner().invoke(app, [command, "--model", "", *args])
-        assert (refused.exit_code, refused.stdout, refused.stderr) == (
+        refused = cli(command, "--model", "", *args)
+        assert (refused.returncode, refused.stdout, refused.stderr) == (
             2, "", "error: --model is empty (an unset variable?): give a model folder (a path or URI), or leave "
             f"--model out for {default} (unset: the tiny embedded model)\n"), command
     assert list(tmp_path.iterdir()) == []
@@ -270,14 +262,13 @@ def test_output_and_iter_show_one_placeholder_each() -> None:
     # "I [0<=x<=2147483647]" beside "I [x>=0]"
     from burnqed.commands.vocabulary import OUTPUT_METAVAR
 
-    runner = CliRunner()
     shown: dict[str, set[str]] = {"--output": set(), "--iter": set()}
     for path, command in commands():
         context = typer.Context(command)
         names = {opt for param in command.get_params(context) for opt in getattr(param, "opts", [])}
         if not names & set(shown):
             continue
-        text = runner.invoke(app, [*path, "-h"], terminal_width=200).output
+        text = cli(*path, "-h", terminal_width=200).stdout
         for option, seen in shown.items():
             row = re.search(rf"│ [* ]*{option}(?: +-o)? +([A-Z|]+(?: \[[^\]]*\])?)", text)
             if option in names:

@@ -23,7 +23,7 @@ from burnqed.errors import InputError, StorageError
 from burnqed.storage import MARKER_NAME, PUBLISHING_NAME, StageMarker, Store, markers
 from burnqed.storage import store as store_module
 from tests.processes import cli
-from tests.test_storage_faults import WOULD_WAIT, assert_one_line, invoke
+from tests.storage.test_storage_faults import WOULD_WAIT, assert_one_line, invoke
 
 USER_FILE = "notes.txt"
 USER_TEXT = "my notes, not burnqed's\n"

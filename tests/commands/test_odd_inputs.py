@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.config import load_config
 from burnqed.lean.inprocess import InProcessReplayPool
@@ -31,10 +30,8 @@ SHARD_SHAPE = "expected I/N, two whole numbers, e.g. 0/4"
 
 def invoke(*args: str) -> tuple[int, str, list[str]]:
     """`burnqed ARGS` in this process: exit code, stdout and stderr lines."""
-    from burnqed.cli import app
-
-    done = CliRunner().invoke(app, list(args), env={"BURNQED_HOME": None})
-    return done.exit_code, done.stdout, done.stderr.strip().splitlines()
+    done = cli(*args, env={"BURNQED_HOME": None})
+    return done.returncode, done.stdout, done.stderr.strip().splitlines()
 
 
 @pytest.mark.parametrize(("args", "line"), [

@@ -19,7 +19,7 @@ from burnqed.errors import InputError
 
 T = TypeVar("T")
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 CPUINFO = """processor\t: 0
 vendor_id\t: AuthenticAMD
 model name\t: AMD EPYC
@@ -127,6 +127,8 @@ def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.Monk
     reading the trajectories on, which is where the stage starts)."""
     import burnqed.stages.train_ebm
 
+    # typer's runner, not tests/processes.py's cli: cli puts torch's thread count back itself, which would hide
+    # whether the command does
     seen, result = _threads_at_load_dataset(monkeypatch, burnqed.stages.train_ebm, lambda: CliRunner().invoke(
         app, ["train-ebm", "--trajectories", str(tmp_path / "t"), "--output", str(tmp_path / "ebm"),
               "--set", "ebm.device=cpu", *sets]))
