@@ -20,9 +20,8 @@ config from a ConfigMap, S3 credentials from a Secret, and a retry expression fo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from importlib.metadata import version
+from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from hera.workflows import DAG, Container, Parameter, Resources, Task, UserContainer, Workflow
@@ -43,7 +42,7 @@ from burnqed.cluster.judge_pod import JUDGE_LABEL, judge_security, sandbox_kind
 from burnqed.cluster.memory import PlanKeys, add_quantities, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
 from burnqed.cluster.rl_plan import RL_LORA_SLOTS, rl_gpu_plan, rl_server_plan
-from burnqed.config import ClusterConfig, Config, LeanConfig
+from burnqed.config import ClusterConfig, Config
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.errors import ConfigError
 from burnqed.records.enums import SearchMode
@@ -51,11 +50,10 @@ from burnqed.runner.plan import SHARD, Resource, Stage, build_iteration, judge_s
 from burnqed.runner.requests import EvalRequest, RlRequest
 
 from ._params import ROOT, RUN, Param
+from ._pods import CONFIG_DIR, CONFIG_FILE, Profile, env, env_from, images, security
 
 SHARD_INPUT = "{{inputs.parameters.shard}}"
 
-CONFIG_DIR = "/etc/burnqed"
-CONFIG_FILE = "burnqed.toml"  # the key of the config ConfigMap
 MODELS_DIR = "/models"
 POLICY_DIR = f"{MODELS_DIR}/policy"
 PLANNER_DIR = f"{MODELS_DIR}/planner"  # the planner's model, beside the policy's in the same emptyDir
@@ -75,76 +73,8 @@ W = TypeVar("W", bound=Workflow)
 # ------------------------------------------------------------------------------------------ pods
 
 
-@dataclass(frozen=True, slots=True)
-class Images:
-    core: str
-    train: str
-    sglang: str
-    rl: str
-
-
-def images(cluster: ClusterConfig) -> Images:
-    """Our images, tagged with cluster.image_tag or the package version."""
-    tag = cluster.image_tag or version("burnqed")
-    registry = cluster.image_registry.rstrip("/")
-    return Images(
-        core=f"{registry}/burnqed-core:{tag}",
-        train=f"{registry}/burnqed-train:{tag}",
-        sglang=cluster.sglang_image or f"{registry}/burnqed-sglang:{tag}",
-        rl=f"{registry}/burnqed-rl:{tag}",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class Profile:
-    """How one workflow dresses its pods."""
-
-    cfg: Config
-    mount_config: bool = True  # mount the config ConfigMap (BURNQED_CONFIG); smoke runs on embedded defaults
-    cpu_only: bool = False  # smoke: no GPU, no sidecar, the stages in the train image with the policy in-process
-    require_done_model: bool = True  # the served model must be a finished stage output (`fetch --require-done`)
-    lean: LeanConfig | None = None  # the Lean settings the pods run when they are not cfg.lean (smoke)
-    # Stages of a cpu_only workflow that run in the core image against the image's own Lean (smoke's selftest),
-    # with the Lean settings their command line gives them.
-    image_lean: Mapping[str, LeanConfig] = field(default_factory=dict)
-
-    @property
-    def pod_lean(self) -> LeanConfig:
-        return self.lean or self.cfg.lean
-
-    def stage_lean(self, stage: Stage) -> LeanConfig:
-        """The Lean settings `stage`'s pod runs (its memory plan is checked against them)."""
-        return self.image_lean.get(stage.name) or self.pod_lean
-
-
 def _volume(name: str, *, size: str, memory: bool = False) -> m.Volume:
     return m.Volume(name=name, empty_dir=m.EmptyDirVolumeSource(medium="Memory" if memory else None, size_limit=size))
-
-
-def _security(cluster: ClusterConfig, read_only: bool, lean: bool = False) -> m.SecurityContext:
-    if lean and cluster.lean_uid is not None:
-        # burnqed starts Lean under cluster.lean_uid (burnqed.base.sandbox): switching users takes root with
-        # CAP_SETUID/CAP_SETGID, stopping the workers CAP_KILL; every other capability is dropped. Lean's uid then
-        # cannot read burnqed's (or Argo's emissary's) /proc/PID/environ nor token files of mode 0600/0640.
-        if cluster.lean_uid == cluster.run_as_user:
-            raise ValueError(f"cluster.lean_uid = {cluster.lean_uid} equals cluster.run_as_user: Lean needs a uid of "
-                             "its own")
-        return m.SecurityContext(
-            run_as_non_root=False,
-            run_as_user=0,
-            run_as_group=0,
-            allow_privilege_escalation=False,
-            read_only_root_filesystem=read_only,
-            capabilities=m.Capabilities(drop=["ALL"], add=["SETUID", "SETGID", "KILL"]),
-        )
-    return m.SecurityContext(
-        run_as_non_root=True,
-        run_as_user=cluster.run_as_user,
-        run_as_group=cluster.run_as_user,
-        allow_privilege_escalation=False,
-        read_only_root_filesystem=read_only,
-        capabilities=m.Capabilities(drop=["ALL"]),
-    )
 
 
 def _judge_security(profile: Profile) -> m.SecurityContext:
@@ -196,37 +126,6 @@ def train_lean_memory(cluster: ClusterConfig) -> str:
 def train_lean_cpu(cluster: ClusterConfig) -> str:
     """The CPU request of a `train+lean` container (rl): a training pod's plus a search pod's."""
     return add_quantities((cluster.train_cpu, "cluster.train_cpu"), (cluster.search_cpu, "cluster.search_cpu"))
-
-
-def _env(profile: Profile, lean: list[tuple[str, str]] | None = None) -> list[m.EnvVar]:
-    pairs = [
-        ("PYTHONUNBUFFERED", "1"),
-        ("BURNQED_LOG_LEVEL", "INFO"),
-        ("HOME", "/tmp"),
-        ("BURNQED_HOME", "/tmp/burnqed"),
-        ("XDG_CACHE_HOME", "/tmp/cache"),
-        ("HF_HOME", "/tmp/hf"),
-    ]
-    storage = profile.cfg.storage
-    # also for commands that load no configuration (merge-trajectories): botocore and s3fs read these
-    if storage.endpoint_url:
-        pairs.append(("AWS_ENDPOINT_URL", storage.endpoint_url))
-    if storage.region:
-        pairs.append(("AWS_DEFAULT_REGION", storage.region))
-    if profile.mount_config:
-        # the pod refuses to start on a ConfigMap other than the one rendered from (burnqed.config.digest)
-        pairs += [("BURNQED_CONFIG", f"{CONFIG_DIR}/{CONFIG_FILE}"), (DIGEST_ENV, pod_config_digest(profile.cfg))]
-    else:  # embedded defaults, but the pods still need to reach the run root
-        pairs += [(f"BURNQED_STORAGE__{key.upper()}", value) for key, value in
-                  (("endpoint_url", storage.endpoint_url), ("region", storage.region)) if value]
-    pairs += lean or []
-    return [m.EnvVar(name=name, value=value) for name, value in pairs]
-
-
-def _env_from(cluster: ClusterConfig) -> list[m.EnvFromSource] | None:
-    if not cluster.s3_secret:
-        return None
-    return [m.EnvFromSource(secret_ref=m.SecretEnvSource(name=cluster.s3_secret))]
 
 
 DETERMINISTIC = "--enable-deterministic-inference"  # SGLang 0.5.23 ignores sampling_seed without it
@@ -332,7 +231,7 @@ def _sglang_container(name: str, profile: Profile, plan: GpuPlan, model_dir: str
             m.VolumeMount(name="scratch", mount_path="/tmp"),
             *mounts,
         ],
-        security_context=_security(cluster, read_only=False),  # SGLang writes kernel caches next to its code
+        security_context=security(cluster, read_only=False),  # SGLang writes kernel caches next to its code
     )
 
 
@@ -341,8 +240,8 @@ def _fetch_init(model: str, profile: Profile, *, name: str = "fetch-model", fold
     (eval-base, the baseline workflow) is written like an export, which it leaves byte for byte."""
     cluster = profile.cfg.cluster
     fetch_requirements(declared()["core"], where="the fetch-model init container")
-    env: list[Any] = _env(profile)  # UserContainer's list type is invariant over Hera's env classes
-    env_from: list[Any] | None = _env_from(cluster)
+    fetch_env: list[Any] = env(profile)  # UserContainer's list type is invariant over Hera's env classes
+    fetch_env_from: list[Any] | None = env_from(cluster)
     return UserContainer(
         name=name,
         image=images(cluster).core,
@@ -352,15 +251,15 @@ def _fetch_init(model: str, profile: Profile, *, name: str = "fetch-model", fold
         # model that eval-base serves) carries no completion marker.
         args=["fetch", model, folder, "--model-folder",
               *(["--require-done"] if profile.require_done_model and model.startswith(ROOT) else [])],
-        env=env,
-        env_from=env_from,
+        env=fetch_env,
+        env_from=fetch_env_from,
         resources=Resources(cpu_request="1", memory_request="2Gi", memory_limit="4Gi"),
         volume_mounts=[
             m.VolumeMount(name="models", mount_path=MODELS_DIR),
             m.VolumeMount(name="scratch", mount_path="/tmp"),
             *([m.VolumeMount(name="config", mount_path=CONFIG_DIR, read_only=True)] if profile.mount_config else []),
         ],
-        security_context=_security(cluster, read_only=True),
+        security_context=security(cluster, read_only=True),
     )
 
 
@@ -565,12 +464,12 @@ def stage_template(stage: Stage, profile: Profile) -> Container:
         command=["burnqed"],
         args=args,
         inputs=[Parameter(name="shard")] if stage.fanned_out else None,
-        env=_env(profile, [*(_lean_env(stage, profile) if lean else []), *pins]),
-        env_from=_env_from(cluster),
+        env=env(profile, [*(_lean_env(stage, profile) if lean else []), *pins]),
+        env_from=env_from(cluster),
         resources=resources,
         volumes=volumes,
         volume_mounts=mounts,
-        security_context=_judge_security(profile) if judge else _security(cluster, read_only=True, lean=lean),
+        security_context=_judge_security(profile) if judge else security(cluster, read_only=True, lean=lean),
         sidecars=sidecars or None,
         init_containers=inits or None,
         node_selector=(cluster.gpu_node_selector if gpu else cluster.cpu_node_selector) or None,

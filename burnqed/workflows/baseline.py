@@ -16,7 +16,8 @@ from hera.workflows import Workflow, WorkflowTemplate
 from burnqed.config import Config
 
 from ._params import MODEL, ROOT, Param, workflow_params
-from ._shared import Profile, W, build, eval_stages
+from ._pods import Profile
+from ._shared import W, build, eval_stages
 
 NAME = "baseline"
 

@@ -21,7 +21,8 @@ from burnqed.config import Config
 from burnqed.runner.plan import iteration_of
 
 from ._params import ROOT, workflow_params
-from ._shared import Profile, W, build
+from ._pods import Profile
+from ._shared import W, build
 
 NAME = "iteration"
 

@@ -143,7 +143,8 @@ def test_the_lean_workers_must_fit_beside_the_trainer() -> None:
     """The rl container's memory limit holds the trainer (a training pod's memory) and the workers (a search pod's):
     checked by the Lean memory rule, burnqed's own allowance being the trainer's (search's rule, whose allowance comes
     out of search_memory, refuses first on the same keys: this is the rl step's own check)."""
-    from burnqed.workflows._shared import Profile, stage_template
+    from burnqed.workflows._pods import Profile
+    from burnqed.workflows._shared import stage_template
 
     cfg = real("lean.workers=15")
     stage = build_iteration(cfg.pipeline, root="s3://b/r", iteration=0, rl=True).stage("rl")
@@ -179,7 +180,8 @@ SERVED = "rl.rollout_engine=served"
 
 def rl_step(cfg: Config) -> Any:
     """The rl step's container template, rendered alone."""
-    from burnqed.workflows._shared import Profile, stage_template
+    from burnqed.workflows._pods import Profile
+    from burnqed.workflows._shared import stage_template
 
     return stage_template(build_iteration(cfg.pipeline, root="s3://b/r", iteration=0, rl=True).stage("rl"),
                           Profile(cfg))
