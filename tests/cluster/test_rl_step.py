@@ -285,7 +285,7 @@ def test_a_served_step_whose_rollouts_do_not_fit_the_servers_kv_cache_is_refused
 
 
 def test_the_served_sidecar_serves_the_sft_output_for_full_weights_and_needs_a_base_for_an_adapter() -> None:
-    from burnqed.workflows._shared import rl_lora_args, rl_served_model
+    from burnqed.workflows._sidecars import rl_lora_args, rl_served_model
 
     cfg = real(SERVED, "sft.method=full")
     stage = build_iteration(cfg.pipeline, root=PARAM_ROOT, iteration=2, rl=True).stage("rl")
