@@ -282,10 +282,11 @@ def check(
     the Kubernetes ones are listed as not checked, with why. Exit 0 only when a submit would run; 1 otherwise (or
     when neither can be reached); 2 for a bad configuration."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
+    from burnqed.cluster.argocheck import probe_argo
     from burnqed.cluster.checkreport import report_json
     from burnqed.cluster.kube import connect
     from burnqed.cluster.kubereader import ClusterReader, KubeReader, NotRead
-    from burnqed.cluster.preflight import CheckOptions, probe_argo, run_checks
+    from burnqed.cluster.preflight import CheckOptions, run_checks
     from burnqed.cluster.render import default_workflows_dir, render_templates
     from burnqed.cluster.source import explicit_configuration, load_text, read_config_map
     from burnqed.errors import ClusterError
