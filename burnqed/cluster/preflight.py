@@ -8,7 +8,8 @@ thing a workflow needs, and for each one missing, its fix (docs/cluster.md, "Pre
     report.ready                    # True only when nothing is missing or unknown
 
 What cannot be read (HTTP 403) is `unknown`, what was never asked `not checked`: both keep `ready` false. The reads
-go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`.
+go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`; the report and its rows are
+`cluster.checkreport`, the Argo Server's rows and `probe_argo` `cluster.argocheck`.
 """
 
 from __future__ import annotations
