@@ -1,10 +1,10 @@
-"""`burnqed search | eval | merge-trajectories`: the prover's commands (docs/search.md); those that read what they
-wrote, `compare`, `summary` and `show`, are `commands/results.py`.
+"""`burnqed search | eval`: the prover's commands (docs/search.md); `merge-trajectories`, which merges a search's
+shards, is `commands/merge.py`; those that read what they wrote, `compare`, `summary` and `show`, are
+`commands/results.py`.
 
     burnqed search --theorems theorems.json --output runs/iter_0/search/shard-0 --shard 0/4 --resume
     burnqed eval --model runs/iter_0/export --theorems MiniF2F/Test.lean --output results/mine.json  # a .lean benchmark
     burnqed eval --ebm runs/iter_1/ebm --ablation --budgets 100,300 --output results/iter_1.json  # + iter_1-noebm.json
-    burnqed merge-trajectories runs/iter_0/search/shard-0 runs/iter_0/search/shard-1 --output runs/iter_0/trajectories
 
 With no configuration these run on the embedded defaults: the replay Lean server, the tiny model in-process.
 """
