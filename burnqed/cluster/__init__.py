@@ -8,5 +8,7 @@ kubernetes and jsonschema load inside the functions that need them.
     memory.py     the memory plan of Lean pods, checked at render time (Kubernetes quantities)
     argo.py       Argo Server API client (httpx); kube.py the Kubernetes API connection
     preflight.py  `burnqed cluster check`: what a submit needs, read through the Kubernetes API
+    checkreport.py  its report: a row per thing a submit needs, with its verdict and fix
+    argocheck.py  its Argo Server rows: reachable where submit looks, an auth mode that lets submit in
     fetch.py      `burnqed fetch URI DIR`: download a model folder for the SGLang sidecar, ready file last
 """

@@ -22,7 +22,7 @@ from pathlib import Path
 from burnqed import storage
 from burnqed.errors import InputError, ModelError, StorageError
 
-READY_NAME = ".burnqed-ready"  # also in burnqed/workflows/_shared.py and images/sglang/entrypoint.sh
+READY_NAME = ".burnqed-ready"  # also in burnqed/workflows/_sidecars.py and images/sglang/entrypoint.sh
 MODEL_FOLDER_LINE = "model folder written by burnqed.policy.modelfolder"  # the stamp's third line with `model_folder`
 
 

@@ -8,128 +8,37 @@ thing a workflow needs, and for each one missing, its fix (docs/cluster.md, "Pre
     report.ready                    # True only when nothing is missing or unknown
 
 What cannot be read (HTTP 403) is `unknown`, what was never asked `not checked`: both keep `ready` false. The reads
-go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`.
+go through `cluster.kubereader`, whether a pod fits a node is `cluster.nodefit`; the report and its rows are
+`cluster.checkreport`, the Argo Server's rows and `probe_argo` `cluster.argocheck`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from burnqed.cluster.argo import ArgoClient, ArgoTarget
+from burnqed.cluster.argocheck import ArgoAnswer, check_argo
+from burnqed.cluster.checkreport import Report, Rows, Verdict, cannot_read
 from burnqed.cluster.gpu_plan import planner_pod_gpus, required_gpu_mib, rl_sidecar
 from burnqed.cluster.judge_pod import SandboxKind, answer_slot_refusal, judge_pod_refusal, sandbox_kind
 from burnqed.cluster.kubereader import ClusterReader, Lookup
 from burnqed.cluster.nodefit import fits, gpu_mib, largest_pods, tolerated
 from burnqed.config import ClusterConfig, Config, load_config
-from burnqed.errors import BurnqedError, ClusterError
+from burnqed.errors import BurnqedError
 
 TOKEN_ANNOTATION = "workflows.argoproj.io/service-account-token.name"  # Argo's util/secrets/secret_name.go
 TOKEN_TYPE = "kubernetes.io/service-account-token"
-ARGO_SERVER_LABEL = "app.kubernetes.io/name=argo-workflows-server"  # argo-helm's Service label
 S3_KEYS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")
-
-
-class Verdict(StrEnum):
-    OK = "ok"
-    MISSING = "missing"
-    UNKNOWN = "unknown"  # could not be read (forbidden): not a pass
-    WARN = "warn"  # worth knowing, does not stop a submit
-    NOT_CHECKED = "not checked"  # never asked (no kubeconfig): not a pass either
-
-
-@dataclass(frozen=True, slots=True)
-class Check:
-    """One row of the report."""
-
-    what: str
-    verdict: Verdict
-    detail: str
-    fix: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    namespace: str
-    checks: tuple[Check, ...]
-
-    @property
-    def problems(self) -> list[Check]:
-        return [c for c in self.checks if c.verdict in (Verdict.MISSING, Verdict.UNKNOWN)]
-
-    @property
-    def not_checked(self) -> list[Check]:
-        return [c for c in self.checks if c.verdict is Verdict.NOT_CHECKED]
-
-    @property
-    def ready(self) -> bool:
-        return bool(self.checks) and not self.problems and not self.not_checked
-
-
-@dataclass(frozen=True, slots=True)
-class ArgoAnswer:
-    """The Argo Server's answers to the preflight's probes (`probe_argo`)."""
-
-    where: str  # "the Argo Server at URL (from SOURCE)"
-    via_proxy: bool
-    token_env: str
-    has_token: bool
-    unreachable: str = ""  # the transport error, when it could not be reached
-    anonymous: tuple[int, str, bool] | None = None  # GET /api/v1/userinfo without a token: status, message, kube?
-    authorized: tuple[int, str] | None = None  # GET /api/v1/workflow-templates/{ns} with the token (direct route)
-    refusal: str = ""  # the fix `submit` would print for the anonymous answer
-
-
-def probe_argo(target: ArgoTarget, *, timeout_s: float = 15.0) -> ArgoAnswer:
-    """Ask the Argo Server what its gatekeeper (server/auth/gatekeeper.go) lets through: GET /api/v1/userinfo with no
-    token answers 200 only in server auth mode and 401 in client mode (Argo validates no token there); with a token
-    on the direct route, listing the namespace's WorkflowTemplates shows whether Kubernetes accepts it. Through the
-    API server's proxy the kubeconfig's credentials are sent and dropped by the API server, as for `submit`."""
-    via_proxy = target.proxy is not None
-    with ArgoClient(target, timeout_s=timeout_s) as argo:
-        base = ArgoAnswer(where=argo.where, via_proxy=via_proxy, token_env=target.token_env,
-                          has_token=target.token is not None and not via_proxy)
-        try:
-            anonymous = argo.probe("/api/v1/userinfo", authorized=via_proxy)
-            authorized = None
-            if base.has_token and not anonymous.from_kubernetes and anonymous.status in (200, 401):
-                answer = argo.probe(f"/api/v1/workflow-templates/{target.namespace}")
-                authorized = (answer.status, answer.message)
-        except ClusterError as exc:
-            return replace(base, unreachable=str(exc))
-        refusal = (argo.refusal(anonymous.status, anonymous.message, anonymous.from_kubernetes)
-                   if anonymous.status >= 400 else "")
-    return replace(base, anonymous=(anonymous.status, anonymous.message, anonymous.from_kubernetes),
-                   authorized=authorized, refusal=refusal)
 
 
 @dataclass(frozen=True, slots=True)
 class CheckOptions:
     from_template: bool = False  # submit --from-template needs the installed WorkflowTemplates
     scale_from_zero: bool = False  # no matching node now is fine: an autoscaler adds one
-
-
-@dataclass
-class _Rows:
-    rows: list[Check] = field(default_factory=list)
-
-    def add(self, what: str, verdict: Verdict, detail: str, fix: str = "") -> None:
-        self.rows.append(Check(what, verdict, detail, fix))
-
-
-def _cannot_read(rows: _Rows, what: str, lookup: Lookup, grant: str) -> None:
-    if lookup.not_read:
-        rows.add(what, Verdict.NOT_CHECKED, f"not read: {lookup.not_read}")
-        return
-    rows.add(what, Verdict.UNKNOWN, f"cannot read it (HTTP {lookup.status}: {lookup.message})",
-             f"grant {grant} (manifests/20-rbac.yaml: Role burnqed-submitter, ClusterRole burnqed-preflight) or ask "
-             "an admin to run `burnqed cluster check`")
 
 
 def token_secret_name(account: Mapping[str, Any]) -> str:
@@ -143,12 +52,12 @@ def token_secret_name(account: Mapping[str, Any]) -> str:
     return f"{account['metadata']['name']}.service-account-token"
 
 
-def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig) -> None:
+def _check_identity(rows: Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig) -> None:
     name = cluster.service_account
     account = reader.get("ServiceAccount", name, ns)
     what = f"ServiceAccount {name}"
     if account.unseen:
-        _cannot_read(rows, what, account, f"get on serviceaccounts in {ns}")
+        cannot_read(rows, what, account, f"get on serviceaccounts in {ns}")
     elif account.found is None:
         rows.add(what, Verdict.MISSING, "not found: the pods and Argo's executor run as it",
                  "kubectl apply -f manifests/20-rbac.yaml, or install the chart with serviceAccount.create")
@@ -160,7 +69,7 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
     fix = ("kubectl apply -f manifests/20-rbac.yaml (it holds the token Secret), or install the chart with "
            "serviceAccount.tokenSecret: true")
     if secret.not_read:
-        _cannot_read(rows, what, secret, "")
+        cannot_read(rows, what, secret, "")
         return
     if secret.forbidden:
         # The submitter Role may not read it (whoever reads it acts as the executor), and RBAC has no verb that
@@ -188,7 +97,7 @@ def _check_identity(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluste
         rows.add(what, Verdict.OK, f"executor token of {name}, filled in")
 
 
-def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig,
+def _check_config_maps(rows: Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig,
                        local: Config | None) -> tuple[set[str], str | None]:
     """Rows for the two ConfigMaps; returns the Secret names the artifact repository refers to and the digest of
     the configuration the pods read (None when it does not load). With `local` (a configuration the user gave), the
@@ -205,7 +114,7 @@ def _check_config_maps(rows: _Rows, reader: ClusterReader, ns: str, cluster: Clu
         fix = ("kubectl apply -f manifests/30-config.yaml" if key == "burnqed.toml" else
                "kubectl apply -f manifests/30-artifact-repository.yaml") + ", or install the chart"
         if found.unseen:
-            _cannot_read(rows, what, found, f"get on configmaps in {ns}")
+            cannot_read(rows, what, found, f"get on configmaps in {ns}")
             continue
         if found.found is None:
             rows.add(what, Verdict.MISSING, f"not found: {role}; pods that mount it never start", fix)
@@ -255,7 +164,7 @@ def _repository_secrets(text: str) -> set[str]:
     return {str(s3[k]["name"]) for k in ("accessKeySecret", "secretKeySecret") if isinstance(s3.get(k), dict)}
 
 
-def _check_secrets(rows: _Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig, extra: set[str]) -> None:
+def _check_secrets(rows: Rows, reader: ClusterReader, ns: str, cluster: ClusterConfig, extra: set[str]) -> None:
     wanted: dict[str, tuple[str, ...]] = {}
     if cluster.s3_secret:
         wanted[cluster.s3_secret] = S3_KEYS
@@ -267,7 +176,7 @@ def _check_secrets(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluster
         what = f"Secret {name}"
         found = reader.get("Secret", name, ns)
         if found.unseen:
-            _cannot_read(rows, what, found, f"get on secrets/{name} in {ns}")
+            cannot_read(rows, what, found, f"get on secrets/{name} in {ns}")
             continue
         if name in cluster.image_pull_secrets:
             fix = f"kubectl -n {ns} create secret docker-registry {name} --docker-server=… --docker-username=… …"
@@ -286,12 +195,12 @@ def _check_secrets(rows: _Rows, reader: ClusterReader, ns: str, cluster: Cluster
             rows.add(what, Verdict.OK, f"has {', '.join(keys)}" if keys else "exists")
 
 
-def _check_priority_classes(rows: _Rows, reader: ClusterReader, cluster: ClusterConfig) -> None:
+def _check_priority_classes(rows: Rows, reader: ClusterReader, cluster: ClusterConfig) -> None:
     for name in dict.fromkeys((cluster.priority_class_gpu, cluster.priority_class_cpu)):
         what = f"PriorityClass {name}"
         found = reader.get("PriorityClass", name)
         if found.unseen:
-            _cannot_read(rows, what, found, "get on priorityclasses")
+            cannot_read(rows, what, found, "get on priorityclasses")
         elif found.found is None:
             rows.add(what, Verdict.MISSING, "not found: the API server refuses pods that name it",
                      "kubectl apply -f manifests/10-priorityclasses.yaml, or install the chart with "
@@ -300,12 +209,12 @@ def _check_priority_classes(rows: _Rows, reader: ClusterReader, cluster: Cluster
             rows.add(what, Verdict.OK, f"value {found.found.get('value')}")
 
 
-def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequence[str],
+def _check_templates(rows: Rows, reader: ClusterReader, ns: str, expected: Sequence[str],
                      options: CheckOptions, digest: str | None = None) -> None:
     what = "WorkflowTemplates"
     listed = reader.items("WorkflowTemplate", ns)
     if listed.unseen:
-        _cannot_read(rows, what, listed, f"list on workflowtemplates.argoproj.io in {ns}")
+        cannot_read(rows, what, listed, f"list on workflowtemplates.argoproj.io in {ns}")
         return
     if listed.status == 404:
         rows.add(what, Verdict.MISSING, "the API server does not know WorkflowTemplates: Argo Workflows' CRDs are "
@@ -338,12 +247,12 @@ def _check_templates(rows: _Rows, reader: ClusterReader, ns: str, expected: Sequ
              "install the chart (workflowTemplates.enabled), or kubectl apply -f manifests/rendered/")
 
 
-def _check_nodes(rows: _Rows, reader: ClusterReader, cfg: Config, options: CheckOptions) -> None:
+def _check_nodes(rows: Rows, reader: ClusterReader, cfg: Config, options: CheckOptions) -> None:
     cluster = cfg.cluster
     listed = reader.items("Node")
     if listed.unseen:
         for pool in ("GPU nodes", "CPU nodes") if listed.not_read else ("Nodes",):
-            _cannot_read(rows, pool, listed, "list on nodes")
+            cannot_read(rows, pool, listed, "list on nodes")
         return
     nodes = [n for n in (listed.found or {}).get("items") or [] if not (n.get("spec") or {}).get("unschedulable")]
     sizes = largest_pods(cluster, rl=cfg.rl.enabled, planner_gpus=planner_pod_gpus(cfg), rl_sidecar=rl_sidecar(cfg))
@@ -411,7 +320,7 @@ def _installed_judge_refusal(reader: ClusterReader, ns: str, kind: SandboxKind) 
     return None
 
 
-def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config, ns: str) -> None:
+def _check_judge_sandbox(rows: Rows, reader: ClusterReader, cfg: Config, ns: str) -> None:
     """With lean.judge = "comparator" (docs/cluster.md, "The judge's sandbox"): the installed judge steps' pods give
     comparator's sandbox what it needs (`burnqed.cluster.judge_pod`: never privileged, a non-root uid, no privilege
     escalation; user namespaces for bubblewrap), and the nodes' kernel has Landlock for the standalone comparator's
@@ -461,80 +370,7 @@ def _check_judge_sandbox(rows: _Rows, reader: ClusterReader, cfg: Config, ns: st
                  "has Linux >= 5.13 (Landlock must also be in its LSM list, which the API does not show)")
 
 
-def _argo_services(reader: ClusterReader) -> list[str]:
-    """argo-helm's Argo Server Services anywhere in the cluster, as NAMESPACE/http:NAME:PORT (best effort)."""
-    try:
-        listed = reader.items("Service", None, ARGO_SERVER_LABEL)
-    except ClusterError:
-        return []
-    found = []
-    for item in (listed.found or {}).get("items") or []:
-        meta, ports = item.get("metadata") or {}, (item.get("spec") or {}).get("ports") or [{}]
-        found.append(f"{meta.get('namespace')}/http:{meta.get('name')}:{ports[0].get('port', 2746)}")
-    return found
-
-
-def _check_argo(rows: _Rows, reader: ClusterReader, answer: ArgoAnswer | None) -> None:
-    if answer is None:
-        return
-    what = "Argo Server"
-    if answer.unreachable:
-        rows.add(what, Verdict.MISSING, answer.unreachable, "set --server / ARGO_SERVER, or cluster.argo_service")
-        return
-    status, message, from_kubernetes = answer.anonymous or (0, "no answer", False)
-    said = f"HTTP {status}{': ' + message if message else ''}"
-    if from_kubernetes:
-        fix = answer.refusal
-        if status == 404:
-            services = _argo_services(reader)
-            if services:
-                fix += f" - found: {', '.join(services)}"
-        rows.add(what, Verdict.MISSING, f"{answer.where}: the Kubernetes API server answered {said}", fix)
-        return
-    if status == 200:
-        rows.add(what, Verdict.OK, f"{answer.where} answers")
-        _check_server_mode(rows, answer)
-        return
-    if status != 401:
-        rows.add(what, Verdict.MISSING, f"{answer.where} answered {said} to GET /api/v1/userinfo",
-                 "is this the Argo Server? check --server / ARGO_SERVER / cluster.argo_service")
-        return
-    rows.add(what, Verdict.OK, f"{answer.where} answers")
-    _check_client_mode(rows, answer, said)
-
-
-def _check_server_mode(rows: _Rows, answer: ArgoAnswer) -> None:
-    """The auth-mode row of an Argo Server that answered an anonymous request (server mode on)."""
-    code, text = answer.authorized or (200, "")
-    if answer.has_token and code != 200:  # submit sends the token: with client mode on, Kubernetes judges it
-        rows.add("Argo auth mode", Verdict.MISSING, f"server mode is on, but the token in ${answer.token_env} "
-                 f"(which submit sends) was refused listing WorkflowTemplates (HTTP {code}"
-                 f"{': ' + text if text else ''})",
-                 f"fix the token in ${answer.token_env}, or unset it to use server mode")
-    else:
-        rows.add("Argo auth mode", Verdict.OK, "server mode is on: a request without a token acts as the Argo "
-                 "Server's own ServiceAccount" + (" (the kubeconfig route works)" if answer.via_proxy else ""))
-
-
-def _check_client_mode(rows: _Rows, answer: ArgoAnswer, said: str) -> None:
-    """The auth-mode row of an Argo Server that refused an anonymous request with 401 (client mode only)."""
-    if answer.via_proxy:
-        rows.add("Argo auth mode", Verdict.MISSING, f"client mode only ({said}): through the Kubernetes API proxy "
-                 "no token reaches it", answer.refusal)
-    elif not answer.has_token:
-        rows.add("Argo auth mode", Verdict.MISSING, f"client mode ({said}) and no token in ${answer.token_env}",
-                 f"put a token in ${answer.token_env} (e.g. from `argo auth token`) or --token-env VAR")
-    elif answer.authorized is None or answer.authorized[0] != 200:
-        code, text = answer.authorized or (0, "")
-        rows.add("Argo auth mode", Verdict.MISSING, f"client mode; the token in ${answer.token_env} was refused "
-                 f"listing WorkflowTemplates (HTTP {code}{': ' + text if text else ''})",
-                 f"put a valid token in ${answer.token_env} whose account may create workflows here "
-                 "(Role burnqed-submitter in manifests/20-rbac.yaml)")
-    else:
-        rows.add("Argo auth mode", Verdict.OK, f"client mode; the token in ${answer.token_env} is accepted")
-
-
-def _check_namespace(rows: _Rows, found: Lookup, namespace: str, source: str) -> None:
+def _check_namespace(rows: Rows, found: Lookup, namespace: str, source: str) -> None:
     """The rows of the Kubernetes API and the namespace, from the namespace's lookup."""
     if found.not_read:
         rows.add("Kubernetes API", Verdict.MISSING, f"not read ({found.not_read}): the checks of the namespace, its "
@@ -559,7 +395,7 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
                local_config: bool = False) -> Report:
     """Every check, in the order a pod needs them. A transport failure of the first read is a `ClusterError`."""
     cluster = cfg.cluster
-    rows = _Rows()
+    rows = Rows()
     _check_namespace(rows, reader.get("Namespace", namespace), namespace, source)
     _check_identity(rows, reader, namespace, cluster)
     referenced, pods_digest = _check_config_maps(rows, reader, namespace, cluster, cfg if local_config else None)
@@ -568,13 +404,7 @@ def run_checks(cfg: Config, reader: ClusterReader, *, namespace: str, argo: Argo
     _check_templates(rows, reader, namespace, expected_templates, options, pods_digest)
     _check_nodes(rows, reader, cfg, options)
     _check_judge_sandbox(rows, reader, cfg, namespace)
-    _check_argo(rows, reader, argo)
+    check_argo(rows, reader, argo)
     return Report(namespace, tuple(rows.rows))
-
-
-def report_json(report: Report) -> str:
-    return json.dumps({"namespace": report.namespace, "ready": report.ready,
-                       "checks": [{"what": c.what, "verdict": str(c.verdict), "detail": c.detail, "fix": c.fix}
-                                  for c in report.checks]}, indent=2, ensure_ascii=False)
 
 

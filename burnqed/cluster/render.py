@@ -6,7 +6,7 @@
     wf = render_workflow(cfg, "iteration", folder, iteration=2, parameters={"root": "s3://b/run"})
 
 A workflow file is loaded by path, like a DAG folder; a folder other than the package's own becomes a throw-away
-package (so the files can share `_shared.py`). Hera is imported only by those files.
+package (so the files can share their `_` helper modules). Hera is imported only by those files.
 """
 
 from __future__ import annotations

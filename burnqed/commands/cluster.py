@@ -34,7 +34,7 @@ from burnqed.commands.vocabulary import Command, Group
 from burnqed.errors import BurnqedError, ConfigError, InputError
 
 if TYPE_CHECKING:
-    from burnqed.cluster.preflight import Report
+    from burnqed.cluster.checkreport import Report
     from burnqed.config import Config
 
 WorkflowsOption = Annotated[
@@ -282,9 +282,11 @@ def check(
     the Kubernetes ones are listed as not checked, with why. Exit 0 only when a submit would run; 1 otherwise (or
     when neither can be reached); 2 for a bad configuration."""
     from burnqed.cluster.argo import resolve_namespace, resolve_target
+    from burnqed.cluster.argocheck import probe_argo
+    from burnqed.cluster.checkreport import report_json
     from burnqed.cluster.kube import connect
     from burnqed.cluster.kubereader import ClusterReader, KubeReader, NotRead
-    from burnqed.cluster.preflight import CheckOptions, probe_argo, report_json, run_checks
+    from burnqed.cluster.preflight import CheckOptions, run_checks
     from burnqed.cluster.render import default_workflows_dir, render_templates
     from burnqed.cluster.source import explicit_configuration, load_text, read_config_map
     from burnqed.errors import ClusterError

@@ -15,7 +15,9 @@ from hera.workflows import Workflow, WorkflowTemplate
 
 from burnqed.config import Config
 
-from ._shared import MODEL, ROOT, Param, Profile, W, build, eval_stages, workflow_params
+from ._params import MODEL, ROOT, Param, workflow_params
+from ._pods import Profile
+from ._shared import W, build, eval_stages
 
 NAME = "baseline"
 

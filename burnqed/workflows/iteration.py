@@ -20,7 +20,9 @@ from hera.workflows import Workflow, WorkflowTemplate
 from burnqed.config import Config
 from burnqed.runner.plan import iteration_of
 
-from ._shared import ROOT, Profile, W, build, workflow_params
+from ._params import ROOT, workflow_params
+from ._pods import Profile
+from ._shared import W, build
 
 NAME = "iteration"
 

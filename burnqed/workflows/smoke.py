@@ -24,7 +24,9 @@ from burnqed.config import Config, LeanConfig, PipelineConfig
 from burnqed.runner.plan import Resource, Stage, build_iteration
 from burnqed.runner.requests import OtherRequest
 
-from ._shared import ROOT, Profile, W, build, workflow_params
+from ._params import ROOT, workflow_params
+from ._pods import Profile
+from ._shared import W, build
 
 NAME = "smoke"
 # The embedded replay server is a small Python process: recycle it at 1 GiB instead of a Mathlib REPL's 12 GB, so

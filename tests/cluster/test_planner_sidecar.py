@@ -1,4 +1,4 @@
-"""The planner on the cluster (burnqed/workflows/_shared.py, burnqed/cluster/gpu_plan.py): a second served planner on
+"""The planner on the cluster (burnqed/workflows/_sidecars.py, burnqed/cluster/gpu_plan.py): a second served planner on
 loopback gets its own SGLang sidecar on GPUs of its own in every sketch-mode search pod, with its model fetched
 beside the policy's and its own GPU memory plan (refused when it does not fit); a deployment URL gets no sidecar; the
 default render has none (the golden files stay as they are)."""

@@ -143,7 +143,8 @@ def test_the_lean_workers_must_fit_beside_the_trainer() -> None:
     """The rl container's memory limit holds the trainer (a training pod's memory) and the workers (a search pod's):
     checked by the Lean memory rule, burnqed's own allowance being the trainer's (search's rule, whose allowance comes
     out of search_memory, refuses first on the same keys: this is the rl step's own check)."""
-    from burnqed.workflows._shared import Profile, stage_template
+    from burnqed.workflows._pods import Profile
+    from burnqed.workflows._shared import stage_template
 
     cfg = real("lean.workers=15")
     stage = build_iteration(cfg.pipeline, root="s3://b/r", iteration=0, rl=True).stage("rl")
@@ -179,7 +180,8 @@ SERVED = "rl.rollout_engine=served"
 
 def rl_step(cfg: Config) -> Any:
     """The rl step's container template, rendered alone."""
-    from burnqed.workflows._shared import Profile, stage_template
+    from burnqed.workflows._pods import Profile
+    from burnqed.workflows._shared import stage_template
 
     return stage_template(build_iteration(cfg.pipeline, root="s3://b/r", iteration=0, rl=True).stage("rl"),
                           Profile(cfg))
@@ -283,7 +285,7 @@ def test_a_served_step_whose_rollouts_do_not_fit_the_servers_kv_cache_is_refused
 
 
 def test_the_served_sidecar_serves_the_sft_output_for_full_weights_and_needs_a_base_for_an_adapter() -> None:
-    from burnqed.workflows._shared import rl_lora_args, rl_served_model
+    from burnqed.workflows._sidecars import rl_lora_args, rl_served_model
 
     cfg = real(SERVED, "sft.method=full")
     stage = build_iteration(cfg.pipeline, root=PARAM_ROOT, iteration=2, rl=True).stage("rl")

@@ -156,7 +156,7 @@ def test_an_encoder_that_dies_before_it_is_healthy_fails_the_sidecar(tmp_path: P
 
 @pytest.mark.slow
 def test_the_rendered_sidecar_args_reach_sglang_and_a_bad_sampling_default_stops_it(tmp_path: Path) -> None:
-    """The search pod's sidecar args (`--sampling-defaults openai`, burnqed/workflows/_shared.py) pass through the
+    """The search pod's sidecar args (`--sampling-defaults openai`, burnqed/workflows/_sidecars.py) pass through the
     entrypoint to SGLang's parser; a value SGLang's parser refuses ends the sidecar with its exit status 2."""
     from burnqed.cluster.render import default_workflows_dir, render_templates
     from burnqed.config import Config
