@@ -4,8 +4,9 @@
 - `candidates`: raw completions → deduplicated tactic candidates (pure; every backend's output goes through it).
 - `sglang` (+ `sglang_replies`, `breaker`): the HTTP client for SGLang's native API (and `burnqed serve`).
 - `batching`: many searches' asks coalesced into few requests.
-- `localmodel`: the in-process backend (true log-probs, mean-pooled embeddings); `decoder`: its Llama forward pass
-  in plain torch (`TorchLlama`, read without transformers on the CPU).
+- `localmodel`: the in-process backend (true log-probs, mean-pooled embeddings); `sampler`: SGLang's penalties and
+  filters it samples with; `decoder`: its Llama forward pass in plain torch (`TorchLlama`, read without transformers
+  on the CPU).
 - `modelfolder`: the model folder every transformers major reads alike (`load_tokenizer`, `TokenizersOnlyTokenizer`);
   `fingerprint`: its content digest.
 - `server` (+ `wire`): `burnqed serve`, the SGLang-compatible HTTP server over the local backend.

@@ -320,7 +320,7 @@ def _nucleus_by_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:
 def test_the_nucleus_from_the_top_k_is_the_nucleus_from_a_full_sort() -> None:
     import torch
 
-    from burnqed.policy.localmodel import NUCLEUS_CANDIDATES, nucleus
+    from burnqed.policy.sampler import NUCLEUS_CANDIDATES, nucleus
 
     generator = torch.Generator().manual_seed(7)
     paths = set()
