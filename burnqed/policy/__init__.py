@@ -6,7 +6,7 @@
 - `batching`: many searches' asks coalesced into few requests.
 - `localmodel`: the in-process backend (true log-probs, mean-pooled embeddings); `sampler`: SGLang's penalties and
   filters it samples with; `decoder`: its Llama forward pass in plain torch (`TorchLlama`, read without transformers
-  on the CPU).
+  on the CPU); `localpolicy`: the `Policy` and `Encoder` protocols on it (`LocalPolicy`, `LocalEncoder`).
 - `modelfolder`: the model folder every transformers major reads alike (`load_tokenizer`, `TokenizersOnlyTokenizer`);
   `fingerprint`: its content digest.
 - `server` (+ `wire`): `burnqed serve`, the SGLang-compatible HTTP server over the local backend.

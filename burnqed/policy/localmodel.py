@@ -4,8 +4,7 @@
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
     model.encode(texts)                                                     # [[float × hidden] per text]
 
-    policy = LocalPolicy.from_config(cfg.policy, store=store)    # the `Policy` protocol (async, a worker thread)
-    encoder = LocalEncoder(policy.model)            # the `Encoder` protocol on the same weights
+The async protocols on it, `LocalPolicy` and `LocalEncoder`, are in `policy/localpolicy.py`.
 
 Decoding is burnqed's own loop over the KV cache, sampling as SGLang does (docs/search.md, "The local backend");
 `encode` is THE embedding of the value model, wherever it runs (docs/ebm.md). On the CPU a plain Llama is read
@@ -15,18 +14,16 @@ one lock; torch and transformers are imported inside functions, so importing thi
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from burnqed.errors import ModelError, ModelInputError, PolicyError
+from burnqed.errors import ModelError, ModelInputError
 from burnqed.policy.base import (
     POOLINGS,
-    AsyncClosing,
     Completion,
     EncoderSpec,
     Pooling,
@@ -42,21 +39,17 @@ from burnqed.policy.sampler import Penalties, sampling_filter
 from burnqed.policy.tiny import (
     HFModel,
     HFTokenizer,
-    ensure_model,
     missing_model_files,
     no_model_folder,
     not_a_model_folder,
     quiet_transformers,
 )
-from burnqed.storage import Store
 
 if TYPE_CHECKING:
     import torch
 
-    from burnqed.config import EbmConfig, PolicyConfig
-
 DEFAULT_BATCH_TOKENS = 16384  # tokens per encoder forward pass (texts × longest text): bounds its workspace
-T = TypeVar("T")
+
 
 @dataclass(frozen=True, slots=True)
 class Generation:
@@ -450,79 +443,6 @@ class LocalModel:
             torch.cuda.empty_cache()
 
 
-# --------------------------------------------------------------------------------- async protocols
-
-
-class LocalPolicy(AsyncClosing):
-    """The `Policy` protocol on a `LocalModel`: calls run in a worker thread, one at a time."""
-
-    def __init__(self, model: LocalModel) -> None:
-        self.model = model
-        self._lock = asyncio.Lock()
-        self._closed = False
-
-    @classmethod
-    def from_config(cls, cfg: PolicyConfig, *, store: Store) -> LocalPolicy:
-        """`policy.model` (or the default tiny model, built on first use), `policy.device`, `policy.seed`."""
-        return cls(LocalModel.load(ensure_model(cfg.model, store=store), device=cfg.device, seed=cfg.seed))
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    async def generate(self, prompts: Sequence[str], sampling: Sampling,
-                       seeds: Seeds | None = None) -> list[list[Completion]]:
-        return await _call(self, self.model.generate, list(prompts), sampling, seeds)
-
-    async def close(self) -> None:
-        async with self._lock:
-            if not self._closed:
-                self._closed = True
-                await asyncio.to_thread(self.model.close)
-
-
-class LocalEncoder(AsyncClosing):
-    """The `Encoder` protocol on a `LocalModel` with fixed encode settings (shareable with a `LocalPolicy`;
-    closing it does not unload a shared model, the policy's close does)."""
-
-    def __init__(self, model: LocalModel, *, pooling: Pooling = "mean", normalize: bool = False,
-                 max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS,
-                 owns_model: bool = False) -> None:
-        self.model = model
-        self.pooling = pooling
-        self.normalize = normalize
-        self.max_tokens = max_tokens
-        self.batch_tokens = batch_tokens
-        self.spec = model.encoder_spec(pooling, normalize, max_tokens)
-        self._owns = owns_model
-        self._lock = asyncio.Lock()
-        self._closed = False
-
-    @classmethod
-    def from_config(cls, cfg: PolicyConfig, ebm: EbmConfig | None = None, *, model: str | None = None,
-                    store: Store) -> LocalEncoder:
-        """`model` (default `cfg.model`, else the tiny model) on `ebm.device` with `ebm`'s encode settings."""
-        from burnqed.config import EbmConfig
-
-        ebm = ebm or EbmConfig()
-        loaded = LocalModel.load(ensure_model(model or cfg.model, store=store), device=ebm.device, seed=ebm.seed)
-        return cls(loaded, **encode_options(ebm), owns_model=True)
-
-    async def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        return await _call(self, self._encode, list(texts))
-
-    def _encode(self, texts: list[str]) -> list[list[float]]:
-        return self.model.encode(texts, pooling=self.pooling, normalize=self.normalize, max_tokens=self.max_tokens,
-                                 batch_tokens=self.batch_tokens)
-
-    async def close(self) -> None:
-        async with self._lock:
-            if not self._closed:
-                self._closed = True
-                if self._owns:
-                    await asyncio.to_thread(self.model.close)
-
-
 def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, pooling: str, normalize: bool,
                        device: Any) -> torch.Tensor:
     """The encoder's vectors of token-id lists (B, d), float32: the one pooling of burnqed's embeddings, used by
@@ -547,12 +467,6 @@ def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, 
     return pooled
 
 
-def encode_options(ebm: EbmConfig) -> dict[str, Any]:
-    """`LocalEncoder`'s encode settings from the `ebm` config section."""
-    return {"pooling": ebm.pooling, "normalize": ebm.normalize, "max_tokens": ebm.encoder_max_tokens,
-            "batch_tokens": ebm.encode_batch_tokens}
-
-
 def token_batches(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
     """Consecutive groups of `ids` whose size × longest member stays within `budget` tokens (one text at least)."""
     batches: list[list[list[int]]] = []
@@ -568,13 +482,3 @@ def token_batches(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
     if current:
         batches.append(current)
     return batches
-
-
-async def _call(owner: LocalPolicy | LocalEncoder, func: Callable[..., T], *args: Any) -> T:
-    async with owner._lock:
-        if owner._closed:
-            raise PolicyError(f"local model {owner.model.name} is closed")
-        try:
-            return await asyncio.to_thread(func, *args)
-        except (RuntimeError, ValueError) as exc:  # torch reports OOM and shape errors as RuntimeError
-            raise PolicyError(f"local model {owner.model.name} failed: {type(exc).__name__}: {exc}") from exc

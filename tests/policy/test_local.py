@@ -14,7 +14,8 @@ from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, ModelInputError, PolicyError
 from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
 from burnqed.policy.decoder import TorchLlama
-from burnqed.policy.localmodel import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
+from burnqed.policy.localmodel import Generation, LocalModel, token_batches
+from burnqed.policy.localpolicy import LocalEncoder, LocalPolicy
 from burnqed.policy.modelfolder import PROBE_TEXT
 from burnqed.policy.tiny import training_pairs
 from burnqed.storage import Store
