@@ -66,7 +66,7 @@ async def open_encoder(
         from burnqed.ebm.encoder_identity import local_identity
         from burnqed.policy.localmodel import LocalModel
         from burnqed.policy.localpolicy import LocalEncoder, encode_options
-        from burnqed.policy.tiny import ensure_model
+        from burnqed.policy.modelpath import ensure_model
 
         folder = ensure_model(model, store=store)
         local = LocalEncoder(LocalModel.load(folder, device=cfg.ebm.device, seed=cfg.ebm.seed),

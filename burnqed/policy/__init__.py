@@ -10,5 +10,6 @@
 - `modelfolder`: the model folder every transformers major reads alike (`load_tokenizer`, `TokenizersOnlyTokenizer`);
   `fingerprint`: its content digest.
 - `server` (+ `wire`): `burnqed serve`, the SGLang-compatible HTTP server over the local backend.
-- `tiny`: `burnqed model init-tiny`, the tiny embedded model; `oracle`: the corpus oracle of benchmarks and tests.
+- `tiny`: `burnqed model init-tiny`, the tiny embedded model; `modelpath`: the model folder to load (`ensure_model`:
+  a path given, or the default tiny model built on first use); `oracle`: the corpus oracle of benchmarks and tests.
 """

@@ -35,15 +35,9 @@ from burnqed.policy.base import (
 )
 from burnqed.policy.grammar import GrammarRows, Grammars
 from burnqed.policy.modelfolder import context_length, encode_texts, load_tokenizer, tokenizer_probe
+from burnqed.policy.modelpath import missing_model_files, no_model_folder, not_a_model_folder
 from burnqed.policy.sampler import Penalties, sampling_filter
-from burnqed.policy.tiny import (
-    HFModel,
-    HFTokenizer,
-    missing_model_files,
-    no_model_folder,
-    not_a_model_folder,
-    quiet_transformers,
-)
+from burnqed.policy.tiny import HFModel, HFTokenizer, quiet_transformers
 
 if TYPE_CHECKING:
     import torch

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from burnqed.errors import PolicyError
 from burnqed.policy.base import AsyncClosing, Completion, Pooling, Sampling, Seeds
 from burnqed.policy.localmodel import DEFAULT_BATCH_TOKENS, LocalModel
-from burnqed.policy.tiny import ensure_model
+from burnqed.policy.modelpath import ensure_model
 from burnqed.storage import Store
 
 if TYPE_CHECKING:
