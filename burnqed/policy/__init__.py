@@ -9,7 +9,7 @@
   on the CPU); `localpolicy`: the `Policy` and `Encoder` protocols on it (`LocalPolicy`, `LocalEncoder`).
 - `modelfolder`: the model folder every transformers major reads alike (`load_tokenizer`, `TokenizersOnlyTokenizer`);
   `fingerprint`: its content digest.
-- `server` (+ `wire`): `burnqed serve`, the SGLang-compatible HTTP server over the local backend.
+- `server` (+ `wire`, `adapters`): `burnqed serve`, the SGLang-compatible HTTP server over the local backend.
 - `tiny`: `burnqed model init-tiny`, the tiny embedded model; `modelpath`: the model folder to load (`ensure_model`:
   a path given, or the default tiny model built on first use); `oracle`: the corpus oracle of benchmarks and tests.
 """
