@@ -94,8 +94,9 @@ def scoring_rate(head: object, encoder: object, batch: int, repeats: int, seed: 
 
 
 def bench_scoring(repeats: int, model: str | None, *, store: Store) -> None:
-    from burnqed.policy.localmodel import LocalEncoder, LocalModel
-    from burnqed.policy.tiny import ensure_model
+    from burnqed.policy.localmodel import LocalModel
+    from burnqed.policy.localpolicy import LocalEncoder
+    from burnqed.policy.modelpath import ensure_model
 
     tiny_model = LocalModel.load(ensure_model(model, store=store), device="cpu", seed=0)
     dim = int(tiny_model.model.config.hidden_size)

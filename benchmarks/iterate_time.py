@@ -39,7 +39,7 @@ def _env() -> dict[str, str]:
 
 
 def _ensure_model(env: dict[str, str], log: Path) -> None:
-    from burnqed.policy.tiny import default_model_dir
+    from burnqed.policy.modelpath import default_model_dir
 
     model = default_model_dir(env)
     if model.is_dir():

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 from burnqed.config import Config  # noqa: E402
 from burnqed.records.theorem import Theorem  # noqa: E402
 from leankit.declaration import binder_names  # noqa: E402
-from leankit.text import split_leading_binders  # noqa: E402
+from leankit.statements import split_leading_binders  # noqa: E402
 
 RESULT_FILE = "retrieval.json"
 # A Lean identifier's pieces as tactic text spells them: letters (Greek, ℝ-like symbols excluded by isalpha),

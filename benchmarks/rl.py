@@ -46,7 +46,7 @@ def tiny_model() -> Path:
     """The default tiny model folder (`$BURNQED_HOME/models/tiny-v3`, else the user cache), which the embedded
     defaults build on first use."""
     sys.path.insert(0, str(ROOT))
-    from burnqed.policy.tiny import default_model_dir, missing_model_files
+    from burnqed.policy.modelpath import default_model_dir, missing_model_files
 
     folder = default_model_dir()
     if missing_model_files(folder):

@@ -27,7 +27,7 @@ def _prompts(count: int) -> list[str]:
 def _local(prompts: list[str], sampling: Sampling, seeds: Seeds, rounds: int) -> dict[str, list[float]]:
     from burnqed.config import StorageConfig
     from burnqed.policy.localmodel import LocalModel
-    from burnqed.policy.tiny import ensure_model
+    from burnqed.policy.modelpath import ensure_model
     from burnqed.storage import Store
 
     store = Store.from_config(StorageConfig())  # embedded defaults: local files, the default cache

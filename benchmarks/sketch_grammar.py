@@ -35,8 +35,9 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.sketch_mechanics import GUARD, VERSION, MiniLean, sketch_family  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplay  # noqa: E402
 from burnqed.policy.base import Sampling  # noqa: E402
-from burnqed.policy.localmodel import LocalModel, LocalPolicy  # noqa: E402
-from burnqed.policy.tiny import default_model_dir  # noqa: E402
+from burnqed.policy.localmodel import LocalModel  # noqa: E402
+from burnqed.policy.localpolicy import LocalPolicy  # noqa: E402
+from burnqed.policy.modelpath import default_model_dir  # noqa: E402
 from burnqed.records.results import SketchOutcome, TheoremResult  # noqa: E402
 from burnqed.records.theorem import Theorem  # noqa: E402
 from burnqed.search.modes import SearchSettings, prove_theorem  # noqa: E402

@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from leankit.failures import BadInput
 from leankit.jsonfile import read_json_model
-from leankit.text import SORRY_WORDS, depth0_chars, matching_close, split_leading_binders
+from leankit.statements import split_leading_binders
+from leankit.text import SORRY_WORDS, depth0_chars, matching_close
 
 Split = Literal["train", "pool", "test"]
 Topic = Literal["algebra", "inequality", "number_theory", "logic", "sets"]

@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 
 from leankit.proof_text import split_proof
+from leankit.statements import doc_comment_before, doc_text
 from leankit.text import (
     ATTRIBUTE_PATTERN,
     CLOSE_BRACKETS,
@@ -27,8 +28,6 @@ from leankit.text import (
     THEOREM_KEYWORDS,
     code_chars,
     depth0_chars,
-    doc_comment_before,
-    doc_text,
     find_depth0,
     mask_comments,
     matching_close,

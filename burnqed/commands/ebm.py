@@ -64,8 +64,9 @@ async def open_encoder(
     encoder: Encoder
     if cfg.ebm.encoder_backend == "local":
         from burnqed.ebm.encoder_identity import local_identity
-        from burnqed.policy.localmodel import LocalEncoder, LocalModel, encode_options
-        from burnqed.policy.tiny import ensure_model
+        from burnqed.policy.localmodel import LocalModel
+        from burnqed.policy.localpolicy import LocalEncoder, encode_options
+        from burnqed.policy.modelpath import ensure_model
 
         folder = ensure_model(model, store=store)
         local = LocalEncoder(LocalModel.load(folder, device=cfg.ebm.device, seed=cfg.ebm.seed),

@@ -34,7 +34,7 @@ async def open_policy(cfg: PolicyConfig, *, store: Store, url_setting: str = "po
     inner: Policy
     inflight = cfg.max_inflight_requests
     if cfg.backend == "local":
-        from burnqed.policy.localmodel import LocalPolicy
+        from burnqed.policy.localpolicy import LocalPolicy
 
         inner = LocalPolicy.from_config(cfg, store=store)
         inflight = 1  # one in-process model: requests would only queue behind each other

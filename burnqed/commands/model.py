@@ -18,7 +18,8 @@ import typer
 
 from burnqed.commands.kit import ConfigOption, SetOption, reports_errors, setup
 from burnqed.commands.vocabulary import Command, Group, ModelOption, model_set
-from burnqed.policy.tiny import DEFAULT_SEED, DEFAULT_STEPS, default_model_dir, ensure_model
+from burnqed.policy.modelpath import default_model_dir, ensure_model
+from burnqed.policy.tiny import DEFAULT_SEED, DEFAULT_STEPS
 
 model_app = typer.Typer(help="Model folders: build the tiny embedded model.", no_args_is_help=True, cls=Group)
 

@@ -231,7 +231,7 @@ def _launch_rl(processes: int, sft: str, output: str, iteration: int, theorems: 
     """`burnqed rl` with the options given under torchrun in `processes` processes (`sft.launch.launch`); typer.Exit
     with its exit code when it fails. The caller has the base model in place first: the default tiny model built
     under torchrun would be saved by process 0 only (transformers' `save_pretrained`), so the processes must find
-    it built (`policy.tiny.ensure_model` refuses to build it there)."""
+    it built (`policy.modelpath.ensure_model` refuses to build it there)."""
     from burnqed.sft.launch import launch
 
     code = launch(processes, ["rl", "--sft", sft, "--output", output, "--iter", str(iteration),

@@ -26,12 +26,8 @@ from leankit.declaration import (
     qualified_name,
     track_scope,
 )
-from leankit.text import (
-    doc_comment_before,
-    doc_comments,
-    mask_comments,
-    normalize_newlines,
-)
+from leankit.statements import doc_comment_before, doc_comments
+from leankit.text import mask_comments, normalize_newlines
 
 _ENDS_WITH_IN = re.compile(r"(?<![\w'])in\s*$")
 _ATTRIBUTE_LINE = re.compile(r"@\[[^\]\n]*\]")  # an attribute alone on its line (`@[simp] theorem …` is a declaration)

@@ -24,7 +24,7 @@ from leankit.declaration import (
     strip_imports,
     uses_sorry,
 )
-from leankit.text import adjacent_operators, read_statement
+from leankit.statements import adjacent_operators, read_statement
 
 Kind = str
 NO_GOALS = "no goals"
@@ -138,9 +138,9 @@ def _statement_item(data: Mapping[str, Any], text: str, name_column: str) -> tup
 
 
 def _syntax_error(decl: Declaration) -> Reject | None:
-    """A statement Lean cannot parse whatever notation is in scope (`leankit.text.adjacent_operators`: `x + = 3`), as
-    a `syntax_error` at its line, counted from the declaration's keyword; None otherwise. Only the statement is read
-    (after the keyword, to the `:=`)."""
+    """A statement Lean cannot parse whatever notation is in scope (`leankit.statements.adjacent_operators`:
+    `x + = 3`), as a `syntax_error` at its line, counted from the declaration's keyword; None otherwise. Only the
+    statement is read (after the keyword, to the `:=`)."""
     start, end = decl.source_statement if decl.source_statement[0] >= 0 else (0, len(decl.source))
     found = adjacent_operators(decl.source[start:end])
     if found is None:

@@ -27,7 +27,7 @@ from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
 from burnqed.search.judge import REFUSED, JudgeSettings, judge_passes
 from burnqed.text.prompt import BLOCK_INDENT
-from leankit.text import append_code
+from leankit.statements import append_code
 
 
 def pending(result: EvalResult) -> list[str]:

@@ -19,7 +19,8 @@ from typing import Any
 
 from burnqed.text.completion import as_single_tactic
 from leankit.declaration import command_starts
-from leankit.text import append_code, doc_comment_before, doc_comments, mask_comments
+from leankit.statements import append_code, doc_comment_before, doc_comments
+from leankit.text import mask_comments
 from leankit.version import PantographVersion
 
 Payload = dict[str, Any]
@@ -179,7 +180,7 @@ def header_text(header: str | None) -> str:
 
 def theorem_file(header: str | None, declaration: str) -> str:
     """The file a Lean user writes for a theorem to prove: the header, then `DECLARATION := by sorry` (on the
-    declaration's last line unless a line comment ends it: `leankit.text.append_code`; a theorem's docstring line
+    declaration's last line unless a line comment ends it: `leankit.statements.append_code`; a theorem's docstring line
     comes with its declaration, `records.theorem.Theorem.declaration`)."""
     head = header_text(header)
     body = f"{append_code(declaration, ':= by sorry')}\n"

@@ -32,7 +32,8 @@ from burnqed.text.completion import join_tactics
 from leankit.answer import find_slots
 from leankit.commands import command_starts, term_problem, tokens
 from leankit.recheck import recheck_command
-from leankit.text import append_code, mask_comments, read_as_lean
+from leankit.statements import append_code
+from leankit.text import mask_comments, read_as_lean
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
 _INDENT = "  "  # `join_tactics`' indentation of a proof's lines under `:= by`

@@ -4,8 +4,7 @@
     model.generate(prompts, Sampling(n=8, temperature=0.8, stop=("```",)))  # [[Completion × 8] per prompt]
     model.encode(texts)                                                     # [[float × hidden] per text]
 
-    policy = LocalPolicy.from_config(cfg.policy, store=store)    # the `Policy` protocol (async, a worker thread)
-    encoder = LocalEncoder(policy.model)            # the `Encoder` protocol on the same weights
+The async protocols on it, `LocalPolicy` and `LocalEncoder`, are in `policy/localpolicy.py`.
 
 Decoding is burnqed's own loop over the KV cache, sampling as SGLang does (docs/search.md, "The local backend");
 `encode` is THE embedding of the value model, wherever it runs (docs/ebm.md). On the CPU a plain Llama is read
@@ -15,18 +14,16 @@ one lock; torch and transformers are imported inside functions, so importing thi
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
-from burnqed.errors import ModelError, ModelInputError, PolicyError
+from burnqed.errors import ModelError, ModelInputError
 from burnqed.policy.base import (
     POOLINGS,
-    AsyncClosing,
     Completion,
     EncoderSpec,
     Pooling,
@@ -38,24 +35,15 @@ from burnqed.policy.base import (
 )
 from burnqed.policy.grammar import GrammarRows, Grammars
 from burnqed.policy.modelfolder import context_length, encode_texts, load_tokenizer, tokenizer_probe
-from burnqed.policy.tiny import (
-    HFModel,
-    HFTokenizer,
-    ensure_model,
-    missing_model_files,
-    no_model_folder,
-    not_a_model_folder,
-    quiet_transformers,
-)
-from burnqed.storage import Store
+from burnqed.policy.modelpath import missing_model_files, no_model_folder, not_a_model_folder
+from burnqed.policy.sampler import Penalties, sampling_filter
+from burnqed.policy.tiny import HFModel, HFTokenizer, quiet_transformers
 
 if TYPE_CHECKING:
     import torch
 
-    from burnqed.config import EbmConfig, PolicyConfig
-
 DEFAULT_BATCH_TOKENS = 16384  # tokens per encoder forward pass (texts × longest text): bounds its workspace
-T = TypeVar("T")
+
 
 @dataclass(frozen=True, slots=True)
 class Generation:
@@ -259,7 +247,7 @@ class LocalModel:
         logps: list[list[float]] = [[] for _ in range(rows)]
         done: list[Generation | None] = [None] * rows
         live = list(range(rows))  # row of the batch tensors → index into ids/done
-        penalties = _Penalties(sampling, logits)
+        penalties = Penalties(sampling, logits)
         grammar = self._grammar_set().rows(sampling.ebnf, rows) if sampling.ebnf else None
         for step in range(sampling.max_new_tokens):
             chosen, chosen_logp = self._step(logits, sampling, penalties,
@@ -311,7 +299,7 @@ class LocalModel:
                             logits_to_keep=1)
         return out, mask, positions
 
-    def _step(self, logits: torch.Tensor, sampling: Sampling, penalties: _Penalties, uniforms: torch.Tensor | None,
+    def _step(self, logits: torch.Tensor, sampling: Sampling, penalties: Penalties, uniforms: torch.Tensor | None,
               grammar: tuple[GrammarRows | None, list[int]] = (None, [])) -> tuple[torch.Tensor, torch.Tensor]:
         """One token per row (`_pick`) after the grammar's mask (`grammar`: the rows' matchers and each batch row's
         index among them; None: unconstrained) and the penalties, with its log-prob as SGLang reports it under
@@ -449,177 +437,6 @@ class LocalModel:
             torch.cuda.empty_cache()
 
 
-# --------------------------------------------------------------------------------- async protocols
-
-
-class LocalPolicy(AsyncClosing):
-    """The `Policy` protocol on a `LocalModel`: calls run in a worker thread, one at a time."""
-
-    def __init__(self, model: LocalModel) -> None:
-        self.model = model
-        self._lock = asyncio.Lock()
-        self._closed = False
-
-    @classmethod
-    def from_config(cls, cfg: PolicyConfig, *, store: Store) -> LocalPolicy:
-        """`policy.model` (or the default tiny model, built on first use), `policy.device`, `policy.seed`."""
-        return cls(LocalModel.load(ensure_model(cfg.model, store=store), device=cfg.device, seed=cfg.seed))
-
-    @property
-    def name(self) -> str:
-        return self.model.name
-
-    async def generate(self, prompts: Sequence[str], sampling: Sampling,
-                       seeds: Seeds | None = None) -> list[list[Completion]]:
-        return await _call(self, self.model.generate, list(prompts), sampling, seeds)
-
-    async def close(self) -> None:
-        async with self._lock:
-            if not self._closed:
-                self._closed = True
-                await asyncio.to_thread(self.model.close)
-
-
-class LocalEncoder(AsyncClosing):
-    """The `Encoder` protocol on a `LocalModel` with fixed encode settings (shareable with a `LocalPolicy`;
-    closing it does not unload a shared model, the policy's close does)."""
-
-    def __init__(self, model: LocalModel, *, pooling: Pooling = "mean", normalize: bool = False,
-                 max_tokens: int | None = None, batch_tokens: int = DEFAULT_BATCH_TOKENS,
-                 owns_model: bool = False) -> None:
-        self.model = model
-        self.pooling = pooling
-        self.normalize = normalize
-        self.max_tokens = max_tokens
-        self.batch_tokens = batch_tokens
-        self.spec = model.encoder_spec(pooling, normalize, max_tokens)
-        self._owns = owns_model
-        self._lock = asyncio.Lock()
-        self._closed = False
-
-    @classmethod
-    def from_config(cls, cfg: PolicyConfig, ebm: EbmConfig | None = None, *, model: str | None = None,
-                    store: Store) -> LocalEncoder:
-        """`model` (default `cfg.model`, else the tiny model) on `ebm.device` with `ebm`'s encode settings."""
-        from burnqed.config import EbmConfig
-
-        ebm = ebm or EbmConfig()
-        loaded = LocalModel.load(ensure_model(model or cfg.model, store=store), device=ebm.device, seed=ebm.seed)
-        return cls(loaded, **encode_options(ebm), owns_model=True)
-
-    async def encode(self, texts: Sequence[str]) -> list[list[float]]:
-        return await _call(self, self._encode, list(texts))
-
-    def _encode(self, texts: list[str]) -> list[list[float]]:
-        return self.model.encode(texts, pooling=self.pooling, normalize=self.normalize, max_tokens=self.max_tokens,
-                                 batch_tokens=self.batch_tokens)
-
-    async def close(self) -> None:
-        async with self._lock:
-            if not self._closed:
-                self._closed = True
-                if self._owns:
-                    await asyncio.to_thread(self.model.close)
-
-
-def penalized(sampling: Sampling) -> bool:
-    """Whether `sampling` penalizes tokens already generated (SGLang's penalizers' `_is_required`)."""
-    return sampling.repetition_penalty != 1 or sampling.frequency_penalty != 0 or sampling.presence_penalty != 0
-
-
-def apply_penalties(logits: torch.Tensor, counts: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """SGLang's penalties (srt/sampling/penaltylib) on raw logits, given `counts`, how often each row generated each
-    token so far (the prompt's tokens do not count): the frequency penalty times the count and the presence
-    penalty once per generated token are subtracted, then a generated token's logit is divided by the repetition
-    penalty when positive and multiplied by it when negative. Additive first, scaling second: the order of SGLang's
-    default overlap scheduler (`SamplingBatchInfo.update_penalties`)."""
-    import torch
-
-    seen = counts > 0
-    if sampling.frequency_penalty != 0 or sampling.presence_penalty != 0:
-        logits = logits - sampling.frequency_penalty * counts - sampling.presence_penalty * seen.to(logits.dtype)
-    if sampling.repetition_penalty != 1:
-        scaled = torch.where(logits < 0, logits * sampling.repetition_penalty, logits / sampling.repetition_penalty)
-        logits = torch.where(seen, scaled, logits)
-    return logits
-
-
-class _Penalties:
-    """How often each row of a decoding batch generated each token so far, kept only when `sampling` penalizes
-    (as SGLang's penalizers are prepared only when required), and the penalties that follow from it."""
-
-    def __init__(self, sampling: Sampling, logits: torch.Tensor) -> None:
-        self.sampling = sampling
-        self.counts = logits.new_zeros(logits.shape) if penalized(sampling) else None
-
-    def apply(self, logits: torch.Tensor) -> torch.Tensor:
-        return logits if self.counts is None else apply_penalties(logits, self.counts, self.sampling)
-
-    def count(self, chosen: torch.Tensor) -> None:
-        """Each row generated its `chosen` token."""
-        import torch
-
-        if self.counts is not None:
-            self.counts[torch.arange(len(chosen), device=chosen.device), chosen] += 1
-
-    def select(self, rows: torch.Tensor) -> None:
-        """Keep these rows (the others finished)."""
-        if self.counts is not None:
-            self.counts = self.counts[rows]
-
-
-def sampling_filter(probs: torch.Tensor, sampling: Sampling) -> torch.Tensor:
-    """`probs` (after temperature) with every token SGLang's sampler would not draw set to zero (not renormalised).
-
-    Without min_p, top-k and top-p apply jointly to the same sorted probabilities: a token stays when fewer than
-    top_k tokens rank above it and the mass of those before it is at most top_p (SGLang's pytorch sampler,
-    `top_k_top_p_min_p_sampling_from_probs_torch`, which its deterministic mode runs, and flashinfer's "joint"
-    filter otherwise). With min_p > 0 (never seeded: `sampling_problem`), SGLang's default flashinfer sampler keeps
-    the top_k, renormalises, applies top_p to that, renormalises, and drops what is below min_p × the most likely
-    token's probability; that order is followed here."""
-    import torch
-
-    top_k = sampling.top_k if 1 <= sampling.top_k < probs.shape[-1] else None
-    if top_k is None and sampling.min_p == 0:
-        return probs if sampling.top_p >= 1 else nucleus(probs, sampling.top_p)
-    ranked, order = probs.sort(dim=-1, descending=True)
-    if sampling.min_p == 0:
-        mass = ranked.cumsum(dim=-1)
-        ranked = ranked.masked_fill(mass - ranked > sampling.top_p, 0.0)
-        if top_k is not None:
-            ranked[:, top_k:] = 0.0
-    else:
-        if top_k is not None:
-            ranked[:, top_k:] = 0.0
-            ranked = ranked / ranked.sum(dim=-1, keepdim=True)
-        if sampling.top_p < 1:
-            mass = ranked.cumsum(dim=-1)
-            ranked = ranked.masked_fill(mass - ranked > sampling.top_p, 0.0)
-        ranked = ranked.masked_fill(ranked < ranked[:, :1] * sampling.min_p, 0.0)
-    return torch.zeros_like(probs).scatter(-1, order, ranked)
-
-
-NUCLEUS_CANDIDATES = 64  # the most likely tokens `nucleus` looks at first
-
-
-def nucleus(probs: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Top-p filtering: `probs` with every token outside the nucleus set to zero, where a token stays while the
-    mass of the more likely tokens before it is at most `top_p` (so at least one stays), that mass summed in order
-    from the most likely. Every token past the k most likely has at least their mass before it, so when that mass
-    exceeds top_p in every row (by a margin of a few float32 roundings), the k most likely (a top-k) decide the
-    nucleus, with the same sums as a sort of the whole vocabulary; otherwise the vocabulary is sorted (on CPU that
-    sort costs several top-k's, and a tactic's next token rarely spreads its mass that thin)."""
-    import torch
-
-    k = min(NUCLEUS_CANDIDATES, probs.shape[-1])
-    ranked, order = probs.topk(k, dim=-1)
-    mass = ranked.cumsum(dim=-1)
-    if k < probs.shape[-1] and not bool((mass[:, -1] > top_p + 1e-6).all()):
-        ranked, order = probs.sort(dim=-1, descending=True)
-        mass = ranked.cumsum(dim=-1)
-    return torch.zeros_like(probs).scatter(-1, order, ranked.masked_fill(mass - ranked > top_p, 0.0))
-
-
 def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, pooling: str, normalize: bool,
                        device: Any) -> torch.Tensor:
     """The encoder's vectors of token-id lists (B, d), float32: the one pooling of burnqed's embeddings, used by
@@ -644,12 +461,6 @@ def pool_hidden_states(decoder: Any, batch: list[list[int]], pad_token_id: int, 
     return pooled
 
 
-def encode_options(ebm: EbmConfig) -> dict[str, Any]:
-    """`LocalEncoder`'s encode settings from the `ebm` config section."""
-    return {"pooling": ebm.pooling, "normalize": ebm.normalize, "max_tokens": ebm.encoder_max_tokens,
-            "batch_tokens": ebm.encode_batch_tokens}
-
-
 def token_batches(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
     """Consecutive groups of `ids` whose size × longest member stays within `budget` tokens (one text at least)."""
     batches: list[list[list[int]]] = []
@@ -665,13 +476,3 @@ def token_batches(ids: list[list[int]], budget: int) -> list[list[list[int]]]:
     if current:
         batches.append(current)
     return batches
-
-
-async def _call(owner: LocalPolicy | LocalEncoder, func: Callable[..., T], *args: Any) -> T:
-    async with owner._lock:
-        if owner._closed:
-            raise PolicyError(f"local model {owner.model.name} is closed")
-        try:
-            return await asyncio.to_thread(func, *args)
-        except (RuntimeError, ValueError) as exc:  # torch reports OOM and shape errors as RuntimeError
-            raise PolicyError(f"local model {owner.model.name} failed: {type(exc).__name__}: {exc}") from exc

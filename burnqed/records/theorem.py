@@ -21,22 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from burnqed.records.enums import DeclarationForm
 from leankit.answer import fill_slot
 from leankit.declaration import scoped_header
-from leankit.text import (
-    ID_FIRST,
-    ID_REST,
-    doc_comment,
-    doc_comment_problem,
-    find_depth0,
-    mask_comments,
-    read_statement,
-    split_leading_binders,
-    strip_comments,
-)
+from leankit.statements import read_statement, split_leading_binders, strip_comments
+from leankit.text import ID_FIRST, ID_REST, doc_comment, doc_comment_problem, find_depth0, mask_comments
 
 
 def split_signature(signature: str) -> tuple[str, str] | None:
     """(binders, type) of a signature `(x : ℝ) (h : p) : T` (binders "" for `: T`); None without a type. Comments
-    are read as Lean reads them and left out (`leankit.text.strip_comments`)."""
+    are read as Lean reads them and left out (`leankit.statements.strip_comments`)."""
     signature = strip_comments(signature)
     colon = find_depth0(signature, ":", not_followed_by="=")
     if colon < 0 or not signature[colon + 1 :].strip():
@@ -109,7 +100,7 @@ class Answer(BaseModel):
 class Theorem(BaseModel):
     """One entry of a theorem index (docs/data.md).
 
-    Statements are read at the door, as a Lean user writes them (`leankit.text.read_statement`): the record holds
+    Statements are read at the door, as a Lean user writes them (`leankit.statements.read_statement`): the record holds
     `statement` and `signature` without their comments, and a doc comment opening either as `docstring`, so every
     use (the start, the compile, prompts, normal forms, the eval's theorem digest) sees the same clean text and
     no comment can reach the place after the type where `:= by …` goes. A statement without comments is kept

@@ -513,10 +513,10 @@ def check_models(cfg: Config, store: storage.Store) -> None:
     """`ModelInputError` (exit 2) when a model the run's stages load names no model folder: `sft.base_model` (SFT
     fine-tunes it, every export merges into it) and, with the local policy backend, `policy.model` (eval-base
     evaluates it); `--model` sets both. A local path is checked as every command checks it
-    (`policy.tiny.ensure_model`: the folder it likely meant); a remote one for its config.json, downloading
+    (`policy.modelpath.ensure_model`: the folder it likely meant); a remote one for its config.json, downloading
     nothing. Unset: the tiny embedded model, built by the first stage that needs it."""
     from burnqed.errors import ModelInputError
-    from burnqed.policy.tiny import ensure_model
+    from burnqed.policy.modelpath import ensure_model
 
     paths = [cfg.sft.base_model, cfg.policy.model if cfg.policy.backend == "local" else None]
     for path in dict.fromkeys(path for path in paths if path is not None):
@@ -619,7 +619,7 @@ def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
     sft.base_model when that is set), else policy.model, else the tiny embedded model; SFT starts from
     sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work."""
     from burnqed.errors import InputError
-    from burnqed.policy.tiny import default_model_dir
+    from burnqed.policy.modelpath import default_model_dir
 
     stage = next((stage for stage in iteration.stages if stage.name == "eval-base"), None)
     if stage is None:

@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from burnqed.errors import ConfigError
-from burnqed.policy.tiny import ensure_model, quiet_transformers
+from burnqed.policy.modelpath import ensure_model
+from burnqed.policy.tiny import quiet_transformers
 from burnqed.storage import Store
 
 if TYPE_CHECKING:

@@ -22,7 +22,8 @@ from enum import StrEnum
 from burnqed.records.enums import SearchMode
 from burnqed.text.feedback import Feedback, FeedbackMessage, quoted_line
 from leankit.answer import fill_slot, find_slots, split_at_slot
-from leankit.text import append_code, normalize_newlines
+from leankit.statements import append_code
+from leankit.text import normalize_newlines
 
 __all__ = [
     "ASSISTANT_TOKEN",

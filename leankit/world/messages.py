@@ -5,7 +5,7 @@ answers them for the tactics a corpus did not record, so a recorded failure read
     tactic_error(GoalSpec(hyps=["x : ℝ"], target="0 < x"), "linarith")
     # -> "linarith failed to find a contradiction\\nx : ℝ\\na✝ : 0 ≥ x\\n⊢ False"
 
-The message depends on the tactic's head (`leankit.text.tactic_head`): an identifier the goal, the corpus
+The message depends on the tactic's head (`leankit.statements.tactic_head`): an identifier the goal, the corpus
 (`corpus_vocabulary`) and a short list of Mathlib names do not know is `unknown identifier`; automation that gives
 up, a term that does not fit and a closing tactic that fails each get the text Lean and Mathlib print for them.
 """
@@ -16,7 +16,7 @@ import re
 from collections.abc import Collection
 
 from leankit.corpus import Corpus, GoalSpec, goal_pp, split_hypothesis
-from leankit.text import tactic_head
+from leankit.statements import tactic_head
 
 
 def _words(text: str) -> frozenset[str]:

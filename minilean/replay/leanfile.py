@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from leankit import declaration as shared
 from leankit.declaration import COMMAND_START
-from leankit.text import SORRY_WORDS, doc_comments, mask_comments
+from leankit.statements import doc_comments
+from leankit.text import SORRY_WORDS, mask_comments
 from minilean.replay.tactic_reader import block_depth
 
 # ---------------------------------------------------------------------------------------------------

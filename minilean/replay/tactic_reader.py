@@ -7,7 +7,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from leankit.proof_text import first_separator
-from leankit.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF, tactic_head
+from leankit.statements import tactic_head
+from leankit.text import BRACKET_PAIRS, CLOSE_BRACKETS, OPEN_BRACKETS, OPENER_OF
 
 MAX_SLEEP_MS = 600_000
 MAX_NESTING = 128

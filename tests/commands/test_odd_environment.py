@@ -3,7 +3,7 @@ environment, working directory or stdout in question: no HOME (and no home direc
 and a Latin-1 stdout with theorem names and statements outside ASCII, the working directory deleted mid-run with
 relative paths, and stdout closed by its reader (`| head -1`). The entry point's guards are in `burnqed.commands.kit`
 (`guard_output_streams`, `keep_working_directory`); the cache folders' in `burnqed.storage.default_cache_dir` and
-`burnqed.policy.tiny.default_model_dir`."""
+`burnqed.policy.modelpath.default_model_dir`."""
 
 from __future__ import annotations
 

@@ -239,7 +239,7 @@ def test_the_config_file_section_reads_as_documented(tmp_path: Path) -> None:
 
 @pytest.mark.slow  # loads the tiny model
 def test_a_local_planner_is_a_second_model_in_this_process(tiny_model_dir: Path, store: Store) -> None:
-    from burnqed.policy.localmodel import LocalPolicy
+    from burnqed.policy.localpolicy import LocalPolicy
 
     async def opened(tokens: int) -> tuple[str, int]:
         cfg = load_config(sets=[*SKETCH, "planner.backend=local", f"planner.model={tiny_model_dir}",

@@ -21,7 +21,8 @@ from burnqed.data.index import bundled_index_path
 from burnqed.ebm.formats import EbmManifest, EbmMetrics
 from burnqed.eval.result import load_eval_result
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.policy.localmodel import LocalModel, LocalPolicy
+from burnqed.policy.localmodel import LocalModel
+from burnqed.policy.localpolicy import LocalPolicy
 from burnqed.records.theorem import Theorem
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store

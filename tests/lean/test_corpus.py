@@ -26,7 +26,7 @@ from leankit.corpus import (
     tactic_key,
 )
 from leankit.failures import BadInput
-from leankit.text import tactic_head
+from leankit.statements import tactic_head
 from tests.lean.scripts import assemble_script
 
 MINIMAL: dict[str, Any] = {

@@ -8,6 +8,7 @@ import re
 import pytest
 
 from burnqed.config import DEFAULT_DENY
+from leankit.statements import Statement, append_code, doc_comment_before, doc_comments, doc_text, read_statement
 from leankit.text import (
     BLOCK_COMMENT,
     BRACKET_PAIRS,
@@ -19,24 +20,18 @@ from leankit.text import (
     OPENER_OF,
     SORRY_WORDS,
     Region,
-    Statement,
-    append_code,
     block_comment_end,
     bracket_delta,
     code_chars,
     depth0_chars,
     doc_comment,
-    doc_comment_before,
     doc_comment_problem,
-    doc_comments,
-    doc_text,
     ends_getelem,
     find_depth0,
     literal_problem,
     mask_comments,
     matching_close,
     read_as_lean,
-    read_statement,
     read_two_ways,
     regions,
 )
@@ -244,7 +239,7 @@ def test_a_name_at_the_texts_start_keeps_its_primes(text: str) -> None:
     ("{x | x > 0} = ∅", None),
 ])
 def test_adjacent_operators_are_a_parse_error_whatever_notation(text: str, found: tuple[int, str] | None) -> None:
-    from leankit.text import adjacent_operators
+    from leankit.statements import adjacent_operators
 
     assert adjacent_operators(text) == found
 

@@ -26,7 +26,8 @@ from burnqed.eval.result import EvalResult
 from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
-from burnqed.policy.localmodel import LocalModel, LocalPolicy
+from burnqed.policy.localmodel import LocalModel
+from burnqed.policy.localpolicy import LocalPolicy
 from burnqed.records.theorem import TheoremIndex
 from burnqed.sft.train import SftRequest, run_sft
 from burnqed.stages.search import JobSettings, search_job

@@ -14,7 +14,8 @@ from burnqed.config import PolicyConfig
 from burnqed.errors import ModelError, ModelInputError, PolicyError
 from burnqed.policy.base import Encoder, EncoderSpec, Policy, Sampling, prompt_error
 from burnqed.policy.decoder import TorchLlama
-from burnqed.policy.localmodel import Generation, LocalEncoder, LocalModel, LocalPolicy, token_batches
+from burnqed.policy.localmodel import Generation, LocalModel, token_batches
+from burnqed.policy.localpolicy import LocalEncoder, LocalPolicy
 from burnqed.policy.modelfolder import PROBE_TEXT
 from burnqed.policy.tiny import training_pairs
 from burnqed.storage import Store
@@ -320,7 +321,7 @@ def _nucleus_by_sort(probs: torch.Tensor, top_p: float) -> torch.Tensor:
 def test_the_nucleus_from_the_top_k_is_the_nucleus_from_a_full_sort() -> None:
     import torch
 
-    from burnqed.policy.localmodel import NUCLEUS_CANDIDATES, nucleus
+    from burnqed.policy.sampler import NUCLEUS_CANDIDATES, nucleus
 
     generator = torch.Generator().manual_seed(7)
     paths = set()

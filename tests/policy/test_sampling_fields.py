@@ -14,7 +14,8 @@ from pydantic import ValidationError
 
 from burnqed.config import Config, PolicyConfig
 from burnqed.policy.base import Sampling, Seeds, sampling_problem
-from burnqed.policy.localmodel import LocalModel, apply_penalties, sampling_filter
+from burnqed.policy.localmodel import LocalModel
+from burnqed.policy.sampler import apply_penalties, sampling_filter
 from burnqed.policy.sglang import SGLangClient
 from burnqed.policy.wire import RequestError, parse_generate
 from burnqed.records.enums import SearchMode

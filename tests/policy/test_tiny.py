@@ -10,15 +10,9 @@ from typing import Any
 import pytest
 
 from burnqed.errors import InputError, ModelError, ModelInputError
-from burnqed.policy import tiny
-from burnqed.policy.tiny import (
-    METADATA_FILE,
-    build_tiny_model,
-    default_model_dir,
-    ensure_model,
-    missing_model_files,
-    training_pairs,
-)
+from burnqed.policy import modelpath, tiny
+from burnqed.policy.modelpath import default_model_dir, ensure_model, missing_model_files
+from burnqed.policy.tiny import METADATA_FILE, build_tiny_model, training_pairs
 from burnqed.records.theorem import Theorem
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
@@ -179,7 +173,7 @@ def test_ensure_model_none_builds_the_default_once(tmp_path: Path, tiny_model_di
         built.append(output)
         return tiny.TinyBuild(output, 1, 0, 6.0, 1.0, 10, 274, 0.1)
 
-    monkeypatch.setattr(tiny, "build_tiny_model", fake_build)
+    monkeypatch.setattr(modelpath, "build_tiny_model", fake_build)
     monkeypatch.setenv("BURNQED_HOME", str(tmp_path))
     expected = tmp_path / "models" / "tiny-v3"
     assert ensure_model(None, store=store) == expected
@@ -196,7 +190,7 @@ def test_a_process_under_torchrun_refuses_to_build_the_default_model(tmp_path: P
                                                                     store: Store) -> None:
     # Under torchrun transformers' save_pretrained writes on process 0 only: process 1, first to take the build lock,
     # read back a config.json it never wrote (measured: a FileNotFoundError in the staging folder, the run failed).
-    monkeypatch.setattr(tiny, "build_tiny_model", lambda output: pytest.fail("built under torchrun"))
+    monkeypatch.setattr(modelpath, "build_tiny_model", lambda output: pytest.fail("built under torchrun"))
     environ = {"BURNQED_HOME": str(tmp_path), "WORLD_SIZE": "2"}
     with pytest.raises(ModelError, match=r"is not built in .*tiny-v3, and a process under torchrun cannot build it: "
                                          r"run `burnqed model init-tiny` first"):
@@ -257,7 +251,7 @@ def test_the_default_model_is_built_once_however_many_need_it_at_once(tmp_path: 
     import threading
 
     built: list[Path] = []
-    monkeypatch.setattr(tiny, "build_tiny_model", _fake_build(tiny_model_dir, built, 0.1))
+    monkeypatch.setattr(modelpath, "build_tiny_model", _fake_build(tiny_model_dir, built, 0.1))
     environ = {"BURNQED_HOME": str(tmp_path)}
     found: list[Path] = []
     threads = [threading.Thread(target=lambda: found.append(ensure_model(None, environ, store=store)))
@@ -291,7 +285,7 @@ def test_a_builder_killed_mid_build_leaves_neither_its_lock_nor_a_half_built_fol
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
         built: list[Path] = []
-        monkeypatch.setattr(tiny, "build_tiny_model", _fake_build(tiny_model_dir, built, 0.0))
+        monkeypatch.setattr(modelpath, "build_tiny_model", _fake_build(tiny_model_dir, built, 0.0))
         found: list[Path] = []
         waiter = threading.Thread(
             target=lambda: found.append(ensure_model(None, {"BURNQED_HOME": str(tmp_path)}, store=store)))

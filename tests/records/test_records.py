@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from burnqed.records.enums import DeclarationForm
 from burnqed.records.theorem import Theorem, TheoremIndex
-from leankit.text import split_leading_binders
+from leankit.statements import split_leading_binders
 
 
 @pytest.mark.parametrize(("statement", "binders", "rest"), [

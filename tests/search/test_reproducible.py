@@ -16,7 +16,8 @@ from burnqed.eval.run import EvalJobSettings, eval_job
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import sample_seed
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.policy.localmodel import LocalModel, LocalPolicy
+from burnqed.policy.localmodel import LocalModel
+from burnqed.policy.localpolicy import LocalPolicy
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store

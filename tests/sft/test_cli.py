@@ -13,7 +13,7 @@ import pytest
 
 from burnqed.policy.base import Sampling
 from burnqed.policy.localmodel import LocalModel
-from burnqed.policy.tiny import default_model_dir
+from burnqed.policy.modelpath import default_model_dir
 from burnqed.text.prompt import PromptFormat, build_prompt
 from tests.processes import cli
 from tests.sft.helpers import write_data_folder
