@@ -5,6 +5,7 @@ one with its deprecation line."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,14 @@ def commands(group: typer.core.TyperGroup | None = None,
             yield (*path, name), command
 
 
+@functools.cache
+def help_of(path: tuple[str, ...]) -> tuple[int, str]:
+    """`burnqed PATH -h` rendered 200 columns wide, once for the module (three tests read every command's help): its
+    exit code and output."""
+    shown = CliRunner().invoke(app, [*path, "-h"], terminal_width=200)
+    return shown.exit_code, shown.output
+
+
 def options(name: str) -> list[tuple[tuple[str, ...], TyperOption]]:
     """Every option declared under the long name `name`, with its command's path."""
     return [(path, param) for path, command in commands() for param in command.params
@@ -63,12 +72,11 @@ def test_the_top_level_help_lists_every_command_in_its_panel_in_order() -> None:
 
 @pytest.mark.slow  # every command's help, rendered
 def test_no_help_shows_type_noise_and_every_value_option_names_what_it_takes() -> None:
-    runner = CliRunner()
     for path, command in commands():
-        shown = runner.invoke(app, [*path, "-h"], terminal_width=160)
-        assert shown.exit_code == 0, (path, shown.output)
-        assert TYPE_NOISE.search(shown.output) is None, (path, TYPE_NOISE.search(shown.output))
-        assert "Usage: burnqed" in shown.output
+        code, shown = help_of(path)
+        assert code == 0, (path, shown)
+        assert TYPE_NOISE.search(shown) is None, (path, TYPE_NOISE.search(shown))
+        assert "Usage: burnqed" in shown
         context = typer.Context(command)
         for param in command.get_params(context):
             if isinstance(param, TyperOption):
@@ -151,7 +159,7 @@ def test_iter_is_optional_everywhere_with_its_default_said() -> None:
             assert param.default is None and "Default: the last" in (param.help or ""), path
         else:
             assert param.default == 0 and param.show_default, path
-    shown = CliRunner().invoke(app, ["iterate", "-h"], terminal_width=160).output
+    shown = help_of(("iterate",))[1]
     row = shown.split("│ --iter ", 1)[1].split("│ --", 1)[0]
     assert row.split()[0] == "I" and "[default: 0]" in row
 
@@ -163,7 +171,7 @@ def test_every_rename_is_hidden_from_help_and_its_old_spelling_still_parses(comm
     declared = {opt for param in cli.params if isinstance(param, TyperOption) for opt in (*param.opts,
                                                                                             *param.secondary_opts)}
     assert new in declared and old not in declared
-    shown = CliRunner().invoke(app, [command, "-h"], terminal_width=160).output
+    shown = help_of((command,))[1]
     assert re.search(rf"{re.escape(old)}\b(?!-)", shown) is None
 
 
@@ -270,14 +278,13 @@ def test_output_and_iter_show_one_placeholder_each() -> None:
     # "I [0<=x<=2147483647]" beside "I [x>=0]"
     from burnqed.commands.vocabulary import OUTPUT_METAVAR
 
-    runner = CliRunner()
     shown: dict[str, set[str]] = {"--output": set(), "--iter": set()}
     for path, command in commands():
         context = typer.Context(command)
         names = {opt for param in command.get_params(context) for opt in getattr(param, "opts", [])}
         if not names & set(shown):
             continue
-        text = runner.invoke(app, [*path, "-h"], terminal_width=200).output
+        text = help_of(path)[1]
         for option, seen in shown.items():
             row = re.search(rf"│ [* ]*{option}(?: +-o)? +([A-Z|]+(?: \[[^\]]*\])?)", text)
             if option in names:
