@@ -37,10 +37,10 @@ def _burnqed(argv: list[str], sets: list[str]) -> None:
 def _measure(cfg: Config, model: str, trajectories: str, store: storage.Store, cache: str) -> EmbeddingHealth:
     from burnqed.base.cpu_kernels import cpu_threads
     from burnqed.commands.ebm import open_encoder
-    from burnqed.ebm.cache import EmbeddingCache
+    from burnqed.ebm.cache import EmbeddingCache, embed_dataset
     from burnqed.ebm.metrics import embedding_health
+    from burnqed.ebm.sampling import load_dataset
     from burnqed.policy.localmodel import resolve_device
-    from burnqed.stages.ebm_fit import embed_dataset, load_dataset
 
     data = load_dataset([trajectories], valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt,
                         store=store)

@@ -280,7 +280,7 @@ def full_length_shim(folder: Path, end_ids: list[int]) -> Path:
 def plan_text(model: Path, sets: list[str], gpu_gib: float) -> str:
     """The cluster's GPU memory plan of the rl step for `model`'s shape and these settings, on a card of `gpu_gib`."""
     sys.path.insert(0, str(ROOT))
-    from burnqed.cluster.gpu_plan import rl_gpu_plan
+    from burnqed.cluster.rl_plan import rl_gpu_plan
     from burnqed.config.loader import load_config
     from burnqed.errors import ConfigError
 

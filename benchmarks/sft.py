@@ -1,4 +1,4 @@
-"""SFT step throughput and peak memory, through burnqed's own trainer (`burnqed.sft.train.build_trainer`).
+"""SFT step throughput and peak memory, through burnqed's own trainer (`burnqed.sft.trainer.build_trainer`).
 
     .venv/bin/python benchmarks/sft.py [--steps 30] [--threads 1]      # CPU: the tiny model, full vs LoRA vs QLoRA
     .venv/bin/python benchmarks/sft.py --gpu [--steps 8] [--batch 8] [--accum 4] [--seq-len 1024]
@@ -108,7 +108,7 @@ def cpu_variant(method: str, steps: int, threads: int, *, store: Store) -> dict[
     from burnqed.data.pairs import corpus_pairs
     from burnqed.sft.data import SftPair, build_dataset, encode_pairs
     from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings, resolve_base_model
-    from burnqed.sft.train import build_trainer, plan_training
+    from burnqed.sft.trainer import build_trainer, plan_training
 
     quiet_imports()
     torch.set_num_threads(threads)
@@ -183,7 +183,7 @@ def qlora_loop(model_dir: Path, *, steps: int, batch: int, accum: int, seq_len: 
     from datasets import Dataset
 
     from burnqed.sft.model import load_for_training, quiet_imports, quiet_warnings
-    from burnqed.sft.train import build_trainer, plan_training
+    from burnqed.sft.trainer import build_trainer, plan_training
 
     quiet_imports()
     cfg = SftConfig(method="qlora", device=device, max_steps=steps, batch_size=batch, grad_accum=accum,

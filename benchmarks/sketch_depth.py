@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 from burnqed.config import LeanConfig  # noqa: E402
 from burnqed.data.decontaminate import ROUTE_EVAL, Benchmark  # noqa: E402
 from burnqed.data.index import theorem_index  # noqa: E402
+from burnqed.eval.lemma_library import held_lemmas  # noqa: E402
 from burnqed.lean.guard import TacticGuard  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplay  # noqa: E402
 from burnqed.policy.base import Sampling  # noqa: E402
@@ -68,7 +69,6 @@ from burnqed.search.modes import SearchSettings, prove_theorem  # noqa: E402
 from burnqed.search.sketching import SketchSettings  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.search.subgoal_cache import SubgoalCache, SubgoalKey, cache_environment  # noqa: E402
-from burnqed.stages.lemma_library import held_lemmas  # noqa: E402
 from burnqed.storage import Store  # noqa: E402
 from burnqed.text.prompt import STATE_COMMENT_OPEN  # noqa: E402
 from burnqed.text.sketch import sketch_of_proof  # noqa: E402

@@ -23,7 +23,7 @@ import typer
 from burnqed import __version__
 from burnqed.base.cpu_kernels import pin_cpu_kernels
 from burnqed.base.signals import Terminated, follow_parent, raise_on_sigterm
-from burnqed.commands import cluster, data, ebm, judge, lean, model, prove, start, study, train, world
+from burnqed.commands import cluster, data, ebm, judge, lean, model, prove, results, start, study, train, world
 from burnqed.commands import runs as pipeline
 from burnqed.commands.kit import (
     HELP_OPTIONS,
@@ -54,11 +54,11 @@ config_app = typer.Typer(help="Inspect the configuration: every key, its value a
 
 # Every top-level command; `burnqed --help` lists them in the panels and order of vocabulary.LISTING.
 COMMANDS: dict[str, Callable[..., None] | typer.Typer] = {
-    "iterate": pipeline.iterate, "run-all": pipeline.run_all, "eval": prove.evaluate, "show": prove.show,
+    "iterate": pipeline.iterate, "run-all": pipeline.run_all, "eval": prove.evaluate, "show": results.show,
     "config": config_app, "data": data.data_app, "sft": train.sft, "rl": train.rl, "export": train.export,
     "train-ebm": ebm.train_ebm,
     "search": prove.search, "merge-trajectories": prove.merge_trajectories, "ebm": ebm.ebm_app,
-    "report": pipeline.report, "compare": prove.compare, "summary": prove.summary, "plan": pipeline.plan,
+    "report": pipeline.report, "compare": results.compare, "summary": results.summary, "plan": pipeline.plan,
     "render": cluster.render, "submit": cluster.submit, "cluster": cluster.cluster_app, "fetch": cluster.fetch,
     "serve": model.serve, "lean": lean.lean_app, "model": model.model_app, "world": world.world_app,
     "joint-study": study.joint_study, "start": start.start, "judge": judge.judge,

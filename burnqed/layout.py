@@ -52,7 +52,7 @@ class Layout:
         return f"{self.iter_dir(i)}/rl"
 
     def rl_trajectories(self, i: int) -> str:
-        """The GRPO stage's rollouts as a whole-mode trajectory, inside its output (`stages.rl.TRAJECTORIES`)."""
+        """The GRPO stage's rollouts as a whole-mode trajectory, inside its output (`rl.records.TRAJECTORIES`)."""
         return f"{self.rl(i)}/trajectories"
 
     def export(self, i: int) -> str:

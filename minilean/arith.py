@@ -1,29 +1,23 @@
-"""Arithmetic for minilean: Lean's semantics of closed terms, polynomial normal forms, and the decision
-procedures behind `linarith`, `nlinarith`, `omega`, `tauto` (z3 on exactly the facts each tactic may use).
+"""Arithmetic for minilean: Lean's semantics of closed terms and polynomial normal forms (the decision procedures
+on them are `minilean.procedures`).
 
     value = evaluate(expr, env)     # ℕ/ℤ as int, ℚ/ℝ as Fraction, Prop and Bool as bool, a name literal as str
-    refuted = linarith_refutes(facts, ctx, products=False)
+    poly = to_poly(expr, ctx, atoms)    # a commutative-ring normal form over ℚ, other subterms as atoms
 
-A procedure proves a goal only when z3 answers *unsat*: `unknown`, the deterministic `rlimit` budget or the
-wall-clock cap running out is a failure, and a subterm outside its theory is an opaque atom, which only weakens
-what z3 knows. docs/minilean.md gives the semantics ("The fragment") and the argument ("Soundness").
+docs/minilean.md gives the semantics ("The fragment").
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from minilean.elab import DATA_TYPES, FIELDS, INT, NAT, NUMBER_TYPES, PROP, Context, type_of, unfold
-from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars, is_name_literal
+from minilean.elab import DATA_TYPES, FIELDS, NAT, PROP, Context, type_of, unfold
+from minilean.syntax import App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars, is_name_literal
 
-Z3_TIMEOUT_MS = 2000
-# z3's deterministic resource budget per call: the same problem gets the same answer on a busy machine. The
-# wall-clock timeout above is only a safety net (a call that hits either is a failure, like Lean's timeout).
-Z3_RLIMIT = 2_000_000
 MAX_POWER = 12  # `x ^ n` with n above this stays an atom (keeps normal forms small)
 
 Value = int | Fraction | bool | str | frozenset[Any]
@@ -51,23 +45,22 @@ def evaluate(expr: Expr, env: Mapping[str, Value], ctx: Context | None = None,
              domain: Mapping[str, Sequence[Value]] | None = None) -> Value:
     """The value of an elaborated expression under `env`; `domain` gives finite ranges for quantified types
     (by type name), without which a quantifier is NotEvaluable."""
-    ctx = ctx or {}
+    return _Evaluator(ctx or {}, domain).ev(expr, env, {})
 
-    def ev(e: Expr, local: Mapping[str, Value], tys: Mapping[str, Expr]) -> Value:
+
+@dataclass(frozen=True)
+class _Evaluator:
+    """`evaluate`'s walk: `local` holds the values of the bound and free variables, `tys` the types of the bound
+    ones."""
+
+    ctx: Context
+    domain: Mapping[str, Sequence[Value]] | None
+
+    def ev(self, e: Expr, local: Mapping[str, Value], tys: Mapping[str, Expr]) -> Value:
         if isinstance(e, Var):
-            if e.name == "True":
-                return True
-            if e.name == "False":
-                return False
-            if e.name in ("true", "false"):
-                return e.name == "true"
-            if is_name_literal(e):
-                return e.name[1:]  # Lean's `Name`: compared component by component, so by its text
-            if e.name in local:
-                return local[e.name]
-            raise NotEvaluable(e.name)
+            return _variable(e, local)
         if isinstance(e, Ascr):
-            inner = ev(e.expr, local, tys)
+            inner = self.ev(e.expr, local, tys)
             if e.ty in FIELDS and isinstance(inner, int) and not isinstance(inner, bool):
                 return Fraction(inner)
             return inner
@@ -79,74 +72,101 @@ def evaluate(expr: Expr, env: Mapping[str, Value], ctx: Context | None = None,
             except ValueError:
                 raise NotEvaluable("huge scientific literal") from None
         if isinstance(e, Op):
-            op = e.op
-            if op in ("∧", "∨", "→", "↔"):
-                a = ev(e.args[0], local, tys)
-                if op == "∧":
-                    return bool(a) and bool(ev(e.args[1], local, tys))
-                if op == "∨":
-                    return bool(a) or bool(ev(e.args[1], local, tys))
-                if op == "→":
-                    return (not a) or bool(ev(e.args[1], local, tys))
-                return bool(a) == bool(ev(e.args[1], local, tys))
-            if op == "¬":
-                return not ev(e.args[0], local, tys)
-            if op == "ite":  # `ite c a b` reduces through `c`'s `Decidable` instance: decided by evaluation
-                cond = ev(e.args[0], local, tys)
-                if not isinstance(cond, bool):
-                    raise NotEvaluable("condition")
-                return ev(e.args[1] if cond else e.args[2], local, tys)
-            if op == "==" or (op in ("=", "≠") and _carrier(e, {**ctx, **tys}) in DATA_TYPES):
-                same = ev(e.args[0], local, tys) == ev(e.args[1], local, tys)  # `BEq`, `DecidableEq` by value
-                return not same if op == "≠" else same
-            if op in ("∈", "∉"):
-                coll = e.args[1]
-                step = unfold(Op("∈", e.args), {**ctx, **tys})
-                if step is not None and not (isinstance(coll, Var)):
-                    result = bool(ev(step, local, tys))
-                else:
-                    member = ev(e.args[0], local, tys)
-                    container = ev(coll, local, tys)
-                    if not isinstance(container, frozenset):
-                        raise NotEvaluable("set")
-                    result = member in container
-                return result if op == "∈" else not result
-            if op == "⊆":
-                a, b = ev(e.args[0], local, tys), ev(e.args[1], local, tys)
-                if not isinstance(a, frozenset) or not isinstance(b, frozenset):
-                    raise NotEvaluable("set")
-                return a <= b
-            if op in ("∩", "∪", "\\"):
-                a, b = ev(e.args[0], local, tys), ev(e.args[1], local, tys)
-                if not isinstance(a, frozenset) or not isinstance(b, frozenset):
-                    raise NotEvaluable("set")
-                return a & b if op == "∩" else a | b if op == "∪" else a - b
-            ty = _carrier(e, {**ctx, **tys})
-            if op == "neg":
-                v = ev(e.args[0], local, tys)
-                return _neg(v, ty)
-            if op == "abs":
-                inner = _num(ev(e.args[0], local, tys))
-                return inner if inner >= 0 else -inner
-            a = _num(ev(e.args[0], local, tys))
-            b = _num(ev(e.args[1], local, tys))
-            return _binop(op, a, b, ty)
+            return self.op(e, local, tys)
         if isinstance(e, SetLit):
-            return frozenset(ev(x, local, tys) for x in e.elems)
+            return frozenset(self.ev(x, local, tys) for x in e.elems)
         if isinstance(e, Binder):
-            if e.kind == "setOf":
-                raise NotEvaluable("set-builder")
-            assert e.ty is not None
-            bounded = _bounded_range(e, lambda t: ev(t, local, tys))
-            values = bounded if bounded is not None else _domain_of(e.ty, domain)
-            inner_tys = {**tys, e.name: e.ty}
-            results = (bool(ev(e.body, {**local, e.name: v}, inner_tys)) for v in values)
-            return all(results) if e.kind == "∀" else any(results)
+            return self.binder(e, local, tys)
         if isinstance(e, App):
             raise NotEvaluable("application")
         raise NotEvaluable(type(e).__name__)
 
-    return ev(expr, env, {})
+    def op(self, e: Op, local: Mapping[str, Value], tys: Mapping[str, Expr]) -> Value:
+        op = e.op
+        if op in ("∧", "∨", "→", "↔"):
+            return self.connective(e, local, tys)
+        if op == "¬":
+            return not self.ev(e.args[0], local, tys)
+        if op == "ite":  # `ite c a b` reduces through `c`'s `Decidable` instance: decided by evaluation
+            cond = self.ev(e.args[0], local, tys)
+            if not isinstance(cond, bool):
+                raise NotEvaluable("condition")
+            return self.ev(e.args[1] if cond else e.args[2], local, tys)
+        if op == "==" or (op in ("=", "≠") and _carrier(e, {**self.ctx, **tys}) in DATA_TYPES):
+            same = self.ev(e.args[0], local, tys) == self.ev(e.args[1], local, tys)  # `BEq`, `DecidableEq` by value
+            return not same if op == "≠" else same
+        if op in ("∈", "∉", "⊆", "∩", "∪", "\\"):
+            return self.sets(e, local, tys)
+        ty = _carrier(e, {**self.ctx, **tys})
+        if op == "neg":
+            v = self.ev(e.args[0], local, tys)
+            return _neg(v, ty)
+        if op == "abs":
+            inner = _num(self.ev(e.args[0], local, tys))
+            return inner if inner >= 0 else -inner
+        a = _num(self.ev(e.args[0], local, tys))
+        b = _num(self.ev(e.args[1], local, tys))
+        return _binop(op, a, b, ty)
+
+    def connective(self, e: Op, local: Mapping[str, Value], tys: Mapping[str, Expr]) -> Value:
+        """`∧`, `∨`, `→`, `↔`: the right side evaluated only when the left does not decide."""
+        op = e.op
+        a = self.ev(e.args[0], local, tys)
+        if op == "∧":
+            return bool(a) and bool(self.ev(e.args[1], local, tys))
+        if op == "∨":
+            return bool(a) or bool(self.ev(e.args[1], local, tys))
+        if op == "→":
+            return (not a) or bool(self.ev(e.args[1], local, tys))
+        return bool(a) == bool(self.ev(e.args[1], local, tys))
+
+    def sets(self, e: Op, local: Mapping[str, Value], tys: Mapping[str, Expr]) -> Value:
+        """`∈`, `∉`, `⊆`, `∩`, `∪`, `\\`."""
+        op = e.op
+        if op in ("∈", "∉"):
+            coll = e.args[1]
+            step = unfold(Op("∈", e.args), {**self.ctx, **tys})
+            if step is not None and not (isinstance(coll, Var)):
+                result = bool(self.ev(step, local, tys))
+            else:
+                member = self.ev(e.args[0], local, tys)
+                container = self.ev(coll, local, tys)
+                if not isinstance(container, frozenset):
+                    raise NotEvaluable("set")
+                result = member in container
+            return result if op == "∈" else not result
+        a, b = self.ev(e.args[0], local, tys), self.ev(e.args[1], local, tys)
+        if not isinstance(a, frozenset) or not isinstance(b, frozenset):
+            raise NotEvaluable("set")
+        if op == "⊆":
+            return a <= b
+        return a & b if op == "∩" else a | b if op == "∪" else a - b
+
+    def binder(self, e: Binder, local: Mapping[str, Value], tys: Mapping[str, Expr]) -> Value:
+        """A quantifier over a bounded range of ℕ or over its type's finite `domain`."""
+        if e.kind == "setOf":
+            raise NotEvaluable("set-builder")
+        assert e.ty is not None
+        bounded = _bounded_range(e, lambda t: self.ev(t, local, tys))
+        values = bounded if bounded is not None else _domain_of(e.ty, self.domain)
+        inner_tys = {**tys, e.name: e.ty}
+        results = (bool(self.ev(e.body, {**local, e.name: v}, inner_tys)) for v in values)
+        return all(results) if e.kind == "∀" else any(results)
+
+
+def _variable(e: Var, local: Mapping[str, Value]) -> Value:
+    """`True`, `False`, `true`, `false`, a name literal, or the value `local` gives the variable."""
+    if e.name == "True":
+        return True
+    if e.name == "False":
+        return False
+    if e.name in ("true", "false"):
+        return e.name == "true"
+    if is_name_literal(e):
+        return e.name[1:]  # Lean's `Name`: compared component by component, so by its text
+    if e.name in local:
+        return local[e.name]
+    raise NotEvaluable(e.name)
 
 
 MAX_BOUNDED = 10_000
@@ -199,6 +219,11 @@ def _neg(v: Value, ty: Expr | None) -> Value:
     return -n
 
 
+# The comparisons of two numbers, by operator.
+_COMPARISONS: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "≠": operator.ne, "<": operator.lt, ">": operator.gt, "≤": operator.le, "≥": operator.ge}
+
+
 def _binop(op: str, a: int | Fraction, b: int | Fraction, ty: Expr | None) -> Value:
     if op == "+":
         return a + b
@@ -208,35 +233,35 @@ def _binop(op: str, a: int | Fraction, b: int | Fraction, ty: Expr | None) -> Va
         r = a - b
         return max(r, 0) if ty == NAT else r
     if op == "^":
-        if not isinstance(b, int) or b < 0:
-            raise NotEvaluable("power")
-        magnitude = abs(a.numerator) + abs(a.denominator) if isinstance(a, Fraction) else abs(a)
-        if b > 4096 or magnitude.bit_length() * b > 1_000_000:
-            raise NotEvaluable("huge power")  # keeps a reply in milliseconds; the term stays symbolic
-        return a**b
+        return _power(a, b)
+    if op in ("/", "%"):
+        return _division(op, a, b, ty)
+    if op in _COMPARISONS:
+        return _COMPARISONS[op](a, b)
+    if op == "∣":
+        return b == 0 if a == 0 else (b % a == 0)
+    raise NotEvaluable(op)
+
+
+def _power(a: int | Fraction, b: int | Fraction) -> Value:
+    """`a ^ b` for a natural exponent, NotEvaluable when the result would be huge."""
+    if not isinstance(b, int) or b < 0:
+        raise NotEvaluable("power")
+    magnitude = abs(a.numerator) + abs(a.denominator) if isinstance(a, Fraction) else abs(a)
+    if b > 4096 or magnitude.bit_length() * b > 1_000_000:
+        raise NotEvaluable("huge power")  # keeps a reply in milliseconds; the term stays symbolic
+    return a**b
+
+
+def _division(op: str, a: int | Fraction, b: int | Fraction, ty: Expr | None) -> Value:
+    """`a / b` (in a field, or Lean's Euclidean division on ℕ/ℤ) and `a % b`; division by zero gives 0."""
     if op == "/":
         if ty in FIELDS or isinstance(a, Fraction) or isinstance(b, Fraction):
             return Fraction(0) if b == 0 else Fraction(a) / Fraction(b)
         assert isinstance(a, int) and isinstance(b, int)
         return _ediv_full(a, b)
-    if op == "%":
-        assert isinstance(a, int) and isinstance(b, int)
-        return _emod_full(a, b)
-    if op == "=":
-        return a == b
-    if op == "≠":
-        return a != b
-    if op == "<":
-        return a < b
-    if op == ">":
-        return a > b
-    if op == "≤":
-        return a <= b
-    if op == "≥":
-        return a >= b
-    if op == "∣":
-        return b == 0 if a == 0 else (b % a == 0)
-    raise NotEvaluable(op)
+    assert isinstance(a, int) and isinstance(b, int)
+    return _emod_full(a, b)
 
 
 def _carrier(e: Op, ctx: Context) -> Expr | None:
@@ -285,7 +310,7 @@ class Atoms:
 Poly = dict[Mono, Fraction]
 
 
-def _padd(p: Poly, q: Poly, scale: Fraction = Fraction(1)) -> Poly:
+def padd(p: Poly, q: Poly, scale: Fraction = Fraction(1)) -> Poly:
     out = dict(p)
     for mono, coef in q.items():
         value = out.get(mono, Fraction(0)) + scale * coef
@@ -307,7 +332,7 @@ def pmul(p: Poly, q: Poly) -> Poly:
     out: Poly = {}
     for m1, c1 in p.items():
         for m2, c2 in q.items():
-            out = _padd(out, {_mono_mul(m1, m2): c1 * c2})
+            out = padd(out, {_mono_mul(m1, m2): c1 * c2})
     return out
 
 
@@ -320,10 +345,6 @@ def to_poly(expr: Expr, ctx: Context, atoms: Atoms, ty: Expr | None = None) -> P
     division and remainder, `|x|`, applications and non-literal powers as atoms; division in a field by a
     non-constant becomes multiplication by the atom `b⁻¹` (as `ring` does)."""
     ty = ty or type_of(expr, ctx)
-
-    def atom(e: Expr) -> Poly:
-        return {((atoms.index(e, ty), 1),): Fraction(1)}
-
     if isinstance(expr, Ascr):
         return to_poly(expr.expr, ctx, atoms, expr.ty)
     if isinstance(expr, Num):
@@ -332,369 +353,65 @@ def to_poly(expr: Expr, ctx: Context, atoms: Atoms, ty: Expr | None = None) -> P
         try:
             return pconst(expr.value())
         except ValueError:
-            return atom(expr)
-    if isinstance(expr, Var):
-        return atom(expr)
+            return _atom(expr, atoms, ty)
     if isinstance(expr, Op):
-        op = expr.op
-        if op == "neg":
-            return _padd({}, to_poly(expr.args[0], ctx, atoms, ty), Fraction(-1))
-        if op == "+":
-            return _padd(to_poly(expr.args[0], ctx, atoms, ty), to_poly(expr.args[1], ctx, atoms, ty))
-        if op == "-":
-            if ty == NAT:
-                value = closed_value(expr, ctx)
-                if value is not None and not isinstance(value[0], bool):
-                    return pconst(value[0])  # type: ignore[arg-type]
-                return atom(expr)
-            return _padd(to_poly(expr.args[0], ctx, atoms, ty), to_poly(expr.args[1], ctx, atoms, ty), Fraction(-1))
-        if op == "*":
-            return pmul(to_poly(expr.args[0], ctx, atoms, ty), to_poly(expr.args[1], ctx, atoms, ty))
-        if op == "^":
-            exponent = closed_value(expr.args[1], ctx)
-            if exponent is None or not isinstance(exponent[0], int) or isinstance(exponent[0], bool) \
-                    or exponent[0] > MAX_POWER:
-                return atom(expr)
-            base = to_poly(expr.args[0], ctx, atoms, ty)
-            result = pconst(1)
-            for _ in range(int(exponent[0])):
-                result = pmul(result, base)
-            return result
-        if op == "/" and ty in FIELDS:
-            numerator = to_poly(expr.args[0], ctx, atoms, ty)
-            denominator = to_poly(expr.args[1], ctx, atoms, ty)
-            if not denominator:
-                return {}  # x / 0 = 0
-            if set(denominator) == {()}:
-                return _padd({}, numerator, 1 / denominator[()])
-            inverse = Op("/", (Ascr(Num(1), ty), expr.args[1]))  # the atom b⁻¹, printed as 1 / b
-            return pmul(numerator, {((atoms.index(inverse, ty), 1),): Fraction(1)})
-        value = closed_value(expr, ctx)
-        if value is not None and not isinstance(value[0], (bool, str, frozenset)):
-            return pconst(value[0])
-        return atom(expr)
-    return atom(expr)
+        return _op_poly(expr, ctx, atoms, ty)
+    return _atom(expr, atoms, ty)
 
 
-# ---------------------------------------------------------------------------------------------------
-# Comparisons `p R 0`.
+def _atom(e: Expr, atoms: Atoms, ty: Expr | None) -> Poly:
+    return {((atoms.index(e, ty), 1),): Fraction(1)}
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """`poly rel 0` with rel one of `<`, `≤`, `=`; `ty` is the carrier of the original fact."""
-
-    poly: tuple[tuple[Mono, Fraction], ...]
-    rel: str
-    ty: Expr
-
-    def as_dict(self) -> Poly:
-        return dict(self.poly)
-
-
-def _comparison(poly: Poly, rel: str, ty: Expr) -> Comparison:
-    return Comparison(tuple(sorted(poly.items())), rel, ty)
-
-
-def comparison_of(prop: Expr, ctx: Context, atoms: Atoms, negate: bool = False) -> list[Comparison] | None:
-    """`prop` (or its negation) as comparisons `p R 0`, or None when it is no order fact. A negated `=` is
-    not a comparison (linarith cannot use `≠`); the goal `a = b` is handled by two runs instead."""
-    if isinstance(prop, Op) and prop.op == "¬":
-        return comparison_of(prop.args[0], ctx, atoms, not negate)
-    if not (isinstance(prop, Op) and prop.op in ("=", "<", ">", "≤", "≥")):
-        return None
-    lhs, rhs = prop.args
-    ty = type_of(lhs, ctx) or type_of(rhs, ctx) or NAT
-    if ty not in NUMBER_TYPES:
-        return None
-    op = prop.op
-    if op in (">", "≥"):
-        lhs, rhs = rhs, lhs
-        op = "<" if op == ">" else "≤"
-    if negate:
-        if op == "=":
-            return None
-        # ¬(a < b) ↔ b ≤ a; ¬(a ≤ b) ↔ b < a (linear orders)
-        lhs, rhs = rhs, lhs
-        op = "≤" if op == "<" else "<"
-    diff = _padd(to_poly(lhs, ctx, atoms, ty), to_poly(rhs, ctx, atoms, ty), Fraction(-1))
-    return [_comparison(diff, op, ty)]
+def _op_poly(expr: Op, ctx: Context, atoms: Atoms, ty: Expr | None) -> Poly:
+    """`to_poly` of an operator term."""
+    op = expr.op
+    if op == "neg":
+        return padd({}, to_poly(expr.args[0], ctx, atoms, ty), Fraction(-1))
+    if op == "+":
+        return padd(to_poly(expr.args[0], ctx, atoms, ty), to_poly(expr.args[1], ctx, atoms, ty))
+    if op == "-":
+        if ty == NAT:
+            value = closed_value(expr, ctx)
+            if value is not None and not isinstance(value[0], bool):
+                return pconst(value[0])  # type: ignore[arg-type]
+            return _atom(expr, atoms, ty)
+        return padd(to_poly(expr.args[0], ctx, atoms, ty), to_poly(expr.args[1], ctx, atoms, ty), Fraction(-1))
+    if op == "*":
+        return pmul(to_poly(expr.args[0], ctx, atoms, ty), to_poly(expr.args[1], ctx, atoms, ty))
+    if op == "^":
+        return _power_poly(expr, ctx, atoms, ty)
+    if op == "/" and ty in FIELDS:
+        return _quotient_poly(expr, ctx, atoms, ty)
+    value = closed_value(expr, ctx)
+    if value is not None and not isinstance(value[0], (bool, str, frozenset)):
+        return pconst(value[0])
+    return _atom(expr, atoms, ty)
 
 
-def _strengthen(c: Comparison) -> Comparison:
-    """Over ℕ/ℤ, `p < 0` with integer coefficients is `p + 1 ≤ 0` (linarith's int preprocessing)."""
-    if c.rel == "<" and c.ty in (NAT, INT) and all(coef.denominator == 1 for _, coef in c.poly):
-        return _comparison(_padd(c.as_dict(), pconst(1)), "≤", c.ty)
-    return c
+def _power_poly(expr: Op, ctx: Context, atoms: Atoms, ty: Expr | None) -> Poly:
+    """`b ^ n` expanded for a closed exponent up to `MAX_POWER`, an atom otherwise."""
+    exponent = closed_value(expr.args[1], ctx)
+    if exponent is None or not isinstance(exponent[0], int) or isinstance(exponent[0], bool) \
+            or exponent[0] > MAX_POWER:
+        return _atom(expr, atoms, ty)
+    base = to_poly(expr.args[0], ctx, atoms, ty)
+    result = pconst(1)
+    for _ in range(int(exponent[0])):
+        result = pmul(result, base)
+    return result
 
 
-def _product(a: Comparison, b: Comparison) -> Comparison | None:
-    """The product fact of two comparisons `p R 0`, `q S 0` (signs: neg·neg ≥ 0, strict·strict > 0)."""
-    poly = pmul(a.as_dict(), b.as_dict())
-    if a.rel == "=" or b.rel == "=":
-        return _comparison(poly, "=", a.ty)
-    # p < 0, q < 0 ⇒ p*q > 0 ⇒ -(p*q) < 0; with ≤: -(p*q) ≤ 0
-    rel = "<" if a.rel == "<" and b.rel == "<" else "≤"
-    return _comparison(_padd({}, poly, Fraction(-1)), rel, a.ty)
-
-
-def _square_subterms(exprs: Iterable[Expr]) -> Iterator[Expr]:
-    """Subterms `t ^ 2` and `t * t` (nlinarith adds `0 ≤ t ^ 2` for each)."""
-    for expr in exprs:
-        stack = [expr]
-        while stack:
-            e = stack.pop()
-            if isinstance(e, Op):
-                if e.op == "^" and isinstance(e.args[1], Ascr) and e.args[1].expr == Num(2):
-                    yield e
-                if e.op == "*" and e.args[0] == e.args[1]:
-                    yield e
-                stack.extend(e.args)
-
-
-def _limit(solver: Any, timeout_ms: int) -> None:
-    solver.set("rlimit", Z3_RLIMIT)
-    solver.set("timeout", timeout_ms)
-
-
-def _z3() -> Any:
-    import z3
-
-    return z3
-
-
-def _linear_unsat(comparisons: Sequence[Comparison], atoms: Atoms, timeout_ms: int) -> bool:
-    """Is the conjunction of the comparisons infeasible over ℚ, monomials of degree ≥ 2 read as atoms?"""
-    z3 = _z3()
-    solver = z3.Solver()
-    _limit(solver, timeout_ms)
-    monos: dict[Mono, Any] = {}
-
-    def var(mono: Mono) -> Any:
-        if mono not in monos:
-            monos[mono] = z3.Real(f"m{len(monos)}")
-            if all(atoms.types[a] == NAT for a, _ in mono):
-                # ℕ atoms and their products are non-negative: the facts linarith's ℕ→ℤ cast preprocessing adds
-                solver.add(monos[mono] >= 0)
-        return monos[mono]
-
-    for comp in comparisons:
-        terms = [z3.RealVal(f"{c.numerator}/{c.denominator}") * (var(m) if m else 1) for m, c in comp.poly]
-        lhs = z3.Sum(terms) if terms else z3.RealVal(0)
-        solver.add(lhs < 0 if comp.rel == "<" else lhs <= 0 if comp.rel == "≤" else lhs == 0)
-    return bool(solver.check() == z3.unsat)
-
-
-def linarith_refutes(
-    facts: Sequence[Expr], goal: Expr | None, ctx: Context, *, products: bool = False,
-    timeout_ms: int = Z3_TIMEOUT_MS,
-) -> bool:
-    """Does `linarith` (or `nlinarith`, with `products`) close a goal from `facts`? `goal` None means False.
-    A goal `a = b` needs two refutations (of `a < b` and of `a > b`), as Mathlib's linarith runs twice."""
-    atoms = Atoms()
-    base: list[Comparison] = []
-    for fact in facts:
-        comps = comparison_of(fact, ctx, atoms)
-        if comps:
-            base.extend(comps)
-    negations: list[list[Comparison]] = [[]]
-    if goal is not None:
-        if isinstance(goal, Op) and goal.op == "=":
-            lhs, rhs = goal.args
-            lt = comparison_of(Op("<", (lhs, rhs)), ctx, atoms)
-            gt = comparison_of(Op(">", (lhs, rhs)), ctx, atoms)
-            negations = [[]] if lt is None or gt is None else [lt, gt]
-        else:
-            negated = comparison_of(goal, ctx, atoms, negate=True)
-            negations = [negated] if negated is not None else [[]]
-    square_sources = [*facts, *([goal] if goal is not None else [])]
-    for negation in negations:
-        comps = [_strengthen(c) for c in [*base, *negation]]
-        if products:
-            extra: list[Comparison] = []
-            for a, b in itertools.combinations_with_replacement(comps, 2):
-                if a.ty == b.ty:
-                    product = _product(a, b)
-                    if product is not None:
-                        extra.append(product)
-            for square in _square_subterms(square_sources):
-                sq_ty = type_of(square, ctx)
-                if sq_ty in NUMBER_TYPES:
-                    assert sq_ty is not None
-                    poly = to_poly(square, ctx, atoms, sq_ty)
-                    extra.append(_comparison(_padd({}, poly, Fraction(-1)), "≤", sq_ty))
-            comps = comps + extra
-        if not _linear_unsat(comps, atoms, timeout_ms):
-            return False
-    return True
-
-
-# ---------------------------------------------------------------------------------------------------
-# omega: linear integer arithmetic over ℕ and ℤ, with propositional structure.
-
-
-class _Unsupported(Exception):
-    pass
-
-
-def _int_term(expr: Expr, ctx: Context, env: dict[Expr, Any], solver: Any, ty: Expr) -> Any:
-    z3 = _z3()
-
-    def atom(e: Expr) -> Any:
-        if e not in env:
-            env[e] = z3.Int(f"a{len(env)}")
-            if ty == NAT:
-                solver.add(env[e] >= 0)
-        return env[e]
-
-    if isinstance(expr, Ascr):
-        return _int_term(expr.expr, ctx, env, solver, expr.ty)
-    if isinstance(expr, Num):
-        return z3.IntVal(expr.value)
-    if isinstance(expr, Var):
-        return atom(expr)
-    if isinstance(expr, Op):
-        op = expr.op
-        value = closed_value(expr, ctx)
-        if value is not None and isinstance(value[0], int) and not isinstance(value[0], bool):
-            return z3.IntVal(value[0])
-        if op == "neg":
-            return -_int_term(expr.args[0], ctx, env, solver, ty)
-        if op in ("+", "-", "*", "/", "%"):
-            a = _int_term(expr.args[0], ctx, env, solver, ty)
-            if op == "*":
-                left = closed_value(expr.args[0], ctx)
-                right = closed_value(expr.args[1], ctx)
-                if left is None and right is None:
-                    return atom(expr)  # omega treats nonlinear products as atoms
-            if op in ("/", "%"):
-                divisor = closed_value(expr.args[1], ctx)
-                if divisor is None:
-                    return atom(expr)
-                k = int(divisor[0])  # type: ignore[arg-type]
-                if k == 0:
-                    return z3.IntVal(0) if op == "/" else a
-                # z3's div/mod are Euclidean (remainder in [0, |k|)), like Lean's Int.ediv/emod
-                return a / k if op == "/" else a % k
-            b = _int_term(expr.args[1], ctx, env, solver, ty)
-            if op == "+":
-                return a + b
-            if op == "*":
-                return a * b
-            if ty == NAT:
-                return z3.If(a >= b, a - b, 0)
-            return a - b
-        if op == "^":
-            return atom(expr)
-        raise _Unsupported(op)
-    return atom(expr)
-
-
-def _omega_formula(prop: Expr, ctx: Context, env: dict[Expr, Any], solver: Any, bools: dict[Expr, Any]) -> Any:
-    z3 = _z3()
-
-    def opaque(p: Expr) -> Any:
-        if p not in bools:
-            bools[p] = z3.Bool(f"b{len(bools)}")
-        return bools[p]
-
-    if prop == TRUE:
-        return z3.BoolVal(True)
-    if prop == FALSE:
-        return z3.BoolVal(False)
-    if isinstance(prop, Op):
-        op = prop.op
-        if op in ("∧", "∨", "→", "↔"):
-            a = _omega_formula(prop.args[0], ctx, env, solver, bools)
-            b = _omega_formula(prop.args[1], ctx, env, solver, bools)
-            return z3.And(a, b) if op == "∧" else z3.Or(a, b) if op == "∨" else z3.Implies(a, b) if op == "→" \
-                else a == b
-        if op == "¬":
-            return z3.Not(_omega_formula(prop.args[0], ctx, env, solver, bools))
-        if op in ("=", "≠", "<", ">", "≤", "≥", "∣"):
-            ty = type_of(prop.args[0], ctx) or type_of(prop.args[1], ctx) or NAT
-            if ty not in (NAT, INT):
-                return opaque(prop)
-            try:
-                a = _int_term(prop.args[0], ctx, env, solver, ty)
-                b = _int_term(prop.args[1], ctx, env, solver, ty)
-            except _Unsupported:
-                return opaque(prop)
-            if op == "∣":
-                divisor = closed_value(prop.args[0], ctx)
-                if divisor is None:
-                    return opaque(prop)
-                k = int(divisor[0])  # type: ignore[arg-type]
-                return b == 0 if k == 0 else b % abs(k) == 0
-            return {"=": a == b, "≠": a != b, "<": a < b, ">": a > b, "≤": a <= b, "≥": a >= b}[op]
-    return opaque(prop)
-
-
-def omega_proves(facts: Sequence[Expr], goal: Expr, ctx: Context, timeout_ms: int = Z3_TIMEOUT_MS) -> bool:
-    """Is `facts → goal` valid in linear integer arithmetic (the ℕ/ℤ facts omega collects)?"""
-    z3 = _z3()
-    solver = z3.Solver()
-    _limit(solver, timeout_ms)
-    env: dict[Expr, Any] = {}
-    bools: dict[Expr, Any] = {}
-    for fact in facts:
-        solver.add(_omega_formula(fact, ctx, env, solver, bools))
-    solver.add(z3.Not(_omega_formula(goal, ctx, env, solver, bools)))
-    return bool(solver.check() == z3.unsat)
-
-
-def omega_relevant(prop: Expr, ctx: Context) -> bool:
-    """Whether omega would collect this fact: built from ℕ/ℤ (in)equalities and divisibility by connectives."""
-    if isinstance(prop, Op):
-        if prop.op in ("∧", "∨", "→", "↔"):
-            return omega_relevant(prop.args[0], ctx) or omega_relevant(prop.args[1], ctx)
-        if prop.op == "¬":
-            return omega_relevant(prop.args[0], ctx)
-        if prop.op in ("=", "≠", "<", ">", "≤", "≥", "∣"):
-            ty = type_of(prop.args[0], ctx) or type_of(prop.args[1], ctx) or NAT
-            return ty in (NAT, INT)
-    return False
-
-
-# ---------------------------------------------------------------------------------------------------
-# tauto: classical propositional logic, atoms opaque (membership in ∩ ∪ \ unfolded first).
-
-
-def _prop_formula(prop: Expr, ctx: Context, bools: dict[Expr, Any], depth: int = 0) -> Any:
-    z3 = _z3()
-    if prop == TRUE:
-        return z3.BoolVal(True)
-    if prop == FALSE:
-        return z3.BoolVal(False)
-    if isinstance(prop, Op):
-        op = prop.op
-        if op in ("∧", "∨", "→", "↔"):
-            a = _prop_formula(prop.args[0], ctx, bools, depth + 1)
-            b = _prop_formula(prop.args[1], ctx, bools, depth + 1)
-            return z3.And(a, b) if op == "∧" else z3.Or(a, b) if op == "∨" else z3.Implies(a, b) if op == "→" \
-                else a == b
-        if op == "¬":
-            return z3.Not(_prop_formula(prop.args[0], ctx, bools, depth + 1))
-        if op == "=" and prop.args[0] == prop.args[1]:
-            return z3.BoolVal(True)
-        if op in ("∈", "∉") and depth < 64:
-            step = unfold(prop, ctx)
-            if step is not None and not (op == "∈" and isinstance(prop.args[1], Binder)):
-                return _prop_formula(step, ctx, bools, depth + 1)
-    if prop not in bools:
-        bools[prop] = z3.Bool(f"p{len(bools)}")
-    return bools[prop]
-
-
-def tauto_proves(facts: Sequence[Expr], goal: Expr, ctx: Context, timeout_ms: int = Z3_TIMEOUT_MS) -> bool:
-    z3 = _z3()
-    solver = z3.Solver()
-    _limit(solver, timeout_ms)
-    bools: dict[Expr, Any] = {}
-    for fact in facts:
-        solver.add(_prop_formula(fact, ctx, bools))
-    solver.add(z3.Not(_prop_formula(goal, ctx, bools)))
-    return bool(solver.check() == z3.unsat)
+def _quotient_poly(expr: Op, ctx: Context, atoms: Atoms, ty: Expr) -> Poly:
+    """`a / b` in a field: `a` times the constant `1 / b`, or times the atom `b⁻¹`; `a / 0 = 0`."""
+    numerator = to_poly(expr.args[0], ctx, atoms, ty)
+    denominator = to_poly(expr.args[1], ctx, atoms, ty)
+    if not denominator:
+        return {}  # x / 0 = 0
+    if set(denominator) == {()}:
+        return padd({}, numerator, 1 / denominator[()])
+    inverse = Op("/", (Ascr(Num(1), ty), expr.args[1]))  # the atom b⁻¹, printed as 1 / b
+    return pmul(numerator, {((atoms.index(inverse, ty), 1),): Fraction(1)})
 
 
 __all__ = [
@@ -702,9 +419,5 @@ __all__ = [
     "NotEvaluable",
     "closed_value",
     "evaluate",
-    "linarith_refutes",
-    "omega_proves",
-    "omega_relevant",
-    "tauto_proves",
     "to_poly",
 ]

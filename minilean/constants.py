@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from minilean.syntax import Expr, Op
@@ -75,6 +75,40 @@ def using(env: Env) -> Iterator[None]:
         _ACTIVE.reset(token)
 
 
+@dataclass
+class FileTheorems:
+    """The theorems the file declared before the command that runs now (Lean's environment holds each once its
+    statement elaborated, its proof failed or not), by name, each its statement as a term's type: a value binder a
+    `∀`, a hypothesis a premise `→`; and the names the command's proof used of them (`#print axioms` and the kernel
+    recheck reach them, as Lean's do)."""
+
+    types: Mapping[str, Expr] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+
+
+_THEOREMS: ContextVar[FileTheorems | None] = ContextVar("minilean_theorems", default=None)
+
+
+def file_theorem(name: str) -> Expr | None:
+    """The type of a theorem declared earlier in the file (`exact name args`, `apply name`), recorded as used; None
+    for any other name."""
+    theorems = _THEOREMS.get()
+    found = theorems.types.get(name) if theorems is not None else None
+    if theorems is not None and found is not None:
+        theorems.used.add(name)
+    return found
+
+
+@contextmanager
+def using_theorems(theorems: FileTheorems) -> Iterator[FileTheorems]:
+    """Make the file's earlier theorems usable by name while the block runs."""
+    token = _THEOREMS.set(theorems)
+    try:
+        yield theorems
+    finally:
+        _THEOREMS.reset(token)
+
+
 def reached(names: frozenset[str] | set[str], env: Env) -> list[str]:
     """The constants of `env` that `names` mention, and those they use in turn, in the order first reached."""
     order: list[str] = []
@@ -88,4 +122,5 @@ def reached(names: frozenset[str] | set[str], env: Env) -> list[str]:
     return order
 
 
-__all__ = ["SORRY_AXIOM", "Constant", "Env", "active", "constant_types", "reached", "using"]
+__all__ = ["SORRY_AXIOM", "Constant", "Env", "FileTheorems", "active", "constant_types", "file_theorem", "reached",
+           "using", "using_theorems"]

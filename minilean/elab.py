@@ -1,26 +1,20 @@
-"""Types and elaboration for minilean's fragment: which expressions are well-typed propositions, the carrier
-type of every arithmetic subterm, capture-avoiding substitution and Lean's definitional unfoldings
-(`minilean.defeq` decides definitional equality with them).
+"""Types for minilean's fragment: the carrier type of every arithmetic subterm, capture-avoiding substitution and
+Lean's definitional unfoldings (`minilean.defeq` decides definitional equality with them; `minilean.elaborator`
+elaborates terms with these types).
 
-    ctx = {"x": REAL}
-    prop = elaborate_prop(parse("2 * x + 3 = 11 → x = 4"), ctx)   # its numerals carry `(n : ℝ)` ascriptions
+    ty = type_of(parse("x + 1"), {"x": REAL})     # ℝ
+    whnf(parse("a ≥ b"), ctx)                     # `b ≤ a`
 
-Types are expressions: `ℕ ℤ ℚ ℝ Prop`, `Set T`, `A → B`. Elaboration writes every numeral as `Ascr(Num, T)`
-with the type Lean's unifier would give it (the other operand's type, else the default instance `ℕ`), and
-gives every binder its type, so meaning never depends on where a subterm later moves (`subst` of `x := 3`
-keeps `(3 : ℝ)`). The printer drops those ascriptions, as Lean's does with `pp.numericTypes` off. A scientific
-literal (`2.5`) is typed the same way but only in ℚ/ℝ (Mathlib's `OfScientific`): on ℕ/ℤ it is Lean's `failed to
-synthesize OfScientific ℕ`, and with nothing to fix its type (Lean's default: `Float`) it is refused.
+Types are expressions: `ℕ ℤ ℚ ℝ Prop`, `Set T`, `A → B`.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
-from minilean.constants import active, constant_types
+from minilean.constants import active
 from minilean.syntax import (
-    DECL_NAME,
     FALSE,
     PROP,
     TRUE,
@@ -142,6 +136,12 @@ def subst_many(expr: Expr, mapping: Mapping[str, Expr]) -> Expr:
     if isinstance(expr, Ascr):
         return Ascr(subst_many(expr.expr, mapping), expr.ty)
     assert isinstance(expr, Binder)
+    return _subst_binder(expr, mapping)
+
+
+def _subst_binder(expr: Binder, mapping: Mapping[str, Expr]) -> Expr:
+    """`subst_many` under a binder: its own name shadows the mapping, and it is renamed when a value would be
+    captured."""
     ty = subst_many(expr.ty, mapping) if expr.ty is not None else None
     inner = {k: v for k, v in mapping.items() if k != expr.name}
     if not inner:
@@ -185,45 +185,15 @@ def alpha_eq(a: Expr, b: Expr) -> bool:
 def type_of(expr: Expr, ctx: Context) -> Expr | None:
     """The type of an elaborated value expression (None for a bare numeral, which has no type yet)."""
     if isinstance(expr, Var):
-        if expr.name in ("True", "False"):
-            return PROP
-        if expr.name in ("true", "false"):
-            return BOOL
-        if is_name_literal(expr):
-            return NAME
-        found = ctx.get(expr.name)
-        if found is None and expr.name in active():
-            return active()[expr.name].ty
-        return found
+        return _variable_type(expr, ctx)
     if isinstance(expr, (Num, Sci)):
         return None
     if isinstance(expr, Ascr):
         return expr.ty
     if isinstance(expr, Op):
-        if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
-            for arg in expr.args:
-                ty = type_of(arg, ctx)
-                if ty is not None:
-                    return ty
-            return None
-        if expr.op == "^":
-            return type_of(expr.args[0], ctx)
-        if expr.op in ("∩", "∪", "\\", "ite"):
-            for arg in expr.args[1:] if expr.op == "ite" else expr.args:
-                ty = type_of(arg, ctx)
-                if ty is not None:
-                    return ty
-            return None
-        if expr.op == "==":
-            return BOOL
-        return PROP
+        return _operation_type(expr, ctx)
     if isinstance(expr, App):
-        fn_ty = type_of(expr.fn, ctx)
-        for _ in expr.args:
-            if not (isinstance(fn_ty, Op) and fn_ty.op == "→"):
-                return None
-            fn_ty = fn_ty.args[1]
-        return fn_ty
+        return _application_type(expr, ctx)
     if isinstance(expr, Binder):
         if expr.kind == "setOf":
             return set_of(expr.ty) if expr.ty is not None else None
@@ -237,353 +207,49 @@ def type_of(expr: Expr, ctx: Context) -> Expr | None:
     return None
 
 
-_DIAGNOSTICS = "Additional diagnostic information may be available using the `set_option diagnostics true` command."
-
-
-def has_scientific(expr: Expr) -> bool:
-    """Whether a scientific literal (`2.5`) occurs in `expr`."""
-    if isinstance(expr, Sci):
-        return True
-    if isinstance(expr, (Op, Anon)):
-        return any(has_scientific(a) for a in expr.args)
-    if isinstance(expr, App):
-        return has_scientific(expr.fn) or any(has_scientific(a) for a in expr.args)
-    if isinstance(expr, SetLit):
-        return any(has_scientific(e) for e in expr.elems)
-    if isinstance(expr, (Ascr, Proj)):
-        return has_scientific(expr.expr)
-    if isinstance(expr, Binder):
-        return has_scientific(expr.body)
-    return False
-
-
-def _default_type(*exprs: Expr) -> Expr:
-    """The type numerals get when nothing else fixes it: Lean's default instances, `ℕ` for a numeral (`OfNat ℕ`) —
-    but `Float` when a scientific literal is among them (`@[default_instance mid+1] OfScientific Float`, above
-    ℕ's), which is outside the fragment."""
-    for expr in exprs:
-        if has_scientific(expr):
-            raise ElabError(f"minilean: nothing fixes the type of {pp(expr)}, so Lean elaborates its scientific "
-                            "literal as a `Float` (the default `OfScientific` instance); `Float` is outside "
-                            "minilean's fragment (write the type, as in `(2.5 : ℝ)`)")
-    return NAT
-
-
-def _join(types: list[Expr | None]) -> Expr | None:
-    known = [t for t in types if t is not None]
-    if not known:
-        return None
-    first = known[0]
-    for other in known[1:]:
-        if other != first:
-            raise ElabError(f"type mismatch: {pp(first)} and {pp(other)} (minilean has no coercions)")
-    return first
-
-
-class Elaborator:
-    """Elaborates expressions in a local context and the visible constants (`minilean.constants.active`);
-    `decl_name` is the declaration being elaborated (what `decl_name%` names), None outside one."""
-
-    def __init__(self, ctx: Context, decl_name: str | None = None) -> None:
-        self.ctx = {**constant_types(), **ctx}  # the visible constants, then the locals (which shadow them)
-        self.decl_name = decl_name
-
-    # -- value terms ----------------------------------------------------------------------------
-
-    def value(self, expr: Expr, expected: Expr | None) -> Expr:
-        """Elaborate a value of type `expected` (None: infer; numerals default to ℕ at the top)."""
-        ty = self._infer(expr)
-        target = expected if expected is not None else ty if ty is not None else _default_type(expr)
-        if ty is not None and expected is not None and ty != expected:
-            raise ElabError(
-                f"type mismatch\n  {pp(expr)}\nhas type\n  {pp(ty)} : Type\nbut is expected to have type\n"
-                f"  {pp(expected)} : Type")
-        return self._annotate(expr, target)
-
-    def infer_type(self, expr: Expr) -> Expr | None:
-        """The type of a value before numerals are fixed (None: only numerals decide it)."""
-        return self._infer(expr)
-
-    def _infer(self, expr: Expr) -> Expr | None:
-        """The type `expr` has before numerals are fixed (None: only numerals decide it)."""
-        if isinstance(expr, Var):
-            if expr.name in self.ctx:
-                return self.ctx[expr.name]
-            if expr.name in ("True", "False"):
-                return PROP
-            if expr.name in ("true", "false"):
-                return BOOL
-            if is_name_literal(expr) or (expr == DECL_NAME and self._decl_name() is not None):
-                return NAME
-            raise ElabError(f"unknown identifier '{expr.name}'")
-        if isinstance(expr, (Num, Sci)):
+def _application_type(expr: App, ctx: Context) -> Expr | None:
+    """The result type of a function applied to its arguments (None when it takes fewer)."""
+    fn_ty = type_of(expr.fn, ctx)
+    for _ in expr.args:
+        if not (isinstance(fn_ty, Op) and fn_ty.op == "→"):
             return None
-        if isinstance(expr, Ascr):
-            ascribed = normalize_type(expr.ty)
-            inner = self._infer(expr.expr)
-            if inner in NUMBER_TYPES and ascribed in NUMBER_TYPES and \
-                    NUMBER_TYPES.index(inner) < NUMBER_TYPES.index(ascribed):
-                raise ElabError(f"minilean: the cast of {pp(expr.expr)} from {pp(inner)} to {pp(ascribed)} (a "
-                                "coercion, which Lean inserts) is outside minilean's fragment")
-            if inner is not None and inner != ascribed:
-                raise ElabError(
-                    f"type mismatch\n  {pp(expr.expr)}\nhas type\n  {pp(inner)} : Type\nbut is expected to have "
-                    f"type\n  {pp(ascribed)} : Type")
-            return ascribed
-        if isinstance(expr, Op):
-            if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
-                joined = _join([self._infer(a) for a in expr.args])
-                if joined is not None and joined not in NUMBER_TYPES:
-                    raise ElabError(f"failed to synthesize\n  {_class_of(expr.op)} {pp(joined)}")
-                return joined
-            if expr.op == "^":
-                return self._infer(expr.args[0])
-            if expr.op in ("∩", "∪", "\\"):
-                joined = _join([self._infer(a) for a in expr.args])
-                if joined is not None and element_type(joined) is None:
-                    raise ElabError(f"failed to synthesize\n  {_class_of(expr.op)} {pp(joined)}")
-                return joined
-            if expr.op == "==":
-                self._compared(expr)
-                return BOOL
-            if expr.op == "ite":
-                return _join([self._infer(a) for a in expr.args[1:]])
-            return PROP
-        if isinstance(expr, App):
-            fn_ty = self._infer(expr.fn)
-            for _ in expr.args:
-                if not (isinstance(fn_ty, Op) and fn_ty.op == "→"):
-                    raise ElabError(f"function expected at\n  {pp(expr.fn)}\nterm has type\n  "
-                                    f"{pp(fn_ty) if fn_ty is not None else '?'}")
-                fn_ty = fn_ty.args[1]
-            return fn_ty
-        if isinstance(expr, Binder):
-            if expr.kind == "setOf":
-                if expr.ty is not None:
-                    return set_of(normalize_type(expr.ty))
-                return None
-            if expr.kind == "fun":
-                raise ElabError("functions are outside minilean's fragment of values")
-            return PROP
-        if isinstance(expr, SetLit):
-            elem = _join([self._infer(e) for e in expr.elems])
-            return set_of(elem) if elem is not None else None
-        raise ElabError(f"unexpected term\n  {pp(expr)}")
-
-    def _annotate(self, expr: Expr, ty: Expr) -> Expr:
-        """`expr` with every numeral ascribed and every binder typed, given its type `ty`."""
-        if isinstance(expr, Num):
-            if ty not in NUMBER_TYPES:
-                raise ElabError(f"failed to synthesize\n  OfNat {pp(ty)} {expr.value}\nnumerals are polymorphic in "
-                                "Lean, but the numeral cannot be of this type")
-            return Ascr(expr, ty)
-        if isinstance(expr, Sci):
-            if ty not in FIELDS:
-                # Mathlib's `OfScientific` instances are on division rings (ℚ, ℝ); Lean's core has Float's
-                raise ElabError(f"failed to synthesize\n  OfScientific {pp(ty)}\n{_DIAGNOSTICS}")
-            return Ascr(expr, ty)
-        if isinstance(expr, Var):
-            decl_name = self._decl_name() if expr == DECL_NAME else None
-            return Var(f"`{decl_name}") if decl_name is not None else expr
-        if isinstance(expr, Ascr):
-            inner_ty = normalize_type(expr.ty)
-            return self._annotate(expr.expr, inner_ty)
-        if isinstance(expr, Op):
-            if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
-                if expr.op == "%" and ty in FIELDS:
-                    raise ElabError(f"failed to synthesize\n  HMod {pp(ty)} {pp(ty)} ?m")
-                return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
-            if expr.op == "^":
-                base, exponent = expr.args
-                if has_scientific(exponent):
-                    raise ElabError(f"minilean: the exponent {pp(exponent)} is a scientific literal (a real power, "
-                                    "`Real.rpow`), which is outside minilean's fragment")
-                exp_ty = self._infer(exponent) or NAT
-                if exp_ty != NAT:
-                    raise ElabError("real powers are outside minilean's fragment (exponents are natural numbers)")
-                return Op("^", (self._annotate(base, ty), self._annotate(exponent, NAT)))
-            if expr.op in ("∩", "∪", "\\"):
-                return Op(expr.op, tuple(self._annotate(a, ty) for a in expr.args))
-            if expr.op == "==":
-                if ty != BOOL:
-                    raise ElabError(f"type mismatch\n  {pp(expr)}\nhas type\n  Bool : Type\nbut is expected to have "
-                                    f"type\n  {pp(ty)} : Type")
-                compared = self._compared(expr)
-                return Op("==", tuple(self._annotate(a, compared) for a in expr.args))
-            if expr.op == "ite":
-                cond, then, other = expr.args
-                return Op("ite", (self._condition(cond), self._annotate(then, ty), self._annotate(other, ty)))
-            return self.prop(expr)
-        if isinstance(expr, App):
-            fn_ty = self._infer(expr.fn)
-            args = []
-            for arg in expr.args:
-                assert isinstance(fn_ty, Op)
-                args.append(self.value(arg, fn_ty.args[0]))
-                fn_ty = fn_ty.args[1]
-            return App(expr.fn, tuple(args))
-        if isinstance(expr, SetLit):
-            elem = element_type(ty)
-            if elem is None:
-                raise ElabError(f"failed to synthesize\n  Insert ?m {pp(ty)}")
-            return SetLit(tuple(self.value(e, elem) for e in expr.elems))
-        if isinstance(expr, Binder):
-            if expr.kind == "setOf":
-                elem = element_type(ty)
-                if elem is None:
-                    raise ElabError(f"type mismatch: a set-builder is a set, not {pp(ty)}")
-                return Binder("setOf", expr.name, elem, self._under(expr.name, elem, expr.body, self.prop))
-            return self.prop(expr)
-        raise ElabError(f"unexpected term\n  {pp(expr)}")
-
-    def _decl_name(self) -> str | None:
-        """What `decl_name%` names: the declaration being elaborated; Lean's error outside one."""
-        if self.decl_name is None:
-            raise ElabError("invalid `decl_name%` macro, the declaration name is not available")
-        return self.decl_name
-
-    def _compared(self, expr: Op) -> Expr:
-        """The type both sides of `a == b` have (`BEq`: the number types, `Bool`, `Lean.Name`)."""
-        ty = _join([self._infer(a) for a in expr.args]) or _default_type(*expr.args)
-        if ty not in NUMBER_TYPES and ty not in DATA_TYPES:
-            raise ElabError(f"failed to synthesize\n  {pp(App(Var('BEq'), (ty,)))}\n{_DIAGNOSTICS}")
-        return ty
-
-    def _condition(self, cond: Expr) -> Expr:
-        """An `if`'s condition: a proposition, or a `Bool` `b` read as `b = true` (Lean's coercion)."""
-        if self._infer(cond) == BOOL:
-            return Op("=", (self._annotate(cond, BOOL), TRUE_BOOL))
-        return self.prop(cond)
-
-    def _under(self, name: str, ty: Expr, body: Expr, how: Callable[[Expr], Expr]) -> Expr:
-        saved = self.ctx.get(name)
-        self.ctx[name] = ty
-        try:
-            return how(body)
-        finally:
-            if saved is None:
-                del self.ctx[name]
-            else:
-                self.ctx[name] = saved
-
-    # -- propositions ---------------------------------------------------------------------------
-
-    def prop(self, expr: Expr) -> Expr:
-        """Elaborate a proposition."""
-        if isinstance(expr, Var):
-            if expr.name in ("True", "False"):
-                return expr
-            ty = self.ctx.get(expr.name)
-            if ty is None:
-                raise ElabError(f"unknown identifier '{expr.name}'")
-            if ty != PROP:
-                raise ElabError(f"type expected, got\n  ({expr.name} : {pp(ty)})")
-            return expr
-        if isinstance(expr, Op):
-            op = expr.op
-            if op == "==":  # a `Bool` where a proposition is expected: `b = true` (Lean's coercion)
-                return self._condition(expr)
-            if op in ("∧", "∨", "→", "↔"):
-                return Op(op, (self.prop(expr.args[0]), self.prop(expr.args[1])))
-            if op == "¬":
-                return Op(op, (self.prop(expr.args[0]),))
-            if op in ("=", "≠", "<", ">", "≤", "≥", "∣"):
-                lhs, rhs = expr.args
-                ty = _join([self._infer(lhs), self._infer(rhs)]) or _default_type(lhs, rhs)
-                if op in ("<", ">", "≤", "≥") and ty not in NUMBER_TYPES:
-                    if element_type(ty) is not None and op == "≤":
-                        pass
-                    else:
-                        raise ElabError(f"failed to synthesize\n  LT {pp(ty)}")
-                if op == "∣" and ty not in (NAT, INT):
-                    raise ElabError(f"failed to synthesize\n  Dvd {pp(ty)}\n(minilean: `∣` over ℕ and ℤ)")
-                return Op(op, (self._annotate(lhs, ty), self._annotate(rhs, ty)))
-            if op in ("∈", "∉"):
-                elem, coll = expr.args
-                coll_ty = self._infer(coll)
-                elem_ty = self._infer(elem)
-                if coll_ty is None:
-                    if elem_ty is None:
-                        elem_ty = _default_type(elem, coll)
-                    coll_ty = set_of(elem_ty)
-                inner = element_type(coll_ty)
-                if inner is None:
-                    raise ElabError(f"failed to synthesize\n  Membership ?m {pp(coll_ty)}")
-                return Op(op, (self.value(elem, inner), self._annotate(coll, coll_ty)))
-            if op == "⊆":
-                ty = _join([self._infer(a) for a in expr.args])
-                if ty is None or element_type(ty) is None:
-                    raise ElabError("failed to synthesize\n  HasSubset ?m")
-                return Op(op, tuple(self._annotate(a, ty) for a in expr.args))
-            raise ElabError(f"type mismatch: {pp(expr)} is not a proposition")
-        if isinstance(expr, Binder) and expr.kind in ("∀", "∃"):
-            ty = normalize_type(expr.ty) if expr.ty is not None else self._guess_binder_type(expr)
-            body = self._under(expr.name, ty, expr.body, self.prop)
-            return Binder(expr.kind, expr.name, ty, body)
-        if isinstance(expr, App):
-            ty = self._infer(expr)
-            if ty != PROP:
-                raise ElabError(f"type expected, got\n  ({pp(expr)} : {pp(ty) if ty is not None else '?'})")
-            return self._annotate(expr, PROP)
-        if isinstance(expr, Ascr):
-            if normalize_type(expr.ty) != PROP:
-                raise ElabError(f"type mismatch: {pp(expr)} is not a proposition")
-            return self.prop(expr.expr)
-        raise ElabError(f"type expected, got\n  ({pp(expr)})")
-
-    def _guess_binder_type(self, binder: Binder) -> Expr:
-        """A binder without a type gets the one its uses force (`∀ x ∈ A`: A's elements; `x < y` with
-        `y : ℝ`: ℝ), else ℕ, the default instance of numerals (Lean: `∃ n, n * n = 49` is about ℕ)."""
-        name = binder.name
-        found: list[Expr] = []
-
-        def visit(expr: Expr) -> None:
-            if found:
-                return
-            if isinstance(expr, Op):
-                if expr.op in ("∈", "∉") and expr.args[0] == Var(name):
-                    try:
-                        coll_ty = self._infer(expr.args[1])
-                    except ElabError:
-                        coll_ty = None
-                    inner = element_type(coll_ty) if coll_ty is not None else None
-                    if inner is not None:
-                        found.append(inner)
-                        return
-                if Var(name) in expr.args:
-                    for arg in expr.args:
-                        if arg != Var(name) and name not in free_vars(arg):
-                            try:
-                                ty = self._infer(arg)
-                            except ElabError:
-                                ty = None
-                            if ty is not None and ty != PROP:
-                                found.append(ty)
-                                return
-                for arg in expr.args:
-                    visit(arg)
-            elif isinstance(expr, Binder) and expr.name != name:
-                visit(expr.body)
-            elif isinstance(expr, App):
-                fn_ty = self.ctx.get(expr.fn.name) if isinstance(expr.fn, Var) else None
-                for arg in expr.args:
-                    if arg == Var(name) and isinstance(fn_ty, Op) and fn_ty.op == "→":
-                        found.append(fn_ty.args[0])
-                        return
-                    if isinstance(fn_ty, Op):
-                        fn_ty = fn_ty.args[1]
-
-        visit(binder.body)
-        return found[0] if found else NAT
+        fn_ty = fn_ty.args[1]
+    return fn_ty
 
 
-def _class_of(op: str) -> str:
-    return {"+": "HAdd", "-": "HSub", "*": "HMul", "/": "HDiv", "%": "HMod", "neg": "Neg", "abs": "Lattice",
-            "∩": "Inter", "∪": "Union", "\\": "SDiff"}.get(op, "Inhabited")
+def _variable_type(expr: Var, ctx: Context) -> Expr | None:
+    if expr.name in ("True", "False"):
+        return PROP
+    if expr.name in ("true", "false"):
+        return BOOL
+    if is_name_literal(expr):
+        return NAME
+    found = ctx.get(expr.name)
+    if found is None and expr.name in active():
+        return active()[expr.name].ty
+    return found
 
 
-def elaborate_prop(expr: Expr, ctx: Context) -> Expr:
-    return Elaborator(ctx).prop(expr)
+def _operation_type(expr: Op, ctx: Context) -> Expr | None:
+    """An arithmetic or set operation has the type of its first typed operand, `ite` of its first typed branch,
+    `^` of its base; `==` is a `Bool`, the others are propositions."""
+    if expr.op in ("+", "-", "*", "/", "%", "neg", "abs"):
+        for arg in expr.args:
+            ty = type_of(arg, ctx)
+            if ty is not None:
+                return ty
+        return None
+    if expr.op == "^":
+        return type_of(expr.args[0], ctx)
+    if expr.op in ("∩", "∪", "\\", "ite"):
+        for arg in expr.args[1:] if expr.op == "ite" else expr.args:
+            ty = type_of(arg, ctx)
+            if ty is not None:
+                return ty
+        return None
+    if expr.op == "==":
+        return BOOL
+    return PROP
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -604,33 +270,44 @@ def unfold(prop: Expr, ctx: Context) -> Expr | None:
             return Op("→", (Op("=", args), FALSE))
         if op == "∉":
             return Op("¬", (Op("∈", args),))
-        if op == "⊆":
-            elem = element_type(type_of(args[0], ctx) or type_of(args[1], ctx) or set_of(NAT)) or NAT
-            avoid = free_vars(prop) | set(ctx)
-            name = fresh_name("a", avoid)
-            x = Var(name)
-            return Binder("∀", name, elem, Op("→", (Op("∈", (x, args[0])), Op("∈", (x, args[1])))))
-        if op == "∣":
-            ty = type_of(args[0], ctx) or type_of(args[1], ctx) or NAT
-            name = fresh_name("c", free_vars(prop) | set(ctx))
-            return Binder("∃", name, ty, Op("=", (args[1], Op("*", (args[0], Var(name))))))
+        if op in ("⊆", "∣"):
+            return _unfold_quantified(prop, ctx)
         if op == "∈":
-            elem, coll = args
-            if isinstance(coll, Op) and coll.op == "∩":
-                return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
-            if isinstance(coll, Op) and coll.op == "∪":
-                return Op("∨", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
-            if isinstance(coll, Op) and coll.op == "\\":
-                return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∉", (elem, coll.args[1]))))
-            if isinstance(coll, Binder) and coll.kind == "setOf":
-                return subst(coll.body, coll.name, elem)
-            if isinstance(coll, SetLit):
-                if not coll.elems:
-                    return FALSE
-                head = Op("=", (elem, coll.elems[0]))
-                if len(coll.elems) == 1:
-                    return head
-                return Op("∨", (head, Op("∈", (elem, SetLit(coll.elems[1:])))))
+            return _unfold_membership(args[0], args[1])
+    return None
+
+
+def _unfold_quantified(prop: Op, ctx: Context) -> Expr:
+    """`s ⊆ t` as `∀ a, a ∈ s → a ∈ t`; `a ∣ b` as `∃ c, b = a * c`."""
+    args = prop.args
+    if prop.op == "⊆":
+        elem = element_type(type_of(args[0], ctx) or type_of(args[1], ctx) or set_of(NAT)) or NAT
+        avoid = free_vars(prop) | set(ctx)
+        name = fresh_name("a", avoid)
+        x = Var(name)
+        return Binder("∀", name, elem, Op("→", (Op("∈", (x, args[0])), Op("∈", (x, args[1])))))
+    ty = type_of(args[0], ctx) or type_of(args[1], ctx) or NAT
+    name = fresh_name("c", free_vars(prop) | set(ctx))
+    return Binder("∃", name, ty, Op("=", (args[1], Op("*", (args[0], Var(name))))))
+
+
+def _unfold_membership(elem: Expr, coll: Expr) -> Expr | None:
+    """`x ∈ s` unfolded for an intersection, a union, a difference, a set-builder and a set literal."""
+    if isinstance(coll, Op) and coll.op == "∩":
+        return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
+    if isinstance(coll, Op) and coll.op == "∪":
+        return Op("∨", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
+    if isinstance(coll, Op) and coll.op == "\\":
+        return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∉", (elem, coll.args[1]))))
+    if isinstance(coll, Binder) and coll.kind == "setOf":
+        return subst(coll.body, coll.name, elem)
+    if isinstance(coll, SetLit):
+        if not coll.elems:
+            return FALSE
+        head = Op("=", (elem, coll.elems[0]))
+        if len(coll.elems) == 1:
+            return head
+        return Op("∨", (head, Op("∈", (elem, SetLit(coll.elems[1:])))))
     return None
 
 
@@ -645,5 +322,5 @@ def whnf(prop: Expr, ctx: Context) -> Expr:
 
 
 __all__ = ["FALSE", "FIELDS", "INT", "NAT", "NUMBER_TYPES", "PROP", "RAT", "REAL", "TRUE", "Context", "ElabError",
-           "Elaborator", "alpha_eq", "elaborate_prop", "element_type", "fresh_name",
+           "alpha_eq", "element_type", "fresh_name",
            "is_type", "normalize_type", "set_of", "subst", "subst_many", "type_of", "unfold", "whnf"]

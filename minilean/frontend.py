@@ -17,35 +17,41 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from leankit.commands import commands, tokens
 from leankit.recheck import RECHECK_REPORT, recheck_command
 from leankit.version import PantographVersion
-from minilean.constants import SORRY_AXIOM, Constant, Env, active, reached, using
-from minilean.elab import NAT, PROP, ElabError, Elaborator, normalize_type, subst_many
+from minilean.constants import SORRY_AXIOM, Constant, Env, FileTheorems, active, reached, using, using_theorems
+from minilean.elab import NAT, NUMBER_TYPES, PROP, ElabError, element_type, normalize_type, subst_many
+from minilean.elaborator import Elaborator
 from minilean.fallback import Fallback
 from minilean.goals import Goal, Hyp, TacticError, pp_goals
+from minilean.parser import ParseError, TermTooDeep, parse
 from minilean.proof_states import Declared, State
-from minilean.syntax import Binder, By, Expr, Op, ParseError, TermTooDeep, Var, free_vars, parse, pp
-from minilean.tactic_parse import parse_problem
-from minilean.tactics import Engine, split_blocks
+from minilean.source import (
+    DECL,
+    DEFINITIONS,
+    Command,
+    Decl,
+    balanced,
+    blank_comments,
+    byte_offset,
+    file_offset,
+    line_column,
+    parse_decl,
+    split_binders,
+    split_commands,
+    syntax_error,
+    tactic_blocks,
+)
+from minilean.syntax import Binder, By, Expr, Op, Var, free_vars, pp
+from minilean.tactics import Engine
 from minilean.wire import JsonObj, add_invocations, error_reply, message, read_file, reads_header, wants_sorrys
 
 STANDARD_AXIOMS = ("propext", "Classical.choice", "Quot.sound")
 SORRY_AXIOMS = ("propext", "sorryAx", "Classical.choice", "Quot.sound")
 IMPORT_ERROR = "invalid 'import' command, it must be used in the beginning of the file"
 
-_DECL = re.compile(
-    r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable)\s+)*(theorem|lemma|example|def|abbrev)\b")
-_DEFINITIONS = ("def", "abbrev")
 _AXIOM_ORDER = ("propext", SORRY_AXIOM, "Classical.choice", "Quot.sound")  # as the answers list them
 _SORRY = re.compile(r"(?<![\w.'])(sorry|admit)(?![\w'])")
-
-
-@dataclass(frozen=True)
-class Command:
-    text: str
-    start: int  # character offset in the file
-    line: int  # 1-based
 
 
 class FrontendHost(Protocol):
@@ -75,108 +81,12 @@ class FileState:
     statements: dict[str, Expr] = field(default_factory=dict)
     definitions: dict[str, Constant] = field(default_factory=dict)
     uses: dict[str, frozenset[str]] = field(default_factory=dict)  # the constants each declaration mentions
+    theorems: dict[str, Expr] = field(default_factory=dict)  # the file's theorems as terms' types (`FileTheorems`)
     # (name, state id (-1: not made, distil makes it), goals, sorry spans, the constants it was started under)
     sorry_states: list[tuple[str, int, list[Goal], list[tuple[int, int]], Env]] = field(default_factory=list)
     outside: bool = False  # a declaration's statement is outside the fragment (the fallback REPL may take it)
     # The units of those declarations: (unit, minilean's message, where it stands: start and end offsets)
     unelaborated: list[tuple[JsonObj, str, int, int]] = field(default_factory=list)
-
-
-def split_commands(text: str, header: bool) -> list[Command]:
-    """Top-level commands where Lean's parser finds them (`leankit.commands.commands`): at a command keyword at any
-    column, after a term on the same line or on an indented line too (`abbrev s : ℕ := 1\n  instance(…)…` is two
-    commands), a declaration's command from the doc comment, attribute or modifier that opens it; each runs to the
-    next. Text before the first command is a command of its own (Lean's `expected command`). With `header`, leading
-    `import` lines (and blank lines, comments) form the header and are no command."""
-    masked, _ = blank_comments(text)
-    begin = 0
-    if header:
-        for found in re.finditer(r"[^\n]*(?:\n|$)", masked):
-            line = found.group()
-            if found.start() >= len(masked) or not (not line.strip() or re.match(r"(import|prelude)\b", line)):
-                begin = found.start()
-                break
-        else:
-            begin = len(masked)
-    starts = [command.start for command in commands(text)
-              if command.start >= begin and not _tactic_prefix(text[command.start : command.end], command.keyword)]
-    first = next((at for at in range(begin, len(masked)) if not masked[at].isspace()), None)
-    if first is not None and (not starts or starts[0] > first):
-        starts.insert(0, first)
-    return [Command(text[start : (starts[i + 1] if i + 1 < len(starts) else len(text))], start,
-                    text.count("\n", 0, start) + 1) for i, start in enumerate(starts)]
-
-
-def _tactic_prefix(command: str, keyword: str) -> bool:
-    """`open X in tac` / `set_option o v in tac` inside a proof: Lean's tactic (or term) `… in`, no command (the
-    reader takes every `open` for one)."""
-    if keyword not in ("open", "set_option"):
-        return False
-    listed = list(tokens(command))
-    for at, token in enumerate(listed[:-1]):
-        if token.kind == "ident" and token.text == "in":
-            following = listed[at + 1]
-            return following.kind not in ("keyword", "doc") and following.text != "@["
-    return False
-
-
-def blank_comments(text: str) -> tuple[str, list[int]]:
-    """`text` with its comments blanked as Lean's whitespace reader skips them (`--` to the end of its line, `/- -/`
-    nested, none inside a string literal), every line break and column kept; and where each doc comment `/--`
-    starts."""
-    chars = list(text)
-    docs: list[int] = []
-    index = 0
-    while index < len(text):
-        if text[index] == '"':
-            index += 1
-            while index < len(text) and text[index] != '"':
-                index += 2 if text[index] == "\\" else 1
-            index += 1
-            continue
-        end = _comment_end(text, index)
-        if end < 0:
-            index += 1
-            continue
-        if text.startswith("/--", index):
-            docs.append(index)
-        for at in range(index, end):
-            if chars[at] not in _LINE_BREAKS:
-                chars[at] = " "
-        index = end
-    return "".join(chars), docs
-
-
-_LINE_BREAKS = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # what str.splitlines breaks at
-
-
-def _comment_end(text: str, index: int) -> int:
-    """Where the comment opening at `index` ends (the end of the text when never closed); -1 when none opens."""
-    if text.startswith("--", index):
-        end = text.find("\n", index)
-        return len(text) if end < 0 else end
-    if not text.startswith("/-", index):
-        return -1
-    depth, end = 0, index
-    while end < len(text):
-        if text.startswith("/-", end):
-            depth, end = depth + 1, end + 2
-        elif text.startswith("-/", end):
-            depth, end = depth - 1, end + 2
-            if depth == 0:
-                return end
-        else:
-            end += 1
-    return len(text)
-
-
-def _byte(text: str, char_offset: int) -> int:
-    return len(text[:char_offset].encode("utf-8"))
-
-
-def _pos(text: str, char_offset: int) -> tuple[int, int]:
-    before = text[:char_offset]
-    return before.count("\n") + 1, char_offset - (before.rfind("\n") + 1)
 
 
 def process(server: FrontendHost, args: JsonObj) -> JsonObj:
@@ -190,8 +100,10 @@ def process(server: FrontendHost, args: JsonObj) -> JsonObj:
     commands = split_commands(text, header=reads_header(version, args))
     units = []
     for command in commands:
-        with using(_visible(server, state)):
+        before, earlier = set(state.statements), FileTheorems(dict(state.theorems))
+        with using(_visible(server, state)), using_theorems(earlier):
             units.append(_unit(server, state, command, args))
+        _add_theorems(state, before, earlier.used)
     if state.outside and server.fallback is not None:
         forwarded = server.fallback.process(args)
         return _not_started(server, state, forwarded) if wants_sorrys(version, args) else forwarded
@@ -319,102 +231,18 @@ def _close_over(goal: Goal) -> Goal:
     return Goal((), target, goal.case, goal.mvar)
 
 
-def _balanced(code: str) -> bool:
-    """Every bracket of `code` (comments blanked) is closed."""
-    return sum(code.count(opener) for opener in "([{⟨⦃") == sum(code.count(closer) for closer in ")]}⟩⦄")
-
-
-@dataclass
-class _Decl:
-    keyword: str
-    name: str
-    name_span: tuple[int, int]  # char offsets within the command
-    binders: str
-    statement: str
-    body: str
-    body_start: int
-
-
-def _parse_decl(text: str) -> _Decl | None:
-    """A `theorem`/`lemma`/`example`/`def`/`abbrev` command (after its doc comment) as name, binders, statement (a
-    definition's type, empty when it has none) and body, read with its comments blanked as Lean reads them; None
-    when it is no declaration or never reaches `:=`."""
-    masked = blank_comments(text)[0]
-    match = _DECL.match(masked, len(masked) - len(masked.lstrip()))
-    if match is None:
-        return None
-    keyword = match.group(1)
-    cursor = match.end()
-    name, span = "", (match.start(1), match.end(1))
-    if keyword != "example":
-        named = re.compile(r"\s+([^\s:(\[{⦃]+)").match(masked, cursor)
-        if named is None:
-            return None
-        name, span, cursor = named.group(1), (named.start(1), named.end(1)), named.end()
-    depth = 0
-    colon = assign = -1
-    for index in range(cursor, len(masked)):
-        char = masked[index]
-        if char in "([{⟨⦃":
-            depth += 1
-        elif char in ")]}⟩⦄":
-            depth -= 1
-        elif depth == 0 and masked.startswith(":=", index):
-            assign = index
-            break
-        elif depth == 0 and char == ":" and colon < 0:
-            colon = index
-    if assign < 0 or (colon < 0 and keyword not in _DEFINITIONS):
-        return None
-    if colon < 0:  # a definition whose type its value gives
-        return _Decl(keyword, name, span, masked[cursor:assign], "", text[assign + 2 :], assign + 2)
-    return _Decl(keyword, name, span, masked[cursor:colon], masked[colon + 1 : assign], text[assign + 2 :], assign + 2)
-
-
-_BINDER = re.compile(r"[({⦃\[]")
-
-
-def _binders(text: str) -> list[tuple[str, str]]:
-    """`(x y : ℝ) {n : ℕ} (h : p)` → [("x", "ℝ"), ("y", "ℝ"), ("n", "ℕ"), ("h", "p")]."""
-    result: list[tuple[str, str]] = []
-    rest = text.strip()
-    closers = {"(": ")", "{": "}", "⦃": "⦄", "[": "]"}
-    while rest:
-        opener = rest[0]
-        if opener not in closers:
-            raise ElabError(f"unexpected token '{rest[:10]}'; expected ':'")
-        depth = 0
-        end = -1
-        for index, char in enumerate(rest):
-            if char in closers:
-                depth += 1
-            elif char in closers.values():
-                depth -= 1
-                if depth == 0:
-                    end = index
-                    break
-        if end < 0:
-            raise ElabError("unexpected end of input; expected ')'")
-        inner, rest = rest[1:end], rest[end + 1 :].strip()
-        names, sep, ty = inner.partition(":")
-        if opener == "[" or not sep:
-            raise ElabError("instance and anonymous binders are outside minilean's fragment")
-        result.extend((name, ty.strip()) for name in names.split())
-    return result
-
-
 def _message(server: FrontendHost, state: FileState, text: str, start: int, end: int | None = None,
              severity: str = "error") -> JsonObj | str:
-    pos = _pos(state.text, start)
-    end_pos = _pos(state.text, end) if end is not None else None
+    pos = line_column(state.text, start)
+    end_pos = line_column(state.text, end) if end is not None else None
     return message(server.version, text, severity=severity, file_name=state.file_name, pos=pos, end=end_pos)
 
 
 def _unit(server: FrontendHost, state: FileState, command: Command, args: JsonObj) -> JsonObj:
     text = state.text
-    unit: JsonObj = {"messages": [], "boundary": [_byte(text, command.start),
-                                                  _byte(text, command.start + len(command.text))]}
-    decl = _parse_decl(command.text)
+    unit: JsonObj = {"messages": [], "boundary": [byte_offset(text, command.start),
+                                                  byte_offset(text, command.start + len(command.text))]}
+    decl = parse_decl(command.text)
     if args.get("newConstants"):
         unit["newConstants"] = [decl.name] if decl is not None and decl.name else []
     first_line = command.text.split("\n")[0].rstrip()
@@ -442,7 +270,7 @@ def _unit(server: FrontendHost, state: FileState, command: Command, args: JsonOb
         _kernel_recheck(server, state, command, recheck, unit)
         return unit
     code = blank_comments(command.text)[0]
-    if decl is None and _DECL.match(code.lstrip()) is not None and _balanced(code):
+    if decl is None and DECL.match(code.lstrip()) is not None and balanced(code):
         # Lean parses on past the type to the next command (or the end of the file) looking for `:=` (a line
         # comment may have swallowed it): a parse error where the text ends, and nothing is declared.
         following = blank_comments(text[command.start + len(command.text) :])[0].split(maxsplit=1)
@@ -470,9 +298,47 @@ def _axioms(server: FrontendHost, state: FileState, name: str) -> tuple[str, ...
         return None
     found = set(own)
     visible = _visible(server, state)
+    for lemma in _theorems_reached(state, name):
+        found.update(state.declared.get(lemma, ()))
+        uses = uses | state.uses.get(lemma, frozenset())
     for used in reached(uses, visible):
         found.update(visible[used].axioms)
     return tuple(axiom for axiom in _AXIOM_ORDER if axiom in found) + tuple(sorted(found - set(_AXIOM_ORDER)))
+
+
+def _add_theorems(state: FileState, before: set[str], used: set[str]) -> None:
+    """After a command: each theorem it declared (its statement elaborated, its proof failed or not: Lean holds it)
+    is usable by name in the commands after it (`FileTheorems`), and the earlier theorems its proof used are among
+    what it uses (`#print axioms` and the kernel recheck reach them)."""
+    for name in set(state.statements) - before - set(state.definitions):
+        state.theorems[name] = _as_type(state.statements[name])
+        state.uses[name] = state.uses.get(name, frozenset()) | frozenset(used)
+
+
+def _as_type(statement: Expr) -> Expr:
+    """A theorem's statement (each binder a `∀`) as the type of its name: a binder whose type is a proposition, and
+    that nothing after it mentions, a premise `→` (`exact name x h` passes a proof there, as Lean's does)."""
+    if not (isinstance(statement, Binder) and statement.kind == "∀"):
+        return statement
+    body = _as_type(statement.body)
+    ty = statement.ty
+    if ty is None or ty in NUMBER_TYPES or element_type(ty) is not None or ty == PROP:
+        return Binder("∀", statement.name, ty, body)
+    return Binder("∀", statement.name, ty, body) if statement.name in free_vars(body) else Op("→", (ty, body))
+
+
+def _theorems_reached(state: FileState, name: str) -> list[str]:
+    """The file's earlier theorems `name`'s proof used, and those their proofs used in turn (what Lean's `#print
+    axioms` and the kernel recheck reach), in the order first reached."""
+    order: list[str] = []
+    pending = sorted(used for used in state.uses.get(name, frozenset()) if used in state.theorems and used != name)
+    while pending:
+        found = pending.pop(0)
+        if found not in order:
+            order.append(found)
+            pending.extend(sorted(u for u in state.uses.get(found, frozenset()) if u in state.theorems
+                                  and u not in order and u != name))
+    return order
 
 
 def _recheck_name(text: str) -> str | None:
@@ -499,12 +365,14 @@ def _kernel_recheck(server: FrontendHost, state: FileState, command: Command, na
         unit["messages"] = [_message(server, state, f"(kernel) declaration has metavariables '{name}'",
                                      command.start, end)]
     else:
-        count = 1 + len(reached(state.uses.get(name, frozenset()), _visible(server, state)))
+        theorems = _theorems_reached(state, name)
+        uses = frozenset().union(state.uses.get(name, frozenset()), *(state.uses.get(t, frozenset()) for t in theorems))
+        count = 1 + len(theorems) + len(reached(uses, _visible(server, state)))
         unit["messages"] = [_message(server, state, RECHECK_REPORT.format(name=name, count=count), command.start,
                                      command.start, severity="information")]
 
 
-def _declaration(server: FrontendHost, state: FileState, command: Command, decl: _Decl, unit: JsonObj,
+def _declaration(server: FrontendHost, state: FileState, command: Command, decl: Decl, unit: JsonObj,
                  args: JsonObj) -> None:
     base = command.start
     name_start, name_end = base + decl.name_span[0], base + decl.name_span[1]
@@ -515,67 +383,22 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         if "newConstants" in unit:
             unit["newConstants"] = []
         return
-    if decl.keyword in _DEFINITIONS:
+    if decl.keyword in DEFINITIONS:
         _definition(server, state, decl, unit, args, (name_start, name_end))
         return
     # Lean adds a declaration whose proof fails with `sorryAx` in place of the failing part.
     if decl.name:
         state.declared[decl.name] = SORRY_AXIOMS
-    try:
-        hyps: list[Hyp] = []
-        ctx: dict[str, Expr] = {}
-        for name, ty_text in _binders(decl.binders):
-            ty_expr = parse(ty_text)
-            try:
-                ty = normalize_type(ty_expr)
-            except ElabError:
-                ty = Elaborator(ctx, decl.name or "_example").prop(ty_expr)
-            hyps.append(Hyp(name, ty, server.uniq()))
-            ctx[name] = ty
-        target = Elaborator(ctx, decl.name or "_example").prop(parse(decl.statement))
-    except (ElabError, ParseError) as exc:
-        text = exc.message
-        unit["messages"] = [_message(server, state, text, name_start, name_end)]
-        # A term too deep is over a limit of the embedded Lean as a whole: answered here, not by the fallback.
-        if not isinstance(exc, TermTooDeep):
-            state.outside = True
-            state.unelaborated.append((unit, text, name_start, name_end))
+    goal = _goal(server, state, decl, unit, (name_start, name_end))
+    if goal is None:
         return
-    statement = target
-    for hyp in reversed(hyps):
-        statement = Binder("∀", hyp.name, hyp.ty, statement)
-    if decl.name:
-        state.statements[decl.name] = statement
-        state.uses[decl.name] = free_vars(statement) & frozenset(active())
-    goal = Goal(tuple(hyps), target, None, server.uniq())
     body = decl.body
-    stripped = body.strip()
     body_offset = base + decl.body_start + (len(body) - len(body.lstrip()))
+    by_pos = body_offset
     engine = Engine(server.uniq)
-    if re.match(r"by\b", stripped):
-        blocks = _blocks(stripped[2:], body_offset + 2, state.text)
-        by_pos = body_offset
-    else:
-        blocks = [(body_offset, "sorry" if _SORRY.fullmatch(stripped) else f"exact {stripped}")]
-        by_pos = body_offset
-    goals: tuple[Goal, ...] = (goal,)
-    tactic_block = bool(re.match(r"by\b", stripped))  # a term body is checked by its elaboration
-    for offset, block in blocks:
-        syntax = _syntax_error(block) if tactic_block else None
-        if syntax is not None:  # Lean's parser stops there: no tactic of the block runs
-            where = _file_offset(state.text, offset, block, syntax[0])
-            unit["messages"] = [_message(server, state, syntax[1], where, where + 1)]
-            return
-        try:
-            goals = engine.run(goals, block)
-        except TacticError as exc:
-            end = offset + len(block.split("\n")[0])
-            unit["messages"] = [_message(server, state, exc.message, offset, end)]
-            return
-        except Exception as exc:  # a bug in minilean is an error of this declaration, never a pass
-            unit["messages"] = [_message(server, state, f"minilean: internal error: {type(exc).__name__}: {exc}",
-                                         offset)]
-            return
+    goals = _run_body(server, state, engine, goal, body, body_offset, unit)
+    if goals is None:
+        return
     sorried = engine.run_info.sorried_goals
     end_offset = base + len(command.text.rstrip())
     if goals:
@@ -591,7 +414,71 @@ def _declaration(server: FrontendHost, state: FileState, command: Command, decl:
         state.declared[decl.name] = STANDARD_AXIOMS
 
 
-def _sorry_state(server: FrontendHost, state: FileState, unit: JsonObj, args: JsonObj, decl: _Decl, base: int,
+def _goal(server: FrontendHost, state: FileState, decl: Decl, unit: JsonObj,
+          name_span: tuple[int, int]) -> Goal | None:
+    """The goal of a declaration's statement under its binders, recorded in `state`; None when it does not
+    elaborate (the error then in `unit`'s messages)."""
+    name_start, name_end = name_span
+    try:
+        hyps: list[Hyp] = []
+        ctx: dict[str, Expr] = {}
+        for name, ty_text in split_binders(decl.binders):
+            ty_expr = parse(ty_text)
+            try:
+                ty = normalize_type(ty_expr)
+            except ElabError:
+                ty = Elaborator(ctx, decl.name or "_example").prop(ty_expr)
+            hyps.append(Hyp(name, ty, server.uniq()))
+            ctx[name] = ty
+        target = Elaborator(ctx, decl.name or "_example").prop(parse(decl.statement))
+    except (ElabError, ParseError) as exc:
+        text = exc.message
+        unit["messages"] = [_message(server, state, text, name_start, name_end)]
+        # A term too deep is over a limit of the embedded Lean as a whole: answered here, not by the fallback.
+        if not isinstance(exc, TermTooDeep):
+            state.outside = True
+            state.unelaborated.append((unit, text, name_start, name_end))
+        return None
+    statement = target
+    for hyp in reversed(hyps):
+        statement = Binder("∀", hyp.name, hyp.ty, statement)
+    if decl.name:
+        state.statements[decl.name] = statement
+        state.uses[decl.name] = free_vars(statement) & frozenset(active())
+    return Goal(tuple(hyps), target, None, server.uniq())
+
+
+def _run_body(server: FrontendHost, state: FileState, engine: Engine, goal: Goal, body: str, body_offset: int,
+              unit: JsonObj) -> tuple[Goal, ...] | None:
+    """The goals left after a declaration's body (a `by` block's tactics, or a term as `exact`) runs on `goal`;
+    None when it stops on an error (then in `unit`'s messages)."""
+    stripped = body.strip()
+    if re.match(r"by\b", stripped):
+        blocks = tactic_blocks(stripped[2:], body_offset + 2, state.text)
+    else:
+        blocks = [(body_offset, "sorry" if _SORRY.fullmatch(stripped) else f"exact {stripped}")]
+    goals: tuple[Goal, ...] = (goal,)
+    tactic_block = bool(re.match(r"by\b", stripped))  # a term body is checked by its elaboration
+    for offset, block in blocks:
+        syntax = syntax_error(block) if tactic_block else None
+        if syntax is not None:  # Lean's parser stops there: no tactic of the block runs
+            where = file_offset(state.text, offset, block, syntax[0])
+            unit["messages"] = [_message(server, state, syntax[1], where, where + 1)]
+            return None
+        try:
+            goals = engine.run(goals, block)
+        except TacticError as exc:
+            end = offset + len(block.split("\n")[0])
+            unit["messages"] = [_message(server, state, exc.message, offset, end)]
+            return None
+        except Exception as exc:  # a bug in minilean is an error of this declaration, never a pass
+            unit["messages"] = [_message(server, state, f"minilean: internal error: {type(exc).__name__}: {exc}",
+                                         offset)]
+            return None
+    return goals
+
+
+def _sorry_state(server: FrontendHost, state: FileState, unit: JsonObj, args: JsonObj, decl: Decl, base: int,
                  root: str, sorried: list[Goal]) -> None:
     """A unit's sorries as a goal state under the constants the declaration was elaborated with (Pantograph's
     GoalState keeps its environment), its goals and the spans of its `sorry`s; `frontend.distil` makes its states
@@ -599,13 +486,13 @@ def _sorry_state(server: FrontendHost, state: FileState, unit: JsonObj, args: Js
     state_id = -1 if args.get("distil") else server.new_state(State(tuple(sorried), False, False, root, active()))
     unit["goals"] = [server.goal_json(g) for g in sorried]
     unit["goalStateId"] = state_id
-    spans = [(_byte(state.text, base + decl.body_start + m.start()),
-              _byte(state.text, base + decl.body_start + m.end())) for m in _SORRY.finditer(decl.body)]
+    spans = [(byte_offset(state.text, base + decl.body_start + m.start()),
+              byte_offset(state.text, base + decl.body_start + m.end())) for m in _SORRY.finditer(decl.body)]
     unit["goalSrcBoundaries"] = [list(span) for span in spans[: len(sorried)]]
     state.sorry_states.append((decl.name, state_id, sorried, spans, active()))
 
 
-def _definition(server: FrontendHost, state: FileState, decl: _Decl, unit: JsonObj, args: JsonObj,
+def _definition(server: FrontendHost, state: FileState, decl: Decl, unit: JsonObj, args: JsonObj,
                 name_span: tuple[int, int]) -> None:
     """`def`/`abbrev` (`noncomputable` either way): its binders and `fun` parameters, its type (or the type of its
     value) and its value, elaborated as a theorem's statement is; a value `sorry` is the sorry warning and, with
@@ -614,7 +501,7 @@ def _definition(server: FrontendHost, state: FileState, decl: _Decl, unit: JsonO
     params: list[tuple[str, Expr]] = []
     try:
         ctx: dict[str, Expr] = {}
-        for name, ty_text in _binders(decl.binders):
+        for name, ty_text in split_binders(decl.binders):
             params.append((name, normalize_type(parse(ty_text))))
             ctx[name] = params[-1][1]
         result = normalize_type(parse(decl.statement)) if decl.statement.strip() else None
@@ -658,49 +545,4 @@ def _definition(server: FrontendHost, state: FileState, decl: _Decl, unit: JsonO
             _sorry_state(server, state, unit, args, decl, name_start - decl.name_span[0], goal.mvar, [goal])
 
 
-def _syntax_error(block: str) -> tuple[int, str] | None:
-    """Where Lean's parser stops in a tactic block and what it says, as `goal.tactic`'s `parseError` does
-    (`tactic_parse.parse_problem`): a bracket that closes nothing or another one, one left open, an `intro` name Lean
-    cannot bind (`intro b)]` binds nothing, it is `unexpected token ')'; expected term`), a broken character (U+FFFD);
-    None otherwise (an unknown tactic name is the engine's error). The offset is in `block`, comments blanked."""
-    masked = re.sub(r"--[^\n]*", lambda comment: " " * len(comment.group()), block)
-    found = re.fullmatch(r"<input>:1:(\d+): (.*)", parse_problem(masked, single=False) or "", re.DOTALL)
-    if found is None or found.group(2) == "unknown tactic":
-        return None
-    return int(found.group(1)), found.group(2)
-
-
-def _file_offset(text: str, start: int, block: str, index: int) -> int:
-    """The file offset of `block[index]`, the block starting at `start` (its later lines are dedented by
-    `split_blocks`: the file line's own indentation is put back; the first block may keep the body's leading blank)."""
-    lead = len(block) - len(block.lstrip())
-    block, index = block[lead:], max(index - lead, 0)
-    row = block.count("\n", 0, index)
-    column = index - (block.rfind("\n", 0, index) + 1)
-    if row == 0:
-        return start + column
-    position = start
-    for _ in range(row):
-        position = text.index("\n", position) + 1
-    end = text.find("\n", position)
-    file_line = text[position : end if end >= 0 else len(text)]
-    piece_line = block.split("\n")[row]
-    indent = (len(file_line) - len(file_line.lstrip())) - (len(piece_line) - len(piece_line.lstrip()))
-    return position + column + indent
-
-
-def _blocks(body: str, offset: int, text: str) -> list[tuple[int, str]]:
-    """Top-level tactics of a `by` block with their character offsets in the file."""
-    pieces = split_blocks(body)
-    result = []
-    cursor = 0
-    for piece in pieces:
-        first = piece.strip().split("\n")[0].strip()
-        found = body.find(first, cursor) if first else -1
-        start = offset + (found if found >= 0 else cursor)
-        cursor = found + len(first) if found >= 0 else cursor
-        result.append((start, piece))
-    return result
-
-
-__all__ = ["distil", "process", "split_commands"]
+__all__ = ["distil", "process"]

@@ -25,11 +25,13 @@ from leankit.version import DEFAULT_EMULATED, V0_3_6, PantographVersion
 from leankit.version import SUPPORTED as PANTOGRAPH
 from minilean import frontend, wire
 from minilean.constants import Env, using
-from minilean.elab import ElabError, Elaborator, elaborate_prop, is_type, subst_many
+from minilean.elab import ElabError, is_type, subst_many
+from minilean.elaborator import Elaborator, elaborate_prop
 from minilean.fallback import Fallback
 from minilean.goals import Goal, TacticError, pp_goals
+from minilean.parser import ParseError, TermTooDeep, parse
 from minilean.proof_states import Declared, State
-from minilean.syntax import ParseError, TermTooDeep, parse, pp
+from minilean.syntax import pp
 from minilean.tactic_parse import parse_problem
 from minilean.tactics import Engine
 from minilean.wire import JsonObj, serve
@@ -177,6 +179,11 @@ class Server:
             return wire.parse_error(self.version, problem)
         if not state.goals:
             return wire.no_goals(self.version, self.options)
+        return self._run_tactic(state, goal_id, tactic)
+
+    def _run_tactic(self, state: State, goal_id: int, tactic: str) -> JsonObj:
+        """`goal.tactic`'s tactic run on the goal `goal_id` of `state` (a type to fill: `_fill`): the new state, or
+        Lean's failure or interruption."""
         focus = state.goals[goal_id]
         others = state.goals[:goal_id] + state.goals[goal_id + 1 :]
         if is_type(focus.target):

@@ -11,13 +11,14 @@ every type and writes a scientific literal as its rational (`2.5` ↦ `5 / 2`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
 from minilean.arith import closed_value
 from minilean.elab import FIELDS, NAT, NUMBER_TYPES, Context, alpha_eq, fresh_name, subst, type_of
+from minilean.lemmas import Telescope, instance_allowed, match
 from minilean.syntax import FALSE, TRUE, App, Ascr, Binder, Expr, Num, Op, Sci, SetLit, Var, free_vars
-from minilean.terms import Telescope, instance_allowed, match
 
 MAX_PASSES = 24
 
@@ -61,143 +62,192 @@ def _num_value(expr: Expr) -> int | None:
 
 
 def _builtin(expr: Expr, ctx: Context, numerals: str) -> Expr | None:
-    """One default-simp-set step at the root of `expr`, or None."""
+    """One default-simp-set step at the root of `expr`, or None: the first of the rule families that applies."""
     if numerals == "all" and isinstance(expr, Ascr) and isinstance(expr.expr, Sci):
         # norm_num's `OfScientific` extension: `(2.5 : ℝ)` is the rational `5 / 2` (simp leaves it)
         try:
             return numeral(expr.expr.value(), expr.ty)
         except ValueError:
             return None
-    if isinstance(expr, Op):
-        op, args = expr.op, expr.args
-        # closed arithmetic and comparisons
-        # (`==` and `ite` are values, a `Bool` or a number: not rewritten to a proposition here)
-        if numerals != "none" and not is_numeral(expr) and op not in ("∧", "∨", "→", "↔", "¬", "==", "ite"):
-            value = closed_value(expr, ctx)
-            if value is not None:
-                result, ty = value
-                if isinstance(result, bool):
-                    carrier = type_of(args[0], ctx) if args else None
-                    if numerals == "all" or carrier in (NAT, Var("ℤ"), None) or op in ("∈", "∉", "⊆"):
-                        return TRUE if result else FALSE
-                elif not isinstance(result, (frozenset, str)) and ty in NUMBER_TYPES and (
-                        numerals == "all" or ty not in FIELDS):
-                    return numeral(result, ty)
-        if op == "+":
-            if _num_value(args[1]) == 0:
-                return args[0]
-            if _num_value(args[0]) == 0:
-                return args[1]
-        if op == "-" and _num_value(args[1]) == 0:
-            return args[0]
-        if op == "*":
-            if _num_value(args[1]) == 1:
-                return args[0]
-            if _num_value(args[0]) == 1:
-                return args[1]
-            if _num_value(args[0]) == 0:
-                return args[0]
-            if _num_value(args[1]) == 0:
-                return args[1]
-        if op == "/" and _num_value(args[1]) == 1:
-            return args[0]
-        if op == "^" and _num_value(args[1]) == 1:
-            return args[0]
-        if op in ("=", "≤", "↔", "⊆") and alpha_eq(args[0], args[1]):
-            return TRUE
-        if op in ("<", "≤") and isinstance(args[1], Op) and args[1].op == "+" and alpha_eq(args[0], args[1].args[0]):
-            # `lt_add_iff_pos_right`, `le_add_iff_nonneg_right` with a numeral: `n < n + 1`
-            k = _num_value(args[1].args[1])
-            if k is not None and (k > 0 or op == "≤"):
-                return TRUE
-        if op in ("=", "≠", "<", "≤") and all(isinstance(a, Op) and a.op == "+" for a in args):
-            # add_left_cancel_iff, add_le_add_iff_left, … (and on the right): `b + 1 ≤ b + 2` ↦ `1 ≤ 2`
-            left, right = args
-            assert isinstance(left, Op) and isinstance(right, Op)
-            if alpha_eq(left.args[0], right.args[0]):
-                return Op(op, (left.args[1], right.args[1]))
-            if alpha_eq(left.args[1], right.args[1]):
-                return Op(op, (left.args[0], right.args[0]))
-        if op in ("∩", "∪") and alpha_eq(args[0], args[1]):
-            return args[0]  # Set.inter_self, Set.union_self
-        if op == "⊆":
-            small, big = args
-            if isinstance(small, Op) and small.op == "∩" and any(alpha_eq(part, big) for part in small.args):
-                return TRUE  # Set.inter_subset_left/right
-            if isinstance(big, Op) and big.op == "∪" and any(alpha_eq(part, small) for part in big.args):
-                return TRUE  # Set.subset_union_left/right
-        if op in ("<", "≠") and alpha_eq(args[0], args[1]):
-            return FALSE
-        if op == "≥":
-            return Op("≤", (args[1], args[0]))
-        if op == ">":
-            return Op("<", (args[1], args[0]))
-        if op == "≠":
-            return Op("¬", (Op("=", args),))
-        if op == "¬":
-            inner = args[0]
-            if inner == TRUE:
-                return FALSE
-            if inner == FALSE:
-                return TRUE
-            if isinstance(inner, Op) and inner.op == "¬":
-                return inner.args[0]
-            if isinstance(inner, Op) and inner.op == "<":
-                return Op("≤", (inner.args[1], inner.args[0]))
-            if isinstance(inner, Op) and inner.op == "≤":
-                return Op("<", (inner.args[1], inner.args[0]))
-        if op == "∧":
-            a, b = args
-            if a == TRUE:
-                return b
-            if b == TRUE:
-                return a
-            if FALSE in (a, b):
-                return FALSE
-            if alpha_eq(a, b):
-                return a
-        if op == "∨":
-            a, b = args
-            if a == FALSE:
-                return b
-            if b == FALSE:
-                return a
-            if TRUE in (a, b):
-                return TRUE
-            if alpha_eq(a, b):
-                return a
-        if op == "→":
-            a, b = args
-            if a == TRUE:
-                return b
-            if a == FALSE or b == TRUE:
-                return TRUE
-            if alpha_eq(a, b):
-                return TRUE
-        if op == "↔":
-            a, b = args
-            if a == TRUE:
-                return b
-            if b == TRUE:
-                return a
-        if op == "∉":
-            return Op("¬", (Op("∈", args),))
-        if op == "∈":
-            elem, coll = args
-            if isinstance(coll, Op) and coll.op == "∩":
-                return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
-            if isinstance(coll, Op) and coll.op == "∪":
-                return Op("∨", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
-            if isinstance(coll, Op) and coll.op == "\\":
-                return Op("∧", (Op("∈", (elem, coll.args[0])), Op("¬", (Op("∈", (elem, coll.args[1])),))))
-            if isinstance(coll, Binder) and coll.kind == "setOf":
-                return subst(coll.body, coll.name, elem)
-            if isinstance(coll, SetLit):
-                if not coll.elems:
-                    return FALSE
-                head = Op("=", (elem, coll.elems[0]))
-                return head if len(coll.elems) == 1 else Op("∨", (head, Op("∈", (elem, SetLit(coll.elems[1:])))))
+    if not isinstance(expr, Op):
+        return None
+    closed = _closed(expr, ctx, numerals)
+    if closed is not None:
+        return closed
+    for family in _FAMILIES:
+        result = family(expr.op, expr.args)
+        if result is not None:
+            return result
     return None
+
+
+def _closed(expr: Op, ctx: Context, numerals: str) -> Expr | None:
+    """Closed arithmetic and comparisons folded to their value (`==` and `ite` are values, a `Bool` or a number:
+    not rewritten to a proposition here)."""
+    op, args = expr.op, expr.args
+    if numerals != "none" and not is_numeral(expr) and op not in ("∧", "∨", "→", "↔", "¬", "==", "ite"):
+        value = closed_value(expr, ctx)
+        if value is not None:
+            result, ty = value
+            if isinstance(result, bool):
+                carrier = type_of(args[0], ctx) if args else None
+                if numerals == "all" or carrier in (NAT, Var("ℤ"), None) or op in ("∈", "∉", "⊆"):
+                    return TRUE if result else FALSE
+            elif not isinstance(result, (frozenset, str)) and ty in NUMBER_TYPES and (
+                    numerals == "all" or ty not in FIELDS):
+                return numeral(result, ty)
+    return None
+
+
+def _units(op: str, args: tuple[Expr, ...]) -> Expr | None:
+    """`x + 0`, `0 + x`, `x - 0`, `x * 1`, `1 * x`, `0 * x`, `x * 0`, `x / 1`, `x ^ 1`."""
+    if op == "+":
+        if _num_value(args[1]) == 0:
+            return args[0]
+        if _num_value(args[0]) == 0:
+            return args[1]
+    if op == "-" and _num_value(args[1]) == 0:
+        return args[0]
+    if op == "*":
+        if _num_value(args[1]) == 1:
+            return args[0]
+        if _num_value(args[0]) == 1:
+            return args[1]
+        if _num_value(args[0]) == 0:
+            return args[0]
+        if _num_value(args[1]) == 0:
+            return args[1]
+    if op in ("/", "^") and _num_value(args[1]) == 1:
+        return args[0]
+    return None
+
+
+def _relations(op: str, args: tuple[Expr, ...]) -> Expr | None:
+    """Reflexivity, `n < n + k`, cancelling a common summand, `s ∩ s`, `s ∪ s`, subsets of an intersection and of a
+    union, irreflexivity."""
+    if op in ("=", "≤", "↔", "⊆") and alpha_eq(args[0], args[1]):
+        return TRUE
+    if op in ("<", "≤") and isinstance(args[1], Op) and args[1].op == "+" and alpha_eq(args[0], args[1].args[0]):
+        # `lt_add_iff_pos_right`, `le_add_iff_nonneg_right` with a numeral: `n < n + 1`
+        k = _num_value(args[1].args[1])
+        if k is not None and (k > 0 or op == "≤"):
+            return TRUE
+    if op in ("=", "≠", "<", "≤") and all(isinstance(a, Op) and a.op == "+" for a in args):
+        # add_left_cancel_iff, add_le_add_iff_left, … (and on the right): `b + 1 ≤ b + 2` ↦ `1 ≤ 2`
+        left, right = args
+        assert isinstance(left, Op) and isinstance(right, Op)
+        if alpha_eq(left.args[0], right.args[0]):
+            return Op(op, (left.args[1], right.args[1]))
+        if alpha_eq(left.args[1], right.args[1]):
+            return Op(op, (left.args[0], right.args[0]))
+    if op in ("∩", "∪") and alpha_eq(args[0], args[1]):
+        return args[0]  # Set.inter_self, Set.union_self
+    if op == "⊆":
+        small, big = args
+        if isinstance(small, Op) and small.op == "∩" and any(alpha_eq(part, big) for part in small.args):
+            return TRUE  # Set.inter_subset_left/right
+        if isinstance(big, Op) and big.op == "∪" and any(alpha_eq(part, small) for part in big.args):
+            return TRUE  # Set.subset_union_left/right
+    if op in ("<", "≠") and alpha_eq(args[0], args[1]):
+        return FALSE
+    return None
+
+
+def _normal_forms(op: str, args: tuple[Expr, ...]) -> Expr | None:
+    """`≥`, `>`, `≠` and `∉` written with `≤`, `<`, `=`, `∈`; a negation pushed through `True`, `False`, `¬`, `<`,
+    `≤`."""
+    if op == "≥":
+        return Op("≤", (args[1], args[0]))
+    if op == ">":
+        return Op("<", (args[1], args[0]))
+    if op == "≠":
+        return Op("¬", (Op("=", args),))
+    if op == "∉":
+        return Op("¬", (Op("∈", args),))
+    if op == "¬":
+        inner = args[0]
+        if inner == TRUE:
+            return FALSE
+        if inner == FALSE:
+            return TRUE
+        if isinstance(inner, Op) and inner.op == "¬":
+            return inner.args[0]
+        if isinstance(inner, Op) and inner.op == "<":
+            return Op("≤", (inner.args[1], inner.args[0]))
+        if isinstance(inner, Op) and inner.op == "≤":
+            return Op("<", (inner.args[1], inner.args[0]))
+    return None
+
+
+def _conjunction(op: str, args: tuple[Expr, ...]) -> Expr | None:
+    """`∧` and `∨` with `True`, `False` or twice the same side."""
+    if op == "∧":
+        a, b = args
+        if a == TRUE:
+            return b
+        if b == TRUE:
+            return a
+        if FALSE in (a, b):
+            return FALSE
+        if alpha_eq(a, b):
+            return a
+    if op == "∨":
+        a, b = args
+        if a == FALSE:
+            return b
+        if b == FALSE:
+            return a
+        if TRUE in (a, b):
+            return TRUE
+        if alpha_eq(a, b):
+            return a
+    return None
+
+
+def _implication(op: str, args: tuple[Expr, ...]) -> Expr | None:
+    """`→` and `↔` with `True`, `False` or twice the same side."""
+    if op == "→":
+        a, b = args
+        if a == TRUE:
+            return b
+        if a == FALSE or b == TRUE:
+            return TRUE
+        if alpha_eq(a, b):
+            return TRUE
+    if op == "↔":
+        a, b = args
+        if a == TRUE:
+            return b
+        if b == TRUE:
+            return a
+    return None
+
+
+def _membership(op: str, args: tuple[Expr, ...]) -> Expr | None:
+    """`x ∈ s` unfolded for an intersection, a union, a difference, a set-builder and a set literal."""
+    if op != "∈":
+        return None
+    elem, coll = args
+    if isinstance(coll, Op) and coll.op == "∩":
+        return Op("∧", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
+    if isinstance(coll, Op) and coll.op == "∪":
+        return Op("∨", (Op("∈", (elem, coll.args[0])), Op("∈", (elem, coll.args[1]))))
+    if isinstance(coll, Op) and coll.op == "\\":
+        return Op("∧", (Op("∈", (elem, coll.args[0])), Op("¬", (Op("∈", (elem, coll.args[1])),))))
+    if isinstance(coll, Binder) and coll.kind == "setOf":
+        return subst(coll.body, coll.name, elem)
+    if isinstance(coll, SetLit):
+        if not coll.elems:
+            return FALSE
+        head = Op("=", (elem, coll.elems[0]))
+        return head if len(coll.elems) == 1 else Op("∨", (head, Op("∈", (elem, SetLit(coll.elems[1:])))))
+    return None
+
+
+# The default simp set's families, tried in this order at the root of an operator term (each keyed on the operator,
+# so at most a few apply to one term).
+_FAMILIES: tuple[Callable[[str, tuple[Expr, ...]], Expr | None], ...] = (
+    _units, _relations, _normal_forms, _conjunction, _implication, _membership)
 
 
 def _rewrite_once(expr: Expr, rules: list[Rule], ctx: Context, default_set: bool, numerals: str,

@@ -20,6 +20,22 @@ def parse_problem(text: str, single: bool = True) -> str | None:
     stripped = re.sub(r"--[^\n]*", "", text)
     if not stripped.strip():
         return "<input>:1:0: unexpected end of input"
+    unbalanced = _unbalanced(stripped)
+    if unbalanced is not None:
+        return unbalanced
+    if single:
+        pieces = split_top(stripped.strip(), ";")
+        if len(pieces) > 1:
+            column = len(pieces[0]) + (len(stripped) - len(stripped.lstrip()))
+            return f"<input>:1:{column}: unexpected token ';'; expected end of input"
+    stray = stripped.find("\ufffd")
+    if stray >= 0:  # what a byte-level model writes for a broken character: no Lean token starts with it
+        return f"<input>:1:{stray}: unexpected token '\ufffd'; expected term"
+    return _bad_head(stripped)
+
+
+def _unbalanced(stripped: str) -> str | None:
+    """The parse error of the first bracket closed by the wrong one, or of one left open."""
     stack: list[str] = []
     for index, char in enumerate(stripped):
         if char in _BRACKETS:
@@ -30,14 +46,11 @@ def parse_problem(text: str, single: bool = True) -> str | None:
             stack.pop()
     if stack:
         return f"<input>:1:{len(stripped)}: unexpected end of input; expected '{stack[-1]}'"
-    if single:
-        pieces = split_top(stripped.strip(), ";")
-        if len(pieces) > 1:
-            column = len(pieces[0]) + (len(stripped) - len(stripped.lstrip()))
-            return f"<input>:1:{column}: unexpected token ';'; expected end of input"
-    stray = stripped.find("\ufffd")
-    if stray >= 0:  # what a byte-level model writes for a broken character: no Lean token starts with it
-        return f"<input>:1:{stray}: unexpected token '\ufffd'; expected term"
+    return None
+
+
+def _bad_head(stripped: str) -> str | None:
+    """The parse error of the first line whose head is not a tactic (or whose `intro` names do not parse)."""
     for line in stripped.split("\n"):
         head = re.match(r"\s*(?:[·.]\s*)?([A-Za-z_][\w'!?]*)", line)
         if head is None:

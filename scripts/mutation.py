@@ -56,18 +56,20 @@ SOUNDNESS_TESTS = [
     "tests/search/test_answers.py",  # soundness.check_answer: an answer's own rule
     "tests/lean/test_shape_pin.py",  # the compiled file's pinned shape, with hand-written offsets
     "tests/lean/test_adversarial.py",  # smuggled commands in every place, run to the verdict
+    "tests/lean/test_file_lemmas.py",  # a file's lemmas: read before Lean, pinned, read back from a stored file
 ]
 ANSWER_TESTS = [
     "tests/search/test_answers.py",
     "tests/search/test_answer_prompts.py",
     "tests/search/test_hybrid_answers.py",
-    "tests/test_answer_slots.py",  # an answer is one term; a restated file read by its own slot
+    "tests/leankit/test_answer_slots.py",  # an answer is one term; a restated file read by its own slot
 ]
 # the verdicts; the rows and prompt check; smuggled commands in RL completions
 REWARD_TESTS = ["tests/rl/test_reward.py", "tests/rl/test_repair_rows.py", "tests/lean/test_adversarial.py"]
 ANSWER_CHECK_TESTS = ["tests/search/test_answer_check.py", "tests/eval/test_answers.py", "tests/rl/test_reward.py"]
-COMMANDS_TESTS = ["tests/test_lean_commands.py", "tests/lean/test_guard_soundness.py", "tests/lean/test_shape_pin.py",
-                  "tests/test_answer_slots.py", "tests/lean/test_adversarial.py"]
+COMMANDS_TESTS = ["tests/leankit/test_lean_commands.py", "tests/lean/test_guard_soundness.py",
+                  "tests/lean/test_shape_pin.py", "tests/leankit/test_answer_slots.py",
+                  "tests/lean/test_adversarial.py"]
 VERIFY_TESTS = [
     "tests/search/test_verify_after_loss.py",
     "tests/search/test_unverified.py",
@@ -104,7 +106,7 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "leankit/text.py": (  # the reader the guard's rules stand on: where Lean starts a token, what it breaks off in
         ("_block_end", "glues_to_name", "_Names.name_start", "_Names.token_start", "_Names.glued_name", "regions",
          "read_two_ways", "literal_problem", "_broken_quote", "_resumes_in_a_name", "_escape_problem", "read_as_lean"),
-        ["tests/test_lean_text.py", "tests/test_linear_scans.py", *COMMANDS_TESTS],
+        ["tests/leankit/test_lean_text.py", "tests/leankit/test_linear_scans.py", *COMMANDS_TESTS],
     ),
     "burnqed/lean/client.py": (("LeanWorker._roundtrip", "LeanWorker._fence"), ["tests/lean/test_client.py"]),
     "burnqed/search/skeleton.py": (

@@ -42,7 +42,7 @@ install -e ".[${extras}]"
 # stops Python from writing the cache itself (~0.1 CPU-s a process). A stale file is recompiled, as always.
 .venv/bin/python -m compileall -q burnqed leankit minilean tests
 # The tests that read model folders under the older serving image's transformers (4.57.1) need its three wheels in
-# .venv-transformers4 (idempotent; ~15 s the first time; tests/test_modelfolder.py).
+# .venv-transformers4 (idempotent; ~15 s the first time; tests/policy/test_modelfolder.py).
 case ",${extras}," in
     *,dev,*) PYTHON=.venv/bin/python scripts/transformers4.sh ;;
 esac

@@ -3,7 +3,7 @@
 # pinned in constraints-transformers4.txt, installed without dependencies into a folder that goes FIRST on PYTHONPATH
 # in front of .venv (whose torch, numpy, safetensors and burnqed's own dependencies it uses). Three wheels (~15 MB, no
 # torch, no CUDA); about 15 s the first time, nothing once the pins are installed. Used by the tests that read a model
-# folder under the older serving image's transformers (tests/test_modelfolder.py):
+# folder under the older serving image's transformers (tests/policy/test_modelfolder.py):
 #
 # PYTHON (default .venv/bin/python) is the interpreter whose pip installs them.
 #

@@ -179,11 +179,11 @@ LONGEST_FIRST = (
     "tests/search/test_cli_prover.py",
     "tests/lean/test_kernel_net.py",
     "tests/ebm/test_cli.py",
-    "tests/test_storage_faults.py",
-    "tests/test_preflight.py",
+    "tests/storage/test_storage_faults.py",
+    "tests/commands/test_preflight.py",
     "tests/pipeline/test_learning.py",
     "tests/lean/test_compile_timeout.py",
-    "tests/test_ordering_ceiling.py",
+    "tests/benchmarks/test_ordering_ceiling.py",
     "tests/sft/test_data_parallel.py",
 )
 

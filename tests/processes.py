@@ -59,16 +59,6 @@ def stage_commands(stderr: str) -> list[list[str]]:
     return commands
 
 
-@functools.cache
-def _app_command() -> Any:
-    """The click command typer builds of the app (once: building it reads every command's options)."""
-    import typer
-
-    from burnqed.cli import app
-
-    return typer.main.get_command(app)
-
-
 def request_of(argv: Sequence[str]) -> StageRequest:
     """The request (`burnqed.runner.requests`) a `burnqed ARGV` command line asks for, as the app's own command reads
     it: its options parsed by the typer app's click command (`make_context`), each request field from the parameter
@@ -78,7 +68,7 @@ def request_of(argv: Sequence[str]) -> StageRequest:
     from burnqed.runner import requests
 
     words = list(argv)
-    command: Any = _app_command()
+    command: Any = _command()
     path: list[str] = []
     while hasattr(command, "commands") and words and words[0] in command.commands:
         path.append(words.pop(0))
@@ -95,7 +85,8 @@ def request_of(argv: Sequence[str]) -> StageRequest:
 
 
 def cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: str | os.PathLike[str] | None = None,
-        process: bool = False, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        process: bool = False, timeout: float = 300,
+        terminal_width: int | None = None) -> subprocess.CompletedProcess[str]:
     """`burnqed ARGS` as a user runs it, with the exit code, stdout and stderr a process gives; `env` is laid over
     os.environ (None: the variable unset), `cwd` the working folder.
 
@@ -106,13 +97,16 @@ def cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: str | os.P
     environment, the signal handlers and torch's thread count are the test's again afterwards. A bug raises with
     its traceback. `process=True` runs `python -m burnqed.cli` instead (`timeout` seconds at most): for what the
     process itself does (its entry point, signals, stdio at the file level, what it leaves behind) and for commands
-    whose children print (`iterate`'s stages write to the inherited stdout, which CliRunner does not capture)."""
+    whose children print (`iterate`'s stages write to the inherited stdout, which CliRunner does not capture).
+    `terminal_width` is the width help text is laid out for in this process (typer's runner's setting of the same
+    name); a process reads `COLUMNS` from `env`."""
     if process:
+        assert terminal_width is None, "a process lays its help out for COLUMNS: pass it in env"
         merged = {**os.environ, **(env or {})}
         return subprocess.run([*BURNQED, *args], capture_output=True, text=True, timeout=timeout, check=False,
                               cwd=cwd, env={key: value for key, value in merged.items() if value is not None})
     with _test_state_kept(), _working_folder(cwd):
-        return _invoke(list(args), env)
+        return _invoke(list(args), env, terminal_width)
 
 
 def burnqed(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -125,7 +119,8 @@ def burnqed_in_process(*args: str, env: dict[str, str] | None = None) -> subproc
     return cli(*args, env=env)
 
 
-def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess.CompletedProcess[str]:
+def _invoke(args: list[str], env: Mapping[str, str | None] | None,
+            terminal_width: int | None) -> subprocess.CompletedProcess[str]:
     import logging
     import warnings
 
@@ -143,7 +138,7 @@ def _invoke(args: list[str], env: Mapping[str, str | None] | None) -> subprocess
         with warnings.catch_warnings():
             _process_warning_filters()
             warnings.showwarning = show
-            code, exception, stdout, stderr = _run_command(args, env)
+            code, exception, stdout, stderr = _run_command(args, env, terminal_width)
     finally:
         for handler in root.handlers:
             handler.close()
@@ -167,16 +162,18 @@ def _command() -> Any:
     return typer.main.get_command(app)
 
 
-def _run_command(args: list[str], env: Mapping[str, str | None] | None) -> tuple[int, BaseException | None, str, str]:
-    """What typer's `CliRunner().invoke(app, args, env=env, prog_name="burnqed")` does, on the cached command, inside
-    the runner's public `isolation` (stdin, stdout, stderr and the environment swapped): the exit code, a bug's
-    exception (None for an exit), stdout and stderr."""
+def _run_command(args: list[str], env: Mapping[str, str | None] | None,
+                 terminal_width: int | None) -> tuple[int, BaseException | None, str, str]:
+    """What typer's `CliRunner().invoke(app, args, env=env, prog_name="burnqed", terminal_width=terminal_width)`
+    does, on the cached command, inside the runner's public `isolation` (stdin, stdout, stderr and the environment
+    swapped): the exit code, a bug's exception (None for an exit), stdout and stderr."""
     from typer.testing import CliRunner
 
     code, exception = 0, None
     with CliRunner().isolation(env=dict(env or {})) as (out, err, _):
         try:
-            _command().main(args=args, prog_name="burnqed")
+            _command().main(args=args, prog_name="burnqed",
+                            **({} if terminal_width is None else {"terminal_width": terminal_width}))
         except SystemExit as stop:
             if stop.code is None or isinstance(stop.code, int):
                 code = stop.code or 0

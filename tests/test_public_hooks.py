@@ -8,7 +8,8 @@ function that is not burnqed's own (`DOCUMENTED_PRIVATE` lists the few a library
 code tells a class by its name (`type(e).__name__ == "UsageError"`, `e.__class__.__name__`, names read off an MRO:
 `isinstance` against the public class instead) and none swaps an object's class (`obj.__class__ = …`). Each is a break
 waiting for a release. Where burnqed must lean on more of a framework than its documented hooks, it does so in one
-adapter module with a contract test per touch point (typer: burnqed/commands/typerapi.py, tests/test_typerapi.py).
+adapter module with a contract test per touch point (typer: burnqed/commands/typerapi.py,
+tests/commands/test_typerapi.py).
 
 The classes are read from the source (those built inside a function too, as the stages build their trainer and
 callback classes on first use); each base is resolved through the module's imports and imported to read its MRO.

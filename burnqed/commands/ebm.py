@@ -252,9 +252,8 @@ def embed_command(
 
     Trajectories too small to train a value model on are embedded all the same (the cache is keyed by text, so a
     later train-ebm over more trajectories reuses them), with a warning saying why train-ebm would refuse them."""
-    from burnqed.ebm.cache import EmbeddingCache
-    from burnqed.ebm.sampling import check_trainable
-    from burnqed.stages.ebm_fit import embed_dataset, load_dataset
+    from burnqed.ebm.cache import EmbeddingCache, embed_dataset
+    from burnqed.ebm.sampling import check_trainable, load_dataset
 
     cfg, store = setup(config, model_set(model, set_), output=cache, what="--cache", folder=True)
     data = load_dataset(trajectories, valid_fraction=cfg.ebm.valid_fraction, salt=cfg.data.split_salt, store=store,

@@ -44,10 +44,10 @@ def judge(
     from burnqed.data.theorems import load_index
     from burnqed.errors import InputError
     from burnqed.eval.judge_step import judge_result
-    from burnqed.eval.judging import JudgeSettings, check_definition_holes, check_judge
     from burnqed.eval.result import EvalResult, load_eval_result, write_eval_result
     from burnqed.eval.run import judge_texts
     from burnqed.lean.comparator import ComparatorSettings
+    from burnqed.search.judge import JudgeSettings, check_definition_holes, check_judge
 
     cfg, store = setup(config, set_, output=output)
     found = load_eval_result(output, store=store) if store.is_done(output) and not force else None

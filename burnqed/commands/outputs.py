@@ -162,7 +162,7 @@ def checkpoint_file(name: str) -> bool:
     joint run's abort record, the trainer's `checkpoint-N/` folders (and a download's `.checkpoint-N.partial/`) and
     its model card (`MODEL_CARD`, whose content `check_checkpoint_folder` checks)."""
     from burnqed.sft.checkpoints import RUN_FILE
-    from burnqed.sft.joint import ABORT_FILE
+    from burnqed.sft.joint_records import ABORT_FILE
 
     first, _, rest = name.partition("/")
     if rest:

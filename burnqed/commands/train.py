@@ -188,10 +188,10 @@ def rl(
     """
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
+    from burnqed.rl import grpo as stage
     from burnqed.runner.requests import RlRequest as Asked
     from burnqed.runner.reuse import rl_request_inputs
     from burnqed.sft.launch import World, is_main_process, needs_launch, stops_with_continue
-    from burnqed.stages import rl as stage
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")
     check_packages("rl", cfg)  # before the theorems are read and the Lean pool starts

@@ -5,8 +5,8 @@ errors its parser raises, and the help of a group called without a command.
 typer (0.26+) vendors click as a private package (`typer._click`) and names only some of its classes publicly
 (fastapi/typer#1867): its `Context` and `BadParameter`, and `TyperException`, which every error of its parser derives
 from. The other touch points below use the public API those classes document, and each is pinned by a contract test
-in tests/test_typerapi.py that fails when the typer behaviour it relies on changes; pyproject.toml bounds typer to
-the range those tests ran on (constraints.txt pins the tested version).
+in tests/commands/test_typerapi.py that fails when the typer behaviour it relies on changes; pyproject.toml bounds
+typer to the range those tests ran on (constraints.txt pins the tested version).
 
     class Command(BaseCommand):                         # a burnqed command: typer's class, documented hooks only
         def __init__(self, name, **kwargs):

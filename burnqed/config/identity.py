@@ -8,7 +8,7 @@
     identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
     experiment_keys(Config)                         # the keys that define a run root's experiment (EXPERIMENT)
     identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
-    unclassified(Config)                            # the fields without a mark: none (tests/test_identity.py)
+    unclassified(Config)                            # the fields without a mark: none (tests/config/test_identity.py)
 
 A section whose fields split in two declares its `ROLES`, and each of its fields adds its role to its mark
 (`with_role`): the cluster's "client" keys only the submitting side reads (`config.digest.CLIENT_ONLY`), the
@@ -36,7 +36,7 @@ Identity = Literal[
     "sft-joint",  # added to SFT's when sft.joint trains the value model's head too
     "sft-later",  # added to SFT's from iteration 1: what only an iteration ≥ 1 reads (iteration 0's output is shared)
     "sft-checkpoints",  # what an SFT checkpoint may resume under (`sft.checkpoints`)
-    "rl",  # the GRPO stage's output (`stages.rl`)
+    "rl",  # the GRPO stage's output (`rl.grpo`)
     "rl-checkpoints",  # what a GRPO checkpoint may resume under
     "export", "train-ebm", "joint-study", "report",
     "search", "eval",  # for the modes their mark names
@@ -197,7 +197,7 @@ def fields_with_role(section: type[BaseModel], role: str) -> tuple[str, ...]:
 
 def misplaced_roles(config_model: type[BaseModel]) -> list[str]:
     """The `section.key`s whose role is not one of their section's `ROLES`: a field of a split section without its
-    role, or with another, and a field with a role in a section that declares none (tests/test_identity.py)."""
+    role, or with another, and a field with a role in a section that declares none (tests/config/test_identity.py)."""
     misplaced = []
     for key, info in fields(config_model):
         section = config_model.model_fields[key.partition(".")[0]].annotation

@@ -102,6 +102,18 @@ class OtherDocumentError(InputError):
         self.other = other
 
 
+# The documents of the layers above data/ that a user may give for a theorem index, each known by the fields its
+# model requires (`burnqed.eval.result.EvalResult`, `burnqed.report.document.Report`): named here, not imported, as
+# data/ stands below eval/ and report/; tests/data/test_theorems.py holds each set to its model.
+WRITTEN_ABOVE = (
+    (frozenset({"benchmark", "budgets", "config_digest", "cumulative_solved", "ebm", "failure_reasons", "git_commit",
+                "iteration", "lean_backend", "model", "pass_n", "per_theorem", "solved_names", "timestamp", "total"}),
+     "an eval result (the file `burnqed eval --output` writes)"),
+    (frozenset({"gates", "iteration", "iterations", "root", "rows"}),
+     "an iteration report (the report.json `burnqed report` writes)"),
+)
+
+
 def other_document(document: object) -> str | None:
     """What a JSON object that is no theorem index is, in words: a document burnqed writes (an eval result, a
     report, a data report: one whose keys include every field its model requires), else the keys it has; None for
@@ -109,14 +121,11 @@ def other_document(document: object) -> str | None:
     if not isinstance(document, dict) or isinstance(document.get("theorems"), list):
         return None
     from burnqed.data.data_report import DataReport
-    from burnqed.eval.result import EvalResult
-    from burnqed.report.document import Report
 
-    written = ((EvalResult, "an eval result (the file `burnqed eval --output` writes)"),
-               (Report, "an iteration report (the report.json `burnqed report` writes)"),
-               (DataReport, "a data report (the report.json `burnqed data prepare` writes)"))
-    for model, words in written:
-        if {name for name, field in model.model_fields.items() if field.is_required()} <= document.keys():
+    data_report = frozenset(name for name, field in DataReport.model_fields.items() if field.is_required())
+    written = (*WRITTEN_ABOVE, (data_report, "a data report (the report.json `burnqed data prepare` writes)"))
+    for required, words in written:
+        if required <= document.keys():
             return words
     keys = [str(key) for key in document]
     shown = ", ".join(keys[:6]) + (f" and {len(keys) - 6} more" if len(keys) > 6 else "")

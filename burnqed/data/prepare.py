@@ -23,7 +23,7 @@ from pathlib import Path
 
 from burnqed.base.progress import progress_bar
 from burnqed.config import DataConfig
-from burnqed.data.collect import Candidate, Collection, collect
+from burnqed.data.collect import Collection, collect
 from burnqed.data.data_report import MAX_EXAMPLES, DataReport, ReplayFailure, SourceReport, SplitCounts, summary_line
 from burnqed.data.decontaminate import Benchmark
 from burnqed.data.pairs import (
@@ -35,6 +35,7 @@ from burnqed.data.pairs import (
     TacticPair,
     write_pairs,
 )
+from burnqed.data.registry import Candidate
 from burnqed.data.replay import ReplayJob, TheoremReplay, replay_all
 from burnqed.errors import InputError
 from burnqed.lean.env import WorkerPool

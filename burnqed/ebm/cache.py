@@ -18,7 +18,7 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,6 +29,12 @@ from burnqed.base.progress import progress_bar
 from burnqed.ebm.formats import EmbedReport, EncoderIdentity
 from burnqed.errors import InputError, PolicyError, StorageError
 from burnqed.policy.base import Encoder
+from burnqed.text.prompt import PromptFormat, build_embedding_text
+
+if TYPE_CHECKING:
+    import torch
+
+    from burnqed.ebm.sampling import EbmDataset
 
 CHUNK_RE = re.compile(r"^chunk-(\d{6,})-[0-9a-f]{8}\.parquet$")
 KEY_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -226,3 +232,15 @@ def _as_matrix(vectors: list[list[float]], expected: int) -> Matrix:
     if len(widths) != 1 or 0 in widths:
         raise PolicyError(f"the encoder returned embeddings of widths {sorted(widths)}; expected one non-zero width")
     return np.asarray(vectors, dtype=np.float32)
+
+
+async def embed_dataset(
+    data: EbmDataset, fmt: PromptFormat, encoder: Encoder, cache: EmbeddingCache, *, batch: int, chunk: int
+) -> tuple[torch.Tensor, dict[str, int], EmbedReport]:
+    """Embeddings of every state and goal (row per distinct raw text), the raw text → row map, the report."""
+    import torch
+
+    texts = data.texts()
+    matrix, report = await embed_texts([build_embedding_text(fmt, t) for t in texts], encoder, cache,
+                                       batch=batch, chunk=chunk)
+    return torch.from_numpy(matrix), {text: row for row, text in enumerate(texts)}, report

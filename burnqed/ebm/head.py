@@ -16,12 +16,16 @@ from __future__ import annotations
 import math
 from itertools import pairwise
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
 from burnqed.ebm.formats import HeadSpec
+
+if TYPE_CHECKING:
+    from burnqed.config import EbmConfig
 
 
 class GoalConditionedEnergyHead(nn.Module):
@@ -133,3 +137,8 @@ def load_head(spec: HeadSpec, path: Path, device: str = "cpu") -> GoalConditione
     head = GoalConditionedEnergyHead(spec)
     head.load_state_dict(load_file(str(path), device="cpu"), strict=True)
     return head.to(device)
+
+
+def head_spec(cfg: EbmConfig, embedding_dim: int) -> HeadSpec:
+    return HeadSpec(embedding_dim=embedding_dim, hidden_dims=list(cfg.hidden_dims), dropout=cfg.dropout,
+                    spectral_norm=cfg.spectral_norm, first_layer_scale=cfg.first_layer_scale)

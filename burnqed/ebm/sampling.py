@@ -23,6 +23,7 @@ from burnqed.records.theorem import stable_split
 from leankit.normal_form import state_up_to_names
 
 if TYPE_CHECKING:
+    from burnqed import storage
     from burnqed.config import EbmConfig
 
 EDGE_COLUMNS = ("run_id", "theorem", "node_id", "parent_id", "depth", "state_before", "state_after", "outcome", "label",
@@ -434,3 +435,22 @@ def fixed_groups(data: EbmDataset, split: Split, shape: GroupShape, *, seed: int
         return []
     sampler = NegativeSampler(data, split, shape, seed=seed)
     return [sampler.group(anchor) for anchor in anchors]
+
+
+def load_dataset(
+    uris: Sequence[str], *, valid_fraction: float, salt: str = "burnqed", store: storage.Store, trainable: bool = True
+) -> EbmDataset:
+    """Read every trajectory prefix and build the dataset; `InputError` when it cannot train a head (`trainable`;
+    `ebm embed`, which trains nothing, checks what it needs itself)."""
+    from burnqed.trajectory.reader import read_edges, require_trajectories
+
+    if not uris:
+        raise InputError("no trajectories given: pass --trajectories PREFIX (repeatable)")
+    tables = []
+    for uri in uris:
+        require_trajectories(uri, store=store)
+        tables.append(read_edges(uri, columns=[*EDGE_COLUMNS, *OPTIONAL_COLUMNS], store=store))
+    data = build_dataset(tables, valid_fraction=valid_fraction, salt=salt)
+    if trainable:
+        check_trainable(data, uris)
+    return data

@@ -16,7 +16,6 @@ from burnqed.eval.result import (
     PerTheorem,
     config_digest,
     git_commit,
-    lean_backend_label,
     load_eval_result,
     write_eval_result,
 )
@@ -32,7 +31,6 @@ __all__ = [
     "compare_results",
     "config_digest",
     "git_commit",
-    "lean_backend_label",
     "load_eval_result",
     "render_comparison",
     "render_eval_table",

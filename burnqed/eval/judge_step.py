@@ -5,7 +5,7 @@ judges the proof eval.json records for each proved theorem (`per_theorem[].proof
 comparator's verdict: a proof it refuses is a soundness alarm, and its theorem is not counted at any budget.
 
     result = load_eval_result(unjudged, store=store)
-    judged = await judge_result(result, index.theorems, settings)     # settings: eval.judging.JudgeSettings
+    judged = await judge_result(result, index.theorems, settings)     # settings: search.judge.JudgeSettings
     write_eval_result(judged, output, store=store)
 
 What this step knows is what eval.json keeps: one proof a theorem (the winning attempt's). Where `burnqed eval` judges
@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import TypeVar
 
-from burnqed.eval.judging import REFUSED, JudgeSettings, judge_passes
 from burnqed.eval.pass_at import PRODUCED, WITH_REFERENCE
 from burnqed.eval.result import BudgetRow, EvalResult, GroupRow, PerTheorem
 from burnqed.lean.comparator import JudgeRecord
 from burnqed.lean.start import START_FORM
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
+from burnqed.search.judge import REFUSED, JudgeSettings, judge_passes
 from burnqed.text.prompt import BLOCK_INDENT
 from leankit.text import append_code
 
@@ -36,7 +36,7 @@ def pending(result: EvalResult) -> list[str]:
 
 
 def counted_proof(row: PerTheorem, theorem: Theorem) -> TheoremResult | None:
-    """`row`'s recorded proof as the search result comparator judges (`eval.judging.judge_case` reads its header
+    """`row`'s recorded proof as the search result comparator judges (`search.judge.judge_case` reads its header
     from its tactics: the text after the theorem's declaration); None when `row` counts no proof."""
     declaration = theorem.declaration(START_FORM)
     if not row.proved or row.proof is None or row.budget_at_proof is None:

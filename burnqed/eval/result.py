@@ -14,9 +14,8 @@ from __future__ import annotations
 import math
 import os
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import UTC, datetime
-from itertools import pairwise
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,8 +35,6 @@ from burnqed.search.modes import MODES
 from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
-REPLAY_MODULE = "minilean.replay"
-MINILEAN_MODULE = "minilean"
 BudgetUnit = Literal["expansions", "proofs"]
 
 
@@ -540,16 +537,6 @@ def _commit_from_git(path: Path | None) -> str | None:
         return None
     commit = done.stdout.strip()
     return commit if done.returncode == 0 and _is_sha1(commit) else None
-
-
-def lean_backend_label(command: Sequence[str]) -> str:
-    """The `lean_backend` of results produced with the Lean worker argv `command`: 'replay' for the
-    embedded replay server, 'minilean' for minilean (`-m minilean`), else 'pantograph'."""
-    if any(a == "-m" and b == MINILEAN_MODULE for a, b in pairwise(command)):
-        return "minilean"  # also with the replay server as its fallback (minilean/fallback.py)
-    if any(REPLAY_MODULE in part for part in command):
-        return "replay"
-    return "pantograph"
 
 
 # -------------------------------------------------------------------------------------------- files

@@ -35,23 +35,23 @@ from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
-from burnqed.eval.judging import JudgeSettings, alarm_lines, judge_line, judge_passes, with_judges
+from burnqed.eval.judging import alarm_lines, judge_line, with_judges
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result, validate_budgets
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import (
     EvalResult,
     config_digest,
     git_commit,
-    lean_backend_label,
     load_eval_result,
     write_eval_result,
 )
 from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 from burnqed.layout import trajectories_beside
+from burnqed.lean.backend import lean_backend_label
 from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assemble_proof, assembled_header, check_path, check_proof_text
+from burnqed.lean.soundness import assembled_header, check_lemmas, check_path, check_proof_text, stored_lemmas
 from burnqed.policy.base import Policy
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
@@ -59,6 +59,7 @@ from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
 from burnqed.search.answer import AnswerSlot
 from burnqed.search.answer_check import AnswerJudgement, judge_answer
+from burnqed.search.judge import JudgeSettings, judge_passes
 from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
 from burnqed.search.lemmas import LibrarySource
 from burnqed.search.modes import MODES, SearchSettings, mode_of
@@ -94,7 +95,7 @@ def eval_settings(backend: str, settings: SearchSettings, concurrency: int) -> E
 
 def pass_engine(engine: SearchSettings, k: int) -> SearchSettings:
     """The engine settings of pass `k`: its own seeds (`attempt`), and in sketch mode a subgoal cache and a lemma
-    source (over the library frozen at the eval's start: `stages.lemma_library.attach_library`) of its own
+    source (over the library frozen at the eval's start: `eval.lemma_library.attach_library`) of its own
     (`Mode.for_pass`), so the passes of pass@n stay independent searches."""
     settings: SearchSettings = mode_of(engine).for_pass(engine, k)
     return settings
@@ -118,7 +119,7 @@ class EvalJobSettings:
     @classmethod
     def from_config(cls, config: Config, budgets: Sequence[int], *, defer_judge: bool = False) -> EvalJobSettings:
         """The eval's settings; warns that search.verify=false does not apply here (eval compiles every proof it
-        counts). `defer_judge`: comparator judges in a later step (`eval.judging.JudgeSettings.of`). `ValueError`
+        counts). `defer_judge`: comparator judges in a later step (`search.judge.JudgeSettings.of`). `ValueError`
         unless the budgets are non-empty, positive, unique and ascending."""
         budgets = validate_budgets(budgets)
         if not config.search.verify:
@@ -362,7 +363,8 @@ async def recheck_committed(done: Sequence[TheoremResult], theorems: Sequence[Th
     """The results an interrupted eval committed (`PassState.done`), each proved one compiled again before it counts:
     a trajectory part is a file anyone can edit. A proved result stays as it is only when its stored proof is its
     theorem restated (`lean.soundness.assemble_proof` of the index's theorem, the result's answer filled into an open
-    slot, with its tactics), the guard allows its answer and tactics, and `lean.soundness.check_proof_text` verifies it
+    slot, with its tactics and the lemmas the file declares, `stored_lemmas`), the guard allows its answer, tactics
+    and lemmas (`check_lemmas`), and `lean.soundness.check_proof_text` verifies it
     on a worker of `pool` (as whole mode's compile); else it is not proved (`recheck_failed`, the detail saying why).
     The checks' Lean calls are the eval's, as the answer checks' are, not the search's: the cost figures stay those the
     search recorded (an honest resume scores what an uninterrupted eval does). A Lean that cannot start raises."""
@@ -396,16 +398,17 @@ async def _recheck_reason(result: TheoremResult, theorem: Theorem, pool: WorkerP
     compiled = AnswerSlot(theorem).compiled(result.answer, guard)
     if isinstance(compiled, str):
         return compiled
-    if result.proof != assemble_proof(compiled, result.tactics):
+    lemmas = stored_lemmas(result.proof, compiled, result.tactics)  # () when the file declares none
+    if lemmas is None:
         return ("its text does not restate this theorem: it is not the index's header" +
                 (" (its answer filled in)" if compiled is not theorem else "") +
                 " and declaration followed by the result's tactics")
-    allowed = check_path(result.tactics, guard)
-    if not allowed.ok:
-        return allowed.reason
+    for allowed in (check_path(result.tactics, guard), check_lemmas(lemmas, compiled, guard)):
+        if not allowed.ok:
+            return allowed.reason
     async with pool.lease(f"{theorem.name} (recheck)", header=theorem.header) as lean:
         verdict = await check_proof_text(lean, theorem.name, result.proof, index_header=theorem.header,
-                                         header=compiled.header)
+                                         header=compiled.header, lemmas=lemmas)
     return None if verdict.verified else verdict.reason or "the compile did not verify it"
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from burnqed.base.signals import run_async, same_command, stop_on_signals
 from burnqed.data.decontaminate import check_lines, check_training_data
+from burnqed.eval.lemma_library import attach_library
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import (
     EvalJobSettings,
@@ -32,7 +33,6 @@ from burnqed.eval.run import (
     publish_eval,
     untrained_planner,
 )
-from burnqed.stages.lemma_library import attach_library
 from burnqed.storage import Store
 from burnqed.storage.place_lease import hold_lease
 

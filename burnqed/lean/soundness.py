@@ -5,12 +5,15 @@
     verdict = await check_proof_text(lean, name, proof, index_header=index.header, header=filled.header)
     verdict = check_answer(value, guard)                                 # an answer a completion gave its slot
     verdict = check_header(index.header, filled.header)                 # a filled header's shape, before a start
+    verdict = check_lemmas(lemmas, theorem, guard)                      # a file's lemmas (`FileLemma`), before Lean
+    verdict = await check_proof_text(lean, name, proof, index_header=index.header, lemmas=lemmas)
 
-A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path,
-a complete root term, then the compile (its shape pinned: the index header's commands, the theorem, `#print axioms`,
-the recheck, one unit each; NAME declared, no axiom beyond the standard three, the kernel recheck's report), each
-rule a pure function, Lean asked only when the cheap ones pass. A Lean failure is a failed verdict, except
-`LeanStatesLostError` and `LeanStartError`, which are raised. `compile=False` stops before the compile.
+A proof counts only on positive evidence: the final state closed with no sorry flag, no denied tactic on the path, a
+complete root term, then the compile (its shape pinned: the index header's commands, the file's lemmas, the theorem,
+`#print axioms` of each lemma and of NAME, the recheck, one unit each; each lemma and NAME declared, no axiom beyond
+the standard three, the kernel recheck's report), each rule a pure function, Lean asked only when the cheap ones
+pass. A Lean failure is a failed verdict, except `LeanStatesLostError` and `LeanStartError`, which are raised.
+`compile=False` stops before the compile.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from leankit.recheck import recheck_command
 from leankit.text import append_code, mask_comments, read_as_lean
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
+_INDENT = "  "  # `join_tactics`' indentation of a proof's lines under `:= by`
+LEMMA_PREFIX = "burnqed_lemma_"  # a file's lemmas are named this and their number, by burnqed, never by the model
 _SORRY = re.compile(r"(?<![\w'.])sorry(?![\w'!?])")
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
 _ENDS_WITH_IN = re.compile(r"(?<![\w'.])in\s*$")  # `open X in` / `set_option … in`: one command with the next
@@ -71,60 +76,151 @@ class CompileText:
     text: str
     print_start: int  # UTF-8 byte offset of `#print axioms NAME`
     recheck_start: int  # UTF-8 byte offset of the kernel recheck command (`recheck_command`)
-    # UTF-8 byte offsets where Lean's units must start, one each: the index header's commands, the theorem, `#print
-    # axioms NAME`, the recheck (the first unit may start at 0: Lean's first command position is the file's start).
+    # UTF-8 byte offsets where Lean's units must start, one each: the index header's commands, the lemmas, the
+    # theorem, `#print axioms` of each lemma and of NAME, the recheck (the first unit may start at 0: Lean's first
+    # command position is the file's start).
     unit_starts: tuple[int, ...]
     problem: str | None = None  # why the text has no pinned shape (not the index's header): refused before Lean
+    # the file's lemmas (`FileLemma.name`), in order: one unit each before the theorem, one `#print axioms` each
+    # before NAME's
+    lemmas: tuple[str, ...] = ()
 
 
-def assemble_proof(theorem: Theorem, tactics: Sequence[str]) -> str | None:
-    """The proof as a Lean file (what is stored): header, the theorem's declaration in the form it was started in
-    (`burnqed.lean.start.START_FORM`; its docstring line first, when it has one) with ` := by`, and the tactics,
-    indented. None when the theorem has no statement (started with copyFrom): there is nothing to restate."""
+@dataclass(frozen=True, slots=True)
+class FileLemma:
+    """A lemma the file declares between the header and the theorem: `theorem burnqed_lemma_<index> <statement> :=
+    by` and its tactics, indented. The name is burnqed's; `statement` (its binders, ` : `, its type) and `tactics`
+    are model text, read by `check_lemmas` before Lean sees them."""
+
+    index: int
+    statement: str
+    tactics: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{LEMMA_PREFIX}{self.index}"
+
+    def text(self) -> str:
+        """The declaration as the file holds it, its last line ended."""
+        declaration = append_code(f"theorem {self.name} {self.statement.strip()}", ":= by")
+        return f"{declaration}\n{join_tactics(self.tactics)}\n"
+
+
+def lemma_block(lemmas: Sequence[FileLemma]) -> str:
+    """The lemmas as the file holds them between the header and the theorem, a blank line after each."""
+    return "".join(f"{lemma.text()}\n" for lemma in lemmas)
+
+
+def check_lemmas(lemmas: Sequence[FileLemma], theorem: Theorem, guard: TacticGuard) -> Verdict:
+    """Rule 2 for a file's lemmas, before Lean (docs/lean.md, "One file"): names burnqed's own, numbered 1, 2, … in
+    the file's order, none the theorem's or a name the header has; each statement bounded (`TacticGuard.over_cap`),
+    not `sorry`, one binder list and type as Lean reads it (`term_problem`: no command keyword, brackets paired), not
+    the theorem's statement restated (as written, blanks aside), nothing the guard refuses; each proof's tactics as
+    the theorem's (`check_path`)."""
+    header_names = {token.text for token in tokens(mask_comments(theorem.header or ""))}
+    for number, lemma in enumerate(lemmas, start=1):
+        if lemma.index != number:
+            return Verdict(False, f"lemma {lemma.name} stands where {LEMMA_PREFIX}{number} must: the lemmas are "
+                           "numbered 1, 2, … in the file's order")
+        if lemma.name == theorem.name or lemma.name in header_names:
+            return Verdict(False, f"lemma {lemma.name}'s name collides with a name the "
+                           f"{'theorem' if lemma.name == theorem.name else 'header'} has")
+        reason = _statement_refusal(lemma.statement, theorem, guard)
+        if reason is None:
+            path = check_path(lemma.tactics, guard)
+            reason = None if path.ok else f"its proof: {path.reason}"
+        if reason is not None:
+            return Verdict(False, f"lemma {lemma.name} is refused: {reason}")
+    return Verdict(True)
+
+
+def _statement_refusal(statement: str, theorem: Theorem, guard: TacticGuard) -> str | None:
+    """Why a lemma's statement (model text) cannot stand in the file, or None."""
+    over = guard.over_cap(statement)
+    if over is not None:
+        return f"its statement has {over}"
+    if _SORRY.search(read_as_lean(mask_comments(statement))):
+        return "its statement holds `sorry`"
+    problem = term_problem(statement)
+    if problem is not None:
+        return f"its statement is not one binder list and type: {problem}"
+    own = theorem.declaration(START_FORM)
+    restated = own is not None and own.split(f"theorem {theorem.name}", 1)[-1].split() == statement.split()
+    if restated:
+        return "its statement restates the theorem"
+    reason = guard.check(statement)
+    return None if reason is None else f"its statement is denied: {reason}"
+
+
+def assemble_proof(theorem: Theorem, tactics: Sequence[str], lemmas: Sequence[FileLemma] = ()) -> str | None:
+    """The proof as a Lean file (what is stored): header, the lemmas (`lemma_block`), the theorem's declaration in
+    the form it was started in (`burnqed.lean.start.START_FORM`; its docstring line first, when it has one) with
+    ` := by`, and the tactics, indented. None when the theorem has no statement (started with copyFrom): there is
+    nothing to restate."""
     declaration = theorem.declaration(START_FORM)
     if declaration is None:
         return None
     body = join_tactics(tactics)
     header = f"{theorem.header.rstrip()}\n\n" if theorem.header else ""
-    return f"{header}{append_code(declaration, ':= by')}\n{body}\n"
+    return f"{header}{lemma_block(lemmas)}{append_code(declaration, ':= by')}\n{body}\n"
 
 
-def compile_text(proof: str, name: str, index_header: str | None, header: str | None = None) -> CompileText:
+def compile_text(proof: str, name: str, index_header: str | None, header: str | None = None,
+                 lemmas: Sequence[FileLemma] = ()) -> CompileText:
     """The text compiled in the REPL's environment: `proof` without `import` lines (with `readHeader: false`
-    an `import` is a parse error there; `open` and `set_option` lines stay), then `#print axioms NAME`, then the
-    kernel recheck of NAME (`recheck_command`), and its pinned shape (`pinned_starts`): `index_header` is the
-    theorem's header as the index gives it (trusted text), `header` the one `proof` was assembled under when it
-    differs (the index's with its answer slot filled: the value is model text and adds no unit)."""
+    an `import` is a parse error there; `open` and `set_option` lines stay), then `#print axioms` of each of its
+    `lemmas` and of NAME, then the kernel recheck of NAME (`recheck_command`), and its pinned shape
+    (`pinned_starts`): `index_header` is the theorem's header as the index gives it (trusted text), `header` the one
+    `proof` was assembled under when it differs (the index's with its answer slot filled: the value is model text and
+    adds no unit); `lemmas` the ones `proof` was assembled with (`assemble_proof`)."""
     body = _IMPORT_LINE.sub("", proof).strip("\n")
-    head = f"{body}\n\n"
-    printed = f"{head}#print axioms {name}\n\n"
-    print_start, recheck_start = len(head.encode("utf-8")), len(printed.encode("utf-8"))
+    printed = f"{body}\n\n"
+    prints: list[int] = []
+    for printed_name in (*(lemma.name for lemma in lemmas), name):
+        prints.append(len(printed.encode("utf-8")))
+        printed += f"#print axioms {printed_name}\n\n"
+    print_start, recheck_start = prints[-1], len(printed.encode("utf-8"))
     text = printed + recheck_command(name)
-    pinned = pinned_starts(body, index_header, index_header if header is None else header)
+    names = tuple(lemma.name for lemma in lemmas)
+    pinned = pinned_starts(body, index_header, index_header if header is None else header, lemmas)
     if isinstance(pinned, str):
-        return CompileText(name, text, print_start, recheck_start, (), pinned)
+        return CompileText(name, text, print_start, recheck_start, (), pinned, names)
     starts = tuple(len(body[:at].encode("utf-8")) for at in pinned)
-    return CompileText(name, text, print_start, recheck_start, (*starts, print_start, recheck_start))
+    return CompileText(name, text, print_start, recheck_start, (*starts, *prints, recheck_start), lemmas=names)
 
 
-def pinned_starts(body: str, index_header: str | None, header: str | None) -> list[int] | str:
+def pinned_starts(body: str, index_header: str | None, header: str | None,
+                  lemmas: Sequence[FileLemma] = ()) -> list[int] | str:
     """Where, in `body` (a proof's file without its `import` lines), Lean must start a unit before `#print axioms`:
     at each command of the index's header (`leankit.commands.command_starts` of the trusted text, moved past the
-    answer slot's value when `header` is it filled), then at the theorem (its first token after the header; a header
-    ending with `open X in` is one command with it). A reason instead when `body` does not begin with `header` or
-    `header` is neither the index's nor it with one slot's `sorry` replaced."""
+    answer slot's value when `header` is it filled), at each of `lemmas` (where `lemma_block` puts them: never read
+    from their text), then at the theorem (its first token after them; a header ending with `open X in` is one
+    command with it). A reason instead when `body` does not begin with `header`, `header` is neither the index's nor
+    it with one slot's `sorry` replaced, or the lemmas are not where they were assembled."""
     index_head, head = _header_text(index_header), _header_text(header)
     if not body.startswith(head) or (head and body[len(head) : len(head) + 1].strip()):
         return "the compiled file does not begin with the header it was assembled under"
     starts = _moved_starts(index_head, head)
     if isinstance(starts, str):
         return starts
-    theorem = next(tokens(body[len(head) :]), None)
+    starts, at = list(starts), len(head)
+    if lemmas:
+        first = next(tokens(body[at:]), None)
+        block = lemma_block(lemmas)
+        if first is None or not body.startswith(block, at + first.start):
+            return "the compiled file's lemmas are not the ones it was assembled with, where they were put"
+        if _ENDS_WITH_IN.search(mask_comments(index_head)):
+            return "the header ends with `open … in` (one command with the next): no lemma can stand before the theorem"
+        at += first.start
+        for lemma in lemmas:
+            starts.append(at)
+            at += len(lemma.text()) + 1
+    theorem = next(tokens(body[at:]), None)
     if theorem is None:
         return "the compiled file has nothing after its header: no theorem"
-    if starts and _ENDS_WITH_IN.search(mask_comments(index_head)):
+    if starts and not lemmas and _ENDS_WITH_IN.search(mask_comments(index_head)):
         return starts  # `open X in` / `set_option … in` as the header's last command: the theorem's unit starts there
-    return [*starts, len(head) + theorem.start]
+    return [*starts, at + theorem.start]
 
 
 def check_header(index_header: str | None, header: str | None) -> Verdict:
@@ -250,51 +346,84 @@ def parse_axioms(text: str, name: str) -> tuple[str, ...] | None:
 
 def check_shape(result: CompileResult, expected: CompileText) -> Verdict:
     """Rule 4's pin: Lean split the text into exactly the pinned units (`CompileText.unit_starts`): the index
-    header's commands, the theorem, `#print axioms NAME`, the recheck; no unit more or less, each where it must
-    start. A command smuggled anywhere (an answer's value, a tactic, a proof) is a unit the pin does not have."""
+    header's commands, the lemmas, the theorem, `#print axioms` of each lemma and of NAME, the recheck; no unit more or
+    less, each where it must start. A command smuggled anywhere (an answer's value, a tactic, a lemma, a proof) is a
+    unit the pin does not have."""
     if expected.problem is not None:
         return Verdict(False, f"the compiled file's shape cannot be pinned: {expected.problem}")
-    pinned = expected.unit_starts
+    pinned, count = expected.unit_starts, len(expected.lemmas)
     starts = [unit.start for unit in result.units]
     if len(starts) != len(pinned):
+        lemmas = f"{count} lemmas, " if count else ""
+        prints = "`#print axioms` of each" if count else "`#print axioms`"
         return Verdict(False, f"Lean reports {len(starts)} compilation units where the file's pinned shape has "
-                       f"{len(pinned)} (the index header's {len(pinned) - 3} commands, the theorem, `#print axioms` "
-                       "and the kernel recheck): a command the header does not have was run")
+                       f"{len(pinned)} (the index header's {len(pinned) - 3 - 2 * count} commands, {lemmas}the "
+                       f"theorem, {prints} and the kernel recheck): a command the header does not have was run")
     for number, (start, want) in enumerate(zip(starts, pinned, strict=True)):
         if start != want and not (number == 0 and start == 0):
-            what = ("the theorem" if number == len(pinned) - 3 else "`#print axioms`" if number == len(pinned) - 2
-                    else "the kernel recheck" if number == len(pinned) - 1 else f"the header's command {number + 1}")
             return Verdict(False, f"Lean's unit {number + 1} starts at byte {start}, where the pinned shape starts "
-                           f"{what} at byte {want}: the text was not split as written")
+                           f"{_unit_name(number, len(pinned), expected)} at byte {want}: the text was not split as "
+                           "written")
     return Verdict(True)
 
 
+def _unit_name(number: int, size: int, expected: CompileText) -> str:
+    """What the pinned shape's unit `number` (0-based) of `size` is, in words."""
+    count = len(expected.lemmas)
+    header = size - 3 - 2 * count
+    if number < header:
+        return f"the header's command {number + 1}"
+    if number < header + count:
+        return f"lemma {expected.lemmas[number - header]}"
+    if number == header + count:
+        return "the theorem"
+    if number < size - 2:
+        return f"`#print axioms {expected.lemmas[number - header - count - 1]}`"
+    return "`#print axioms`" if number == size - 2 else "the kernel recheck"
+
+
 def check_compile(result: CompileResult, expected: CompileText) -> Verdict:
-    """Rule 4: the compile text compiled cleanly in its pinned shape (`check_shape`), declared the theorem, uses only
-    the standard axioms and passed the kernel recheck."""
+    """Rule 4: the compile text compiled cleanly in its pinned shape (`check_shape`), declared each lemma and the
+    theorem, each lemma and the theorem use only the standard axioms (`#print axioms` reaches what they use), and the
+    theorem passed the kernel recheck (which re-adds every constant of the file it uses, the lemmas among them)."""
     name = expected.name
     for verdict in (_compiled_cleanly(result, expected), check_shape(result, expected)):
         if not verdict.ok:
             return verdict
+    count = len(expected.lemmas)
     last = result.units[-1]
-    printed = result.units[-2]
-    declared = result.units[-3].new_constants
-    if declared is None:
-        return Verdict(False, "the compile reply lists no newConstants for the theorem's unit")
-    if name not in declared:
-        return Verdict(False, f"the unit before `#print axioms` does not declare {name} "
-                       f"(newConstants: {list(declared)[:5]})")
+    header = len(result.units) - 3 - 2 * count
+    declaring = [*zip(expected.lemmas, result.units[header : header + count], strict=True),
+                 (name, result.units[-3 - count])]
+    for declared_name, unit in declaring:
+        declared = unit.new_constants
+        if declared is None:
+            owner = "the theorem" if declared_name == name else f"lemma {declared_name}"
+            return Verdict(False, f"the compile reply lists no newConstants for {owner}'s unit")
+        if declared_name not in declared:
+            where = "the unit before `#print axioms`" if declared_name == name else f"lemma {declared_name}'s unit"
+            return Verdict(False, f"{where} does not declare {declared_name} (newConstants: {list(declared)[:5]})")
+    for printed_name, printed in zip((*expected.lemmas, name), result.units[-2 - count : -1], strict=True):
+        axioms = _axioms_verdict(printed, printed_name)
+        if not axioms.ok:
+            return axioms
+    if not recheck_passed(_only_information(last), name):
+        shown = [first_line(m.text) for m in last.messages][:3]
+        return Verdict(False, f"no kernel recheck report for {name} in the compile reply (messages: {shown})")
+    return Verdict(True)
+
+
+def _axioms_verdict(printed: CompileUnit, name: str) -> Verdict:
+    """`#print axioms NAME`'s unit: its one information message lists nothing beyond the standard axioms."""
     axioms = parse_axioms(_only_information(printed), name)
     if axioms is None:
         shown = [first_line(m.text) for m in printed.messages][:3]
         return Verdict(False, f"no `#print axioms {name}` report in the compile reply (messages: {shown})")
     extra = sorted(set(axioms) - ALLOWED_AXIOMS)
     if extra:
-        return Verdict(False, f"the proof depends on axioms beyond {', '.join(sorted(ALLOWED_AXIOMS))}: "
+        owner = "the proof" if not name.startswith(LEMMA_PREFIX) else f"lemma {name}"
+        return Verdict(False, f"{owner} depends on axioms beyond {', '.join(sorted(ALLOWED_AXIOMS))}: "
                        f"{', '.join(extra)}")
-    if not recheck_passed(_only_information(last), name):
-        shown = [first_line(m.text) for m in last.messages][:3]
-        return Verdict(False, f"no kernel recheck report for {name} in the compile reply (messages: {shown})")
     return Verdict(True)
 
 
@@ -325,11 +454,12 @@ def recheck_passed(text: str, name: str) -> bool:
 
 
 async def check_proof_text(lean: LeanEnv, name: str, proof: str, *, index_header: str | None,
-                           header: str | None = None) -> Verdict:
+                           header: str | None = None, lemmas: Sequence[FileLemma] = ()) -> Verdict:
     """Rule 4 alone on a stored proof text (a Lean file declaring `name`): does it still verify? `index_header`: the
     theorem's header as the index gives it; `header`: the one `proof` was assembled under when it differs (an answer
-    filled in). A file whose shape cannot be pinned is refused without Lean."""
-    expected = compile_text(proof, name, index_header, header)
+    filled in); `lemmas`: the ones `proof` was assembled with (their statements and proofs read by `check_lemmas`
+    first). A file whose shape cannot be pinned is refused without Lean."""
+    expected = compile_text(proof, name, index_header, header, lemmas)
     if expected.problem is not None:
         return Verdict(False, check_shape(CompileResult(()), expected).reason, proof)
     try:
@@ -356,6 +486,51 @@ def assembled_header(proof: str, theorem: Theorem, tactics: Sequence[str]) -> st
     if not head:
         return ""
     return head[:-2] if head.endswith("\n\n") and head[:-2].strip() else None
+
+
+def names_file_lemmas(tactics: Sequence[str]) -> bool:
+    """Whether a counted proof's tactics use lemmas its file declares (`burnqed_lemma_<k>`, names burnqed gives and
+    `check_lemmas` reserves: a proof without lemmas that names one does not compile). Such tactics are not a proof of
+    the theorem on their own: training leaves them out as a whole proof (`sft.examples`)."""
+    return any(LEMMA_PREFIX in tactic for tactic in tactics)
+
+
+def stored_lemmas(proof: str, theorem: Theorem, tactics: Sequence[str]) -> tuple[FileLemma, ...] | None:
+    """The lemmas `proof` was assembled with: `proof` is `assemble_proof(theorem, tactics, lemmas)` for these, each
+    lemma's proof one tactic block (so the file is reproduced byte for byte); () for a file without lemmas; None when
+    `proof` is no such assembly. A stored file read back for its re-check: `check_lemmas` and the compile's pin judge
+    what is read, exactly as when it was assembled."""
+    plain = assemble_proof(theorem, tactics)
+    if plain is None or proof == plain:
+        return None if plain is None else ()
+    head = f"{theorem.header.rstrip()}\n\n" if theorem.header else ""
+    tail = plain[len(head) :]
+    if not proof.startswith(head) or not proof.endswith(tail) or len(proof) < len(head) + len(tail):
+        return None
+    middle = proof[len(head) : len(proof) - len(tail)]
+    lemmas: list[FileLemma] = []
+    while middle:
+        lemma = _first_lemma(middle, len(lemmas) + 1)
+        if lemma is None:
+            return None
+        lemmas.append(lemma)
+        middle = middle[len(lemma.text()) + 1 :]
+    return tuple(lemmas)
+
+
+def _first_lemma(text: str, index: int) -> FileLemma | None:
+    """The lemma `index` that `text` begins with, or None: its statement up to the first `:= by` line end, its proof
+    the indented lines after it up to the blank line before the next lemma (or the end), read when the lemma so read
+    writes exactly that text (`FileLemma.text`). One pass of `str.find` each: linear in `text`."""
+    opening = f"theorem {LEMMA_PREFIX}{index} "
+    start = text.find(":= by\n") + 6
+    if not text.startswith(opening) or start < 6:
+        return None
+    end = text.find(f"\n\ntheorem {LEMMA_PREFIX}{index + 1} ", start)
+    end = len(text) - 2 if end == -1 else end
+    block = "\n".join(line[len(_INDENT) :] for line in text[start:end].split("\n"))
+    lemma = FileLemma(index, text[len(opening) : start - 6].rstrip(), (block,))
+    return lemma if text[: end + 2] == f"{lemma.text()}\n" else None
 
 
 def body_line(proof: str, tactics: Sequence[str]) -> int | None:

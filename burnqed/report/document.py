@@ -13,31 +13,33 @@ from typing import Any
 from pydantic import BaseModel, Field, computed_field, field_validator
 
 from burnqed.eval.compare import Comparison
-from burnqed.eval.joint_study import STUDY_SECTION, JointStudy
 from burnqed.records.theorem import SkippedDeclaration
 from burnqed.report.core import (
     CHANGES_SECTION,
-    COSTS_SECTION,
     DECONTAMINATION_SECTION,
     GATES_SECTION,
     LEARNING_SECTION,
-    MODELS_SECTION,
     MODES_SECTION,
     NOT_COMPARED_SECTION,
     NOT_EVALUATED_SECTION,
     PROOFS_SECTION,
-    PROVENANCE_SECTION,
     RATES_SECTION,
-    SEARCH_SECTION,
-    STAGES_SECTION,
-    TRAINING_SECTION,
     UNSOLVED_SECTION,
 )
 from burnqed.report.iterations import ITERATIONS_SECTION, IterationsSection
 from burnqed.report.repairs import REPAIR_SECTION, RepairRow
 from burnqed.report.rl_steps import RL_SECTION, RlSection
+from burnqed.report.runs import (
+    COSTS_SECTION,
+    MODELS_SECTION,
+    PROVENANCE_SECTION,
+    SEARCH_SECTION,
+    STAGES_SECTION,
+    TRAINING_SECTION,
+)
 from burnqed.report.section import ReportSection
 from burnqed.report.sketches import SKETCH_SECTION, SketchRow
+from burnqed.report.study import STUDY_SECTION, JointStudy
 from burnqed.report.tables import (
     ArmRow,
     BaseArm,
@@ -114,7 +116,7 @@ class Report(BaseModel):
         default=None, description="Both arms' solve rates across iterations 0..i and what iteration i+1 starts from; "
         "None at iteration 0 (burnqed.report.iterations).")
     joint_study: JointStudy | None = Field(
-        default=None, description="Configurations A, B, C of the joint-training study (sft.joint; eval.joint_study).")
+        default=None, description="Configurations A, B, C of the joint-training study (sft.joint; report.study).")
     not_compared: list[str] = Field(
         default_factory=list, description="Pairs of evals the report shows side by side but does not compare (no "
         "gain, no gate, no 'new' proofs), each with why.")

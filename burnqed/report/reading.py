@@ -1,7 +1,7 @@
-"""What the iteration report's sections are built from (`report.core` builds them with these): the eval results
-read once each (`EvalFiles`), and from them and the run's published files the rows of each section — solve rates and
-curves, learning, new and lost theorems, proofs, unsolved theorems and the reachable ceiling, training curves, stage
-times, search depth, provenance, the modes, decontamination and what is not compared.
+"""What the iteration report's sections are built from (`report.core` and `report.runs` build them with these): the
+eval results read once each (`EvalFiles`), and from them and the run's published files the rows of each section —
+solve rates and curves, learning, new and lost theorems, proofs, unsolved theorems and the reachable ceiling,
+training curves, stage times, search depth, provenance, the modes, decontamination and what is not compared.
 
     load = EvalFiles(store)
     rows = arm_rows(load(uri), iteration=0, arm="llm")

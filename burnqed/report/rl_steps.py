@@ -89,7 +89,7 @@ def rl_section(at: Layout, iteration: int, *, enabled: bool, store: storage.Stor
     the SFT settings rl.enabled turned on (`switched_by_rl`)."""
     if not enabled:
         return None
-    from burnqed.stages.rl import RL_RECORD, STEP_LOG, TRAJECTORIES, RlRecord, StepLog
+    from burnqed.rl.records import RL_RECORD, STEP_LOG, TRAJECTORIES, RlRecord, StepLog
 
     output = at.rl(iteration)
     section = RlSection(iteration=iteration, output=output, switched_on=list(switched))

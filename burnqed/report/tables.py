@@ -1,5 +1,5 @@
-"""The rows of the iteration report's sections (`report.document.Report` holds them; `report.core` builds and
-shows them, `report.plots` draws them), apart from `Report` so that the sections can import them.
+"""The rows of the iteration report's sections (`report.document.Report` holds them; `report.core` and `report.runs`
+build and show them, `report.plots` draws them), apart from `Report` so that the sections can import them.
 
     row = ArmRow(iteration=0, arm="llm", budget=10, solved=5, total=10, rate=0.5)
     print(row.text)                                             # 5/10 (50.0%, 23.7–76.3%)

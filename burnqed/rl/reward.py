@@ -24,7 +24,7 @@ that cannot start (`LeanStartError`) or bad input (`InputError`: an unknown theo
 theorem's whole prompt nor the repair prompt of one of its failed proofs) raises. The compiles go through the Lean
 pool the caller's factory opens (its verifier workers, in parallel); verdicts are cached by (theorem name, file
 compiled), so identical completions compile once. The pool lives on the event loop of the first call: `judge`'s
-caller's (TRL's own loop, which awaits an async reward function: `stages.rl.RecordingReward`), or, for a
+caller's (TRL's own loop, which awaits an async reward function: `rl.grpo_step.RecordingReward`), or, for a
 synchronous call, an event loop thread of the reward's own; a later synchronous call and `close()` run there.
 """
 

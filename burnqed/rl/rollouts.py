@@ -38,7 +38,7 @@ NOT_RECORDED = math.nan  # a row's log-prob and times: TRL's reward function see
 
 
 class RolloutRecord(Protocol):
-    """What a rollout holds (`stages.rl.Rollout`)."""
+    """What a rollout holds (`rl.records.Rollout`)."""
 
     @property
     def theorem(self) -> str: ...

@@ -182,7 +182,7 @@ def rl_inputs(cfg: Config, store: Store, *, sft: str, index: TheoremIndex, traje
     (whole search's format and declaration form; `repair prompts`, the repair format, when search.repair_rounds > 0
     serves them: the effective value, as `proof examples` is SFT's)."""
     from burnqed.eval.run import theorem_digest
-    from burnqed.stages.rl import RlSettings
+    from burnqed.rl.grpo import RlSettings
 
     reward = RlSettings.from_config(cfg).reward
     repair = {} if reward.repair is None else {"repair prompts": str(reward.repair)}
@@ -273,8 +273,8 @@ def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str 
     """`search`: the theorem set (by content) and shard, the keys of search's identity in its mode, the policy and
     value models, and with `unsolved_from` (--unsolved-from) those trajectories and the factor of the budget their
     unsolved theorems get (`search.unsolved_budget_factor`). `--run-id` is a label, not an input."""
-    from burnqed.eval.result import lean_backend_label
     from burnqed.eval.run import search_identity, theorem_digest
+    from burnqed.lean.backend import lean_backend_label
 
     unsolved = ({"--unsolved-from": stamp(unsolved_from, store)} if unsolved_from is not None else {})
     larger = ({"search.unsolved_budget_factor": cfg.search.unsolved_budget_factor}

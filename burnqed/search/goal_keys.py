@@ -87,6 +87,7 @@ class LemmaCandidate:
 
     tactics: tuple[str, ...]
     origin: str
+    closed: bool = False  # offered by the closed key (renamed), not the exact one: a lemma of the file when it counts
 
 
 class LemmaSource(Protocol):

@@ -14,15 +14,16 @@ files; and the header verbatim, its `open`s, options and notations), the axioms 
 was held to, and where it came from (`Provenance`: theorem, split, iteration). Two keys find it (`goal_keys`): the
 subgoal cache's exact key (the header, each hypothesis by name and the target, in normal form), whose hit is its
 tactics replayed on the hole as they are; and the closed key (the ∀-closure, binder names normalised), whose hit is
-its tactics with each hypothesis renamed as the hole names the one in its place (`goal_keys.translate`). Either is a
-candidate only: sketch search replays it on the hole in Lean (its Lean calls counted), it counts only when Lean closes
-the hole, and the theorem only when its assembled proof passes the compile every counted proof passes. No `axiom`
-is ever added and no `.olean` read: a lemma's proof is re-elaborated wherever it serves.
+its tactics with each hypothesis renamed as the hole names the one in its place (`goal_keys.translate`; in the
+assembled file it is a lemma of its own, `search.file_lemmas`). Either is a candidate only: sketch search replays it
+on the hole in Lean (its Lean calls counted), it counts only when Lean closes the hole, and the theorem only when its
+assembled proof passes the compile every counted proof passes. No `axiom` is ever added and no `.olean` read: a
+lemma's proof is re-elaborated wherever it serves.
 
 A library is read once, when it is opened: entries written after that never serve it, and its `digest` names what
 it held. Before Lean sees an entry, `refusal` refuses it with its reason: another environment or header, one the
 stage holds out (made from a held-out theorem, or restating a benchmark theorem: `held`, derived from the data
-stage's decontamination by `burnqed.stages.lemma_library`), axioms beyond the standard three, keys that are not its
+stage's decontamination by `burnqed.eval.lemma_library`), axioms beyond the standard three, keys that are not its
 own statement's, a statement or proof the tactic guard refuses (`sorry`, `native_decide`, a command such as a local
 `notation`). A candidate Lean rejected is never offered again in the job.
 """
@@ -362,7 +363,7 @@ class LibrarySource:
         if why is not None or tactics is None:
             self._refuse(entry, why or NO_TRANSLATION)
             return None
-        return LemmaCandidate(tuple(tactics), entry.origin)
+        return LemmaCandidate(tuple(tactics), entry.origin, renamed)
 
     def _refuse(self, entry: LemmaEntry, why: str) -> None:
         if entry.name not in self.refused:
@@ -400,7 +401,7 @@ def closure(entry: LemmaEntry) -> str:
 def training_held(library: LemmaLibrary, theorems: Sequence[Theorem]) -> dict[str, str]:
     """The entries held out of a search of the training theorems `theorems` (digest → reason): those made from a test
     or valid theorem, and those restating a theorem searched (its statement's normal form, as the decontamination
-    compares: the theorem offered as its own lemma). An eval holds out more (`stages.lemma_library.held_lemmas`)."""
+    compares: the theorem offered as its own lemma). An eval holds out more (`eval.lemma_library.held_lemmas`)."""
     forms = {statement_normal_form(theorem.statement): theorem.name for theorem in theorems if theorem.statement}
     held: dict[str, str] = {}
     for entry in library.entries:

@@ -13,6 +13,7 @@ proof, so the assembled proof holds the lemma's proof in place of its `sorry`.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
@@ -65,6 +66,8 @@ class Decomposing(Protocol):
     async def replay(self, root: Root, tactics: list[str]) -> Any: ...
 
     def adopt(self, tried: Tried, end: Any) -> None: ...
+
+    def planned_into(self, attempt: SubgoalAttempt, sketch: Sketch, holes: Sequence[SubgoalAttempt]) -> None: ...
 
     async def proved(self, tried: Tried, attempt: SubgoalAttempt, end: Any, source: SubgoalSource, key: SubgoalKey,
                      node: GoalNode) -> bool: ...
@@ -165,4 +168,5 @@ async def _one(search: Decomposing, tried: Tried, root: Root, attempt: SubgoalAt
     if end.tactics is None:
         return False
     frame.node.close(end.tactics, SubgoalSource.SKETCH, by=graph_sketch.id)
+    search.planned_into(attempt, checked, here.record.subgoals)
     return await search.proved(tried, attempt, end, SubgoalSource.SKETCH, frame.node.exact, frame.node)

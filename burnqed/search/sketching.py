@@ -29,11 +29,11 @@ from typing import Any, TypeGuard
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
 from burnqed.lean.env import LeanEnv, SketchEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
-from burnqed.lean.soundness import check_path
+from burnqed.lean.soundness import FileLemma, Verdict, check_lemmas, check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
 from burnqed.records.enums import DeclarationForm, SearchMode
-from burnqed.records.replies import SketchResult, TacticKind, first_line, pretty_state
+from burnqed.records.replies import Goal, SketchResult, TacticKind, first_line, pretty_state
 from burnqed.records.results import (
     Edge,
     EdgeOutcome,
@@ -44,6 +44,7 @@ from burnqed.records.results import (
     SubgoalSource,
 )
 from burnqed.records.theorem import Theorem
+from burnqed.search.file_lemmas import Hole, Inner, lift_holes
 from burnqed.search.goal_keys import LemmaSource, closed_key, translate
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.lemma_graph import Frame, GoalGraph, GoalNode, Tried
@@ -179,6 +180,10 @@ class SketchSearch:
         self.leaves: list[int] = []  # the counted proof's subgoal closing rows
         self.graph = GoalGraph(theorem.header, settings.sketch_depth)  # recorded when sketch_depth is above 1
         self.frame: Frame | None = None  # the theorem's goal, where its own sketches' holes are proved
+        # by id of a hole's record: its goal, and the holes a library entry closed by its closed key (`file_lemmas`)
+        self.hole_goals: dict[int, Goal] = {}
+        self.lifted: set[int] = set()
+        self.planned: dict[int, tuple[Sketch, Sequence[SubgoalAttempt]]] = {}  # a hole's sketch when planned again
 
     async def run(self) -> SearchOutcome:
         if self.core.theorem.statement is None:
@@ -399,6 +404,7 @@ class SketchSearch:
             attempt = SubgoalAttempt(name=subgoal.name, statement=subgoal.statement, goal=subgoal.goal.pretty(),
                                      proved=False)
             tried.record.subgoals.append(attempt)
+            self.hole_goals[id(attempt)] = subgoal.goal
             if len(tried.leaves) < len(tried.record.subgoals) - 1:  # an earlier subgoal was not proved
                 attempt.detail = "not searched: an earlier subgoal of the sketch was not proved"
                 continue
@@ -508,6 +514,8 @@ class SketchSearch:
             await asyncio.to_thread(lemmas.lemma_outcome, candidate, key, end.tactics is not None)
             if end.tactics is not None:
                 attempt.lemma = candidate.origin  # what the counted proof lists (`TheoremResult.lemmas_used`)
+                if candidate.closed:
+                    self.lifted.add(id(attempt))
                 node.close(end.tactics, SubgoalSource.LIBRARY, origin=candidate.origin)
                 return await self.proved(tried, attempt, end, SubgoalSource.LIBRARY, key, node)
         return False
@@ -574,15 +582,17 @@ class SketchSearch:
         self.core.edges.extend(end.edges)
 
     async def _count(self, tried: Tried, sketch: Sketch) -> None:
-        """The assembled proof through the soundness path: guard on every tactic, compile, axioms, kernel recheck."""
-        proofs = [attempt.tactics for attempt in tried.record.subgoals]
-        body = sketch.filled(proofs)
-        tactics = split_proof(body, split_have=False)
-        allowed = check_path(tactics, self.core.guard)
-        attempt = WholeAttempt(body, tactics, self.core.theorem, None if allowed.ok else allowed.reason)
-        started = time.perf_counter()
-        verdict = await check_whole(self.core.lean, self.core.theorem, attempt)
-        self.core.waits.lean_s += time.perf_counter() - started
+        """The assembled proof through the soundness path: guard on every tactic, compile, axioms, kernel recheck. A
+        recursive search or one with a lemma source first tries its file with the shared and library-by-closed-key
+        holes as lemmas (`file_lemmas.lift_holes`), and the proof with every hole inline when that does not count."""
+        subgoals = tried.record.subgoals
+        proofs = [list(attempt.tactics or []) for attempt in subgoals]
+        lifted, lemmas = proofs, tuple[FileLemma, ...]()
+        if self.recursive or self.settings.lemmas is not None:
+            lifted, lemmas = lift_holes(self._holes(subgoals), self.core.theorem.header)
+        verdict, tactics = await self._assembled(sketch, lifted, lemmas) if lemmas else (None, [])
+        if verdict is None or not verdict.verified:
+            verdict, tactics = await self._assembled(sketch, proofs, ())
         if verdict.verified:
             tried.record.verified = True
             self.core.proofs.verified.append(Proof(tried.leaves[0], verdict.proof, tactics, self.spent))
@@ -593,6 +603,35 @@ class SketchSearch:
         tried.row.error = f"not counted: {first_line(verdict.reason)}"
         tried.failures.append(_cap(f"every subgoal was proved, but the assembled proof does not count: "
                                    f"{verdict.reason}"))
+
+    def planned_into(self, attempt: SubgoalAttempt, sketch: Sketch, holes: Sequence[SubgoalAttempt]) -> None:
+        """The hole of `attempt` was closed by `sketch`, planned again, whose holes are `holes`."""
+        self.planned[id(attempt)] = (sketch, holes)
+
+    def _holes(self, subgoals: Sequence[SubgoalAttempt]) -> list[Hole]:
+        """The holes of a verified sketch as `file_lemmas` reads them, each planned again one with its sketch's."""
+        holes = []
+        for attempt in subgoals:
+            planned = self.planned.get(id(attempt))
+            inner = Inner(planned[0], tuple(self._holes(planned[1]))) if planned is not None else None
+            holes.append(Hole(self.hole_goals.get(id(attempt)), attempt.tactics or [], id(attempt) in self.lifted,
+                              inner))
+        return holes
+
+    async def _assembled(self, sketch: Sketch, proofs: list[list[str]],
+                         lemmas: tuple[FileLemma, ...]) -> tuple[Verdict, list[str]]:
+        """The verdict on the sketch filled with `proofs` in a file declaring `lemmas`, and its top-level tactics."""
+        body = sketch.filled(proofs)
+        tactics = split_proof(body, split_have=False)
+        allowed = check_path(tactics, self.core.guard)
+        if allowed.ok and lemmas:
+            allowed = check_lemmas(lemmas, self.core.theorem, self.core.guard)
+        attempt = WholeAttempt(body, tactics, self.core.theorem, None if allowed.ok else allowed.reason,
+                               lemmas=lemmas)
+        started = time.perf_counter()
+        verdict = await check_whole(self.core.lean, self.core.theorem, attempt)
+        self.core.waits.lean_s += time.perf_counter() - started
+        return verdict, tactics
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
         if reason is FailureReason.PROMPT_REJECTED and self.core.refusals:

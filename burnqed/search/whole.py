@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
-from burnqed.lean.soundness import Verdict, assemble_proof, check_path, check_proof_text
+from burnqed.lean.soundness import FileLemma, Verdict, assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
 from burnqed.records.enums import DeclarationForm, SearchMode
@@ -227,11 +227,14 @@ class WholeAttempt:
     theorem: Theorem  # what is compiled: the theorem, its open slot filled with `answer`
     answer: str | None = None  # the value it gives the theorem's open answer slot
     refusal: str | None = None  # why it is no proof before Lean sees it (the answer read, the tactic guard)
+    # the lemmas the file declares before the theorem (sketch search's lifted holes; `lean.soundness.check_lemmas`
+    # read them before the attempt was made)
+    lemmas: tuple[FileLemma, ...] = ()
 
     @property
     def proof(self) -> str | None:
         """The file compiled and stored (`lean.soundness.assemble_proof`); None when the theorem has no statement."""
-        return assemble_proof(self.theorem, self.tactics)
+        return assemble_proof(self.theorem, self.tactics, self.lemmas)
 
     @property
     def key(self) -> str:
@@ -276,7 +279,7 @@ async def check_whole(lean: LeanEnv, theorem: Theorem, attempt: WholeAttempt) ->
     if proof is None:
         return Verdict(False, "cannot compile: the theorem has no statement to restate")
     return await check_proof_text(lean, theorem.name, proof, index_header=theorem.header,
-                                  header=attempt.theorem.header)
+                                  header=attempt.theorem.header, lemmas=attempt.lemmas)
 
 
 async def prove_whole(theorem: Theorem, lean: LeanEnv, policy: Policy, settings: WholeSettings,

@@ -1,5 +1,5 @@
 """Joint training (`sft.joint = true`, iterations ≥ 1): the value model's head trained with the policy, as a hook in the
-one SFT trainer (`burnqed.sft.train`, TRL's `SFTTrainer`), not a loop of its own.
+one SFT trainer (`burnqed.sft.trainer`, TRL's `SFTTrainer`), not a loop of its own.
 
     joint = JointObjective(policy.model, policy.tokenizer, load_groups(request.trajectories, ebm, salt=..., store=...),
                            cfg.sft, cfg.ebm, fmt, steps=..., learning_rate=..., device=..., world=..., echo=...,
@@ -25,14 +25,11 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from burnqed.config import EbmConfig, SftConfig
-from burnqed.ebm.formats import DEPTH_BUCKETS, HeadSpec
-from burnqed.errors import InputError, TrainingError
+from burnqed.ebm.formats import DEPTH_BUCKETS
 from burnqed.sft.checkpoints import CheckpointStore
 from burnqed.sft.launch import World, all_sum
-from burnqed.storage import Store, is_remote
+from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat
 
 if TYPE_CHECKING:
@@ -40,112 +37,38 @@ if TYPE_CHECKING:
 
     from burnqed.ebm.head import GoalConditionedEnergyHead
     from burnqed.ebm.sampling import Anchor, EbmDataset, Split
+from burnqed.sft.joint_records import (
+    ABORT_FILE,
+    HEAD_FILE,
+    JOINT_DIR,
+    JOINT_STATE_FILE,
+    RECORD_FILE,
+    REFERENCE_FILE,
+    AbortRecord,
+    JointAbort,
+    JointLog,
+    JointProbe,
+    JointRecord,
+    _write_abort,
+    read_joint_record,
+)
 
 Echo = Callable[[str], None]
-JOINT_DIR = "joint"
-HEAD_FILE = "head.safetensors"
-RECORD_FILE = "joint.json"
-REFERENCE_FILE = "reference.safetensors"
-ABORT_FILE = "abort.json"
-JOINT_STATE_FILE = "joint_state.json"  # in a checkpoint, beside the trainer's files
+
+
 REFERENCE_STATES = 8  # states whose trained-backbone vectors travel with the head (identity check)
+
+
 PROBE_MAX_STATES = 4096  # states per split a probe embeds at most (seeded sample beyond)
+
+
 STATS_MAX_TEXTS = 4096  # texts the head's input statistics are computed from at most
-
-
-# ------------------------------------------------------------------------------------------- records
-
-
-class JointLog(BaseModel):
-    """One monitoring line: the losses since the previous one and the temperature."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    step: int = Field(ge=0, description="Optimizer steps done.")
-    sft_loss: float = Field(description="Token-mean SFT cross-entropy since the previous log.")
-    infonce: float = Field(description="Mean InfoNCE since the previous log (chance: ln(K+1)).")
-    temperature: float = Field(gt=0, description="The head's temperature at this step.")
-    lr_backbone: float = Field(ge=0, description="Learning rate of the backbone's trainable weights.")
-    lr_head: float = Field(ge=0, description="Learning rate of the head.")
-    seconds: float = Field(ge=0, description="Wall time since training started (this run).")
-
-
-class JointProbe(BaseModel):
-    """Embedding separation measured on the backbone being trained (eval mode)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    step: int = Field(ge=0, description="Optimizer steps done.")
-    centroid_l2: float = Field(ge=0, description="‖mean positive − mean negative‖ of the states' raw embeddings.")
-    linear_probe: float | None = Field(
-        description="Class-balanced accuracy on held-out states of a logistic regression fit on training states; "
-        "None when a split lacks a class."
-    )
-    valid_rank1: float | None = Field(description="Held-out groups whose positive has the lowest energy.")
-    valid_infonce: float | None = Field(description="Held-out InfoNCE.")
-    rank1_by_depth: dict[str, float] = Field(description="valid_rank1 per depth bucket of the positive.")
-    states: int = Field(ge=0, description="States embedded by the probe.")
-
-
-class JointRecord(BaseModel):
-    """`joint/joint.json` of a jointly trained SFT output."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    schema_version: int = Field(default=1, description="Version of this file format.")
-    head: HeadSpec = Field(description="The head's architecture (ebm section).")
-    temperature: float = Field(gt=0, description="The head's final temperature.")
-    pooling: str = Field(description="ebm.pooling of the embeddings the head read.")
-    normalize: bool = Field(description="ebm.normalize of the embeddings the head read.")
-    max_tokens: int = Field(ge=1, description="Tokens an embedded text kept (ebm.encoder_max_tokens, ≤ context).")
-    weight: float = Field(description="λ of L_sft + λ·L_infonce.")
-    lr_backbone: float = Field(description="Peak learning rate of the backbone's trainable weights (this run).")
-    lr_head: float = Field(description="Peak learning rate of the head (this run).")
-    groups_per_step: int = Field(ge=1, description="InfoNCE groups per optimizer step.")
-    negatives: int = Field(ge=1, description="Negatives per group (K).")
-    steps: int = Field(ge=0, description="Optimizer steps trained.")
-    processes: int = Field(ge=1, description="Data-parallel processes of the run that finished.")
-    head_init: str = Field(description="Where the head started: fresh (and why) or the --init's joint head.")
-    trajectories: list[str] = Field(description="Trajectory prefixes the groups came from.")
-    anchors: dict[str, int] = Field(description="Positive anchors per split ('train', 'valid').")
-    history: list[JointLog] = Field(description="Monitoring lines.")
-    probes: list[JointProbe] = Field(description="Separation probes, in step order (the last one at the end).")
-    reference_texts: list[str] = Field(description="Embedded texts whose vectors are in reference.safetensors.")
-    train_seconds: float = Field(ge=0, description="Wall time of the training loop (this run).")
-    written_at: datetime = Field(description="When the output was written (UTC).")
-
-
-class AbortRecord(BaseModel):
-    """`abort.json`: why a joint run stopped."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rule: str = Field(description="temperature-floor | temperature-ceiling | centroid-l2 | sft-loss | non-finite")
-    step: int = Field(description="Optimizer step at which the rule fired.")
-    value: float = Field(description="The measured value.")
-    bound: float | None = Field(description="The configured bound it crossed.")
-    message: str = Field(description="The one line printed.")
-    last_checkpoint: int | None = Field(description="Step of the newest checkpoint a re-run resumes from.")
-    at: datetime = Field(description="When (UTC).")
-
-
-def read_joint_record(folder: Path) -> JointRecord:
-    """The joint record of a local SFT output folder; `InputError` when it was not trained jointly."""
-    path = folder / JOINT_DIR / RECORD_FILE
-    if not path.is_file():
-        raise InputError(f"{folder} holds no jointly trained head ({JOINT_DIR}/{RECORD_FILE}): train it with "
-                         "sft.joint = true at an iteration ≥ 1")
-    return JointRecord.model_validate_json(path.read_text(encoding="utf-8"))
-
-
-class JointAbort(TrainingError):
-    """A monitoring rule stopped the run (its record is in abort.json)."""
 
 
 def load_groups(trajectories: Sequence[str], ebm: EbmConfig, *, salt: str, store: Store) -> EbmDataset:
     """The trajectories' states and theorems the InfoNCE groups come from, split by theorem (`ebm.valid_fraction`,
     `data.split_salt`); `InputError` when they cannot train a head."""
-    from burnqed.stages.ebm_fit import load_dataset
+    from burnqed.ebm.sampling import load_dataset
 
     return load_dataset(trajectories, valid_fraction=ebm.valid_fraction, salt=salt, store=store)
 
@@ -229,8 +152,7 @@ class JointObjective:
         checkpoint `resume`'s head and monitoring state when given. Call once the model is on its device."""
         import torch
 
-        from burnqed.ebm.head import GoalConditionedEnergyHead, load_head
-        from burnqed.stages.ebm_fit import head_spec
+        from burnqed.ebm.head import GoalConditionedEnergyHead, head_spec, load_head
 
         torch.manual_seed(self.cfg.seed)
         rows = sorted({self.text_row[self.data.states[i].text] for i in self.data.split_states("train")}
@@ -354,10 +276,6 @@ class JointObjective:
                             f"joint training stopped at step {step}: embedding centroid L2 "
                             f"{probe.centroid_l2:.4f} fell below sft.joint_min_centroid_l2={bound} (the "
                             "embeddings are collapsing); raise sft.joint_weight or lower sft.learning_rate")
-
-    def callback(self) -> Any:
-        """The TrainerCallback that runs the monitoring (list it after the one that pushes checkpoints)."""
-        return _callback_class()(self)
 
     def _log(self, step: int, optimizer: Any) -> None:
         window = self._window
@@ -562,38 +480,6 @@ class JointObjective:
 
 
 @cache
-def _callback_class() -> Any:
-    from transformers import TrainerCallback
-
-    class JointCallback(TrainerCallback):
-        """Runs the monitoring of a `JointObjective` in the order the rules need: after a step, the losses, the
-        monitoring line and its rules; the temperature and probe rules after the step's checkpoint (so a re-run
-        resumes from it), except at the last step, whose checkpoint only a run that passed every rule writes."""
-
-        def __init__(self, joint: JointObjective) -> None:
-            self.joint = joint
-            self.after_save = False
-
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            self.joint.begin()
-
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            step = int(state.global_step)
-            self.joint.end_step(step, kwargs["optimizer"])
-            if control.should_save and step < int(state.max_steps):
-                self.after_save = True
-            else:
-                self.joint.monitor(step)
-
-        def on_save(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            if self.after_save:
-                self.after_save = False
-                self.joint.monitor(int(state.global_step))
-
-    return JointCallback
-
-
-@cache
 def _permutation(size: int, key: str, epoch: int) -> tuple[int, ...]:
     order = list(range(size))
     random.Random(f"{key}:{epoch}").shuffle(order)
@@ -606,22 +492,4 @@ def _order(size: int, key: str, position: int) -> int:
     return _permutation(size, key, epoch)[offset]
 
 
-def _write_abort(checkpoints: CheckpointStore, record: AbortRecord) -> None:
-    payload = record.model_dump_json(indent=2) + "\n"
-    checkpoints.local.mkdir(parents=True, exist_ok=True)
-    (checkpoints.local / ABORT_FILE).write_text(payload, encoding="utf-8")
-    if checkpoints.remote is not None and is_remote(checkpoints.remote):
-        import posixpath
-
-        fs, root = checkpoints.store.resolve(checkpoints.remote)
-        fs.pipe_file(posixpath.join(root, ABORT_FILE), payload.encode())
-
-
-def read_abort(output: str, *, store: Store) -> AbortRecord | None:
-    """The abort record of the joint run of `output`, if its last run aborted."""
-    path = CheckpointStore.for_output(output, store=store).local / ABORT_FILE
-    return AbortRecord.model_validate_json(path.read_text(encoding="utf-8")) if path.is_file() else None
-
-
-__all__ = ["AbortRecord", "JointAbort", "JointObjective", "JointProbe", "JointRecord", "load_groups", "read_abort",
-           "read_joint_record"]
+__all__ = ["JointObjective", "load_groups"]

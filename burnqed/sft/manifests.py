@@ -168,7 +168,7 @@ class ExportRecord(BaseModel):
     tokenizer_probe: list[int] | None = Field(
         default=None,
         description="Ids of policy.modelfolder.PROBE_TEXT as the exported folder tokenizes it (equal to the SFT "
-        "record's); the serving image's transformers must read the same (tests/test_modelfolder.py).",
+        "record's); the serving image's transformers must read the same (tests/policy/test_modelfolder.py).",
     )
     qlora_gap: QloraGap | None = Field(
         default=None, description="Held-out loss of the adapter on its NF4 base vs the merged model (qlora only)."

@@ -1,7 +1,7 @@
 """The `train-ebm` stage's training: trajectories in, a trained energy head out (docs/ebm.md, "Training").
 
-    data = load_dataset(["runs/iter_0/trajectories"], valid_fraction=0.2, store=store)
-    embeddings, rows, embed = await embed_dataset(data, fmt, encoder, cache, batch=32, chunk=512)
+    data = load_dataset(["runs/iter_0/trajectories"], valid_fraction=0.2, store=store)    # ebm/sampling.py
+    embeddings, rows, embed = await embed_dataset(data, fmt, encoder, cache, batch=32, chunk=512)  # ebm/cache.py
     outcome = train_and_publish(data, embeddings, rows, embed, output="runs/iter_1/ebm", identity=identity,
                                 fmt=fmt, cfg=cfg.ebm, iteration=1, init="runs/iter_0/ebm",
                                 store=store)
@@ -25,7 +25,6 @@ import torch
 
 from burnqed import storage
 from burnqed.config import EbmConfig
-from burnqed.ebm.cache import EmbeddingCache, embed_texts
 from burnqed.ebm.formats import (
     MANIFEST_FILE,
     METRICS_FILE,
@@ -41,7 +40,7 @@ from burnqed.ebm.formats import (
     Snapshot,
     ValueEvidence,
 )
-from burnqed.ebm.head import GoalConditionedEnergyHead, load_head, save_head
+from burnqed.ebm.head import GoalConditionedEnergyHead, head_spec, load_head, save_head
 from burnqed.ebm.losses import depth_loss, info_nce
 from burnqed.ebm.metrics import (
     calibration,
@@ -52,21 +51,16 @@ from burnqed.ebm.metrics import (
     sibling_rank,
 )
 from burnqed.ebm.sampling import (
-    EDGE_COLUMNS,
-    OPTIONAL_COLUMNS,
     Anchor,
     EbmDataset,
     GroupShape,
     NegativeSampler,
     Split,
-    build_dataset,
-    check_trainable,
     fixed_groups,
 )
-from burnqed.errors import InputError, TrainingError
-from burnqed.policy.base import Encoder
+from burnqed.errors import TrainingError
 from burnqed.provenance import StageInputs
-from burnqed.text.prompt import PromptFormat, build_embedding_text
+from burnqed.text.prompt import PromptFormat
 
 log = logging.getLogger(__name__)
 
@@ -74,40 +68,6 @@ EVAL_CHUNK = 1024  # groups per forward pass when evaluating
 
 
 # ------------------------------------------------------------------------------------------------ data
-
-
-def load_dataset(
-    uris: Sequence[str], *, valid_fraction: float, salt: str = "burnqed", store: storage.Store, trainable: bool = True
-) -> EbmDataset:
-    """Read every trajectory prefix and build the dataset; `InputError` when it cannot train a head (`trainable`;
-    `ebm embed`, which trains nothing, checks what it needs itself)."""
-    from burnqed.trajectory.reader import read_edges, require_trajectories
-
-    if not uris:
-        raise InputError("no trajectories given: pass --trajectories PREFIX (repeatable)")
-    tables = []
-    for uri in uris:
-        require_trajectories(uri, store=store)
-        tables.append(read_edges(uri, columns=[*EDGE_COLUMNS, *OPTIONAL_COLUMNS], store=store))
-    data = build_dataset(tables, valid_fraction=valid_fraction, salt=salt)
-    if trainable:
-        check_trainable(data, uris)
-    return data
-
-
-async def embed_dataset(
-    data: EbmDataset, fmt: PromptFormat, encoder: Encoder, cache: EmbeddingCache, *, batch: int, chunk: int
-) -> tuple[torch.Tensor, dict[str, int], EmbedReport]:
-    """Embeddings of every state and goal (row per distinct raw text), the raw text → row map, the report."""
-    texts = data.texts()
-    matrix, report = await embed_texts([build_embedding_text(fmt, t) for t in texts], encoder, cache,
-                                       batch=batch, chunk=chunk)
-    return torch.from_numpy(matrix), {text: row for row, text in enumerate(texts)}, report
-
-
-def head_spec(cfg: EbmConfig, embedding_dim: int) -> HeadSpec:
-    return HeadSpec(embedding_dim=embedding_dim, hidden_dims=list(cfg.hidden_dims), dropout=cfg.dropout,
-                    spectral_norm=cfg.spectral_norm, first_layer_scale=cfg.first_layer_scale)
 
 
 def counts(data: EbmDataset, uris: Sequence[str]) -> DataCounts:

@@ -37,7 +37,7 @@ from burnqed.ebm.sampling import EbmDataset, GroupShape, fixed_groups
 from burnqed.errors import ConfigError, TrainingError
 from burnqed.policy.base import Encoder
 from burnqed.provenance import StageInputs
-from burnqed.sft.joint import HEAD_FILE, JOINT_DIR, JointRecord
+from burnqed.sft.joint_records import HEAD_FILE, JOINT_DIR, JointRecord
 from burnqed.stages.ebm_fit import TrainOutcome, _probe, _Tensors, counts, evaluate
 from burnqed.text.prompt import PromptFormat
 

@@ -7,7 +7,7 @@ detail, its sketches unverified) and every row of that search relabelled as an u
 alarm, listed in the merged prefix's `_SUCCESS.json` (`extra["judge"]`) and by the command, which exits
 SOUNDNESS_ALARM_EXIT.
 
-    verdicts = await judge_shards(loaded, index.theorems, settings)     # settings: eval.judging.JudgeSettings
+    verdicts = await judge_shards(loaded, index.theorems, settings)     # settings: search.judge.JudgeSettings
     merge_trajectories(inputs, output, verdicts=verdicts, store=store)
 
 What it judges is what the manifests keep: each search's counted proof (`TheoremResult.proof`). A search that found
@@ -25,11 +25,11 @@ import pyarrow as pa
 from burnqed.base.signals import run_async
 from burnqed.config.loader import Config
 from burnqed.errors import InputError
-from burnqed.eval.judging import JudgeSettings, check_definition_holes, check_judge, judge_passes
-from burnqed.eval.result import lean_backend_label
+from burnqed.lean.backend import lean_backend_label
 from burnqed.lean.comparator import ComparatorSettings
 from burnqed.records.results import EdgeOutcome, TheoremResult
 from burnqed.records.theorem import Theorem
+from burnqed.search.judge import JudgeSettings, check_definition_holes, check_judge, judge_passes
 from burnqed.storage import Store
 from burnqed.trajectory.labels import unproved_label
 from burnqed.trajectory.schema import PartManifest
@@ -101,7 +101,7 @@ def merge_judge(config: Config, theorems: str | None, split: str | None, *, stor
                 ) -> tuple[JudgeSettings, Callable[[], Judge]]:
     """Who judges the shards' proofs in `merge-trajectories` (`config`'s lean.judge) and the judge to hand the merge,
     made when the merge runs (the search's index, `theorems` and `split` as `burnqed search` reads them, loaded and
-    checked: positive evidence that comparator judges, `eval.judging.check_judge`, and definition holes for its
+    checked: positive evidence that comparator judges, `search.judge.check_judge`, and definition holes for its
     answer slots, `check_definition_holes`, each a ConfigError in one line before anything is copied)."""
     from burnqed.data.theorems import load_index
 

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 
 from burnqed import storage
 from burnqed.base.cpu_kernels import cpu_threads
-from burnqed.ebm.cache import EmbeddingCache
+from burnqed.ebm.cache import EmbeddingCache, embed_dataset
+from burnqed.ebm.sampling import load_dataset
 from burnqed.errors import InputError
 from burnqed.provenance import StageInputs
-from burnqed.stages.ebm_fit import TrainOutcome, default_cache_uri, embed_dataset, load_dataset, train_and_publish
+from burnqed.stages.ebm_fit import TrainOutcome, default_cache_uri, train_and_publish
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from burnqed.ebm.formats import EmbedReport, EncoderIdentity, Snapshot
     from burnqed.ebm.sampling import EbmDataset
     from burnqed.policy.base import Encoder
-    from burnqed.sft.joint import JointRecord
+    from burnqed.sft.joint_records import JointRecord
 
 OpenEncoder = Callable[..., AbstractAsyncContextManager[tuple["Encoder", "EncoderIdentity"]]]
 
@@ -79,7 +80,7 @@ def _embed_and_train(cfg: Config, request: TrainRequest, *, store: storage.Store
     began = started if started is not None else time.perf_counter()
     record, joint_dir = None, None
     if request.joint is not None:
-        from burnqed.sft.joint import read_joint_record
+        from burnqed.sft.joint_records import read_joint_record
 
         if request.init is not None:
             raise InputError("--init and --joint exclude each other: a joint head is published as trained")
@@ -117,7 +118,7 @@ async def _embed(cfg: Config, request: TrainRequest, data: EbmDataset, joint: tu
         if joint is not None:
             from safetensors.torch import load_file
 
-            from burnqed.sft.joint import JOINT_DIR, REFERENCE_FILE
+            from burnqed.sft.joint_records import JOINT_DIR, REFERENCE_FILE
             from burnqed.stages.ebm_joint import check_reference, check_settings
 
             record, joint_dir = joint

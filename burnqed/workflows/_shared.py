@@ -32,21 +32,19 @@ from hera.workflows import models as m
 
 from burnqed.cluster.gpu_plan import (
     PLAN_ANNOTATION,
-    RL_LORA_SLOTS,
     GpuPlan,
     check_cluster_planner,
     gpu_plan,
     planner_gpu_plan,
     planner_sidecar,
     required_gpu_mib,
-    rl_gpu_plan,
-    rl_server_plan,
     rl_sidecar,
 )
 from burnqed.cluster.images import declared, fetch_requirements, step_requirements
 from burnqed.cluster.judge_pod import JUDGE_LABEL, judge_security, sandbox_kind
 from burnqed.cluster.memory import PlanKeys, add_quantities, lean_memory_plan
 from burnqed.cluster.retry import retry_expression
+from burnqed.cluster.rl_plan import RL_LORA_SLOTS, rl_gpu_plan, rl_server_plan
 from burnqed.config import ClusterConfig, Config, LeanConfig
 from burnqed.config.digest import DIGEST_ANNOTATION, DIGEST_ENV, pod_config_digest
 from burnqed.errors import ConfigError
@@ -350,7 +348,7 @@ def _planner_sidecar(profile: Profile, plan: GpuPlan) -> UserContainer:
 
 def _rl_sidecar(profile: Profile, plan: GpuPlan) -> UserContainer:
     """The rl step's SGLang (rl.rollout_engine = 'served'): the policy's served model (`rl_served_model`) on
-    loopback at GENERATE_PORT, on cluster.gpus_per_step GPUs of its own, memory from `gpu_plan.rl_server_plan`; for an
+    loopback at GENERATE_PORT, on cluster.gpus_per_step GPUs of its own, memory from `rl_plan.rl_server_plan`; for an
     adapter policy with LoRA on (`rl_lora_args`), so that the trainer's pushed adapters load; always seeded (every
     rollout carries its sampling_seed, rl.served.sample_seed)."""
     cluster = profile.cfg.cluster

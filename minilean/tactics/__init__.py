@@ -10,7 +10,7 @@ cases, cases'), `construct` (constructor, left, right, exfalso, use, exists), `e
 show, specialize, calc), `closing` (assumption, contradiction, trivial, rfl, decide, exact?, sorry, sleep), `rewrite`
 (unfold, subst, rw, rwa, push_neg), `simplify` (simp, dsimp, simp_arith, norm_num) and `decision` (linarith,
 nlinarith, omega, tauto, ring, ring_nf, positivity); each takes a `TacticEngine` (`base`) and the goal, and the local
-context helpers they share are in `context`. The decision tactics call z3 through `minilean.arith` on exactly the
+context helpers they share are in `context`. The decision tactics call z3 through `minilean.procedures` on exactly the
 facts the real tactic collects. docs/minilean.md, "Tactics and their scope", gives each tactic's behaviour and message
 and says which texts are approximated.
 """

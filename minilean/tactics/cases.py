@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 
 from leankit.text import matching_close
-from minilean.elab import Elaborator, subst, whnf
+from minilean.elab import subst, whnf
+from minilean.elaborator import Elaborator
 from minilean.goals import (
     Goal,
     Hyp,
@@ -22,7 +23,8 @@ from minilean.goals import (
     pp_goals,
     take_hyp,
 )
-from minilean.syntax import FALSE, Binder, Op, Var, parse, pp
+from minilean.parser import parse
+from minilean.syntax import FALSE, Binder, Expr, Op, Var, pp
 from minilean.tactics.base import TacticEngine
 from minilean.tactics.context import (
     _fresh_mvar,
@@ -103,61 +105,78 @@ def rcases(engine: TacticEngine, goal: Goal, hyp_name: str, pattern: Pattern, ta
     if ty == FALSE:
         return []
     if kind == "tuple":
-        pats = list(pattern[1])  # type: ignore[call-overload]
-        if len(pats) == 0:
-            return [goal]
+        return _rcases_tuple(engine, goal, hyp_name, ty, list(pattern[1]), tag_style)  # type: ignore[call-overload]
+    if kind == "alts":
+        return _rcases_alts(engine, goal, hyp_name, ty, list(pattern[1]), tag_style)  # type: ignore[call-overload]
+    raise TacticError("rcases: unsupported pattern")
+
+
+def _rcases_tuple(engine: TacticEngine, goal: Goal, hyp_name: str, ty: Expr, pats: list[Pattern],
+                  tag_style: str) -> list[Goal]:
+    """`⟨p₁, p₂, …⟩` on a conjunction, an `↔` (its two implications) or an existential; on a disjunction the
+    alternatives, on anything else the first pattern."""
+    if len(pats) == 0:
+        return [goal]
+    if len(pats) == 1:
+        return rcases(engine, goal, hyp_name, pats[0], tag_style)
+    head = whnf_connective(ty, goal, ("∧", "↔", "∃"))
+    if head is None:
+        if isinstance(whnf(ty, goal.ctx), Op) and whnf(ty, goal.ctx).op == "∨":  # type: ignore[union-attr]
+            return rcases(engine, goal, hyp_name, ("alts", pats), tag_style)
+        # rcases ignores surplus tuple components on a non-structure
+        return rcases(engine, goal, hyp_name, pats[0], tag_style)
+    rest, _ = _take_hyp(goal, hyp_name)
+    if isinstance(head, Binder):
+        return _rcases_witness(engine, rest, head, pats, tag_style)
+    assert isinstance(head, Op)
+    a, b = head.args
+    if head.op == "↔":
+        a, b = Op("→", (a, b)), Op("→", (b, a))
+    left_name, right_name = _hidden(rest, "left"), _hidden(rest, "right")
+    room = add_local(rest, left_name, a, engine.uniq())
+    room = add_local(room, right_name, b, engine.uniq())
+    remaining: Pattern = ("tuple", pats[1:]) if len(pats) > 2 else pats[1]
+    goals: list[Goal] = []
+    for g in rcases(engine, room, left_name, pats[0], tag_style):
+        goals.extend(rcases(engine, g, right_name, remaining, tag_style))
+    return goals
+
+
+def _rcases_witness(engine: TacticEngine, rest: Goal, head: Binder, pats: list[Pattern],
+                    tag_style: str) -> list[Goal]:
+    """`⟨x, p…⟩` on `∃ x, P x` (`rest`: the goal without the hypothesis): the witness and its property as locals."""
+    assert head.ty is not None
+    first_pat = pats[0]
+    var = str(first_pat[1]) if first_pat[0] == "name" else _hidden(rest, head.name)
+    # the witness' name may shadow a local the body mentions: rename that one first
+    room, (renamed,) = make_room_for(rest, var, head)
+    assert isinstance(renamed, Binder)
+    body = subst(renamed.body, renamed.name, Var(var))
+    left_name = _hidden(room, "h")
+    room = add_local(room, var, head.ty, engine.uniq())
+    room = add_local(room, left_name, body, engine.uniq())
+    remaining: Pattern = ("tuple", pats[1:]) if len(pats) > 2 else pats[1]
+    return rcases(engine, room, left_name, remaining, tag_style)
+
+
+def _rcases_alts(engine: TacticEngine, goal: Goal, hyp_name: str, ty: Expr, pats: list[Pattern],
+                 tag_style: str) -> list[Goal]:
+    """`p₁ | p₂ | …` on a disjunction: one goal per side, tagged `inl` and `inr`."""
+    head = whnf_connective(ty, goal, ("∨",))
+    if head is None:
         if len(pats) == 1:
             return rcases(engine, goal, hyp_name, pats[0], tag_style)
-        head = whnf_connective(ty, goal, ("∧", "↔", "∃"))
-        if head is None:
-            if isinstance(whnf(ty, goal.ctx), Op) and whnf(ty, goal.ctx).op == "∨":  # type: ignore[union-attr]
-                return rcases(engine, goal, hyp_name, ("alts", pats), tag_style)
-            # rcases ignores surplus tuple components on a non-structure
-            return rcases(engine, goal, hyp_name, pats[0], tag_style)
-        rest, _ = _take_hyp(goal, hyp_name)
-        if isinstance(head, Binder):
-            assert head.ty is not None
-            first_pat = pats[0]
-            var = str(first_pat[1]) if first_pat[0] == "name" else _hidden(rest, head.name)
-            # the witness' name may shadow a local the body mentions: rename that one first
-            room, (renamed,) = make_room_for(rest, var, head)
-            assert isinstance(renamed, Binder)
-            body = subst(renamed.body, renamed.name, Var(var))
-            left_name = _hidden(room, "h")
-            room = add_local(room, var, head.ty, engine.uniq())
-            room = add_local(room, left_name, body, engine.uniq())
-            remaining: Pattern = ("tuple", pats[1:]) if len(pats) > 2 else pats[1]
-            return rcases(engine, room, left_name, remaining, tag_style)
-        assert isinstance(head, Op)
-        a, b = head.args
-        if head.op == "↔":
-            a, b = Op("→", (a, b)), Op("→", (b, a))
-        left_name, right_name = _hidden(rest, "left"), _hidden(rest, "right")
-        room = add_local(rest, left_name, a, engine.uniq())
-        room = add_local(room, right_name, b, engine.uniq())
-        remaining = ("tuple", pats[1:]) if len(pats) > 2 else pats[1]
-        goals: list[Goal] = []
-        for g in rcases(engine, room, left_name, pats[0], tag_style):
-            goals.extend(rcases(engine, g, right_name, remaining, tag_style))
-        return goals
-    if kind == "alts":
-        pats = list(pattern[1])  # type: ignore[call-overload]
-        head = whnf_connective(ty, goal, ("∨",))
-        if head is None:
-            if len(pats) == 1:
-                return rcases(engine, goal, hyp_name, pats[0], tag_style)
-            raise TacticError(f"rcases: the type\n  {pp(ty)}\nis not an inductive datatype with two constructors")
-        assert isinstance(head, Op)
-        rest, _ = _take_hyp(goal, hyp_name)
-        left_name = _hidden(rest, "h")
-        inl = add_local(rest, left_name, head.args[0], engine.uniq())
-        inr = add_local(rest, left_name, head.args[1], engine.uniq())
-        inl = Goal(inl.hyps, inl.target, child_tag(goal.case, "inl"), engine.uniq())
-        inr = Goal(inr.hyps, inr.target, child_tag(goal.case, "inr"), engine.uniq())
-        right_pat: Pattern = ("alts", pats[1:]) if len(pats) > 2 else pats[1] if len(pats) > 1 else ("hole",)
-        return [*rcases(engine, inl, left_name, pats[0], tag_style),
-                *rcases(engine, inr, left_name, right_pat, tag_style)]
-    raise TacticError("rcases: unsupported pattern")
+        raise TacticError(f"rcases: the type\n  {pp(ty)}\nis not an inductive datatype with two constructors")
+    assert isinstance(head, Op)
+    rest, _ = _take_hyp(goal, hyp_name)
+    left_name = _hidden(rest, "h")
+    inl = add_local(rest, left_name, head.args[0], engine.uniq())
+    inr = add_local(rest, left_name, head.args[1], engine.uniq())
+    inl = Goal(inl.hyps, inl.target, child_tag(goal.case, "inl"), engine.uniq())
+    inr = Goal(inr.hyps, inr.target, child_tag(goal.case, "inr"), engine.uniq())
+    right_pat: Pattern = ("alts", pats[1:]) if len(pats) > 2 else pats[1] if len(pats) > 1 else ("hole",)
+    return [*rcases(engine, inl, left_name, pats[0], tag_style),
+            *rcases(engine, inr, left_name, right_pat, tag_style)]
 
 
 def tac_rcases(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:

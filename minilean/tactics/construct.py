@@ -6,9 +6,11 @@
 from __future__ import annotations
 
 from minilean.defeq import defeq
-from minilean.elab import Elaborator, subst
+from minilean.elab import subst
+from minilean.elaborator import Elaborator
 from minilean.goals import Goal, TacticError, pp_goal
-from minilean.syntax import FALSE, TRUE, Binder, Op, parse
+from minilean.parser import parse
+from minilean.syntax import FALSE, TRUE, Binder, Op
 from minilean.tactics.base import TacticEngine
 from minilean.tactics.closing import _discharge, tac_trivial
 from minilean.tactics.context import whnf_connective

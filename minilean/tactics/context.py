@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from minilean.elab import subst, unfold
 from minilean.goals import Goal, Hyp, TacticError, add_local
-from minilean.syntax import Binder, Expr, Op, Var, parse
+from minilean.parser import parse
+from minilean.syntax import Binder, Expr, Op, Var
 from minilean.tactics.base import TacticEngine
 
 

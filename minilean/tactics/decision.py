@@ -1,4 +1,4 @@
-"""The decision tactics, through z3 in `minilean.arith` on exactly the facts the real tactic collects:
+"""The decision tactics, through z3 in `minilean.procedures` on exactly the facts the real tactic collects:
 `linarith`, `nlinarith`, `omega`, `tauto`; and `ring`, `ring_nf` (polynomial normal forms) and `positivity`
 (Mathlib's positivity extensions, syntactic).
 
@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 
-from minilean.arith import closed_value, linarith_refutes, omega_proves, omega_relevant, tauto_proves
+from minilean.arith import closed_value
 from minilean.elab import INT, NAT, NUMBER_TYPES, is_type, type_of
 from minilean.goals import Goal, Hyp, TacticError, number_inaccessible, pp_goal
-from minilean.syntax import FALSE, Binder, Expr, Num, Op, Sci, Var, parse, pp
+from minilean.parser import parse
+from minilean.procedures import linarith_refutes, omega_proves, omega_relevant, tauto_proves
+from minilean.syntax import FALSE, Binder, Expr, Num, Op, Sci, pp
 from minilean.tactics.base import TacticEngine
 from minilean.tactics.intro import _intro_one
 from minilean.tactics.script import split_top
@@ -157,50 +159,65 @@ def _positivity(expr: Expr, goal: Goal) -> str | None:
     if isinstance(expr, Ascr) and isinstance(expr.expr, Sci):
         return "pos" if expr.expr.mantissa > 0 else "nonneg"
     if isinstance(expr, Op):
-        op = expr.op
-        parts = [_positivity(a, goal) for a in expr.args] if op != "^" else []
-        if op == "+":
-            a, b = parts
-            if "pos" in (a, b) and a in ("pos", "nonneg") and b in ("pos", "nonneg"):
-                return "pos"
-            if a in ("pos", "nonneg") and b in ("pos", "nonneg"):
-                return "nonneg"
-        if op in ("*", "/"):
-            a, b = parts
-            if a == "pos" and b == "pos":
-                return "pos" if not (op == "/" and ty in (NAT, INT)) else "nonneg"
-            if a in ("pos", "nonneg") and b in ("pos", "nonneg"):
-                return "nonneg"
-            if a in ("pos", "nonzero") and b in ("pos", "nonzero") and op == "*":
-                return "nonzero"
-        if op == "^":
-            base = _positivity(expr.args[0], goal)
-            exponent = closed_value(expr.args[1], goal.ctx)
-            if base == "pos":
-                return "pos"
-            if exponent is not None and isinstance(exponent[0], int) and exponent[0] % 2 == 0:
-                return "pos" if base == "nonzero" else "nonneg"
-            if base == "nonneg":
-                return "nonneg"
-            if base == "nonzero":
-                return "nonzero"
-        if op == "abs":
-            inner = parts[0]
-            return "pos" if inner in ("pos", "nonzero") else "nonneg"
-        if op in ("-", "%") and ty == NAT:
+        return _operation_sign(expr, goal, ty)
+    return _atom_sign(expr, goal, ty)
+
+
+def _operation_sign(expr: Op, goal: Goal, ty: Expr | None) -> str | None:
+    """`_positivity` of a sum, product, quotient, power, `|x|`, or ℕ's `-` and `%`."""
+    op = expr.op
+    parts = [_positivity(a, goal) for a in expr.args] if op != "^" else []
+    if op == "+":
+        a, b = parts
+        if "pos" in (a, b) and a in ("pos", "nonneg") and b in ("pos", "nonneg"):
+            return "pos"
+        if a in ("pos", "nonneg") and b in ("pos", "nonneg"):
             return "nonneg"
-    if isinstance(expr, Var) or not isinstance(expr, Op):
-        found: str | None = "nonneg" if ty == NAT else None
-        for hyp in goal.hyps:
-            prop = hyp.ty
-            if not isinstance(prop, Op) or len(prop.args) != 2:
-                continue
-            lhs, rhs = prop.args
-            if (prop.op == "<" and _is_zero(lhs) and rhs == expr) or (prop.op == ">" and _is_zero(rhs) and lhs == expr):
-                return "pos"
-            if (prop.op == "≤" and _is_zero(lhs) and rhs == expr) or (prop.op == "≥" and _is_zero(rhs) and lhs == expr):
-                found = "nonneg"
-            if prop.op == "≠" and lhs == expr and _is_zero(rhs) and found is None:
-                found = "nonzero"
-        return found
+    if op in ("*", "/"):
+        a, b = parts
+        if a == "pos" and b == "pos":
+            return "pos" if not (op == "/" and ty in (NAT, INT)) else "nonneg"
+        if a in ("pos", "nonneg") and b in ("pos", "nonneg"):
+            return "nonneg"
+        if a in ("pos", "nonzero") and b in ("pos", "nonzero") and op == "*":
+            return "nonzero"
+    if op == "^":
+        return _power_sign(expr, goal)
+    if op == "abs":
+        inner = parts[0]
+        return "pos" if inner in ("pos", "nonzero") else "nonneg"
+    if op in ("-", "%") and ty == NAT:
+        return "nonneg"
     return None
+
+
+def _power_sign(expr: Op, goal: Goal) -> str | None:
+    """`b ^ n`: positive for a positive base, nonnegative (positive for a nonzero base) for an even exponent."""
+    base = _positivity(expr.args[0], goal)
+    exponent = closed_value(expr.args[1], goal.ctx)
+    if base == "pos":
+        return "pos"
+    if exponent is not None and isinstance(exponent[0], int) and exponent[0] % 2 == 0:
+        return "pos" if base == "nonzero" else "nonneg"
+    if base == "nonneg":
+        return "nonneg"
+    if base == "nonzero":
+        return "nonzero"
+    return None
+
+
+def _atom_sign(expr: Expr, goal: Goal, ty: Expr | None) -> str | None:
+    """An atom's sign from the hypotheses `0 < x`, `0 ≤ x`, `x ≠ 0` (and ℕ's `0 ≤ x`)."""
+    found: str | None = "nonneg" if ty == NAT else None
+    for hyp in goal.hyps:
+        prop = hyp.ty
+        if not isinstance(prop, Op) or len(prop.args) != 2:
+            continue
+        lhs, rhs = prop.args
+        if (prop.op == "<" and _is_zero(lhs) and rhs == expr) or (prop.op == ">" and _is_zero(rhs) and lhs == expr):
+            return "pos"
+        if (prop.op == "≤" and _is_zero(lhs) and rhs == expr) or (prop.op == "≥" and _is_zero(rhs) and lhs == expr):
+            found = "nonneg"
+        if prop.op == "≠" and lhs == expr and _is_zero(rhs) and found is None:
+            found = "nonzero"
+    return found

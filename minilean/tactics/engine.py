@@ -13,10 +13,11 @@ import re
 from collections.abc import Callable
 
 from leankit.text import matching_close
-from minilean.arith import Z3_TIMEOUT_MS
 from minilean.elab import ElabError
 from minilean.goals import Goal, Hyp, TacticError, child_tag, number_inaccessible, pp_goals
-from minilean.syntax import Expr, ParseError
+from minilean.parser import ParseError
+from minilean.procedures import Z3_TIMEOUT_MS
+from minilean.syntax import Expr
 from minilean.tactics.base import Run, _ByAwareChecker
 from minilean.tactics.context import _rename_inaccessible
 from minilean.tactics.script import _strip_comments, split_blocks, split_top
@@ -72,13 +73,7 @@ class Engine:
             return self._combinator(goals, combinator.group(1), combinator.group(2))
         first = re.match(r"first\s*\|(.*)$", stripped, re.DOTALL)
         if first is not None:
-            errors = []
-            for alternative in split_top(first.group(1), "|"):
-                try:
-                    return self.run(goals, alternative)
-                except TacticError as exc:
-                    errors.append(exc.message)
-            raise TacticError(errors[-1] if errors else "first: no alternative")
+            return self._first(goals, first.group(1))
         # `· t; u` focuses the whole sequence after the bullet
         if stripped[0] in "·." and (len(stripped) == 1 or stripped[1] in " \n"):
             if not goals:
@@ -87,6 +82,20 @@ class Engine:
             if inner:
                 raise TacticError(f"unsolved goals\n{pp_goals(inner)}")
             return goals[1:]
+        return self._sequence(goals, stripped)
+
+    def _first(self, goals: tuple[Goal, ...], alternatives: str) -> tuple[Goal, ...]:
+        """`first | t | u`: the first alternative that succeeds; the last one's error when none does."""
+        errors = []
+        for alternative in split_top(alternatives, "|"):
+            try:
+                return self.run(goals, alternative)
+            except TacticError as exc:
+                errors.append(exc.message)
+        raise TacticError(errors[-1] if errors else "first: no alternative")
+
+    def _sequence(self, goals: tuple[Goal, ...], stripped: str) -> tuple[Goal, ...]:
+        """`t; u`, `t <;> u`, `(t)`, `case`/`next`, `skip`, `done`, or one tactic on the first goal."""
         pieces = [p for p in split_top(stripped, ";") if p.strip()]
         if len(pieces) > 1:
             for piece in pieces:
@@ -126,18 +135,26 @@ class Engine:
                 raise TacticError("no goals to be proved")
             return self.run((goals[0],), body) + goals[1:]
         if name == "repeat" or name.startswith("iterate"):
-            limit = int(name.split()[1]) if name.startswith("iterate") else 32
-            for _ in range(limit):
-                try:
-                    new = self.run(goals, body)
-                except TacticError:
-                    if name.startswith("iterate"):
-                        raise
-                    break
-                if new == goals:
-                    break
-                goals = new
-            return goals
+            return self._repeat(goals, name, body)
+        return self._each_goal(goals, name, body)
+
+    def _repeat(self, goals: tuple[Goal, ...], name: str, body: str) -> tuple[Goal, ...]:
+        """`repeat t` (up to 32 times, until it fails or changes nothing) and `iterate n t` (a failure fails)."""
+        limit = int(name.split()[1]) if name.startswith("iterate") else 32
+        for _ in range(limit):
+            try:
+                new = self.run(goals, body)
+            except TacticError:
+                if name.startswith("iterate"):
+                    raise
+                break
+            if new == goals:
+                break
+            goals = new
+        return goals
+
+    def _each_goal(self, goals: tuple[Goal, ...], name: str, body: str) -> tuple[Goal, ...]:
+        """`all_goals t` (every goal must succeed) and `any_goals t` (at least one)."""
         result: list[Goal] = []
         progressed = False
         errors: list[str] = []

@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 
 from minilean.defeq import defeq
-from minilean.elab import ElabError, Elaborator, type_of
+from minilean.elab import ElabError, type_of
+from minilean.elaborator import Elaborator
 from minilean.goals import Goal, Hyp, TacticError, add_local, make_room_for, pp_goal
-from minilean.syntax import Expr, Hole, Op, Var, parse, pp
+from minilean.parser import parse
+from minilean.syntax import Expr, Hole, Op, Var, pp
 from minilean.tactics.base import TacticEngine, _ByAwareChecker
 from minilean.tactics.context import _fresh_mvar
 from minilean.tactics.script import split_top

@@ -12,13 +12,14 @@ from minilean.constants import active
 from minilean.defeq import delta
 from minilean.elab import alpha_eq, is_type, subst, subst_many
 from minilean.goals import Goal, Hyp, TacticError, pp_goal
+from minilean.lemmas import Param, Telescope
+from minilean.parser import parse
 from minilean.simp import Rule, rewrite_first
-from minilean.syntax import FALSE, TRUE, App, Binder, Expr, Op, Var, free_vars, parse, pp
+from minilean.syntax import FALSE, TRUE, App, Binder, Expr, Op, Var, free_vars, pp
 from minilean.tactics.base import TacticEngine, _ByAwareChecker
 from minilean.tactics.closing import tac_assumption
 from minilean.tactics.context import _fresh_mvar
 from minilean.tactics.script import _split_at, split_top
-from minilean.terms import Param, Telescope
 
 
 def tac_unfold(engine: TacticEngine, goal: Goal, rest: str) -> tuple[Goal, ...]:
@@ -202,34 +203,39 @@ def _hyp_rule(prop: Expr) -> Rule:
 
 def _push_neg(expr: Expr, ctx: dict[str, Expr]) -> Expr:
     if isinstance(expr, Op) and expr.op == "¬":
-        inner = expr.args[0]
-        if isinstance(inner, Op):
-            if inner.op == "¬":
-                return _push_neg(inner.args[0], ctx)
-            if inner.op == "∧":
-                return Op("→", (_push_neg(inner.args[0], ctx), _push_neg(Op("¬", (inner.args[1],)), ctx)))
-            if inner.op == "∨":
-                return Op("∧", (_push_neg(Op("¬", (inner.args[0],)), ctx), _push_neg(Op("¬", (inner.args[1],)), ctx)))
-            if inner.op == "→":
-                return Op("∧", (_push_neg(inner.args[0], ctx), _push_neg(Op("¬", (inner.args[1],)), ctx)))
-            flip = {"<": "≤", "≤": "<", ">": "≥", "≥": ">"}
-            if inner.op in flip:
-                a, b = inner.args
-                return Op(flip[inner.op], (b, a))
-            if inner.op == "=":
-                return Op("≠", inner.args)
-            if inner.op == "≠":
-                return Op("=", inner.args)
-        if isinstance(inner, Binder) and inner.kind in ("∀", "∃"):
-            kind = "∃" if inner.kind == "∀" else "∀"
-            inner_ctx = {**ctx, inner.name: inner.ty} if inner.ty is not None else ctx
-            return Binder(kind, inner.name, inner.ty, _push_neg(Op("¬", (inner.body,)), inner_ctx))
-        return expr
+        return _negation_pushed(expr, ctx)
     if isinstance(expr, Op) and expr.op in ("∧", "∨", "→", "↔"):
         return Op(expr.op, tuple(_push_neg(a, ctx) for a in expr.args))
     if isinstance(expr, Binder) and expr.kind in ("∀", "∃"):
         inner_ctx = {**ctx, expr.name: expr.ty} if expr.ty is not None else ctx
         return Binder(expr.kind, expr.name, expr.ty, _push_neg(expr.body, inner_ctx))
+    return expr
+
+
+def _negation_pushed(expr: Op, ctx: dict[str, Expr]) -> Expr:
+    """`¬P` with the negation moved inside `P`'s connective, comparison or quantifier (`expr` when it cannot)."""
+    inner = expr.args[0]
+    if isinstance(inner, Op):
+        if inner.op == "¬":
+            return _push_neg(inner.args[0], ctx)
+        if inner.op == "∧":
+            return Op("→", (_push_neg(inner.args[0], ctx), _push_neg(Op("¬", (inner.args[1],)), ctx)))
+        if inner.op == "∨":
+            return Op("∧", (_push_neg(Op("¬", (inner.args[0],)), ctx), _push_neg(Op("¬", (inner.args[1],)), ctx)))
+        if inner.op == "→":
+            return Op("∧", (_push_neg(inner.args[0], ctx), _push_neg(Op("¬", (inner.args[1],)), ctx)))
+        flip = {"<": "≤", "≤": "<", ">": "≥", "≥": ">"}
+        if inner.op in flip:
+            a, b = inner.args
+            return Op(flip[inner.op], (b, a))
+        if inner.op == "=":
+            return Op("≠", inner.args)
+        if inner.op == "≠":
+            return Op("=", inner.args)
+    if isinstance(inner, Binder) and inner.kind in ("∀", "∃"):
+        kind = "∃" if inner.kind == "∀" else "∀"
+        inner_ctx = {**ctx, inner.name: inner.ty} if inner.ty is not None else ctx
+        return Binder(kind, inner.name, inner.ty, _push_neg(Op("¬", (inner.body,)), inner_ctx))
     return expr
 
 

@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, rl_gpu_plan, rl_server_plan, rl_sidecar
+from burnqed.cluster.gpu_plan import PLAN_ANNOTATION, rl_sidecar
 from burnqed.cluster.images import Image, declared, rl_requirements
 from burnqed.cluster.render import render_templates, render_workflow
+from burnqed.cluster.rl_plan import rl_gpu_plan, rl_server_plan
 from burnqed.cluster.validate import validate_documents
 from burnqed.config import Config, load_config
 from burnqed.config.digest import DIGEST_ENV

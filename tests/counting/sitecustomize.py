@@ -19,7 +19,7 @@ _here = os.path.dirname(os.path.abspath(__file__))
 for _folder in sys.path:
     try:
         _other = bool(_folder) and os.path.abspath(_folder) != _here
-    except OSError:  # a relative entry in a working folder that is gone (tests/test_odd_environment.py)
+    except OSError:  # a relative entry in a working folder that is gone (tests/commands/test_odd_environment.py)
         continue
     if _other:
         _path = os.path.join(_folder, "sitecustomize.py")

@@ -15,9 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.config import DataConfig
 from burnqed.data.data_report import read_report
 from burnqed.data.index import load_theorem_index
@@ -28,6 +26,7 @@ from burnqed.records.enums import DeclarationForm
 from burnqed.storage import Store
 from tests.data.samples import GUARD, replay_opener, sample_corpus, write_jsonl
 from tests.data.test_leanfile import write_lean_project
+from tests.processes import cli
 
 DEEPSEEK_HEADER = ("import Mathlib\nimport Aesop\n\nset_option maxHeartbeats 0\n\n"
                    "open BigOperators Real Nat Topology Rat\n\n")
@@ -169,12 +168,11 @@ def test_a_planted_training_duplicate_is_dropped_and_reported(tmp_path: Path, st
 
 def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store: Store) -> None:
     benchmark = write_lean_project(tmp_path / "miniF2F-lean4")
-    runner = CliRunner()
     alone = tmp_path / "benchmark"
-    result = runner.invoke(app, ["data", "prepare", "--output", str(alone), "--set",
-                                 json_sources([{"kind": "benchmark", "path": str(benchmark)}])])
-    assert result.exit_code == 0, result.output
-    assert "prepared data · 3 theorems · 0 pairs" in result.output
+    result = cli("data", "prepare", "--output", str(alone), "--set",
+                 json_sources([{"kind": "benchmark", "path": str(benchmark)}]))
+    assert result.returncode == 0, result.stderr
+    assert "prepared data · 3 theorems · 0 pairs" in result.stdout
     assert read_pairs(alone) == []
     test = load_index(str(alone / "theorems.json"), "test", store=store)  # what `burnqed eval --split test` reads
     assert [t.declaration() for t in test.theorems] == [
@@ -184,16 +182,16 @@ def test_the_documented_route_then_report_and_eval_read_it(tmp_path: Path, store
     ]
 
     mixed = tmp_path / "mixed"
-    result = runner.invoke(app, ["data", "prepare", "--output", str(mixed), "--set",
-                                 json_sources([{"kind": "bundled"}, {"kind": "benchmark", "path": str(benchmark)}])])
-    assert result.exit_code == 0, result.output
-    shown = runner.invoke(app, ["data", "report", str(mixed)])
-    assert shown.exit_code == 0
+    result = cli("data", "prepare", "--output", str(mixed), "--set",
+                 json_sources([{"kind": "bundled"}, {"kind": "benchmark", "path": str(benchmark)}]))
+    assert result.returncode == 0, result.stderr
+    shown = cli("data", "report", str(mixed))
+    assert shown.returncode == 0
     assert ("decontamination: 1 training theorems dropped as restating a benchmark theorem (sources: 1, "
             "pipeline.benchmark: 0)\n"
             "  compared with: benchmark (sources, 3 theorems), embedded-test (pipeline.benchmark, 71 theorems)\n"
-            "  nt_units_digit_sum_products (bundled) = mathd_numbertheory_235 (benchmark, test)") in shown.output
-    as_json = json.loads(runner.invoke(app, ["data", "report", str(mixed), "--json"]).output)
+            "  nt_units_digit_sum_products (bundled) = mathd_numbertheory_235 (benchmark, test)") in shown.stdout
+    as_json = json.loads(cli("data", "report", str(mixed), "--json").stdout)
     assert as_json["overlaps"][0]["training"] == "nt_units_digit_sum_products"
     assert read_report(str(mixed), store=store).sources[0].rejected_theorems == {"benchmark_overlap": 1}
     index = load_theorem_index(mixed / "theorems.json", store=store)
@@ -230,9 +228,9 @@ def test_data_prepare_keeps_the_docstrings_of_a_lean_file_in_the_index(tmp_path:
     source = tmp_path / "bench.lean"
     source.write_text(WITH_DOCSTRINGS, encoding="utf-8")
     out = tmp_path / "prepared"
-    result = CliRunner().invoke(app, ["data", "prepare", "--output", str(out), "--set",
-                                      json_sources([{"kind": "benchmark", "path": str(source)}])])
-    assert result.exit_code == 0, result.output
+    result = cli("data", "prepare", "--output", str(out), "--set",
+                 json_sources([{"kind": "benchmark", "path": str(source)}]))
+    assert result.returncode == 0, result.stderr
     written = json.loads((out / "theorems.json").read_text(encoding="utf-8"))["theorems"]
     assert [(t["name"], t.get("docstring"), t["signature"]) for t in written] == [
         ("mathd_numbertheory_235", "What is the units digit of $29 \\cdot 79 + 31 \\cdot 81$? Show that it is 2.",

@@ -12,9 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.config import SourceSpec
 from burnqed.config.data import KindRenamed
 from burnqed.data.data_report import read_report
@@ -58,17 +56,16 @@ def test_prepare_on_the_embedded_defaults_then_the_idempotent_rerun(tmp_path: Pa
     assert marker["stage"] == "prepare-data" and marker["extra"]["pairs"] == 856
 
     before = {p.name: p.stat().st_mtime_ns for p in out.iterdir()}
-    runner = CliRunner()
-    again = runner.invoke(app, ["data", "prepare", "--output", str(out)])
-    assert again.exit_code == 0, again.output
-    assert again.output.splitlines()[0].startswith(f"reusing {out} (finished ")
-    assert again.output.splitlines()[0].endswith(", same inputs); --force redoes it")
+    again = cli("data", "prepare", "--output", str(out))
+    assert again.returncode == 0, again.stderr
+    assert again.stdout.splitlines()[0].startswith(f"reusing {out} (finished ")
+    assert again.stdout.splitlines()[0].endswith(", same inputs); --force redoes it")
     assert {p.name: p.stat().st_mtime_ns for p in out.iterdir()} == before
 
-    shown = runner.invoke(app, ["data", "report", str(out)])
-    assert shown.exit_code == 0 and "0 bundled" in shown.output and "contrastive pool" in shown.output
-    as_json = runner.invoke(app, ["data", "report", str(out), "--json"])
-    assert json.loads(as_json.output)["pairs"] == 856
+    shown = cli("data", "report", str(out))
+    assert shown.returncode == 0 and "0 bundled" in shown.stdout and "contrastive pool" in shown.stdout
+    as_json = cli("data", "report", str(out), "--json")
+    assert json.loads(as_json.stdout)["pairs"] == 856
 
 
 @pytest.mark.slow
@@ -85,9 +82,8 @@ def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path, store
     out.mkdir()
     finished = StageMarker(stage="prepare-data", written_at=datetime(2026, 1, 1, tzinfo=UTC))  # a finished output
     (out / "_SUCCESS.json").write_text(finished.model_dump_json(), encoding="utf-8")
-    runner = CliRunner()
-    result = runner.invoke(app, ["data", "prepare", "--output", str(out), "--config", str(config), "--force"])
-    assert result.exit_code == 0, result.output
+    result = cli("data", "prepare", "--output", str(out), "--config", str(config), "--force")
+    assert result.returncode == 0, result.stderr
     report = read_report(str(out), store=store)
     # numina's statement is in minilean's fragment (the embedded default Lean): it starts, but `rw [h2, Nat.mul_mod,
     # h]` leaves `1 * 1 % 2 = 1` (minilean's rw closes only syntactically equal sides, stricter than Lean's rfl
@@ -96,7 +92,7 @@ def test_force_redoes_and_the_sources_come_from_the_config(tmp_path: Path, store
     assert report.sources[1].replay_failures[0].error == "1 goal(s) remain after the last tactic"
     assert report.warnings == ["source 1 (numina): no pairs; 1 of 1 proofs failed to replay (first: number_theory_1: "
                                + report.sources[1].replay_failures[0].error + ")"]
-    assert "warning: source 1 (numina): no pairs" in result.output
+    assert "warning: source 1 (numina): no pairs" in result.stdout
     assert {s.split for s in read_pairs(out)} == {"train"}
 
 
@@ -108,20 +104,19 @@ def test_prepare_reads_from_and_writes_to_s3(s3_root: str, tmp_path: Path, monke
     source = f"{s3_root}/sources/pairs.jsonl"
     store.write_bytes(source, files["pairs"].read_bytes())
     uri = f"{s3_root}/iter_0/data"
-    runner = CliRunner()
     sources = json.dumps([{"kind": "bundled", "limit": 3}, {"kind": "pairs", "path": source}])
-    first = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
-    assert first.exit_code == 0, first.output
+    first = cli("data", "prepare", "--output", uri, "--set", f"data.sources={sources}")
+    assert first.returncode == 0, first.stderr
     report = read_report(uri, store=store)
     # 22 distinct (state, tactic) steps in the proofs of the first three bundled theorems from their binder-form
     # start, 2 recorded pairs
     assert (report.theorems, report.pairs) == (5, 24)
     assert report.sources[1].path == source
     assert len(list((tmp_path / "home" / "cache").glob("*/pairs.jsonl"))) == 1
-    again = runner.invoke(app, ["data", "prepare", "--output", uri, "--set", f"data.sources={sources}"])
-    assert again.exit_code == 0 and again.output.startswith(f"reusing {uri} (finished ")
-    other = runner.invoke(app, ["data", "prepare", "--output", uri])  # the default sources: not what it was made from
-    assert other.exit_code == 2 and other.stderr == (
+    again = cli("data", "prepare", "--output", uri, "--set", f"data.sources={sources}")
+    assert again.returncode == 0 and again.stdout.startswith(f"reusing {uri} (finished ")
+    other = cli("data", "prepare", "--output", uri)  # the default sources: not what it was made from
+    assert other.returncode == 2 and other.stderr == (
         f"error: {uri} is a finished prepared-data output made with other inputs: data.sources[1] was {source}, now "
         "not given; --force redoes it, or choose another --output\n")
 
@@ -135,8 +130,8 @@ def test_prepare_writes_to_s3_the_bytes_it_writes_to_a_local_folder(s3_root: str
     sources = json.dumps([{"kind": "bundled", "limit": 3}, {"kind": "pairs", "path": str(files["pairs"])}])
     uri, local = f"{s3_root}/iter_0/data", tmp_path / "data"
     for output in (uri, str(local)):
-        done = CliRunner().invoke(app, ["data", "prepare", "--output", output, "--set", f"data.sources={sources}"])
-        assert done.exit_code == 0, done.output
+        done = cli("data", "prepare", "--output", output, "--set", f"data.sources={sources}")
+        assert done.returncode == 0, done.stderr
     names = sorted(path.name for path in local.iterdir())
     assert sorted(store.output_files(uri)) == names and "pairs.parquet" in names
     for name in set(names) - {"_SUCCESS.json", "report.json"}:  # those two record when (and how fast) it ran
@@ -165,17 +160,16 @@ def test_a_hub_dataset_that_cannot_be_reached_is_one_clear_error(tmp_path: Path)
 
 def test_bad_input_exits_2_with_nothing_written(tmp_path: Path) -> None:
     out = tmp_path / "data"
-    runner = CliRunner()
-    result = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set",
-                                 f'data.sources=[{{"kind": "benchmark", "path": "{tmp_path / "missing.jsonl"}"}}]'])
-    assert result.exit_code == 2
-    assert f"error: data source {tmp_path / 'missing.jsonl'} does not exist" in result.output
+    result = cli("data", "prepare", "--output", str(out), "--set",
+                 f'data.sources=[{{"kind": "benchmark", "path": "{tmp_path / "missing.jsonl"}"}}]')
+    assert result.returncode == 2
+    assert f"error: data source {tmp_path / 'missing.jsonl'} does not exist" in result.stderr
     assert not out.exists()
-    unknown = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set",
-                                  'data.sources=[{"kind": "lean3"}]'])
-    assert unknown.exit_code == 2 and "data.sources.0.kind" in unknown.output
-    none = runner.invoke(app, ["data", "prepare", "--output", str(out), "--set", "data.sources=[]"])
-    assert (none.exit_code, none.output) == (2, "error: data.sources is empty: give a source (--source KIND=PATH, or "
+    unknown = cli("data", "prepare", "--output", str(out), "--set",
+                  'data.sources=[{"kind": "lean3"}]')
+    assert unknown.returncode == 2 and "data.sources.0.kind" in unknown.stderr
+    none = cli("data", "prepare", "--output", str(out), "--set", "data.sources=[]")
+    assert (none.returncode, none.stderr) == (2, "error: data.sources is empty: give a source (--source KIND=PATH, or "
                                              "data.sources), or leave data.sources unset for its default (the bundled "
                                              "corpus and the generated world)\n")
     assert not out.exists()
@@ -183,10 +177,10 @@ def test_bad_input_exits_2_with_nothing_written(tmp_path: Path) -> None:
 
 def test_trace_without_lean_dojo_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "lean_dojo", None)  # `import lean_dojo` raises ImportError
-    result = CliRunner().invoke(app, ["data", "trace", "--repo", "https://github.com/x/y", "--commit", "abc",
-                                      "--output", str(tmp_path / "t")])
-    assert result.exit_code == 2
-    assert "needs LeanDojo, which is not installed: pip install 'burnqed[trace]'" in result.output
+    result = cli("data", "trace", "--repo", "https://github.com/x/y", "--commit", "abc",
+                 "--output", str(tmp_path / "t"))
+    assert result.returncode == 2
+    assert "needs LeanDojo, which is not installed: pip install 'burnqed[trace]'" in result.stderr
     assert not (tmp_path / "t").exists()
 
 
@@ -204,14 +198,13 @@ def test_trace_without_a_lean_toolchain_is_a_clear_error(tmp_path: Path, monkeyp
 def test_lean_starts_only_when_proofs_need_replaying(tmp_path: Path) -> None:
     files = write_all_sources(tmp_path / "sources")
     broken = ["--set", 'lean.command=["/nonexistent/repl"]']
-    runner = CliRunner()
-    traced = runner.invoke(app, ["data", "prepare", "--output", str(tmp_path / "traced"), *broken, "--set",
-                                 f'data.sources=[{{"kind": "lean-github", "path": "{files["lean-github"]}"}}]'])
-    assert traced.exit_code == 0, traced.output
-    assert "lean: not started" in traced.output
-    replayed = runner.invoke(app, ["data", "prepare", "--output", str(tmp_path / "replayed"), *broken])
-    assert replayed.exit_code == 1
-    assert replayed.output.splitlines()[-1] == (
+    traced = cli("data", "prepare", "--output", str(tmp_path / "traced"), *broken, "--set",
+                 f'data.sources=[{{"kind": "lean-github", "path": "{files["lean-github"]}"}}]')
+    assert traced.returncode == 0, traced.stderr
+    assert "lean: not started" in traced.stdout
+    replayed = cli("data", "prepare", "--output", str(tmp_path / "replayed"), *broken)
+    assert replayed.returncode == 1
+    assert replayed.stderr.splitlines()[-1] == (
         "error: cannot run `/nonexistent/repl --version` to learn the Pantograph version: [Errno 2] No such file "
         "or directory: '/nonexistent/repl'. Check lean.command and lean.cwd.")
     assert not (tmp_path / "replayed").exists()
@@ -236,14 +229,13 @@ def test_source_is_the_data_sources_it_equals() -> None:
 def test_source_prepares_a_benchmark_and_a_kind_that_is_none_is_one_line(tmp_path: Path) -> None:
     bench = Path(__file__).resolve().parents[1] / "fixtures" / "benchmark" / "MyBench.lean"
     out = tmp_path / "bench"
-    runner = CliRunner()
-    done = runner.invoke(app, ["data", "prepare", "--source", f"benchmark={bench}", "--output", str(out)])
-    assert done.exit_code == 0, done.output
+    done = cli("data", "prepare", "--source", f"benchmark={bench}", "--output", str(out))
+    assert done.returncode == 0, done.stderr
     index = load_theorem_index(out / "theorems.json", store=Store(cache_dir=tmp_path / "cache"))
     assert [t.name for t in index.theorems] == ["my_2023_div_7", "my_gcd_12_18", "my_two_x_le_sq_plus_one",
                                                 "my_demorgan_not_or"]
-    refused = runner.invoke(app, ["data", "prepare", "--source", "minif2ff=x.lean", "--output", str(tmp_path / "b")])
-    assert refused.exit_code == 2
+    refused = cli("data", "prepare", "--source", "minif2ff=x.lean", "--output", str(tmp_path / "b"))
+    assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         "error: --source 'minif2ff=x.lean': 'minif2ff' is not a kind of source; give KIND=PATH with KIND one of "
         "bundled, world, lean-workbook, goedel-pset, goedel-proofs, lean-github, numina-lean, benchmark, pairs "
@@ -255,11 +247,11 @@ def test_the_old_kind_name_is_read_as_benchmark_with_the_rename_warning(tmp_path
     """`minif2f`, the benchmark kind's old name, still works: one deprecation line (as renamed options print it),
     then the same as `benchmark`. A refused output is enough to see it: the configuration is read first."""
     (tmp_path / "out").write_text("a file where the output folder goes", encoding="utf-8")
-    done = CliRunner().invoke(app, ["data", "prepare", "--source", "minif2f=x.lean", "--set",
-                                    'data.sources=[{"kind": "minif2f", "path": "y.lean"}]', "--output",
-                                    str(tmp_path / "out")])
+    done = cli("data", "prepare", "--source", "minif2f=x.lean", "--set",
+               'data.sources=[{"kind": "minif2f", "path": "y.lean"}]', "--output",
+               str(tmp_path / "out"))
     lines = done.stderr.splitlines()
     assert lines[0] == "warning: source kind minif2f is now benchmark; the old spelling goes in the next release"
-    assert sum("minif2f" in line for line in lines) == 1 and done.exit_code == 2
+    assert sum("minif2f" in line for line in lines) == 1 and done.returncode == 2
     with pytest.warns(KindRenamed):
         assert SourceSpec(kind="minif2f", path="x.lean").kind == "benchmark"

@@ -12,9 +12,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.config import DataConfig, PipelineConfig
 from burnqed.data.collect import collect
 from burnqed.data.data_report import read_report, render_report
@@ -168,10 +166,10 @@ def test_a_missing_or_empty_benchmark_stops_the_run_before_any_work(command: lis
     (tmp_path / "Empty.lean").write_text("import Mathlib\n", encoding="utf-8")
     out = tmp_path / "run"
     args = [part.replace("{out}", str(out)) for part in command]
-    done = CliRunner().invoke(app, [*args, "--set", f"pipeline.benchmark={tmp_path / bench}"])
-    assert done.exit_code == 2, done.output
-    assert done.output.startswith(f"error: pipeline.benchmark {tmp_path / bench}")
-    assert len(done.output.strip().splitlines()) == 1  # no stage announced, no progress
+    done = cli(*args, "--set", f"pipeline.benchmark={tmp_path / bench}")
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"error: pipeline.benchmark {tmp_path / bench}")
+    assert len(done.stderr.strip().splitlines()) == 1  # no stage announced, no progress
     assert not out.exists()
 
 

@@ -175,6 +175,18 @@ def test_a_document_burnqed_writes_given_as_theorems_is_named_with_what_theorems
                      "file or a folder of them, a DeepSeek/miniF2F .jsonl (formats: docs/data.md)")
 
 
+def test_the_documents_above_data_are_known_by_the_fields_their_models_require() -> None:
+    """data/ names the required fields of eval's and report's documents instead of importing them (it stands below
+    both): the sets are the models' own, so a field made required there is one here too."""
+    from burnqed.data.index import WRITTEN_ABOVE
+    from burnqed.eval.result import EvalResult
+    from burnqed.report.document import Report
+
+    assert [(required, words.split(" (")[0]) for required, words in WRITTEN_ABOVE] == [
+        (frozenset(name for name, field in model.model_fields.items() if field.is_required()), words)
+        for model, words in ((EvalResult, "an eval result"), (Report, "an iteration report"))]
+
+
 @pytest.mark.slow
 def test_a_benchmark_folder_on_s3_is_read_as_the_same_folder_here(s3_root: str, tmp_path: Path) -> None:
     # what render's refusal of a local pipeline.benchmark folder says to do: `aws s3 cp --recursive` it and name the

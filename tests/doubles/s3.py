@@ -3,7 +3,7 @@
 moto is an S3 emulation, not S3: more lenient than AWS (and GCS through its S3 API) in that it takes any
 credentials ("testing"), any region, has no eventual consistency, rate limits or request-size limits, and serves
 plain HTTP on localhost. What burnqed needs from S3's failures (unreachable endpoint, a missing bucket, refused
-credentials) is played by tests/test_storage_faults.py's own servers.
+credentials) is played by tests/storage/test_storage_faults.py's own servers.
 """
 
 from __future__ import annotations

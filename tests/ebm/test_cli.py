@@ -15,9 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path
 from burnqed.ebm.formats import EbmManifest, EbmMetrics
@@ -32,6 +30,7 @@ from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.ebm_doubles import unproved_tree
 from tests.doubles.policy_double import ScriptedPolicy, corpus_oracle
+from tests.processes import cli
 from tests.trajectory.factories import result, write_trajectory
 
 
@@ -62,8 +61,8 @@ def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     return [str(root / "tiny"), str(root / "oracle")]
 
 
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args))
+def invoke(*args: str) -> subprocess.CompletedProcess[str]:
+    return cli(*args)
 
 
 @pytest.mark.slow
@@ -76,7 +75,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     out = tmp_path / "ebm"
     done = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1",
                   "--set", "ebm.steps=60", "--set", "ebm.log_every=20", *model)
-    assert done.exit_code == 0, done.output
+    assert done.returncode == 0, done.stderr
     stdout = done.stdout
     assert "init: fresh: no --init given" in stdout and "valid: loss" in stdout and "embedding health" in stdout
     progress = [line for line in done.stderr.splitlines() if line.startswith("train-ebm step ")]
@@ -97,24 +96,24 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     # A scorer with another pooling refuses the head, before searching anything (one line, exit 2).
     refused = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s-last"), "--set", "ebm.pooling=last",
                      "--set", "search.max_nodes=2", *model)
-    assert refused.exit_code == 2, refused.output
+    assert refused.returncode == 2, refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1 and "(pooling mean vs last)" in refused.stderr
     assert "mean-pooled" in refused.stderr and "last-pooled" in refused.stderr
 
     again = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1", "--set", "ebm.steps=60", *model)
-    assert again.exit_code == 0 and again.stdout.startswith(f"reusing {out} (finished ")  # log_every: a cadence
+    assert again.returncode == 0 and again.stdout.startswith(f"reusing {out} (finished ")  # log_every: a cadence
     other = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1", *model)
-    assert other.exit_code == 2 and "made with other inputs: ebm.steps was 60, now 300;" in other.stderr
+    assert other.returncode == 2 and "made with other inputs: ebm.steps was 60, now 300;" in other.stderr
     warm = invoke("train-ebm", *inputs, "--output", str(tmp_path / "ebm2"),
                   "--init", str(out), "--cache", str(tmp_path / "ebm-cache"), "--set", "ebm.steps=5", *model)
-    assert warm.exit_code == 0, warm.output
+    assert warm.returncode == 0, warm.stderr
     assert "init: resumed: same embedding model" in warm.stdout
     assert f"{metrics.counts.texts} cached, 0 encoded" in warm.stdout
 
     result_path = tmp_path / "eval" / "e.json"
     evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "5,10",
                        "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2", *model)
-    assert evaluated.exit_code == 0, evaluated.output
+    assert evaluated.returncode == 0, evaluated.stderr
     with_ebm, without = load_eval_result(result_path, store=store), load_eval_result(tmp_path / "eval" / "e-noebm.json",
                                                                                      store=store)
     assert with_ebm.ebm == str(out) and without.ebm is None
@@ -124,7 +123,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
 
     searched = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s"), "--set", "lean.workers=2",
                       "--theorems", str(bundled_index_path()), "--set", "search.max_nodes=5", *model)
-    assert searched.exit_code == 0, searched.output
+    assert searched.returncode == 0, searched.stderr
     rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"], store=store).to_pylist()
     pushed = [r for r in rows if r["score"] is not None]
     assert pushed and all(r["energy"] is not None for r in pushed)
@@ -137,17 +136,17 @@ def test_clear_refusals(tmp_path: Path, store: Store) -> None:
     no_proofs = tmp_path / "t"
     write_trajectory(str(no_proofs), [(result("A"), unproved_tree()), (result("B"), unproved_tree())], store=store)
     done = invoke("train-ebm", "--trajectories", str(no_proofs), "--output", str(tmp_path / "ebm"))
-    assert done.exit_code == 2
+    assert done.returncode == 2
     assert "a trajectory with zero proofs cannot train an EBM" in done.stderr
     assert not (tmp_path / "ebm").exists()
     ablation = invoke("eval", "--ablation", "--output", str(tmp_path / "e.json"))
-    assert ablation.exit_code == 2 and "give --ebm too" in ablation.stderr
+    assert ablation.returncode == 2 and "give --ebm too" in ablation.stderr
     takes = "--ebm takes a value model: a train-ebm output (a folder with ebm.json, e.g. runs/iter_1/ebm)"
     missing = invoke("search", "--ebm", str(tmp_path / "nothing"), "--output", str(tmp_path / "s"))
-    assert (missing.exit_code, missing.stderr) == (2, f"error: --ebm {tmp_path / 'nothing'} does not exist: {takes}\n")
+    assert (missing.returncode, missing.stderr) == (2, f"error: --ebm {tmp_path / 'nothing'} does not exist: {takes}\n")
     (tmp_path / "ebm.json").write_text("{}", encoding="utf-8")  # a file: its "ebm.json/ebm.json" was read
     a_file = invoke("eval", "--ebm", str(tmp_path / "ebm.json"), "--output", str(tmp_path / "e.json"))
-    assert (a_file.exit_code, a_file.stderr) == (2, f"error: --ebm {tmp_path / 'ebm.json'} is a file, not a folder: "
+    assert (a_file.returncode, a_file.stderr) == (2, f"error: --ebm {tmp_path / 'ebm.json'} is a file, not a folder: "
                                                     f"{takes}\n")
     # the new user's case: an iteration's policy folder given as --ebm failed 8 s in, once Lean had started
     export = str(tmp_path / "iter_0" / "export")
@@ -155,7 +154,7 @@ def test_clear_refusals(tmp_path: Path, store: Store) -> None:
         (folder / "config.json").write_text("{}", encoding="utf-8")
     for command in ("eval", "search"):
         policy = invoke(command, "--ebm", export, "--output", str(tmp_path / "p"))
-        assert (policy.exit_code, policy.stdout, policy.stderr) == (
+        assert (policy.returncode, policy.stdout, policy.stderr) == (
             2, "", f"error: --ebm {export} is a policy model (the output of `burnqed export`), not a value model: "
             f"{takes}; a policy goes to --model\n")
     assert not (tmp_path / "p").exists()
@@ -195,19 +194,19 @@ def test_burnqed_serve_and_the_in_process_encoder_are_one_encoder(trajectories: 
         remote = invoke("ebm", "embed", *oracle, "--cache", cache, *serve, "--set", "ebm.encode_batch=16",
                         "--set", "ebm.cache_chunk=64")
         mismatch = invoke("ebm", "embed", *oracle, "--cache", cache, *serve, "--set", "ebm.pooling=last")
-    assert remote.exit_code == 0, remote.output
+    assert remote.returncode == 0, remote.stderr
     assert " 0 cached, " in remote.stdout and "states/s" in remote.stdout
-    assert mismatch.exit_code == 2 and "embeds with pooling=mean but this configuration says last" in mismatch.stderr
+    assert mismatch.returncode == 2 and "embeds with pooling=mean but this configuration says last" in mismatch.stderr
     local = invoke("ebm", "embed", *oracle, "--cache", cache, "--set", f"policy.model={tiny_model_dir}")
-    assert local.exit_code == 0, local.output
+    assert local.returncode == 0, local.stderr
     assert ", 0 encoded" in local.stdout  # the same code on the same folder: the server's embeddings are reused
     assert len([p for p in Path(cache).iterdir() if p.is_dir()]) == 1
     with FaultServer() as sglang:  # an SGLang-like server: /encode, but no burnqed encoder behind it
         foreign = invoke("ebm", "embed", *oracle, "--cache", cache, "--set", "ebm.encoder_backend=serve",
                          "--set", f"ebm.encoder_url={sglang.url}")
-    assert foreign.exit_code == 2 and "is not burnqed's encoder" in foreign.stderr
+    assert foreign.returncode == 2 and "is not burnqed's encoder" in foreign.stderr
     old = invoke("ebm", "embed", *oracle, "--cache", cache, "--set", "ebm.encoder_backend=sglang")
-    assert old.exit_code == 2 and "SGLang's --is-embedding pools the last token" in old.stderr
+    assert old.returncode == 2 and "SGLang's --is-embedding pools the last token" in old.stderr
 
 
 @pytest.mark.slow
@@ -265,7 +264,7 @@ def test_a_value_model_scores_alike_in_process_and_through_serve_under_transform
     inputs = [arg for uri in trajectories for arg in ("--trajectories", uri)]
     done = invoke("train-ebm", *inputs, "--output", str(out), "--iter", "1", "--set", "ebm.steps=20",
                   "--set", f"policy.model={tiny_model_dir}")
-    assert done.exit_code == 0, done.output
+    assert done.returncode == 0, done.stderr
     seen = sorted({edge["state_before"] for edge in read_edges(trajectories[1], columns=["state_before"],
                                                                store=store).to_pylist()})
     goal, states = seen[0], seen[1:25]
@@ -332,7 +331,7 @@ def test_ebm_embed_embeds_trajectories_too_small_to_train_on_and_says_so(tiny_mo
     write_trajectory(str(no_proofs), [(result("A"), unproved_tree())], store=store)
     done = invoke("ebm", "embed", "--trajectories", str(no_proofs), "--cache", str(tmp_path / "cache"),
                   "--set", f"policy.model={tiny_model_dir}")
-    assert done.exit_code == 0, done.output
+    assert done.returncode == 0, done.stderr
     assert "3 texts: 0 cached, 3 encoded" in done.stdout  # embed trains nothing: no value model's minimum applies
     warning = "warning: train-ebm would refuse these trajectories alone ("
     first = done.stderr.splitlines()[0]

@@ -157,8 +157,7 @@ def test_without_a_decision_there_is_no_evidence() -> None:
     data = build_dataset([table(("B", unproved_tree()))], valid_fraction=0.0)
     texts = data.texts()
     embeddings = torch.zeros(len(texts), 4)
-    from burnqed.ebm.head import GoalConditionedEnergyHead
-    from burnqed.stages.ebm_fit import head_spec
+    from burnqed.ebm.head import GoalConditionedEnergyHead, head_spec
 
     head = GoalConditionedEnergyHead(head_spec(config(hidden_dims=[8]), 4))
     assert value_evidence(head, data, embeddings, {t: i for i, t in enumerate(texts)}) is None

@@ -27,6 +27,7 @@ from burnqed.eval.result import EvalResult, load_eval_result, write_eval_result
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import FailureReason, TheoremResult, UsageCurve
 from burnqed.storage import Store
+from tests.processes import cli
 
 
 def result(
@@ -384,14 +385,12 @@ def written_results(folder: Path, store: Store) -> list[str]:
 
 @pytest.mark.slow  # the command in-process: its imports
 def test_compare_output_writes_the_comparison_it_prints(tmp_path: Path, store: Store) -> None:
-    from typer.testing import CliRunner
 
-    from burnqed.cli import app
 
     paths = written_results(tmp_path, store)
     output = tmp_path / "comparison.json"
-    done = CliRunner().invoke(app, ["compare", *paths, "--output", str(output)])
-    assert done.exit_code == 0, done.output
+    done = cli("compare", *paths, "--output", str(output))
+    assert done.returncode == 0, done.stderr
     written = Comparison.model_validate_json(output.read_text(encoding="utf-8"))
     assert written == compare_results([(path, load_eval_result(path, store=store)) for path in paths])
     assert render_comparison(written) in done.stdout and done.stdout.endswith(f"wrote {output}\n")
@@ -403,18 +402,16 @@ def test_compare_output_writes_the_comparison_it_prints(tmp_path: Path, store: S
          "interpolated": True, "next_budget": 5, "next_cost": 150.0}]}
     assert [level["level"] for level in raw["call_levels"]] == [3.75, 5.0, 6.0, 6.5]
     # An --output that cannot be written is refused before anything is read.
-    refused = CliRunner().invoke(app, ["compare", *paths, "--output", str(tmp_path)])
-    assert (refused.exit_code, refused.output) == (2, f"error: --output {tmp_path} is a directory; give a file name\n")
-    again = CliRunner().invoke(app, ["compare", *paths, "--output", str(output)])  # an earlier comparison: replaced
-    assert again.exit_code == 0, again.output
+    refused = cli("compare", *paths, "--output", str(tmp_path))
+    assert (refused.returncode, refused.stderr) == (2, f"error: --output {tmp_path} is a directory; give a file name\n")
+    again = cli("compare", *paths, "--output", str(output))  # an earlier comparison: replaced
+    assert again.returncode == 0, again.stderr
 
 
 @pytest.mark.slow  # the command in-process: its imports
 def test_compare_output_is_never_an_input_nor_a_file_of_another_kind(tmp_path: Path, store: Store) -> None:
     """The audit's case: `compare A.json B.json --output A.json` wrote the comparison over the eval result A."""
-    from typer.testing import CliRunner
 
-    from burnqed.cli import app
 
     paths = written_results(tmp_path, store)
     config = tmp_path / "burnqed.toml"
@@ -423,9 +420,9 @@ def test_compare_output_is_never_an_input_nor_a_file_of_another_kind(tmp_path: P
     for output, why in [(paths[0], f"--output {paths[0]} is also an input ({paths[0]})"),
                         (f"{tmp_path}/x/../{Path(paths[1]).name}", "is also an input"),
                         (str(config), f"{config} exists and is not a comparison (`burnqed compare --output`)")]:
-        refused = CliRunner().invoke(app, ["compare", *paths, "--output", output])
-        assert refused.exit_code == 2 and refused.output.count("\n") == 1, refused.output
-        assert refused.output.startswith("error: --output ") and why in refused.output, refused.output
+        refused = cli("compare", *paths, "--output", output)
+        assert refused.returncode == 2 and refused.stderr.count("\n") == 1, refused.stderr
+        assert refused.stderr.startswith("error: --output ") and why in refused.stderr, refused.stderr
     assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == before
 
 
@@ -433,9 +430,7 @@ def test_compare_output_is_never_an_input_nor_a_file_of_another_kind(tmp_path: P
 def test_compare_given_a_report_says_what_it_got_and_what_it_takes(tmp_path: Path, store: Store) -> None:
     """The new user's case: `compare runs/iter_0/report/report.json …` said "timestamp: Field required (and 44 more
     problems)"."""
-    from typer.testing import CliRunner
 
-    from burnqed.cli import app
     from burnqed.report.document import Report
 
     paths = written_results(tmp_path, store)
@@ -447,10 +442,10 @@ def test_compare_given_a_report_says_what_it_got_and_what_it_takes(tmp_path: Pat
              "iter_N/eval/eval.json)")
     for given, what in ((report, "an iteration report (the report.json `burnqed report` writes)"),
                         (index, "a theorem index (what --theorems reads)")):
-        refused = CliRunner().invoke(app, ["compare", paths[0], str(given)])
-        assert (refused.exit_code, refused.output) == (2, f"error: {given} is {what}, not an eval result: {takes}\n")
+        refused = cli("compare", paths[0], str(given))
+        assert (refused.returncode, refused.stderr) == (2, f"error: {given} is {what}, not an eval result: {takes}\n")
     # a broken eval result still names its first problem
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps({**json.loads(Path(paths[0]).read_text()), "total": "many"}))
-    refused = CliRunner().invoke(app, ["compare", paths[0], str(broken)])
-    assert refused.exit_code == 2 and refused.output.startswith(f"error: eval result {broken}: total: "), refused.output
+    refused = cli("compare", paths[0], str(broken))
+    assert refused.returncode == 2 and refused.stderr.startswith(f"error: eval result {broken}: total: ")

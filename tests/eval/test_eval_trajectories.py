@@ -8,7 +8,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.commands.outputs import restart_trajectory_prefix
 from burnqed.errors import InputError
@@ -52,7 +51,6 @@ def test_force_deletes_only_what_an_eval_wrote_and_keeps_the_lease(tmp_path: Pat
 @pytest.mark.slow  # two evals on the tiny model, the command in this process (`cli`)
 def test_an_eval_keeps_its_trajectories_force_starts_them_over_and_show_draws_them(
         tiny_model_dir: Path, tmp_path: Path, store: Store) -> None:
-    from burnqed.cli import app
     from tests.processes import cli
     from tests.search.helpers import small_index
 
@@ -79,5 +77,5 @@ def test_an_eval_keeps_its_trajectories_force_starts_them_over_and_show_draws_th
     assert f"--force: the trajectories under {kept} start over" in again.stderr
     parts = committed_parts(str(kept), store=store)
     assert [part.part for part in parts] == [0, 1]  # one part per theorem, numbered from 0 again: not added to
-    shown = CliRunner().invoke(app, ["show", names[0], "--trajectories", str(kept)])
-    assert shown.exit_code == 0 and shown.output.startswith(f"{names[0]}: ")
+    shown = cli("show", names[0], "--trajectories", str(kept))
+    assert shown.returncode == 0 and shown.stdout.startswith(f"{names[0]}: ")

@@ -18,9 +18,9 @@ import pytest
 
 from burnqed.errors import InputError
 from burnqed.eval.compare import compare_results
-from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT
 from burnqed.eval.result import EvalResult
 from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
+from burnqed.search.judge import SOUNDNESS_ALARM_EXIT
 from tests.conftest import double_argv
 from tests.doubles.fault_server import FaultServer
 from tests.processes import cli
@@ -127,7 +127,7 @@ def test_a_comparator_that_is_not_there_is_one_line_before_the_search(tmp_path: 
 def test_the_reports_provenance_says_who_judged_and_the_alarms() -> None:
     from datetime import UTC, datetime
 
-    from burnqed.report.core import _provenance_markdown
+    from burnqed.report.runs import _provenance_markdown
     from burnqed.report.tables import Provenance
 
     row = Provenance(iteration=0, arm="llm", uri="u", timestamp=datetime(2026, 11, 29, tzinfo=UTC), model="m",

@@ -1,4 +1,4 @@
-"""A comparator without definition holes (`eval.judging.without_holes`): the standalone comparator before its commit
+"""A comparator without definition holes (`search.judge.without_holes`): the standalone comparator before its commit
 71b52ec (Lean v4.30.0-rc2: the builds images.toml pins for the older triples) ignores `definition_names`, so every
 filled answer slot it judges is refused, a false alarm. Such a judge is refused for theorems with an answer slot
 before any search or judging, in one line, by eval (its judge deferred or not), the judge step and the merge
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from burnqed.errors import ConfigError
-from burnqed.eval.judging import JudgeSettings, check_definition_holes, without_holes
 from burnqed.lean.comparator import ComparatorSettings
 from burnqed.records.theorem import TheoremIndex
+from burnqed.search.judge import JudgeSettings, check_definition_holes, without_holes
 from tests.conftest import double_argv
 from tests.eval.test_judge import COMPARATOR, THEOREMS
 from tests.eval.test_judge_step import unjudged

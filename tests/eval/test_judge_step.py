@@ -14,7 +14,6 @@ import pytest
 
 from burnqed.config import Config
 from burnqed.eval.judge_step import counted_proof, uncounted
-from burnqed.eval.judging import PENDING_WHY, SOUNDNESS_ALARM_EXIT
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult
 from burnqed.lean.comparator import JudgeRecord
@@ -23,6 +22,7 @@ from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.runner.plan import iteration_of
 from burnqed.search.answer_check import AnswerCheck, AnswerJudgement
+from burnqed.search.judge import PENDING_WHY, SOUNDNESS_ALARM_EXIT
 from tests.conftest import double_argv
 from tests.eval.test_judge import COMPARATOR, SLOT, THEOREMS, run_eval
 from tests.processes import cli

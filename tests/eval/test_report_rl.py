@@ -17,7 +17,7 @@ from burnqed.records.enums import SearchMode
 from burnqed.report.build import build_report, write_report
 from burnqed.report.markdown import render_markdown
 from burnqed.report.rl_steps import rl_markdown, rl_section
-from burnqed.stages.rl import RL_RECORD, STEP_LOG, RlRecord, StepLog
+from burnqed.rl.records import RL_RECORD, STEP_LOG, RlRecord, StepLog
 from burnqed.storage import Store
 from tests.eval.test_compare import BASE, costed
 

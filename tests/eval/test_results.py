@@ -21,10 +21,10 @@ from burnqed.eval.result import (
     EvalResult,
     config_digest,
     git_commit,
-    lean_backend_label,
     load_eval_result,
     write_eval_result,
 )
+from burnqed.lean.backend import lean_backend_label
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import BudgetUsage, FailureReason, TheoremResult, UsageCurve
 from burnqed.records.theorem import SkippedDeclaration

@@ -253,3 +253,17 @@ def test_in_step_mode_a_last_tactic_replaced_is_not_counted_on_resume(tmp_path: 
         ("algebra_linear_system_sum_diff", True, None, None)]
     assert resumed.per_theorem[1] == whole.per_theorem[1].model_copy(
         update={name: getattr(resumed.per_theorem[1], name) for name in TIMING})
+
+
+@pytest.mark.slow  # one minilean worker
+def test_a_committed_file_with_lemmas_is_rechecked_with_them_and_a_lemma_the_guard_refuses_is_refused() -> None:
+    lemma = "theorem burnqed_lemma_1 : (2 : ℕ) + 2 = 4 := by\n  norm_num\n\n"
+    proved = TheoremResult(name="plain_sum", mode="whole", proved=True, proof=f"{lemma}theorem plain_sum : 2 + 2 = 4 "
+                           ":= by\n  exact burnqed_lemma_1\n", tactics=["exact burnqed_lemma_1"])
+    assert proved.proof is not None
+    denied = proved.model_copy(update={"proof": proved.proof.replace("  norm_num", "  native_decide")})
+    checked = recheck([proved, denied])
+    assert checked[0] == proved
+    assert (checked[1].proved, checked[1].detail) == (False, f"{NOT_RECHECKED}: lemma burnqed_lemma_1 is refused: its "
+                                                      "proof: tactic 'native_decide' on the path is denied: matches "
+                                                      r"deny pattern '\\bnative_decide\\b'")

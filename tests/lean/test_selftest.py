@@ -12,9 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.cluster.images import lean_triples
 from burnqed.lean.comparator import ComparatorSettings
 from burnqed.lean.selftest import (
@@ -27,6 +25,7 @@ from burnqed.lean.selftest import (
 )
 from leankit.version import PantographVersion
 from tests.conftest import double_argv
+from tests.processes import cli
 
 # The double has no Lean: the selftest's two proofs are the tactics it is told close a goal (their scoped names
 # still have to resolve in the REPL's scope, as in Lean).
@@ -35,8 +34,8 @@ CLOSES = ("--closes", PI_PROOF, "--closes", FACTORIAL_PROOF)
 
 def selftest(*sets: str, image_triple: str | None = None) -> tuple[int, str, str]:
     env = {"BURNQED_LEAN_TRIPLE": image_triple, "COLUMNS": "1000"} if image_triple else None
-    result = CliRunner().invoke(app, ["lean", "selftest", *(arg for s in sets for arg in ("--set", s))], env=env)
-    return result.exit_code, result.stdout, result.stderr
+    result = cli("lean", "selftest", *(arg for s in sets for arg in ("--set", s)), env=env)
+    return result.returncode, result.stdout, result.stderr
 
 
 def fake_lean(folder: Path, version: str) -> str:

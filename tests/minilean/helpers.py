@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 
-from minilean.elab import elaborate_prop
+from minilean.elaborator import elaborate_prop
 from minilean.goals import Goal, TacticError
-from minilean.syntax import parse
+from minilean.parser import parse
 from minilean.tactics import Engine
 
 

@@ -1,4 +1,4 @@
-"""A term nested past minilean's limit (`minilean.syntax.MAX_TERM_DEPTH`) is refused when it is parsed, before
+"""A term nested past minilean's limit (`minilean.parser.MAX_TERM_DEPTH`) is refused when it is parsed, before
 anything walks it, with a reason that names the limit: a 200 KB flat statement (`1 + 1 + … = n`, a long
 conjunction) is a start failure saying so, in `goal.start`, in the `frontend.process` start burnqed uses, and
 through burnqed's Lean client, never Python's recursion limit."""
@@ -18,7 +18,8 @@ from burnqed.errors import LeanError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.start import start_theorem
 from burnqed.records.theorem import Theorem
-from minilean.syntax import MAX_TERM_DEPTH, Op, TermTooDeep, parse
+from minilean.parser import MAX_TERM_DEPTH, TermTooDeep, parse
+from minilean.syntax import Op
 
 EMBEDDED = [sys.executable, "-m", "minilean", "--fallback-module", "minilean.replay"]  # lean.command's default
 TERMS = 50_000

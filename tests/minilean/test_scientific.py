@@ -11,9 +11,11 @@ from fractions import Fraction
 
 import pytest
 
-from minilean.elab import REAL, ElabError, elaborate_prop
+from minilean.elab import REAL, ElabError
+from minilean.elaborator import elaborate_prop
 from minilean.goals import pp_goal
-from minilean.syntax import MAX_SCIENTIFIC_EXPONENT, Ascr, Op, ParseError, Proj, Sci, Var, parse, pp
+from minilean.parser import ParseError, parse
+from minilean.syntax import MAX_SCIENTIFIC_EXPONENT, Ascr, Op, Proj, Sci, Var, pp
 from tests.minilean.helpers import Prover
 
 DIAGNOSTICS = "Additional diagnostic information may be available using the `set_option diagnostics true` command."

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from minilean.goals import pp_goal
-from minilean.syntax import parse, pp
+from minilean.parser import parse
+from minilean.syntax import pp
 from tests.minilean.helpers import Prover, TacticError
 
 POS = "∀ (x y : ℝ), 0 < x → 0 < y → 0 < x * y + x"

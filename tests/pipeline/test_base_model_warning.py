@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.runner.local import LocalRunner, base_model_warning, run_iterations
 from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
+from tests.processes import cli
 
 ROOT = "file:///runs"  # a plan only: nothing is read or written there
 WARNING = ("warning: eval-base evaluates /models/prover (policy.model) as the untrained base, but SFT starts from the "
@@ -56,15 +56,14 @@ def test_iterate_warns_before_any_stage_runs(tmp_path: Path, store: Store) -> No
 
 @pytest.mark.slow  # the whole command line in this process
 def test_plan_prints_the_warning_before_the_stages(tmp_path: Path) -> None:
-    from burnqed.cli import app
 
     root, model = str(tmp_path / "runs"), tmp_path / "prover"  # a model folder: plan refuses one not there
     model.mkdir()
     for name in ("config.json", "model.safetensors", "tokenizer.json"):
         (model / name).write_text("{}")
-    done = CliRunner().invoke(app, ["plan", "--root", root, "--set", f"policy.model={model}"])
-    assert done.exit_code == 0, done.stderr
+    done = cli("plan", "--root", root, "--set", f"policy.model={model}")
+    assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [WARNING.replace("/models/prover", str(model))]
     assert done.stdout.splitlines()[1].startswith("todo  eval-base")
-    plain = CliRunner().invoke(app, ["plan", "--root", root])
-    assert plain.exit_code == 0 and plain.stderr == ""
+    plain = cli("plan", "--root", root)
+    assert plain.returncode == 0 and plain.stderr == ""

@@ -8,9 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.layout import Layout
@@ -19,6 +17,7 @@ from burnqed.runner.local import LocalRunner
 from burnqed.runner.plan import iteration_of
 from burnqed.runner.reuse import export_inputs, prepare_inputs
 from burnqed.storage import Store, normalize
+from tests.processes import cli
 
 pytestmark = pytest.mark.slow  # the whole command line in this process
 
@@ -41,13 +40,13 @@ def finished_run(tmp_path: Path, store: Store) -> str:
 
 def test_plan_shows_a_stage_finished_with_other_inputs_as_iterate_refuses_it(finished_run: str,
                                                                              store: Store) -> None:
-    same = CliRunner().invoke(app, ["plan", "--root", finished_run])
-    assert same.exit_code == 0, same.output
+    same = cli("plan", "--root", finished_run)
+    assert same.returncode == 0, same.stderr
     assert same.stdout.splitlines()[0].startswith("done  prepare-data ")
     assert not any(line.startswith(("diff", "iterate refuses", " ")) for line in same.stdout.splitlines())
 
-    changed = CliRunner().invoke(app, ["plan", "--root", finished_run, "--set", "data.world_seed=1"])
-    assert changed.exit_code == 0, changed.output
+    changed = cli("plan", "--root", finished_run, "--set", "data.world_seed=1")
+    assert changed.returncode == 0, changed.stderr
     lines = changed.stdout.splitlines()
     assert lines[0].startswith("diff  prepare-data ")
     assert lines[1] == "      finished with other inputs: data.world_seed was 0, now 1"
@@ -72,23 +71,23 @@ def test_plan_refuses_what_iterate_refuses_before_its_first_stage(tmp_path: Path
     a_file.write_text("x")
     args = (["--model", str(tmp_path / "nonexist"), "--root", str(tmp_path / "runs")] if given == "--model"
             else ["--root", str(a_file)])
-    planned, iterated = (CliRunner().invoke(app, [command, *args]) for command in ("plan", "iterate"))
-    assert iterated.exit_code == 2, iterated.output
-    assert (planned.exit_code, planned.stderr) == (iterated.exit_code, iterated.stderr)
+    planned, iterated = (cli(command, *args) for command in ("plan", "iterate"))
+    assert iterated.returncode == 2, iterated.stderr
+    assert (planned.returncode, planned.stderr) == (iterated.returncode, iterated.stderr)
     assert planned.stdout == "" and not (tmp_path / "runs").exists()
 
 
 def test_plan_says_iterate_refuses_an_iteration_whose_earlier_one_has_not_finished(tmp_path: Path) -> None:
     root = str(tmp_path / "runs")
-    planned = CliRunner().invoke(app, ["plan", "--iter", "1", "--root", root])
-    iterated = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", root])
-    assert (planned.exit_code, iterated.exit_code) == (0, 2), planned.output + iterated.output
+    planned = cli("plan", "--iter", "1", "--root", root)
+    iterated = cli("iterate", "--iter", "1", "--root", root)
+    assert (planned.returncode, iterated.returncode) == (0, 2), planned.stderr + iterated.stderr
     assert planned.stdout.splitlines()[-1] == "iterate refuses: " + iterated.stderr.splitlines()[-1].removeprefix(
         "error: ")
     assert f"{normalize(root)} does not exist, so it holds no run" in planned.stdout.splitlines()[-1]
     (tmp_path / "runs" / "iter_0").mkdir(parents=True)  # a root whose iteration 0 has not finished
-    planned = CliRunner().invoke(app, ["plan", "--iter", "1", "--root", root])
-    iterated = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", root])
+    planned = cli("plan", "--iter", "1", "--root", root)
+    iterated = cli("iterate", "--iter", "1", "--root", root)
     assert planned.stdout.splitlines()[-1] == "iterate refuses: " + iterated.stderr.splitlines()[-1].removeprefix(
         "error: ")
     assert "iteration 0 has not finished under" in planned.stdout.splitlines()[-1]

@@ -8,13 +8,12 @@ import shlex
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed import storage
-from burnqed.cli import app
 from burnqed.commands.kit import carried, show_sets, suggestion
 from burnqed.storage import Store
 from tests.pipeline.test_gates import finished_iteration
+from tests.processes import cli
 
 
 def test_a_suggestion_repeats_what_was_given_as_a_shell_reads_it_back() -> None:
@@ -41,9 +40,9 @@ def test_iterate_names_the_unfinished_iteration_with_the_options_it_was_given(tm
     monkeypatch.chdir(tmp_path)
     (tmp_path / "my-model").symlink_to(tiny_model_dir)  # a model folder: --model is checked before the iterations
     (tmp_path / "mine.toml").write_text("[search]\ntimeout_s = 30\n", encoding="utf-8")
-    done = CliRunner().invoke(app, ["iterate", "--iter", "1", "--root", "runs-mine", "--model", "my-model",
-                                    "--config", "mine.toml", "--set", "lean.workers=1"])
-    assert done.exit_code == 2, done.output
+    done = cli("iterate", "--iter", "1", "--root", "runs-mine", "--model", "my-model",
+               "--config", "mine.toml", "--set", "lean.workers=1")
+    assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [  # a root that does not exist: said so (commands.vocabulary.require_run_root)
         f"error: file://{tmp_path}/runs-mine does not exist, so it holds no run; a new run starts there with "
         "`burnqed iterate --iter 0 --root runs-mine --model my-model --config mine.toml --set lean.workers=1`"]
@@ -54,9 +53,9 @@ def test_a_finished_iteration_names_the_next_one_and_show_with_the_options_it_wa
         tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     finished_iteration(storage.normalize(str(tmp_path / "runs-mine")), go=True, store=store)
-    done = CliRunner().invoke(app, ["iterate", "--root", "runs-mine", "--set", "policy.ready_timeout_s=100",
-                                    "--set", "storage.cache_dir=cache"])
-    assert done.exit_code == 0, done.output
+    done = cli("iterate", "--root", "runs-mine", "--set", "policy.ready_timeout_s=100",
+               "--set", "storage.cache_dir=cache")
+    assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == (
         "next: `burnqed iterate --iter 1 --root runs-mine --set policy.ready_timeout_s=100 --set "
         "storage.cache_dir=cache` runs iteration 1; "
@@ -71,16 +70,16 @@ def test_after_a_stop_next_says_what_the_gate_measured_and_how_to_go_on(tmp_path
     leaves no iteration to propose."""
     monkeypatch.chdir(tmp_path)
     finished_iteration(storage.normalize(str(tmp_path / "runs-mine")), go=False, store=store)
-    done = CliRunner().invoke(app, ["iterate", "--root", "runs-mine"])
-    assert done.exit_code == 0, done.output  # iterate does not stop at a gate: it says so
+    done = cli("iterate", "--root", "runs-mine")
+    assert done.returncode == 0, done.stderr  # iterate does not stop at a gate: it says so
     assert done.stdout.splitlines()[-1] == (
         "next: iteration 0's decision: no-go by the baseline gate: base solves 1.0%; to go on anyway, `burnqed "
         "iterate --iter 1 --root runs-mine --set pipeline.gate_min_rate=0` runs iteration 1 with the gate lowered "
         "(run-all: --no-gates); see its report.md; `burnqed show THEOREM --iter 0 --root runs-mine` draws one "
         "theorem's search")
     finished_iteration(storage.normalize(str(tmp_path / "runs-unmeasured")), go=False, measured=False, store=store)
-    done = CliRunner().invoke(app, ["iterate", "--root", "runs-unmeasured"])
-    assert done.exit_code == 0, done.output
+    done = cli("iterate", "--root", "runs-unmeasured")
+    assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == (
         "next: no iteration 1 (iteration 0's decision: none: the baseline gate could not be measured (`run-all` stops "
         "here)); see its report.md; `burnqed show THEOREM --iter 0 --root runs-unmeasured` draws one theorem's search")

@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.errors import InputError, ModelError, ModelInputError
 from burnqed.policy import tiny
 from burnqed.policy.tiny import (
@@ -26,6 +24,7 @@ from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
 from leankit.corpus import goal_pp, load_corpus
 from tests.conftest import TINY_TEST_STEPS
+from tests.processes import cli
 
 LEAN_TEXTS = [
     "x y : ℝ\nh₀ : 0 < x\n⊢ ∀ ε > 0, ∃ δ, |x - y| ≤ δ → x ≤ y + ε",
@@ -337,13 +336,12 @@ def test_trained_model_prefers_a_training_tactic_to_a_random_string(tiny_model_d
 
 @pytest.mark.slow
 def test_cli_init_tiny_builds_then_refuses(tmp_path: Path):
-    runner = CliRunner()
     target = tmp_path / "m"
-    result = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2", "--seed", "3"])
-    assert result.exit_code == 0, result.output
+    result = cli("model", "init-tiny", "--output", str(target), "--steps", "2", "--seed", "3")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"built tiny model in {target}: 2 steps on 995 pairs, loss ")
     assert json.loads((target / METADATA_FILE).read_text(encoding="utf-8"))["seed"] == 3
-    again = runner.invoke(app, ["model", "init-tiny", "--output", str(target), "--steps", "2"])
-    assert again.exit_code == 2
+    again = cli("model", "init-tiny", "--output", str(target), "--steps", "2")
+    assert again.returncode == 2
     assert again.stderr.strip() == f"error: --output {target} holds a tiny model init-tiny built; pass --force to " \
         "replace it"

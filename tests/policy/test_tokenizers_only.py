@@ -1,4 +1,4 @@
-"""The tokenizers-only tokenizer (burnqed.policy.modelfolder.TokenizersOnlyTokenizer): for every folder shape it
+"""The tokenizers-only tokenizer (burnqed.policy.tokenizers_only.TokenizersOnlyTokenizer): for every folder shape it
 accepts, the ids, texts, special tokens and padding that transformers' PreTrainedTokenizerFast gives (5.x here,
 4.57.1 in a child), for the calls burnqed makes; every folder it does not understand is refused and read by
 transformers."""
@@ -17,13 +17,8 @@ from typing import Any
 
 import pytest
 
-from burnqed.policy.modelfolder import (
-    PATCHED_VOCAB,
-    TokenizersOnlyTokenizer,
-    encode_texts,
-    load_tokenizer,
-    tokenizers_only_refusal,
-)
+from burnqed.policy.modelfolder import encode_texts, load_tokenizer
+from burnqed.policy.tokenizers_only import PATCHED_VOCAB, TokenizersOnlyTokenizer, tokenizers_only_refusal
 
 TEXTS = [
     "theorem foo (x : ℝ) (h₀ : 0 < x) : x ^ 2 > 0 := by\n  positivity",

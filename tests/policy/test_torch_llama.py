@@ -135,7 +135,7 @@ def test_refused_and_pickled_folders_load_through_transformers(tiny_model_dir: P
 
 
 def test_a_cpu_process_reads_the_model_without_transformers(tiny_model_dir: Path) -> None:
-    """The point of the reader and of the tokenizers-only tokenizer (modelfolder.TokenizersOnlyTokenizer): a search
+    """The point of the reader and of the tokenizers-only tokenizer (tokenizers_only.TokenizersOnlyTokenizer): a search
     or eval on the CPU imports nothing of transformers (nor torch._dynamo, which its model classes import)."""
     heavy = ("transformers", "torch._dynamo")
     code = ("import sys; from burnqed.policy.localmodel import LocalModel; "

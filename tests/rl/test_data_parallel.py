@@ -28,8 +28,8 @@ import psutil
 import pytest
 
 from burnqed.config import RlConfig
+from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
 from burnqed.sft.manifests import SftRecord
-from burnqed.stages.rl import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
 from tests.processes import background, burnqed, burnqed_in_process, survivors, wait_for
 from tests.rl.helpers import build_policy, write_index
 from tests.sft.helpers import continue_command, launched
@@ -71,7 +71,7 @@ def test_the_command_refuses_the_served_engine_on_two_processes_before_work(tmp_
 def test_the_command_has_the_base_in_place_before_it_launches_torchrun(policy: Path, tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     # An adapter's base built by the processes themselves would be saved by process 0 only (tests/policy/
-    # test_tiny.py): the command asks for the base folder (`stages.rl.base_folder`) once, then launches.
+    # test_tiny.py): the command asks for the base folder (`rl.grpo.base_folder`) once, then launches.
     calls: list[tuple[str, object]] = []
 
     def base(source: Path, record: SftRecord, *, store: object) -> Path:
@@ -82,7 +82,7 @@ def test_the_command_has_the_base_in_place_before_it_launches_torchrun(policy: P
         calls.append(("launch", processes))
         return 0
 
-    monkeypatch.setattr("burnqed.stages.rl.base_folder", base)
+    monkeypatch.setattr("burnqed.rl.grpo.base_folder", base)
     monkeypatch.setattr("burnqed.sft.launch.launch", launch)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     args = rl_args(policy, write_index(tmp_path / "theorems.json"), {**SETS, "rl.processes": 2})

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.errors import InputError
-from burnqed.stages.rl import fit_prompts
+from burnqed.rl.grpo import fit_prompts
 
 
 def test_prompts_longer_than_the_limit_are_left_out_and_counted(tiny_model_dir: Path) -> None:

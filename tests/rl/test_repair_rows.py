@@ -21,13 +21,13 @@ from burnqed.policy.base import Sampling
 from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.rl.failures import FailedProof, FailedProofs, pick_failed_proofs, read_failed_proofs
+from burnqed.rl.grpo import RlRequest, RlSettings, checkpoint_settings, select_theorems, with_failed_proofs
 from burnqed.rl.reward import LeanReward
 from burnqed.runner.reuse import rl_inputs
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole, whole_prompt
-from burnqed.stages.rl import RlRequest, RlSettings, checkpoint_settings, select_theorems, with_failed_proofs
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback
 from burnqed.text.prompt import PromptFormat, format_for, repair_format

@@ -332,17 +332,18 @@ def test_trls_reward_step_calls_it(make, tmp_path: Path) -> None:
 @pytest.mark.parametrize("engine", ["trainer", "continuous", "served"])
 def test_under_each_rollout_engine_the_trainers_reward_step_gives_the_rewards_verdicts(
         engine: str, make, tiny_model_dir: Path, tmp_path: Path) -> None:
-    # The trainer `burnqed rl` builds for the engine (`stages.rl.build_trainer`), its reward the stage's recorder over
-    # the reward: the default guard's exploits earn 0.0 with the reasons the reward alone gives them, the verified
+    # The trainer `burnqed rl` builds for the engine (`rl.grpo_trainer.build_trainer`), its reward the stage's recorder
+    # over the reward: the default guard's exploits earn 0.0 with the reasons the reward alone gives them, the verified
     # proofs 1.0, and a proof cut at rl.max_completion_tokens before its closing fence 0.0 (unfinished, never compiled)
     # where the same text ended by the model is judged. Served: the rollout_func's columns (weights version, the two
     # log-probs) reach the reward as TRL passes them and are kept with each rollout, the rewards unchanged.
     from trl.trainer.utils import is_async_callable
 
     from burnqed.config import RlConfig, SftConfig
+    from burnqed.rl.grpo_step import TRUNCATED, Journal, RecordingReward
+    from burnqed.rl.grpo_trainer import build_trainer
     from burnqed.rl.served import ServedRollouts
     from burnqed.sft.model import load_for_training
-    from burnqed.stages.rl import TRUNCATED, Journal, RecordingReward, build_trainer
 
     reward = make("0.3.4")
     policy = load_for_training("full", tiny_model_dir, None, SftConfig(), "cpu", False)

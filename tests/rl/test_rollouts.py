@@ -14,11 +14,11 @@ from burnqed.config import LeanConfig, SftConfig
 from burnqed.lean.guard import TacticGuard
 from burnqed.records.enums import DeclarationForm
 from burnqed.records.results import EdgeOutcome, Label
+from burnqed.rl.records import Rollout
 from burnqed.rl.rollouts import rollout_searches, write_rollouts
 from burnqed.search.whole import whole_prompt
-from burnqed.sft.data import read_positives, read_proof_examples, read_repair_examples
+from burnqed.sft.examples import read_positives, read_proof_examples, read_repair_examples
 from burnqed.sft.train import SftRequest, run_sft
-from burnqed.stages.rl import Rollout
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat

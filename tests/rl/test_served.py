@@ -27,6 +27,8 @@ from burnqed.config import Config, RlConfig, load_config
 from burnqed.errors import PolicyError
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.server import ModelServer
+from burnqed.rl.grpo import RlRequest, RlSettings, run_rl, select_theorems
+from burnqed.rl.records import RL_RECORD, ROLLOUTS
 from burnqed.rl.served import (
     ServedRollouts,
     check_health,
@@ -35,7 +37,6 @@ from burnqed.rl.served import (
     served_engine,
     trainer_logprobs,
 )
-from burnqed.stages.rl import RL_RECORD, ROLLOUTS, RlRequest, RlSettings, run_rl, select_theorems
 from burnqed.storage import Store
 from tests.rl.helpers import THEOREMS, build_policy
 from tests.shared import shared_artifact

@@ -25,25 +25,12 @@ from burnqed.config.describe import describe
 from burnqed.errors import InputError
 from burnqed.lean.pool import LeanPool
 from burnqed.records.theorem import Theorem
+from burnqed.rl.grpo import RlRequest, RlSettings, check_model_folder, run_rl, select_theorems
+from burnqed.rl.grpo_step import TRUNCATED
+from burnqed.rl.grpo_trainer import DERIVED_FIELDS, GRPO_FIELDS, engine_args, grpo_fields
+from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG, TRAJECTORIES
 from burnqed.runner.plan import build_iteration
 from burnqed.sft.export import ExportRequest, run_export
-from burnqed.stages.rl import (
-    CHECKPOINT_MARK,
-    DERIVED_FIELDS,
-    GRPO_FIELDS,
-    RL_RECORD,
-    ROLLOUTS,
-    STEP_LOG,
-    TRAJECTORIES,
-    TRUNCATED,
-    RlRequest,
-    RlSettings,
-    check_model_folder,
-    engine_args,
-    grpo_fields,
-    run_rl,
-    select_theorems,
-)
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback
 from burnqed.trajectory.reader import read_edges, read_results
@@ -86,7 +73,7 @@ def test_two_steps_write_a_model_folder_that_export_reads(policy: Path, tmp_path
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = config().model_copy(update={"search": SearchConfig(repair_rounds=1)})  # failures keep Lean's messages
     # A full SFT output is the whole model: its base (here unset: the default tiny model) is neither built nor read.
-    monkeypatch.setattr("burnqed.stages.rl.resolve_base_model", lambda *_, **__: pytest.fail("base model resolved"))
+    monkeypatch.setattr("burnqed.rl.grpo.resolve_base_model", lambda *_, **__: pytest.fail("base model resolved"))
     output = str(tmp_path / "rl")
     lines: list[str] = []
     outcome = run_rl(RlRequest(iteration=0, sft=str(sft_of(policy)), output=output),
@@ -268,8 +255,8 @@ def test_a_steps_prompts_and_solved_prompts_are_counted_by_prompt_not_by_theorem
     from types import SimpleNamespace
 
     from burnqed.lean.soundness import Verdict
+    from burnqed.rl.grpo_step import Journal, RecordingReward
     from burnqed.rl.reward import RewardStats
-    from burnqed.stages.rl import Journal, RecordingReward
 
     rewards = (1.0, 0.0, 0.0, 0.0)
 
@@ -381,8 +368,8 @@ def test_a_completion_cut_at_the_bound_earns_zero_without_reaching_the_reward() 
     from types import SimpleNamespace
 
     from burnqed.lean.soundness import Verdict
+    from burnqed.rl.grpo_step import Journal, RecordingReward
     from burnqed.rl.reward import RewardStats
-    from burnqed.stages.rl import Journal, RecordingReward
 
     seen: list[list[str]] = []
 

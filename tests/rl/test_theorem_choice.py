@@ -17,8 +17,8 @@ from burnqed.data.index import embedded_index
 from burnqed.data.theorems import check_rl_theorems, check_training_inputs, rl_index
 from burnqed.errors import InputError
 from burnqed.records.theorem import Theorem
+from burnqed.rl.grpo import untrained_format
 from burnqed.sft.manifests import EXPORT_RECORD, SFT_RECORD, DataCounts, ExportRecord, SftRecord, trained_formats
-from burnqed.stages.rl import untrained_format
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat
 from tests.processes import burnqed_in_process

@@ -27,8 +27,7 @@ from burnqed.records.enums import SearchMode
 from burnqed.records.results import EdgeOutcome
 from burnqed.records.theorem import Answer, AnswerTask, Theorem, TheoremIndex
 from burnqed.search.answer import AnswerSlot
-from burnqed.search.modes import mode_refusal
-from burnqed.search.modes import prove_theorem
+from burnqed.search.modes import mode_refusal, prove_theorem
 from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome, StepSettings
 from burnqed.search.whole import WholeSettings, prove_whole

@@ -27,10 +27,9 @@ from burnqed.policy.base import Sampling, expansion_seeds
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EdgeOutcome, Label
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
-from burnqed.search.modes import mode_refusal
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.journal import FileJournal, NodeRecord
-from burnqed.search.modes import prove_theorem
+from burnqed.search.modes import mode_refusal, prove_theorem
 from burnqed.search.repair import RepairSettings
 from burnqed.search.step import SearchOutcome
 from burnqed.stages.search import settings_from_config

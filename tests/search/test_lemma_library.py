@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import Config, load_config
+from burnqed.eval.lemma_library import attach_library
 from burnqed.eval.run import EvalIdentity, EvalJobSettings, pass_engine
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.records.results import SubgoalSource
@@ -19,7 +20,6 @@ from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.runner.reuse import eval_inputs
 from burnqed.search.lemmas import LemmaLibrary, LemmaWriter, LibrarySource
 from burnqed.search.sketching import SketchSettings
-from burnqed.stages.lemma_library import attach_library
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results

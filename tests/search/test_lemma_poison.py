@@ -19,6 +19,7 @@ import pytest
 from burnqed.config import LeanConfig
 from burnqed.data.decontaminate import HELD_OUT_SPLITS as DATA_HELD_OUT_SPLITS
 from burnqed.data.decontaminate import ROUTE_EVAL, Benchmark
+from burnqed.eval.lemma_library import HELD_PROVENANCE, held_lemmas
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
@@ -46,7 +47,6 @@ from burnqed.search.lemmas import (
 from burnqed.search.sketching import SketchSettings, prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import CacheEnvironment
-from burnqed.stages.lemma_library import HELD_PROVENANCE, held_lemmas
 from burnqed.storage import Store
 from leankit.version import PantographVersion
 from tests.doubles.line_servers import MiniLean

@@ -1,6 +1,7 @@
 """Odd theorem index entries searched end to end on real Lean worker processes (the Pantograph double): names Lean
 declares as written but few indexes use, and a 200 KB statement. The index-level refusals (names Lean cannot
-declare, duplicates, NUL bytes) are in tests/data/test_index.py and, through the CLI, tests/test_odd_inputs.py."""
+declare, duplicates, NUL bytes) are in tests/data/test_index.py and, through the CLI,
+tests/commands/test_odd_inputs.py."""
 
 from __future__ import annotations
 

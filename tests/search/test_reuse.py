@@ -5,12 +5,11 @@ the same inputs (theorems, settings, models: `_INPUTS.json`), refuses any other 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner, Result
 
-from burnqed.cli import app
 from burnqed.config import load_config
 from burnqed.data.index import bundled_index_path, load_local_theorem_index
 from burnqed.provenance import INPUTS_NAME, when
@@ -18,11 +17,12 @@ from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.reuse import search_inputs
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_marker, read_results
+from tests.processes import cli
 from tests.trajectory.factories import simple_theorem, write_trajectory
 
 
-def burnqed(*args: str) -> Result:
-    return CliRunner().invoke(app, list(args), env={"BURNQED_HOME": None})
+def burnqed(*args: str) -> subprocess.CompletedProcess[str]:
+    return cli(*args, env={"BURNQED_HOME": None})
 
 
 @pytest.fixture
@@ -55,18 +55,18 @@ def test_resume_reuses_a_finished_search_made_with_the_same_inputs_and_refuses_a
     marker = read_marker(str(prefix), store=store)
     assert marker is not None
     same = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume")
-    assert same.exit_code == 0, same.output
+    assert same.returncode == 0, same.stderr
     assert same.stdout == f"reusing {prefix} (finished {when(marker.written_at)}, same inputs); --force redoes it\n"
     hotter = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume",
                      "--set", "policy.temperature=0.5")
-    assert hotter.exit_code == 2 and hotter.stderr == (
+    assert hotter.returncode == 2 and hotter.stderr == (
         f"error: {prefix} is a finished search output made with other inputs: policy.temperature was 0.8, now "
         "0.5; --force redoes it, or choose another --output\n")
     path.write_text(TheoremIndex(name="two", theorems=theorems.theorems[:1]).model_dump_json(), encoding="utf-8")
     fewer = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume")
-    assert fewer.exit_code == 2 and "made with other inputs: theorems was 2, now 1;" in fewer.stderr
+    assert fewer.returncode == 2 and "made with other inputs: theorems was 2, now 1;" in fewer.stderr
     again = burnqed("search", "--theorems", str(path), "--output", str(prefix))  # no --resume: nothing is reused
-    assert again.exit_code == 2 and again.stderr == (
+    assert again.returncode == 2 and again.stderr == (
         f"error: output {prefix} holds a finished search: pass --resume to reuse it (when made with the same "
         "inputs), --force to search again from nothing, or choose another --output\n")
 
@@ -78,7 +78,7 @@ def test_resume_refuses_to_continue_an_interrupted_search_made_with_other_inputs
     prefix = tmp_path / "shard-0"
     searched(prefix, theorems, store, "search.max_nodes=7", finish=False)
     refused = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume", "--shard", "0/1")
-    assert refused.exit_code == 2 and refused.stderr == (
+    assert refused.returncode == 2 and refused.stderr == (
         f"error: {prefix} holds an interrupted search made with other inputs: --shard was unset, now '0/1'; resume "
         "with its settings, or --force searches again from nothing\n")
     assert [r.name for r in read_results(str(prefix), store=store)] == [theorems.theorems[0].name]  # untouched
@@ -91,7 +91,7 @@ def test_a_search_finished_by_an_older_burnqed_is_reused_saying_its_inputs_were_
     prefix = tmp_path / "shard-0"
     searched(prefix, theorems, store, record=False)
     done = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--resume")
-    assert done.exit_code == 0 and done.stdout.startswith(f"reusing {prefix} (finished ")
+    assert done.returncode == 0 and done.stdout.startswith(f"reusing {prefix} (finished ")
     assert "made by an older burnqed: its inputs were not recorded, so they could not be compared" in done.stdout
 
 
@@ -106,7 +106,7 @@ def test_force_searches_again_from_nothing(tmp_path: Path, store: Store, index: 
     forced = burnqed("search", "--theorems", str(path), "--output", str(prefix), "--force",
                      "--set", "policy.temperature=0.5", "--set", f"policy.model={tiny_model_dir}",
                      "--set", "lean.workers=1", "--set", "search.max_nodes=2")
-    assert forced.exit_code == 0, forced.output
+    assert forced.returncode == 0, forced.stderr
     assert forced.stdout.startswith("searched 2 theorems (0 already done)")
     marker = read_marker(str(prefix), store=store)
     assert marker is not None and marker.run_id != "run" and marker.theorems == 2  # a new run, not the old one's

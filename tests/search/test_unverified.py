@@ -16,7 +16,7 @@ from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.soundness import check_proof_text
 from burnqed.records.results import FailureReason
 from burnqed.records.theorem import Theorem, TheoremIndex
-from burnqed.sft.data import read_positives
+from burnqed.sft.examples import read_positives
 from burnqed.stages.search import JobSettings, SearchReport, search_job
 from burnqed.stages.summary import summarize
 from burnqed.storage import Store

@@ -34,12 +34,11 @@ from burnqed.sft.data import (
     encode_pairs,
     mix_pairs,
     read_base_proofs,
-    read_positives,
-    read_proof_examples,
-    read_repair_examples,
 )
+from burnqed.sft.examples import read_positives, read_proof_examples, read_repair_examples
 from burnqed.sft.model import load_for_training, load_tokenizer
-from burnqed.sft.train import SftRequest, build_trainer, plan_training, run_sft
+from burnqed.sft.train import SftRequest, run_sft
+from burnqed.sft.trainer import build_trainer, plan_training
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback, FeedbackMessage
 from burnqed.text.prompt import PromptFormat, build_completion, build_prompt
@@ -487,3 +486,16 @@ def test_iteration_zero_trains_the_whole_examples_of_its_train_theorems_and_coun
     one = mix_pairs(base, [], iteration=1, base_subsample=10, positive_upsample=3, eval_fraction=0.5, seed=0,
                     base_proofs=whole)
     assert ([p.variant for p in one.train], one.proof_examples) == (["tactic"] * 3, 0)
+
+
+def test_a_proof_through_its_files_lemmas_is_no_whole_example(tmp_path: Path, store: Store) -> None:
+    """A counted proof whose file declares lemmas (`burnqed_lemma_<k>`: sketch search with a lemma graph or a library)
+    closes its holes by those lemmas: its tactics alone prove nothing, so neither a whole example nor a repair target
+    is made of them; a proof of its own stays one."""
+    declaration = "theorem t (a : Nat) (h : a = 1) : a = 1"
+    through = result("through", True, declaration=declaration, tactics=["exact burnqed_lemma_1 a h"])
+    alone = result("alone", True, declaration=declaration.replace("theorem t", "theorem u"), tactics=["exact h"])
+    uri = f"file://{tmp_path}/traj"
+    write_trajectory(uri, [(through, []), (alone, [])], store=store)
+    examples = read_proof_examples([uri], store=store)
+    assert [(p.theorem, p.variant, p.tactic) for p in examples] == [("alone", "whole", "exact h")]

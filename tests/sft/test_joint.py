@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import load_file
-from typer.testing import CliRunner
 
-from burnqed.cli import app
 from burnqed.ebm.formats import EbmManifest, EbmMetrics
 from burnqed.ebm.head import load_head
 from burnqed.ebm.scorer import load_value_model
@@ -22,7 +20,7 @@ from burnqed.errors import ConfigError
 from burnqed.policy.localmodel import LocalModel
 from burnqed.sft.checkpoints import checkpoints_uri
 from burnqed.sft.export import ExportRequest, run_export
-from burnqed.sft.joint import (
+from burnqed.sft.joint_records import (
     ABORT_FILE,
     HEAD_FILE,
     JOINT_DIR,
@@ -34,6 +32,7 @@ from burnqed.sft.joint import (
 from burnqed.sft.launch import check_processes
 from burnqed.sft.manifests import read_sft_record
 from burnqed.storage import MARKER_NAME, Store
+from tests.processes import cli
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
 
 
@@ -73,11 +72,11 @@ def test_a_joint_run_trains_both_and_the_export_scores_with_exactly_its_head(tmp
     # joint run's last probe (same head, same vectors).
     sets = ["--set", f"sft.base_model={tiny_model_dir}", "--set", "ebm.device=cpu", "--set", "ebm.hidden_dims=[32]",
             "--set", "ebm.negatives=3", "--set", "ebm.valid_fraction=0.3", "--set", "ebm.dropout=0.0"]
-    result = CliRunner().invoke(app, ["train-ebm", "--trajectories", f"file://{tmp_path}/traj0", "--model",
-                                      str(tmp_path / "export"), "--joint", str(folder), "--output",
-                                      str(tmp_path / "ebm"), "--iter", "1", *sets])
-    assert result.exit_code == 0, result.output
-    assert "init: joint: the head trained together with this policy" in result.output
+    result = cli("train-ebm", "--trajectories", f"file://{tmp_path}/traj0", "--model",
+                 str(tmp_path / "export"), "--joint", str(folder), "--output",
+                 str(tmp_path / "ebm"), "--iter", "1", *sets)
+    assert result.returncode == 0, result.stderr
+    assert "init: joint: the head trained together with this policy" in result.stdout
     metrics = EbmMetrics.model_validate_json((tmp_path / "ebm" / "metrics.json").read_text())
     last = record.probes[-1]
     assert metrics.valid is not None and metrics.valid.rank1 == pytest.approx(last.valid_rank1, abs=1e-6)
@@ -88,15 +87,15 @@ def test_a_joint_run_trains_both_and_the_export_scores_with_exactly_its_head(tmp
     assert torch.equal(published.log_temperature, head.log_temperature)
 
     # Another pooling than the head read is refused before anything is embedded.
-    refused = CliRunner().invoke(app, ["train-ebm", "--trajectories", f"file://{tmp_path}/traj0", "--model",
-                                       str(tmp_path / "export"), "--joint", str(folder), "--output",
-                                       str(tmp_path / "ebm-last"), *sets, "--set", "ebm.pooling=last"])
-    assert refused.exit_code == 2 and "ebm.pooling='mean'" in refused.output
+    refused = cli("train-ebm", "--trajectories", f"file://{tmp_path}/traj0", "--model",
+                  str(tmp_path / "export"), "--joint", str(folder), "--output",
+                  str(tmp_path / "ebm-last"), *sets, "--set", "ebm.pooling=last")
+    assert refused.returncode == 2 and "ebm.pooling='mean'" in refused.stderr
     # The base model is not the policy the head was trained with: its embeddings differ, nothing is published.
-    other = CliRunner().invoke(app, ["train-ebm", "--trajectories", f"file://{tmp_path}/traj0", "--model",
-                                     str(tiny_model_dir), "--joint", str(folder), "--output",
-                                     str(tmp_path / "ebm-base"), *sets])
-    assert other.exit_code == 1 and "does not reproduce the jointly trained backbone" in other.output
+    other = cli("train-ebm", "--trajectories", f"file://{tmp_path}/traj0", "--model",
+                str(tiny_model_dir), "--joint", str(folder), "--output",
+                str(tmp_path / "ebm-base"), *sets)
+    assert other.returncode == 1 and "does not reproduce the jointly trained backbone" in other.stderr
     assert not (tmp_path / "ebm-base" / MARKER_NAME).exists()
 
 

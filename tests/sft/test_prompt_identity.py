@@ -23,7 +23,7 @@ from burnqed.search.repair import RepairSettings
 from burnqed.search.sketching import SketchSettings, prove_sketch
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
-from burnqed.sft.data import read_positives, read_proof_examples
+from burnqed.sft.examples import read_positives, read_proof_examples
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat, format_for, format_state_comment
 from leankit.corpus import load_corpus

@@ -21,16 +21,8 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.replies import Goal, pretty_state
 from burnqed.records.results import Edge, SketchAttempt, SketchOutcome, SubgoalAttempt, SubgoalSource, TheoremResult
 from burnqed.records.theorem import Theorem, TheoremIndex
-from burnqed.sft.data import (
-    BASE,
-    SUBGOAL,
-    TRAJECTORY,
-    SftPair,
-    base_sketches,
-    mix_pairs,
-    read_base_proofs,
-    read_sketch_examples,
-)
+from burnqed.sft.data import BASE, SUBGOAL, TRAJECTORY, SftPair, base_sketches, mix_pairs, read_base_proofs
+from burnqed.sft.examples import read_sketch_examples
 from burnqed.sft.train import SftRequest, run_sft
 from burnqed.storage import Store
 from burnqed.text.prompt import (

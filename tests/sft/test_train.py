@@ -23,7 +23,8 @@ from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.sft.checkpoints import STATE_FILE
 from burnqed.sft.export import ExportRequest, probe_ids, run_export
 from burnqed.sft.manifests import SFT_RECORD, read_sft_record
-from burnqed.sft.train import SftOutcome, SftRequest, is_checkpoint_folder, plan_training, run_sft, scale_steps
+from burnqed.sft.train import SftOutcome, SftRequest, run_sft
+from burnqed.sft.trainer import is_checkpoint_folder, plan_training, scale_steps
 from burnqed.storage import MARKER_NAME, Store
 from burnqed.text.prompt import PromptFormat, build_prompt
 from burnqed.trajectory.labels import label_edges
@@ -154,7 +155,7 @@ def test_a_resumed_schedule_runs_at_the_configured_peaks_from_its_position_and_r
     import torch
     from transformers import get_scheduler
 
-    from burnqed.sft.train import _restore_peaks
+    from burnqed.sft.trainer import _restore_peaks
 
     def made(peaks: list[float]) -> tuple[Any, Any]:
         groups = [{"params": [torch.nn.Parameter(torch.ones(1))], "lr": peak} for peak in peaks]
@@ -252,7 +253,7 @@ def test_lora_export_logits_equal_the_adapter_model(tmp_path: Path, tiny_model_d
 
     # One model folder: transformers 4.57.1 (an older SGLang image) reads the export as this transformers does,
     # and its tokenizer probe is the one SFT trained with.
-    from tests.test_modelfolder import under_transformers4
+    from tests.policy.test_modelfolder import under_transformers4
 
     [there] = under_transformers4(transformers4_env, tmp_path / "export")
     assert differences(describe(tmp_path / "export"), there) == []

@@ -70,19 +70,19 @@ def _summary(uri: str, store: Store) -> object:
 
 
 def _sft_positives(uri: str, store: Store) -> object:
-    from burnqed.sft.data import read_positives
+    from burnqed.sft.examples import read_positives
 
     return read_positives([uri], store=store)
 
 
 def _sft_proofs(uri: str, store: Store) -> object:
-    from burnqed.sft.data import read_proof_examples
+    from burnqed.sft.examples import read_proof_examples
 
     return read_proof_examples([uri], store=store)
 
 
 def _ebm_dataset(uri: str, store: Store) -> object:
-    from burnqed.stages.ebm_fit import load_dataset
+    from burnqed.ebm.sampling import load_dataset
 
     return load_dataset([uri], valid_fraction=0.0, store=store)
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import Config, load_config
-from burnqed.eval.judging import SOUNDNESS_ALARM_EXIT
 from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.requests import MergeRequest
 from burnqed.runner.reuse import stage_verdict
+from burnqed.search.judge import SOUNDNESS_ALARM_EXIT
 from burnqed.stages.summary import render_summary, summarize
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_marker, read_results

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.sft.data import read_positives, read_proof_examples
+from burnqed.sft.examples import read_positives, read_proof_examples
 from burnqed.stages.merge import merge_trajectories
 from burnqed.stages.summary import summarize
 from burnqed.storage import Store

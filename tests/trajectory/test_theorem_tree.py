@@ -6,9 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from typer.testing import CliRunner
-
-from burnqed.cli import app
 from burnqed.layout import Layout
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import (
@@ -120,23 +117,22 @@ def test_show_finds_the_theorem_in_the_run_roots_eval_or_searches(tmp_path: Path
     at = Layout(f"file://{tmp_path}/run")
     write_trajectory(at.eval_trajectories(0), [proved()], run_id="eval", store=store)
     write_trajectory(at.trajectories(0), [unproved()], run_id="iter0", store=store)
-    runner = CliRunner()
-    shown = runner.invoke(app, ["show", "add_zero", "--root", str(tmp_path / "run")])
-    assert shown.exit_code == 0, shown.output
-    assert shown.output.startswith(f"add_zero: proved at budget 2; step search, 2 expansions, 5 edges, 1.5 s (run eval "
+    shown = cli("show", "add_zero", "--root", str(tmp_path / "run"))
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"add_zero: proved at budget 2; step search, 2 expansions, 5 edges, 1.5 s (run eval "
                                    f"in {at.eval_trajectories(0)})\n")
-    searched = runner.invoke(app, ["show", "bad", "--root", str(tmp_path / "run"), "--iter", "0"])
-    assert searched.exit_code == 0 and f"(run iter0 in {at.trajectories(0)})" in searched.output
-    direct = runner.invoke(app, ["show", "add_zero", "--trajectories", at.eval_trajectories(0), "--max-nodes", "1"])
-    assert direct.exit_code == 0 and "│   └── … 1 more: timeout 1\n└── … 2 more: error 1, ok 1\n" in direct.output
+    searched = cli("show", "bad", "--root", str(tmp_path / "run"), "--iter", "0")
+    assert searched.returncode == 0 and f"(run iter0 in {at.trajectories(0)})" in searched.stdout
+    direct = cli("show", "add_zero", "--trajectories", at.eval_trajectories(0), "--max-nodes", "1")
+    assert direct.returncode == 0 and "│   └── … 1 more: timeout 1\n└── … 2 more: error 1, ok 1\n" in direct.stdout
 
 
 def test_show_reads_a_pass_at_n_evals_first_pass(tmp_path: Path, store: Store) -> None:
     prefix = tmp_path / "r.trajectories"
     for k in range(2):
         write_trajectory(f"file://{prefix}/pass-{k}", [proved()], run_id=f"pass{k}", store=store)
-    shown = CliRunner().invoke(app, ["show", "add_zero", "--trajectories", str(prefix)])
-    assert shown.exit_code == 0 and f"(run pass0 in {prefix}/pass-0)" in shown.output.splitlines()[0]
+    shown = cli("show", "add_zero", "--trajectories", str(prefix))
+    assert shown.returncode == 0 and f"(run pass0 in {prefix}/pass-0)" in shown.stdout.splitlines()[0]
 
 
 def test_an_unknown_theorem_is_one_line_naming_where_it_looked_and_the_close_names(tmp_path: Path,
@@ -215,9 +211,9 @@ def test_a_sketch_search_draws_its_sketches_subgoals_and_assembled_proof(tmp_pat
         "    have hx : 0 < x := by\n"
         "      exact h₀\n"
         "    nlinarith [hxy, hx]\n")
-    shown = CliRunner().invoke(app, ["show", "two_facts", "--trajectories", uri])
-    assert shown.exit_code == 0, shown.output
-    assert shown.output == render_search(search, max_depth=8, max_nodes=60)
+    shown = cli("show", "two_facts", "--trajectories", uri)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout == render_search(search, max_depth=8, max_nodes=60)
 
 
 def test_a_long_sketch_and_proof_are_cut_saying_how_much() -> None:

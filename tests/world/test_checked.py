@@ -22,8 +22,9 @@ from leankit.normal_form import statement_normal_form
 from leankit.version import PantographVersion
 from leankit.world.checked import World, WorldTheorem, build_world, embedded_world, trap_names, world_stats
 from leankit.world.templates import EXPLORED, HELD_OUT, LESSONS, TAUGHT, TEMPLATES
+from minilean.parser import parse
 from minilean.server import Server
-from minilean.syntax import Binder, Expr, Num, Op, Var, parse
+from minilean.syntax import Binder, Expr, Num, Op, Var
 
 # sha256 of the seed-0 embedded world's JSON. A change to the templates that changes the world must bump
 # CHECKED_VERSION and update this digest (and the figures in README and docs/replay-corpus.md).

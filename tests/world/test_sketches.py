@@ -26,6 +26,7 @@ from leankit.world.checked import World, WorldTheorem, embedded_world, world_sta
 from leankit.world.sketches import SKETCH_TEMPLATES, STATEMENTS_PER_SITUATION
 from minilean.server import Server
 from tests.doubles.line_servers import MiniLean
+from tests.processes import cli
 from tests.world.test_checked import _compiles
 
 # sha256 of the seed-0 embedded world with the sketch family (the default world's digest is pinned in
@@ -193,12 +194,10 @@ def test_every_recorded_proof_of_the_family_is_accepted_by_minilean() -> None:
 
 @pytest.mark.slow
 def test_world_stats_follows_data_world_sketches() -> None:
-    from typer.testing import CliRunner
 
-    from burnqed.cli import app
 
-    plain = CliRunner().invoke(app, ["world", "stats"])
-    on = CliRunner().invoke(app, ["world", "stats", "--set", "data.world_sketches=true"])
-    assert (plain.exit_code, on.exit_code) == (0, 0)
-    assert plain.output.startswith("burnqed-world (seed 0, version 3): 245 theorems")
-    assert on.output.startswith("burnqed-world (seed 0, version 3): 299 theorems — train 167, pool 58, test 74")
+    plain = cli("world", "stats")
+    on = cli("world", "stats", "--set", "data.world_sketches=true")
+    assert (plain.returncode, on.returncode) == (0, 0)
+    assert plain.stdout.startswith("burnqed-world (seed 0, version 3): 245 theorems")
+    assert on.stdout.startswith("burnqed-world (seed 0, version 3): 299 theorems — train 167, pool 58, test 74")
