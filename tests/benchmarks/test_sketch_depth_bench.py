@@ -1,11 +1,14 @@
 """benchmarks/sketch_depth.py on one situation of the world's deep sketch family (four theorems: depth 1, 2, 2, 3),
 searched in minilean with its scripted planner: one level proves the depth-1 statement only, the tree and the graph
 decompose the deeper ones, and the graph, sharing what it proved inside a theorem, proves more within the budget with
-fewer Lean calls where both prove."""
+fewer Lean calls where both prove. The four arms and the library arm on the default splits run once for the module
+(`arms`, `separate`): the benchmark's `main` prints them, its two runs checked to be asked for the same theorems and
+budget."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -13,14 +16,35 @@ import pytest
 from benchmarks import sketch_depth
 from burnqed.data.decontaminate import ROUTE_EVAL, Benchmark
 from burnqed.eval.lemma_library import held_lemmas
+from burnqed.records.theorem import Theorem
 from burnqed.storage import Store
+from leankit.world.checked import WorldTheorem
+
+TEST, TRAIN = sketch_depth.deep_family(0, "test")[:4], sketch_depth.deep_family(0, "train")[:4]
+Family = Sequence[tuple[Theorem, WorldTheorem]]
+
+
+@pytest.fixture(scope="module")
+def arms() -> list[sketch_depth.Arm]:
+    """The four arms without a library on the first four test theorems, at 60 units."""
+    return asyncio.run(sketch_depth.run_arms(TEST, 60))
+
+
+@pytest.fixture(scope="module")
+def separate(tmp_path_factory: pytest.TempPathFactory) -> sketch_depth.LibraryArm:
+    """The library arm of the default family (a test situation shares no goal with a training one), at 60 units."""
+    folder = tmp_path_factory.mktemp("separate")
+    return asyncio.run(sketch_depth.run_library_arm(TRAIN, TEST, 60, Store(cache_dir=None), str(folder / "separate")))
+
+
+def names(theorems: Family) -> list[str]:
+    return [theorem.name for theorem, _ in theorems]
 
 
 @pytest.mark.slow
 def test_one_situation_at_equal_budget_recursion_proves_the_deep_statements_and_sharing_saves_lean_calls(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    theorems = sketch_depth.deep_family(0, "test")[:4]
-    arms = asyncio.run(sketch_depth.run_arms(theorems, 60))
+        arms: list[sketch_depth.Arm], separate: sketch_depth.LibraryArm, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     assert [arm.label for arm in arms] == ["no decomposition", "one level", "tree", "graph"]
     assert [[r.proved for r in arm.results] for arm in arms] == [
         [False] * 4, [True, False, False, False], [True, True, True, False], [True] * 4]
@@ -33,7 +57,20 @@ def test_one_situation_at_equal_budget_recursion_proves_the_deep_statements_and_
     # the depth-3 statement's graph: three levels of goals, its shared places replayed
     deep = graph[3].lemma_graph
     assert deep is not None and max(goal.level for goal in deep.goals) == 3 and deep.shared > 0
+    asked: list[tuple[object, ...]] = []
+
+    async def held_arms(theorems: Family, budget: int) -> list[sketch_depth.Arm]:
+        asked.append(("arms", names(theorems), budget))
+        return arms
+
+    async def held_library(train: Family, theorems: Family, budget: int, *_: object) -> sketch_depth.LibraryArm:
+        asked.append(("library", names(train), names(theorems), budget))
+        return separate
+
+    monkeypatch.setattr(sketch_depth, "run_arms", held_arms)
+    monkeypatch.setattr(sketch_depth, "run_library_arm", held_library)
     assert sketch_depth.main(["--limit", "4"]) == 0
+    assert asked == [("arms", names(TEST), 60), ("library", names(TRAIN), names(TEST), 60)]
     printed = capsys.readouterr().out
     assert "graph ÷ tree on the 3 theorems both solved: Lean calls" in printed
     assert "graph + library        4" in printed and "hits 0 (exact key 0, closed key 0)" in printed
@@ -42,12 +79,9 @@ def test_one_situation_at_equal_budget_recursion_proves_the_deep_statements_and_
 
 @pytest.mark.slow
 def test_the_library_from_the_training_split_serves_a_situation_shared_across_the_split_and_nothing_else(
-        tmp_path: Path) -> None:
+        separate: sketch_depth.LibraryArm, tmp_path: Path) -> None:
     # The default family: a test situation shares no goal with a training one (its own reals and equations, and a
     # closed key closes over every hypothesis): the library is asked and never offers, the graph's figures unchanged.
-    separate = asyncio.run(sketch_depth.run_library_arm(
-        sketch_depth.deep_family(0, "train")[:4], sketch_depth.deep_family(0, "test")[:4], 60, Store(cache_dir=None),
-        str(tmp_path / "separate")))
     assert (separate.written, len(separate.library.entries), separate.held) == (9, 9, {})
     assert separate.source.stats.lookups > 0 and separate.source.stats.offered == 0
     assert [r.lean_calls for r in separate.arm.results] == [21, 68, 68, 110]

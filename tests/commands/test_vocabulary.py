@@ -5,7 +5,9 @@ one with its deprecation line."""
 
 from __future__ import annotations
 
+import functools
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +38,12 @@ def commands(group: typer.core.TyperGroup | None = None,
             yield (*path, name), command
 
 
+@functools.cache
+def help_of(path: tuple[str, ...]) -> subprocess.CompletedProcess[str]:
+    """`burnqed PATH -h` rendered 200 columns wide, once for the module (four tests read every command's help)."""
+    return cli(*path, "-h", terminal_width=200)
+
+
 def options(name: str) -> list[tuple[tuple[str, ...], TyperOption]]:
     """Every option declared under the long name `name`, with its command's path."""
     return [(path, param) for path, command in commands() for param in command.params
@@ -64,7 +72,7 @@ def test_the_top_level_help_lists_every_command_in_its_panel_in_order() -> None:
 @pytest.mark.slow  # every command's help, rendered
 def test_no_help_shows_type_noise_and_every_value_option_names_what_it_takes() -> None:
     for path, command in commands():
-        shown = cli(*path, "-h", terminal_width=160)
+        shown = help_of(path)
         assert shown.returncode == 0, (path, shown.stderr)
         assert TYPE_NOISE.search(shown.stdout) is None, (path, TYPE_NOISE.search(shown.stdout))
         assert "Usage: burnqed" in shown.stdout
@@ -150,7 +158,7 @@ def test_iter_is_optional_everywhere_with_its_default_said() -> None:
             assert param.default is None and "Default: the last" in (param.help or ""), path
         else:
             assert param.default == 0 and param.show_default, path
-    shown = cli("iterate", "-h", terminal_width=160).stdout
+    shown = help_of(("iterate",)).stdout
     row = shown.split("│ --iter ", 1)[1].split("│ --", 1)[0]
     assert row.split()[0] == "I" and "[default: 0]" in row
 
@@ -162,7 +170,7 @@ def test_every_rename_is_hidden_from_help_and_its_old_spelling_still_parses(comm
     declared = {opt for param in renamed.params if isinstance(param, TyperOption) for opt in (*param.opts,
                                                                                             *param.secondary_opts)}
     assert new in declared and old not in declared
-    shown = cli(command, "-h", terminal_width=160).stdout
+    shown = help_of((command,)).stdout
     assert re.search(rf"{re.escape(old)}\b(?!-)", shown) is None
 
 
@@ -268,7 +276,7 @@ def test_output_and_iter_show_one_placeholder_each() -> None:
         names = {opt for param in command.get_params(context) for opt in getattr(param, "opts", [])}
         if not names & set(shown):
             continue
-        text = cli(*path, "-h", terminal_width=200).stdout
+        text = help_of(path).stdout
         for option, seen in shown.items():
             row = re.search(rf"│ [* ]*{option}(?: +-o)? +([A-Z|]+(?: \[[^\]]*\])?)", text)
             if option in names:

@@ -12,6 +12,7 @@ from burnqed.runner.local import LocalRunner, StageStatus, env_for, require_earl
 from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.runner.requests import OtherRequest, ReportRequest
 from burnqed.storage import Store
+from tests.processes import forked_stages
 
 
 def test_env_for_turns_sets_into_env_vars(tmp_path: Path) -> None:
@@ -43,14 +44,16 @@ def test_runner_runs_in_order_skips_finished_and_stops_at_a_failure(tmp_path: Pa
     iteration = Iteration(index=0, root=root, stages=(first, failing, last))
     lines: list[str] = []
     runner = LocalRunner(echo=lines.append, store=store)
-    outcome = runner.run(iteration)
+    with forked_stages():  # the order and the skips are the subject; a spawned stage's process is the next tests'
+        outcome = runner.run(iteration)
     assert [(r.stage, r.status) for r in outcome.runs] == [("first", StageStatus.RAN), ("broken", StageStatus.FAILED)]
     assert outcome.failed is not None and outcome.failed.exit_code == 2
     assert store.is_done(f"{root}/a") and not store.is_done(f"{root}/b")
     assert [stage.name for stage, _ in runner.pending(iteration)] == ["broken", "last"]
     # re-run with the broken stage fixed (dropped): the finished stage is skipped, the rest runs
     fixed = Iteration(index=0, root=root, stages=(first, _report_stage("last", root, f"{root}/b")))
-    again = runner.run(fixed)
+    with forked_stages():
+        again = runner.run(fixed)
     assert [(r.stage, r.status) for r in again.runs] == [("first", StageStatus.SKIPPED), ("last", StageStatus.RAN)]
     assert runner.run(fixed).ran == []
     assert any("done already, skipped" in line for line in lines)
