@@ -115,6 +115,28 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/search/repair.py": (None, REPAIR_TESTS),
     "burnqed/search/root.py": (("accept_subgoal", "own_goals"), ["tests/search/test_sketch_search.py"]),
     "burnqed/search/sketching.py": (("SketchSearch._count",), ["tests/search/test_sketch_search.py"]),
+    # what the judge (comparator) decides: its verdict read, a refused proof un-counting its theorem, never training
+    "burnqed/lean/comparator.py": (("ComparatorReport.kernels", "transcript_kernels", "read_verdicts", "_uncaught"),
+                                   ["tests/lean/test_comparator.py", "tests/eval/test_judge.py"]),
+    "burnqed/eval/judging.py": (("without_holes", "check_definition_holes", "judge_case", "_refused", "_record"),
+                                ["tests/eval/test_judge_holes.py", "tests/eval/test_judge.py",
+                                 "tests/eval/test_judge_step.py"]),
+    "burnqed/eval/judge_step.py": (("pending", "counted_proof", "uncounted", "_refused_row", "_at", "_task_at",
+                                    "_less"), ["tests/eval/test_judge_step.py", "tests/cluster/test_judge_step.py"]),
+    "burnqed/stages/judge_merge.py": (("ShardVerdicts.refused_in", "relabel"),
+                                      ["tests/trajectory/test_judge_merge.py", "tests/cluster/test_judge_step.py"]),
+    "burnqed/trajectory/labels.py": (("unproved_label",),
+                                     ["tests/trajectory/test_labels.py", "tests/trajectory/test_judge_merge.py"]),
+    # the lemma library's refusals before Lean, the closed keys it and the lemma graph match by, the graph's cycles
+    "burnqed/search/lemmas.py": (("statement_refusal", "refusal", "LibrarySource.lemma_candidates",
+                                  "LibrarySource._candidate", "training_held"),
+                                 ["tests/search/test_lemma_poison.py", "tests/search/test_lemma_library.py"]),
+    "burnqed/search/goal_keys.py": (("rename", "closed_key_of", "closed_key", "translate", "_restore"),
+                                    ["tests/search/test_lemma_poison.py", "tests/search/test_sketch_graph.py",
+                                     "tests/search/test_lemma_library.py"]),
+    "burnqed/search/lemma_graph.py": (("GoalGraph.alike", "GoalGraph.restated", "GoalGraph.restates",
+                                       "GoalGraph._repeat"), ["tests/search/test_sketch_graph.py"]),
+    "burnqed/search/recursion.py": (("lemma_of",), ["tests/search/test_sketch_graph.py"]),
 }
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.
