@@ -117,9 +117,10 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/search/sketching.py": (("SketchSearch._count",), ["tests/search/test_sketch_search.py"]),
     # what the judge (comparator) decides: its verdict read, a refused proof un-counting its theorem, never training
     "burnqed/lean/comparator.py": (("ComparatorReport.kernels", "transcript_kernels", "read_verdicts", "_uncaught"),
-                                   ["tests/lean/test_comparator.py", "tests/eval/test_judge.py"]),
-    "burnqed/eval/judging.py": (("without_holes", "check_definition_holes", "judge_case", "_refused", "_record"),
-                                ["tests/eval/test_judge_holes.py", "tests/eval/test_judge.py",
+                                   ["tests/lean/test_comparator_verdicts.py", "tests/lean/test_comparator.py",
+                                    "tests/eval/test_judge.py"]),
+    "burnqed/eval/judging.py": (("without_holes", "check_definition_holes", "judge_case", "judge_passes", "_refused",
+                                 "_record"), ["tests/eval/test_judge_holes.py", "tests/eval/test_judge.py",
                                  "tests/eval/test_judge_step.py"]),
     "burnqed/eval/judge_step.py": (("pending", "counted_proof", "uncounted", "_refused_row", "_at", "_task_at",
                                     "_less"), ["tests/eval/test_judge_step.py", "tests/cluster/test_judge_step.py"]),
@@ -136,7 +137,8 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
                                      "tests/search/test_lemma_library.py"]),
     "burnqed/search/lemma_graph.py": (("GoalGraph.alike", "GoalGraph.restated", "GoalGraph.restates",
                                        "GoalGraph._repeat"), ["tests/search/test_sketch_graph.py"]),
-    "burnqed/search/recursion.py": (("lemma_of",), ["tests/search/test_sketch_graph.py"]),
+    "burnqed/search/recursion.py": (("lemma_of",), ["tests/search/test_lemma_refusals.py",
+                                                    "tests/search/test_sketch_graph.py"]),
 }
 # The kernel-net table at two versions (with and without sorry flags) keeps a mutant's run short; the full table
 # runs in the suite.
