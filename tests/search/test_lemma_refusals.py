@@ -5,9 +5,13 @@ declaration can state is not planned again (`search.recursion.lemma_of`); the mu
 from __future__ import annotations
 
 from burnqed.records.replies import Goal, Variable
+from burnqed.records.results import SubgoalSource
 from burnqed.records.theorem import Theorem
+from burnqed.search.goal_keys import closed_key
+from burnqed.search.lemma_graph import Frame, GoalGraph
 from burnqed.search.recursion import lemma_of
 from burnqed.search.root import Root
+from burnqed.text.sketch import Sketch, read_sketch
 
 THEOREM = Theorem(name="t", signature="(x : ℕ) : x = x", header="import Mathlib")
 
@@ -17,3 +21,43 @@ def test_a_hole_whose_goal_no_declaration_can_state_is_not_planned_again_and_say
     assert lemma_of(THEOREM, "h", inaccessible) == "the hypothesis x✝ is inaccessible: no binder can name it"
     stated = lemma_of(THEOREM, "h", Root(goal=Goal("x = x", (Variable("x", "ℕ"),))))
     assert stated == Theorem(name="t.h", signature="(x : ℕ) : x = x", header="import Mathlib")
+
+
+def test_a_let_value_is_part_of_its_hypothesis_closed_key_and_a_draft_s_hole_value_is_not() -> None:
+    goal = Goal("n + m = 5", (Variable("n", "ℕ", value="5"), Variable("m", "ℕ", value=" ?m.3 "),
+                              Variable("h", "n = m")))
+    assert closed_key(goal, "import  Mathlib\nopen Nat").text == (
+        "header import Mathlib open Nat\n∀ _0 : ℕ := 5\n∀ _1 : ℕ\n∀ _2 : _0 = _1\n⊢ _0 + _1 = 5")
+
+
+async def _never() -> int:
+    raise AssertionError("no lemma is started again here")
+
+
+def test_a_hole_restates_an_ancestor_only_with_the_holes_before_it_as_hypotheses_and_is_recorded_once() -> None:
+    graph = GoalGraph(header=None, depth=3)
+    context = (Variable("x", "ℝ"), Variable("y", "ℝ"), Variable("h₀", "0 < x"))
+    root = graph.root(Goal("0 < x * y + x", context))
+    child = graph.place(Goal("0 < x * y", context), 1)
+    frame = Frame(child, (root, child), THEOREM, _never, "k")
+    later = read_sketch("have hy : 0 < y := by sorry\nhave hq : 0 < x * y + x := by sorry\nexact hq")
+    assert isinstance(later, Sketch) and graph.restated(later, frame) is None and graph.refused == []
+    alone = read_sketch("have hq : 0 < x * y + x := by sorry\nexact hq")
+    assert isinstance(alone, Sketch)
+    ancestor = (f"the hole hq restates its ancestor goal 0 (closed key {root.closed.digest[:16]}): refused before "
+                "Lean, a cycle")
+    assert graph.restated(alone, frame) == ancestor
+    parent = (f"the hole hq restates the goal it decomposes (closed key {child.closed.digest[:16]}): refused before "
+              "Lean, a cycle")
+    assert graph.restates("hq", Goal("0 < x * y", context), frame) == parent
+    assert graph.refused == [ancestor, parent]
+
+
+def test_a_goal_alike_is_a_proved_other_node_of_its_closed_key_under_another_exact_key() -> None:
+    graph = GoalGraph(header=None, depth=3)
+    first = graph.place(Goal("0 < a", (Variable("a", "ℝ"), Variable("h", "0 < a"))), 1)
+    renamed = graph.place(Goal("0 < b", (Variable("b", "ℝ"), Variable("h", "0 < b"))), 1)
+    same = graph.place(Goal("0 < a", (Variable("a", "ℝ"), Variable("h", "0 < a"))), 2)
+    assert same is first and graph.alike(renamed) is None
+    first.close(["exact h"], SubgoalSource.SEARCH)
+    assert graph.alike(renamed) is first and graph.alike(first) is None
