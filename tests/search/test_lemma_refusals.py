@@ -9,11 +9,18 @@ from burnqed.records.results import SubgoalSource
 from burnqed.records.theorem import Theorem
 from burnqed.search.goal_keys import closed_key
 from burnqed.search.lemma_graph import Frame, GoalGraph
+from burnqed.search.lemmas import KEY_MISMATCH, LemmaEntry, LemmaLibrary, entry_of, refusal
 from burnqed.search.recursion import lemma_of
 from burnqed.search.root import Root
+from burnqed.search.subgoal_cache import subgoal_key
 from burnqed.text.sketch import Sketch, read_sketch
+from tests.search.test_lemma_poison import CONTEXT, ENV, GUARD, HOLE, TRAIN
 
 THEOREM = Theorem(name="t", signature="(x : ℕ) : x = x", header="import Mathlib")
+
+
+def lemma_entry(tactics: list[str], goal: Goal = HOLE) -> LemmaEntry:
+    return entry_of(goal, None, tactics, ENV, TRAIN)
 
 
 def test_a_hole_whose_goal_no_declaration_can_state_is_not_planned_again_and_says_why() -> None:
@@ -61,3 +68,40 @@ def test_a_goal_alike_is_a_proved_other_node_of_its_closed_key_under_another_exa
     assert same is first and graph.alike(renamed) is None
     first.close(["exact h"], SubgoalSource.SEARCH)
     assert graph.alike(renamed) is first and graph.alike(first) is None
+
+
+def test_each_refusal_before_lean_names_what_it_refused() -> None:
+    honest = lemma_entry(["nlinarith [h₀, h₁]"])
+    assert refusal(honest, ENV, GUARD, {"another digest": "held"}) is None
+    assert refusal(honest, ENV, GUARD, {honest.digest: "held: why"}) == "held: why"
+    assert refusal(honest.model_copy(update={"closed_key": "x"}), ENV, GUARD, {}) == KEY_MISMATCH.format(
+        which="closed")
+    valued = lemma_entry(["nlinarith [h₀, h₁]"], Goal("0 < x * y", (*CONTEXT, Variable("n", "ℕ", value="sorry"))))
+    assert refusal(valued, ENV, GUARD, {}) == "its statement's hypothesis n is refused: matches deny pattern " + repr(
+        r"\bsorry\b")
+    let = lemma_entry(["nlinarith [h₀, h₁]"], Goal("0 < x * y", (*CONTEXT, Variable("n", "ℕ", value="3"))))
+    assert refusal(let, ENV, GUARD, {}) is None
+    open_type = lemma_entry(["nlinarith [h₀, h₁]"], Goal("0 < x * y", (*CONTEXT, Variable("h", "(0 <"))))
+    assert refusal(open_type, ENV, GUARD, {}) == "its statement's hypothesis h is refused: it leaves '(' open " \
+        "(character 0)"
+    closing = lemma_entry(["nlinarith [h₀, h₁]"], Goal("0 < x * y)", CONTEXT))
+    assert refusal(closing, ENV, GUARD, {}) == ("its statement's target is refused: it closes a bracket ')' it never "
+                                                "opened (character 9)")
+
+
+def test_a_hole_is_offered_its_exact_entries_then_its_renamed_ones_shortest_first_up_to_the_limit_once_each() -> None:
+    short, long = lemma_entry(["positivity"]), lemma_entry(["nlinarith [h₀, h₁]"])
+    renamed_goal = Goal("0 < a * b", (Variable("a", "ℝ"), Variable("b", "ℝ"), Variable("ha", "0 < a"),
+                                      Variable("hb", "0 < b")))
+    renamed = lemma_entry(["exact mul_pos ha hb"], renamed_goal)
+    library = LemmaLibrary.of([long, renamed, short])
+    source = library.source(ENV, GUARD, {})
+    exact, closed = subgoal_key(HOLE, None), closed_key(HOLE, None)
+    offered = source.lemma_candidates(exact, closed, HOLE, 3)
+    assert [c.tactics for c in offered] == [("positivity",), ("nlinarith [h₀, h₁]",), ("exact mul_pos h₀ h₁",)]
+    assert [c.tactics for c in source.lemma_candidates(exact, closed, HOLE, 1)] == [("positivity",)]
+    assert [c.tactics for c in source.lemma_candidates(exact, closed, HOLE, 2)] == [("positivity",),
+                                                                                     ("nlinarith [h₀, h₁]",)]
+    source.lemma_outcome(offered[0], exact, accepted=False)
+    assert [c.tactics for c in source.lemma_candidates(exact, closed, HOLE, 1)] == [("nlinarith [h₀, h₁]",)]
+    assert (source.stats.lookups, source.stats.offered, source.stats.rejected, source.stats.refused) == (4, 7, 1, 0)
