@@ -133,7 +133,8 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     # the lemma library's refusals before Lean, the closed keys it and the lemma graph match by, the graph's cycles
     "burnqed/search/lemmas.py": (("statement_refusal", "refusal", "LibrarySource.lemma_candidates",
                                   "LibrarySource._candidate", "training_held"),
-                                 ["tests/search/test_lemma_poison.py", "tests/search/test_lemma_library.py"]),
+                                 ["tests/search/test_lemma_refusals.py", "tests/search/test_lemma_poison.py",
+                                  "tests/search/test_lemma_library.py"]),
     "burnqed/search/goal_keys.py": (("rename", "closed_key_of", "closed_key", "translate", "_restore"),
                                     ["tests/search/test_lemma_refusals.py", "tests/search/test_lemma_poison.py",
                                      "tests/search/test_sketch_graph.py",
