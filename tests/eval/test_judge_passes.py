@@ -1,0 +1,56 @@
+"""`eval.judging.judge_passes` read directly, with the comparator double (tests/doubles/comparator_double.py): in
+every pass, the proof comparator refuses is un-counted (no proof, tactics, depth nor budget, the reason in its
+detail) and every other result stays as it was; each theorem's record is its first refusal (an alarm) or the
+kernels that accepted it, and a theorem with nothing judged keeps the bare record. With burnqed as the judge, or the
+judge deferred, nothing changes but the records. Exact values where the mutation run (scripts/mutation.py,
+docs/results.md) found no test reading them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from burnqed.eval.judging import PENDING_WHY, JudgeSettings, judge_passes
+from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
+from burnqed.records.results import FailureReason, TheoremResult
+from burnqed.records.theorem import Theorem
+from tests.eval.test_judge import COMPARATOR, THEOREMS
+from tests.eval.test_judge_step import PROOFS, _proof
+
+HONEST, FALSE, PUTNAM = THEOREMS
+
+
+def result(theorem: Theorem, proved: bool = True) -> TheoremResult:
+    return TheoremResult(name=theorem.name, proved=proved, proof=_proof(theorem) if proved else None,
+                         tactics=[PROOFS[theorem.name]] if proved else [], budget_at_proof=1 if proved else None,
+                         depth=1 if proved else None, answer="5" if theorem.answer else None)
+
+
+def test_a_refused_proof_is_uncounted_in_its_pass_and_each_theorem_keeps_its_record() -> None:
+    comparator = ComparatorSettings(tuple(COMPARATOR))
+    attempts = [[result(HONEST), result(FALSE), result(PUTNAM)],
+                [result(HONEST), result(FALSE, proved=False), result(PUTNAM, proved=False)]]
+    judged, records = asyncio.run(judge_passes(THEOREMS, attempts, JudgeSettings(comparator=comparator,
+                                                                                  toolchain="v")))
+    refused = result(FALSE).model_copy(update={
+        "proved": False, "failure_reason": FailureReason.JUDGE_REFUSED, "proof": None, "tactics": [], "depth": None,
+        "budget_at_proof": None, "detail": "comparator refused it (run): Child exited with 1"})
+    assert judged == [[attempts[0][0], refused, attempts[0][2]], attempts[1]]
+    base = comparator.record("v")
+    assert records == {
+        HONEST.name: base.model_copy(update={"accepted": True, "kernels": ["lean"]}),
+        FALSE.name: base.model_copy(update={"accepted": False, "category": "run", "reason": "Child exited with 1",
+                                            "alarm": True}),
+        PUTNAM.name: base.model_copy(update={"accepted": True, "kernels": ["lean"]})}
+    unjudged, bare = asyncio.run(judge_passes(THEOREMS[:1], [[result(HONEST, proved=False)]],
+                                              JudgeSettings(comparator=comparator)))
+    assert (unjudged, bare) == ([[result(HONEST, proved=False)]], {HONEST.name: comparator.record(None)})
+
+
+def test_with_burnqed_as_the_judge_or_the_judge_deferred_the_passes_are_unchanged() -> None:
+    attempts = [[result(HONEST), result(FALSE)]]
+    for settings, record in ((JudgeSettings(why="lean.judge = 'burnqed'"),
+                              JudgeRecord(judge="burnqed", why="lean.judge = 'burnqed'")),
+                             (JudgeSettings(why=PENDING_WHY, deferred=True),
+                              JudgeRecord(judge="pending", why=PENDING_WHY))):
+        judged, records = asyncio.run(judge_passes(THEOREMS[:2], attempts, settings))
+        assert (judged, records) == (attempts, {HONEST.name: record, FALSE.name: record})
