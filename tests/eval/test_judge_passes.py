@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 
-from burnqed.eval.judging import PENDING_WHY, JudgeSettings, judge_passes
+import pytest
+
+from burnqed.errors import ConfigError
+from burnqed.eval.judging import PENDING_WHY, JudgeSettings, check_definition_holes, judge_passes
 from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
@@ -54,3 +57,16 @@ def test_with_burnqed_as_the_judge_or_the_judge_deferred_the_passes_are_unchange
                               JudgeRecord(judge="pending", why=PENDING_WHY))):
         judged, records = asyncio.run(judge_passes(THEOREMS[:2], attempts, settings))
         assert (judged, records) == (attempts, {HONEST.name: record, FALSE.name: record})
+
+
+def test_the_answer_slots_refused_to_a_comparator_without_holes_are_the_open_ones_six_named_as_five_and_one() -> None:
+    settings = JudgeSettings(comparator=ComparatorSettings(command=("comparator", "{config}")))
+    slots = [PUTNAM.model_copy(update={"name": f"p{i}"}) for i in range(6)]
+    assert PUTNAM.answer is not None
+    filled = PUTNAM.model_copy(update={"name": "given", "answer": PUTNAM.answer.model_copy(update={"value": "5"})})
+    check_definition_holes([filled], settings, "v4.29.1")  # a given answer is no open slot: nothing to refuse
+    for count, named in ((6, "p0, p1, p2, p3, p4 and 1 more"), (5, "p0, p1, p2, p3, p4")):
+        with pytest.raises(ConfigError) as caught:
+            check_definition_holes([filled, *slots[:count]], settings, "v4.29.1")
+        assert str(caught.value).startswith(f"lean.judge = 'comparator': {count} theorem(s) carry an answer slot "
+                                            f"({named}), and the comparator for Lean v4.29.1 ")
