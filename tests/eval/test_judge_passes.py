@@ -12,11 +12,11 @@ import asyncio
 import pytest
 
 from burnqed.errors import ConfigError
-from burnqed.eval.judging import PENDING_WHY, JudgeSettings, check_definition_holes, judge_passes
-from burnqed.lean.comparator import ComparatorSettings, JudgeRecord
+from burnqed.eval.judging import PENDING_WHY, JudgeSettings, check_definition_holes, judge_case, judge_passes
+from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
-from tests.eval.test_judge import COMPARATOR, THEOREMS
+from tests.eval.test_judge import COMPARATOR, SLOT, THEOREMS
 from tests.eval.test_judge_step import PROOFS, _proof
 
 HONEST, FALSE, PUTNAM = THEOREMS
@@ -70,3 +70,14 @@ def test_the_answer_slots_refused_to_a_comparator_without_holes_are_the_open_one
             check_definition_holes([filled, *slots[:count]], settings, "v4.29.1")
         assert str(caught.value).startswith(f"lean.judge = 'comparator': {count} theorem(s) carry an answer slot "
                                             f"({named}), and the comparator for Lean v4.29.1 ")
+
+
+def test_a_case_splits_the_assembled_proof_at_its_header_and_judges_any_other_file_alone() -> None:
+    assert judge_case(PUTNAM, result(PUTNAM)) == JudgeCase(
+        "putnam_judged", f"abbrev {SLOT} : Nat := sorry", f"theorem putnam_judged : 3 ≤ {SLOT}",
+        f"abbrev {SLOT} : Nat := (5)", f"theorem putnam_judged : 3 ≤ {SLOT} := by\n  decide\n", SLOT)
+    other = result(HONEST).model_copy(update={"proof": "theorem other : True := trivial"})
+    assert judge_case(HONEST, other) == JudgeCase(
+        "honest_sum", "", "theorem honest_sum : (2 : Nat) + 2 = 4", "theorem other : True := trivial", "", None)
+    assert judge_case(HONEST, result(HONEST).model_copy(update={"proof": None})) is None
+    assert judge_case(Theorem(name="no_statement"), result(HONEST)) is None
