@@ -79,5 +79,10 @@ def test_a_case_splits_the_assembled_proof_at_its_header_and_judges_any_other_fi
     other = result(HONEST).model_copy(update={"proof": "theorem other : True := trivial"})
     assert judge_case(HONEST, other) == JudgeCase(
         "honest_sum", "", "theorem honest_sum : (2 : Nat) + 2 = 4", "theorem other : True := trivial", "", None)
+    assert PUTNAM.answer is not None
+    given = PUTNAM.model_copy(update={"answer": PUTNAM.answer.model_copy(update={"value": "5"})})
+    assert judge_case(given, result(PUTNAM)) == JudgeCase(
+        "putnam_judged", f"abbrev {SLOT} : Nat := sorry", f"theorem putnam_judged : 3 ≤ {SLOT}",
+        f"abbrev {SLOT} : Nat := (5)", f"theorem putnam_judged : 3 ≤ {SLOT} := by\n  decide\n", None)
     assert judge_case(HONEST, result(HONEST).model_copy(update={"proof": None})) is None
     assert judge_case(Theorem(name="no_statement"), result(HONEST)) is None
