@@ -28,7 +28,8 @@ def result(theorem: Theorem, proved: bool = True) -> TheoremResult:
                          depth=1 if proved else None, answer="5" if theorem.answer else None)
 
 
-def test_a_refused_proof_is_uncounted_in_its_pass_and_each_theorem_keeps_its_record() -> None:
+def test_a_refused_proof_is_uncounted_in_its_pass_and_each_theorem_keeps_its_record(
+        caplog: pytest.LogCaptureFixture) -> None:
     comparator = ComparatorSettings(tuple(COMPARATOR))
     attempts = [[result(HONEST), result(FALSE), result(PUTNAM)],
                 [result(HONEST), result(FALSE, proved=False), result(PUTNAM, proved=False)]]
@@ -38,6 +39,8 @@ def test_a_refused_proof_is_uncounted_in_its_pass_and_each_theorem_keeps_its_rec
         "proved": False, "failure_reason": FailureReason.JUDGE_REFUSED, "proof": None, "tactics": [], "depth": None,
         "budget_at_proof": None, "detail": "comparator refused it (run): Child exited with 1"})
     assert judged == [[attempts[0][0], refused, attempts[0][2]], attempts[1]]
+    assert [r.getMessage() for r in caplog.records if r.levelname == "ERROR"] == [
+        "soundness alarm: false_claim: burnqed counted the proof, comparator refused it (Child exited with 1)"]
     base = comparator.record("v")
     assert records == {
         HONEST.name: base.model_copy(update={"accepted": True, "kernels": ["lean"]}),
