@@ -50,6 +50,10 @@ def test_a_refused_proof_is_uncounted_in_its_pass_and_each_theorem_keeps_its_rec
     unjudged, bare = asyncio.run(judge_passes(THEOREMS[:1], [[result(HONEST, proved=False)]],
                                               JudgeSettings(comparator=comparator)))
     assert (unjudged, bare) == ([[result(HONEST, proved=False)]], {HONEST.name: comparator.record(None)})
+    # a proof of a theorem not among those given is not judged (nor counted out); an unproved result never is
+    elsewhere = [[result(HONEST, proved=False), result(FALSE)]]
+    assert asyncio.run(judge_passes(THEOREMS[:1], elsewhere, JudgeSettings(comparator=comparator))) == (
+        elsewhere, {HONEST.name: comparator.record(None)})
 
 
 def test_with_burnqed_as_the_judge_or_the_judge_deferred_the_passes_are_unchanged() -> None:
