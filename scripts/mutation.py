@@ -121,7 +121,7 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/lean/comparator.py": (("ComparatorReport.kernels", "transcript_kernels", "read_verdicts", "_uncaught"),
                                    ["tests/lean/test_comparator_verdicts.py", "tests/lean/test_comparator.py",
                                     "tests/eval/test_judge.py"]),
-    "burnqed/eval/judging.py": (("without_holes", "check_definition_holes", "judge_case", "judge_passes", "_refused",
+    "burnqed/search/judge.py": (("without_holes", "check_definition_holes", "judge_case", "judge_passes", "_refused",
                                  "_record"), ["tests/eval/test_judge_holes.py", "tests/eval/test_judge_passes.py",
                                               "tests/eval/test_judge.py", "tests/eval/test_judge_step.py"]),
     "burnqed/eval/judge_step.py": (("pending", "counted_proof", "uncounted", "_refused_row", "_at", "_task_at",

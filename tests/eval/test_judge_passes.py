@@ -12,10 +12,10 @@ import asyncio
 import pytest
 
 from burnqed.errors import ConfigError
-from burnqed.eval.judging import PENDING_WHY, JudgeSettings, check_definition_holes, judge_case, judge_passes
 from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
+from burnqed.search.judge import PENDING_WHY, JudgeSettings, check_definition_holes, judge_case, judge_passes
 from tests.eval.test_judge import COMPARATOR, SLOT, THEOREMS
 from tests.eval.test_judge_step import PROOFS, _proof
 

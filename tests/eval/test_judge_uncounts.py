@@ -5,12 +5,12 @@ proof found at the larger budget, a refused name that counted nothing, an empty 
 from __future__ import annotations
 
 from burnqed.eval.judge_step import counted_proof, pending, uncounted
-from burnqed.eval.judging import PENDING_WHY
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult
 from burnqed.lean.comparator import JudgeRecord
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.search.answer_check import AnswerCheck, AnswerJudgement
+from burnqed.search.judge import PENDING_WHY
 from tests.eval.test_judge import THEOREMS
 from tests.eval.test_judge_step import PROOFS, _proof
 
