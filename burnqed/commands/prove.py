@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from burnqed.config import Config
+    from burnqed.eval.arms import EvalRequest
     from burnqed.eval.result import EvalResult
-    from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
     from burnqed.search.judge import JudgeSettings
     from burnqed.stages.search import JobSettings
@@ -357,7 +357,8 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
-    from burnqed.eval.run import EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
+    from burnqed.eval.arms import EvalRequest, check_eval_request
+    from burnqed.eval.identity import EvalJobSettings, eval_budgets
     from burnqed.eval.stage import run_eval
     from burnqed.runner import requests
     from burnqed.runner.reuse import eval_request_inputs
@@ -426,8 +427,8 @@ def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, judg
     decontamination lines; `InputError` (exit 2) when one was made from other inputs or counted by another judge;
     None when one is missing."""
     from burnqed.data.decontaminate import check_lines
+    from burnqed.eval.arms import finished_eval, render_finished
     from burnqed.eval.judging import judges_of
-    from burnqed.eval.run import finished_eval, render_finished
     from burnqed.runner.reuse import check_reusable, reuse_line
     from burnqed.runner.reuse import finished_eval as finished
 

@@ -1,6 +1,7 @@
 """Evaluation: the result document (`result`), pass@N over budgets (`pass_at`), its tables (`rendering`,
-`per_theorem`), comparisons between evals (`compare`), the eval stage (`run`, and `stage`: `burnqed eval` as one
-call) and the joint-training study (`joint_study`). The iteration report is `burnqed.report`.
+`per_theorem`), comparisons between evals (`compare`), the eval stage (`run`: its passes; `identity`: its settings and
+identity; `resume`: an interrupted eval continued; `arms`: both arms of one `burnqed eval`; `stage`: `burnqed eval` as
+one call) and the joint-training study (`joint_study`). The iteration report is `burnqed.report`.
 
 Scoring and rendering are pure: the search runner hands in per-attempt `TheoremResult`s.
 """

@@ -46,8 +46,8 @@ from burnqed.runner.requests import (
 from burnqed.storage import MARKER_NAME, StageMarker, Store, is_remote, join, normalize
 
 if TYPE_CHECKING:
+    from burnqed.eval.identity import EvalIdentity, EvalJobSettings
     from burnqed.eval.result import EvalResult
-    from burnqed.eval.run import EvalIdentity, EvalJobSettings
     from burnqed.records.theorem import TheoremIndex
 
 
@@ -181,7 +181,7 @@ def rl_inputs(cfg: Config, store: Store, *, sft: str, index: TheoremIndex, traje
     with repair prompts, whose failed proofs give them), the keys of RL's identity, and how its prompts are written
     (whole search's format and declaration form; `repair prompts`, the repair format, when search.repair_rounds > 0
     serves them: the effective value, as `proof examples` is SFT's)."""
-    from burnqed.eval.run import theorem_digest
+    from burnqed.eval.identity import theorem_digest
     from burnqed.rl.grpo import RlSettings
 
     reward = RlSettings.from_config(cfg).reward
@@ -256,8 +256,8 @@ def _search_settings(mode: str, seed: int | None, lean_backend: str, search: dic
 
 
 def eval_inputs(identity: EvalIdentity, cfg: Config, store: Store) -> StageInputs:
-    """One arm of `eval`: its identity (`eval.run.EvalIdentity`: the theorem set, budgets, mode and the keys of eval's
-    identity in that mode), the policy model, the value model and, in sketch mode, the lemma library
+    """One arm of `eval`: its identity (`eval.identity.EvalIdentity`: the theorem set, budgets, mode and the keys of
+    eval's identity in that mode), the policy model, the value model and, in sketch mode, the lemma library
     (`search.lemma_library`, stamped by its listing: its entries are named by their digests)."""
     settings = {"benchmark": identity.benchmark, "theorems": identity.theorems, "theorem set": identity.theorem_digest,
                 "--budgets": identity.budgets, "--pass-n": identity.pass_n, "--iter": identity.iteration,
@@ -273,7 +273,7 @@ def search_inputs(cfg: Config, store: Store, index: TheoremIndex, *, shard: str 
     """`search`: the theorem set (by content) and shard, the keys of search's identity in its mode, the policy and
     value models, and with `unsolved_from` (--unsolved-from) those trajectories and the factor of the budget their
     unsolved theorems get (`search.unsolved_budget_factor`). `--run-id` is a label, not an input."""
-    from burnqed.eval.run import search_identity, theorem_digest
+    from burnqed.eval.identity import search_identity, theorem_digest
     from burnqed.lean.backend import lean_backend_label
 
     unsolved = ({"--unsolved-from": stamp(unsolved_from, store)} if unsolved_from is not None else {})
@@ -473,18 +473,20 @@ def eval_request_inputs(request: EvalRequest, cfg: Config, store: Store, index: 
     """Each arm of `burnqed eval` as `request` asks for it (its result file, `eval_inputs`); `index` and `settings`:
     its theorems and job settings when already read."""
     from burnqed.data.theorems import load_index
-    from burnqed.eval import run
+    from burnqed.eval import arms as eval_arms
+    from burnqed.eval import identity as eval_identity
 
     if settings is None:
-        settings = run.EvalJobSettings.from_config(cfg, run.eval_budgets(request.budgets, cfg.pipeline),
-                                                   defer_judge=request.defer_judge)
+        budgets = eval_identity.eval_budgets(request.budgets, cfg.pipeline)
+        settings = eval_identity.EvalJobSettings.from_config(cfg, budgets, defer_judge=request.defer_judge)
     if index is None:
         index = load_index(request.theorems, request.split, "test", store=store, world_seed=cfg.data.world_seed,
                            world_sketches=cfg.data.world_sketches)
-    arms = run.EvalRequest(request.output, pass_n=request.pass_n, iteration=request.iteration, ebm=request.ebm,
-                           ablation=request.ablation).arms()
-    return [(arm.output, eval_inputs(run.EvalIdentity.of(index, settings, pass_n=request.pass_n,
-                                                         iteration=request.iteration, ebm=arm.ebm), cfg, store))
+    arms = eval_arms.EvalRequest(request.output, pass_n=request.pass_n, iteration=request.iteration,
+                                 ebm=request.ebm, ablation=request.ablation).arms()
+    return [(arm.output, eval_inputs(eval_identity.EvalIdentity.of(index, settings, pass_n=request.pass_n,
+                                                                   iteration=request.iteration, ebm=arm.ebm),
+                                     cfg, store))
             for arm in arms]
 
 
