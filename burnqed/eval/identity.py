@@ -20,8 +20,8 @@ from burnqed.config import Config, PipelineConfig
 from burnqed.config.identity import default_values, identity_values
 from burnqed.config.search import MAX_BUDGET
 from burnqed.errors import InputError
+from burnqed.eval.metadata import config_digest
 from burnqed.eval.pass_at import validate_budgets
-from burnqed.eval.result import config_digest
 from burnqed.lean.backend import lean_backend_label
 from burnqed.lean.comparator import ComparatorSettings
 from burnqed.provenance import StageInputs

@@ -30,8 +30,9 @@ from burnqed.config import Config
 from burnqed.errors import InputError
 from burnqed.eval.identity import OPEN_ANSWER, EvalIdentity, EvalJobSettings, evaluable, record_identity
 from burnqed.eval.judging import with_judges
+from burnqed.eval.metadata import git_commit
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result
-from burnqed.eval.result import EvalResult, git_commit
+from burnqed.eval.result import EvalResult
 from burnqed.eval.resume import pass_prefix, recheck_committed, resume_state
 from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 from burnqed.lean.comparator import JudgeRecord
