@@ -6,9 +6,9 @@ in dependency order, each as a `burnqed …` subprocess — the same command lin
     check_before_work(cfg, store)           # runner.checks: a model naming no folder, a missing benchmark: exit 2
     go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # runner.iterate
 
-A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`, from the request the stage
-holds); one finished with
-other inputs is refused before anything runs (exit 2), or with `force` redone with every finished stage after it.
+A stage finished with the inputs this run gives it is skipped (`runner.request_inputs.stage_verdict`, from the request
+the stage holds); one finished with other inputs is refused before anything runs (exit 2), or with `force` redone with
+every finished stage after it.
 The children get the configuration as pods do: `BURNQED_CONFIG`, the `--set`s as `BURNQED_SECTION__KEY`.
 """
 
@@ -39,7 +39,7 @@ from burnqed.config import load_config, parse_value
 from burnqed.errors import ConfigError, InputError
 from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.runner.plan import Iteration, Stage
-from burnqed.runner.reuse import Verdict, interrupted_difference, stage_verdict
+from burnqed.runner.request_inputs import Verdict, interrupted_difference, stage_verdict
 
 
 class StageStatus(StrEnum):
@@ -308,11 +308,11 @@ class LocalRunner:
     def shard_plans(self, iteration: Iteration, only: Sequence[str] = (), *, force: bool | None = None
                     ) -> list[ShardPlan]:
         """What a run of `iteration` (or only of the stages `only` names) does with each stage shard, in run order,
-        judged as `run` judges it (`force`: as a run with or without --force; default this runner's): a finished
-        one is compared with what this run gives it (`reuse.stage_verdict`); with `force` one made with other inputs
-        is redone, as is every finished one after a stage that runs, and an unfinished search holding a run made
-        with other inputs starts over. `run` refuses a finished one made with other inputs without `force`;
-        `burnqed plan` shows them all."""
+        judged as `run` judges it (`force`: as a run with or without --force; default this runner's): a finished one is
+        compared with what this run gives it (`request_inputs.stage_verdict`); with `force` one made with other inputs
+        is redone, as is every finished one after a stage that runs, and an unfinished search holding a run made with
+        other inputs starts over. `run` refuses a finished one made with other inputs without `force`; `burnqed plan`
+        shows them all."""
         force = self.force if force is None else force
         plans: list[ShardPlan] = []
         running: set[str] = set()  # the stages with a shard that runs
@@ -390,7 +390,7 @@ class LocalRunner:
 
     def _interrupted_elsewise(self, stage: Stage, shard: int) -> bool:
         """True when the unfinished `shard` of `stage` holds an interrupted run made with other inputs than this run
-        gives it (`reuse.interrupted_difference`: a search's), which only the stage's --force starts over."""
+        gives it (`request_inputs.interrupted_difference`: a search's), which only the stage's --force starts over."""
         config = self.env.get("BURNQED_CONFIG")
         try:
             return interrupted_difference(stage.request_for(shard), lambda sets: load_config(

@@ -15,6 +15,7 @@ from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
 from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.plan import build_iteration, iteration_of
+from burnqed.runner.request_inputs import made_from, stage_verdict
 from burnqed.runner.requests import (
     EvalRequest,
     ExportRequest,
@@ -29,7 +30,7 @@ from burnqed.runner.requests import (
     StartRequest,
     TrainEbmRequest,
 )
-from burnqed.runner.reuse import made_from, search_inputs, sft_inputs, stage_verdict, stamp
+from burnqed.runner.reuse import search_inputs, sft_inputs, stamp
 from burnqed.storage import MARKER_NAME, Store
 
 # Every request the pipeline builds a stage of (what `made_from` knows).
