@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from burnqed.config import load_config  # noqa: E402
 from burnqed.data.index import load_local_theorem_index, select_split  # noqa: E402
-from burnqed.eval.run import EvalIdentity, EvalJobSettings  # noqa: E402
+from burnqed.eval.identity import EvalIdentity, EvalJobSettings  # noqa: E402
 from burnqed.lean.inprocess import InProcessReplayPool  # noqa: E402
 from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noqa: E402
 from burnqed.records.theorem import TheoremIndex  # noqa: E402

@@ -182,8 +182,8 @@ def train_ebm(
     measured on --model's embeddings of the trajectories, as for a trained head."""
     import time
 
+    from burnqed.runner.request_inputs import train_ebm_request_inputs
     from burnqed.runner.requests import TrainEbmRequest
-    from burnqed.runner.reuse import train_ebm_request_inputs
 
     started = time.perf_counter()
     cfg, store = setup(config, model_set(model, set_), output=output, folder=True, stage="train-ebm")

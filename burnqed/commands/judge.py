@@ -43,9 +43,9 @@ def judge(
     from burnqed.base.signals import run_async
     from burnqed.data.theorems import load_index
     from burnqed.errors import InputError
+    from burnqed.eval.arms import judge_texts
     from burnqed.eval.judge_step import judge_result
     from burnqed.eval.result import EvalResult, load_eval_result, write_eval_result
-    from burnqed.eval.run import judge_texts
     from burnqed.lean.comparator import ComparatorSettings
     from burnqed.search.judge import JudgeSettings, check_definition_holes, check_judge
 

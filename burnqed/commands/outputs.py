@@ -52,7 +52,7 @@ def trajectory_file(name: str, *, passes: bool = False) -> bool:
     completion marker, the lease, the eval's identity, the record of what it is made from, the hybrid search's
     journal of half-searched theorems and temporary files; with `passes` also the same under `pass-K/` (an eval's
     pass prefixes)."""
-    from burnqed.eval.run import IDENTITY_NAME
+    from burnqed.eval.identity import IDENTITY_NAME
     from burnqed.search.journal import INFLIGHT
     from burnqed.trajectory.schema import PART_RE, SUCCESS_NAME
 
@@ -99,7 +99,7 @@ def trajectory_stage(store: Store, uri: str) -> str | None:
     `StageMarker` names (a folder output, not a prefix). None when it holds none of these (nothing, a lease,
     temporary files): nobody's yet. A search's output is thus never taken for an eval's or a merge's, which
     `check_trajectory_prefix` refuses to write into or start over, --force or not."""
-    from burnqed.eval.run import IDENTITY_NAME
+    from burnqed.eval.identity import IDENTITY_NAME
     from burnqed.runner.reuse import MERGE_INPUT
     from burnqed.trajectory.schema import PART_RE, SUCCESS_NAME
 

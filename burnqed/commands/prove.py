@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from burnqed.config import Config
+    from burnqed.eval.arms import EvalRequest
     from burnqed.eval.result import EvalResult
-    from burnqed.eval.run import EvalRequest
     from burnqed.provenance import StageInputs
     from burnqed.search.judge import JudgeSettings
     from burnqed.stages.search import JobSettings
@@ -151,8 +151,8 @@ def search(
     it when finished ("reusing OUTPUT …"). --force searches again from nothing; the two together are refused."""
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
+    from burnqed.runner import request_inputs, reuse
     from burnqed.runner.requests import SearchRequest
-    from burnqed.runner.reuse import resume_prefix, reuse_line, search_request_inputs
     from burnqed.search.runner import parse_shard
     from burnqed.stages.search import SearchReport, search_job
 
@@ -173,7 +173,7 @@ def search(
     _check_ebm(ebm, store)  # after the output, before the theorems, Lean and the model
     index = load_index(theorems, split, store=store, world_seed=cfg.data.world_seed,
                        world_sketches=cfg.data.world_sketches)
-    made_from = search_request_inputs(asked, cfg, store, index)
+    made_from = request_inputs.search_request_inputs(asked, cfg, store, index)
 
     async def run() -> SearchReport:
         async with open_search_edges(cfg, ebm, store=store) as edges:
@@ -190,8 +190,8 @@ def search(
             hold_lease(store, output, what="search output", command=same_command()):
         if force:
             restart_trajectory_prefix(store, output, stage="search")
-        elif (found := resume_prefix(store, output, made_from, resume=resume)) is not None:
-            typer.echo(reuse_line(found))
+        elif (found := reuse.resume_prefix(store, output, made_from, resume=resume)) is not None:
+            typer.echo(reuse.reuse_line(found))
             return
         report = run_async(run())
     rate = f"{report.proved}/{report.searched}" if report.searched else "0/0"
@@ -357,10 +357,11 @@ def evaluate(
     """
     from burnqed.commands.edges import open_search_edges
     from burnqed.data.theorems import load_index
-    from burnqed.eval.run import EvalJobSettings, EvalRequest, check_eval_request, eval_budgets
+    from burnqed.eval.arms import EvalRequest, check_eval_request
+    from burnqed.eval.identity import EvalJobSettings, eval_budgets
     from burnqed.eval.stage import run_eval
     from burnqed.runner import requests
-    from burnqed.runner.reuse import eval_request_inputs
+    from burnqed.runner.request_inputs import eval_request_inputs
     from burnqed.search.judge import check_definition_holes, check_judge
 
     cfg, store = setup(config, model_set(model, set_))
@@ -426,8 +427,8 @@ def _reused_eval(request: EvalRequest, made_from: Sequence[StageInputs], *, judg
     decontamination lines; `InputError` (exit 2) when one was made from other inputs or counted by another judge;
     None when one is missing."""
     from burnqed.data.decontaminate import check_lines
+    from burnqed.eval.arms import finished_eval, render_finished
     from burnqed.eval.judging import judges_of
-    from burnqed.eval.run import finished_eval, render_finished
     from burnqed.runner.reuse import check_reusable, reuse_line
     from burnqed.runner.reuse import finished_eval as finished
 

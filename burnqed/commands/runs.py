@@ -92,13 +92,14 @@ def _local_run(root: str | None, config: Path | None, sets: list[str] | None, *,
     with --model's), after the checks a run makes before its first stage: the root's URI, the root's experiment
     (`_continued`: what it is not given is taken from the root, a setting of the experiment given otherwise is refused
     with `anew`, the command that starts the new experiment at iteration 0, to which `_new_root` adds a new --root),
-    lean.workers against this machine, the models and benchmark (`runner.local.check_before_work`) and that the root
+    lean.workers against this machine, the models and benchmark (`runner.checks.check_before_work`) and that the root
     can be written (a file there is refused). The runner's stages get the configuration and sets, and storage.root =
     the run root; `plan` judges finished stages with the same runner, as `iterate` would."""
     from burnqed import storage
     from burnqed.base import uris
     from burnqed.base.resources import check_workers_fit
-    from burnqed.runner.local import LocalRunner, check_before_work
+    from burnqed.runner.checks import check_before_work
+    from burnqed.runner.local import LocalRunner
 
     cfg = configure(config, sets)
     uris.check_uri(root or cfg.storage.root, "--root" if root else "storage.root")
@@ -187,7 +188,8 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     from burnqed.base.signals import same_command, stop_on_signals
     from burnqed.commands.vocabulary import require_run_root
     from burnqed.layout import Layout
-    from burnqed.runner.local import default_jobs, run_iterations
+    from burnqed.runner.iterate import run_iterations
+    from burnqed.runner.local import default_jobs
     from burnqed.storage.place_lease import hold_lease
 
     model, given_sets = given
@@ -221,7 +223,7 @@ def _run_iterations(name: str, iters: list[int], root: str | None, only: list[st
     last = iters[-1]
     if store.is_done(Layout(run_root).report(last)):
         from burnqed.report.build import load_report
-        from burnqed.runner.local import drawn_theorem, next_line
+        from burnqed.runner.iterate import drawn_theorem, next_line
 
         def again(lowered: Sequence[str]) -> str:
             sets = [part for item in lowered for part in ("--set", item)]
@@ -303,7 +305,8 @@ def plan(
     from burnqed.commands.vocabulary import require_run_root
     from burnqed.errors import BurnqedError
     from burnqed.layout import Layout
-    from burnqed.runner.local import base_model_warning, check_iteration, other_inputs_refusal
+    from burnqed.runner.checks import base_model_warning, check_iteration
+    from burnqed.runner.local import other_inputs_refusal
     from burnqed.runner.plan import iteration_of
 
     cfg, store, run_root, runner, _ = _local_run(

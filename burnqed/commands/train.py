@@ -70,8 +70,8 @@ def sft(
     """
     from burnqed.config.sft import proof_examples_on, proofs_kept, sketch_examples_on
     from burnqed.data.theorems import check_training_inputs
+    from burnqed.runner.request_inputs import sft_request_inputs
     from burnqed.runner.requests import SftRequest as Asked
-    from burnqed.runner.reuse import sft_request_inputs
     from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch, stops_with_continue
     from burnqed.sft.model import resolve_base_model
     from burnqed.sft.train import SftRequest, run_sft
@@ -189,8 +189,8 @@ def rl(
     from burnqed.data.theorems import check_rl_theorems, rl_index
     from burnqed.lean.pool import LeanPool
     from burnqed.rl import grpo as stage
+    from burnqed.runner.request_inputs import rl_request_inputs
     from burnqed.runner.requests import RlRequest as Asked
-    from burnqed.runner.reuse import rl_request_inputs
     from burnqed.sft.launch import World, is_main_process, needs_launch, stops_with_continue
 
     cfg, store = setup(config, set_, output=output, folder=True, stage="rl")

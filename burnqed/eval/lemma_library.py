@@ -12,7 +12,7 @@ import dataclasses
 from pydantic import ValidationError
 
 from burnqed.data.decontaminate import HELD_OUT_SPLITS, ROUTE_EVAL, Benchmark, Twins, held_out_theorems
-from burnqed.eval.run import EvalJobSettings
+from burnqed.eval.identity import EvalJobSettings
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.search.lemmas import HELD_SPLIT, RESTATES, LemmaLibrary, closure, open_library
 from burnqed.search.sketching import SketchSettings

@@ -85,5 +85,5 @@ ENGINE_FIELDS = tuple(name for name in EvalSettings.model_fields if name != "con
 
 def recorded_settings(effective: EvalSettings, identity: Mapping[str, object]) -> EvalSettings:
     """`effective` (`eval.run.eval_settings`: what the engine ran with) with every key of eval's identity in its mode
-    (`identity`: `section.key` → value, `eval.run.search_identity`) in `config`."""
+    (`identity`: `section.key` → value, `eval.identity.search_identity`) in `config`."""
     return EvalSettings.model_validate({**effective.model_dump(exclude_unset=True), "config": dict(identity)})

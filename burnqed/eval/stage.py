@@ -23,16 +23,11 @@ from typing import TYPE_CHECKING, Protocol
 
 from burnqed.base.signals import run_async, same_command, stop_on_signals
 from burnqed.data.decontaminate import check_lines, check_training_data
+from burnqed.eval.arms import EvalRequest, check_resumable, eval_arms, publish_eval
+from burnqed.eval.identity import EvalJobSettings
 from burnqed.eval.lemma_library import attach_library
 from burnqed.eval.result import EvalResult
-from burnqed.eval.run import (
-    EvalJobSettings,
-    EvalRequest,
-    check_resumable,
-    eval_arms,
-    publish_eval,
-    untrained_planner,
-)
+from burnqed.eval.run import untrained_planner
 from burnqed.storage import Store
 from burnqed.storage.place_lease import hold_lease
 

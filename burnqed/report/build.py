@@ -19,7 +19,7 @@ from pathlib import Path
 from burnqed import __version__, storage
 from burnqed.config import PipelineConfig
 from burnqed.errors import InputError
-from burnqed.eval.result import git_commit
+from burnqed.eval.metadata import git_commit
 from burnqed.layout import Layout
 from burnqed.report.document import SECTIONS, Report
 from burnqed.report.gates import model_label

@@ -181,7 +181,7 @@ def source_row(iteration: int, source: str, budget: str | None, prefixes: Sequen
 
 def eval_prefixes(uri: str, result: EvalResult) -> list[str]:
     """The trajectory prefixes of the eval whose result is at `uri`: beside it, one per pass."""
-    from burnqed.eval.run import pass_prefix
+    from burnqed.eval.resume import pass_prefix
 
     beside = trajectories_beside(uri)
     return [pass_prefix(beside, result.pass_n, k) for k in range(result.pass_n)]

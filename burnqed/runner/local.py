@@ -3,21 +3,19 @@ in dependency order, each as a `burnqed …` subprocess — the same command lin
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
-    check_before_work(cfg, store)           # a model naming no folder, a missing benchmark: exit 2 before any stage
-    go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # iterate, run-all
+    check_before_work(cfg, store)           # runner.checks: a model naming no folder, a missing benchmark: exit 2
+    go = run_iterations([0, 1], root, None, runner, cfg, store, gates=True, echo=typer.echo)   # runner.iterate
 
-A stage finished with the inputs this run gives it is skipped (`runner.reuse.stage_verdict`, from the request the stage
-holds); one finished with
-other inputs is refused before anything runs (exit 2), or with `force` redone with every finished stage after it.
+A stage finished with the inputs this run gives it is skipped (`runner.request_inputs.stage_verdict`, from the request
+the stage holds); one finished with other inputs is refused before anything runs (exit 2), or with `force` redone with
+every finished stage after it.
 The children get the configuration as pods do: `BURNQED_CONFIG`, the `--set`s as `BURNQED_SECTION__KEY`.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import threading
@@ -27,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Protocol, TextIO
+from typing import IO, Any, Protocol, TextIO
 
 from burnqed import storage
 from burnqed.base.signals import (
@@ -35,27 +33,13 @@ from burnqed.base.signals import (
     SUPERVISED_ENV,
     command_text,
     program_name,
-    signal_name,
     stop_process_group,
 )
 from burnqed.config import load_config, parse_value
-from burnqed.errors import BurnqedError, ConfigError, InputError, StoppedError
-from burnqed.layout import Layout, StageRun, StageTimes, trajectories_beside
+from burnqed.errors import ConfigError, InputError
+from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.runner.plan import Iteration, Stage
-from burnqed.runner.requests import EvalRequest
-from burnqed.runner.reuse import Verdict, interrupted_difference, stage_verdict
-
-if TYPE_CHECKING:
-    from burnqed.config import Config
-    from burnqed.report.document import Report
-
-STOPPED_CODES = (128 + signal.SIGTERM, 128 + signal.SIGINT)  # a stage's exit after it saved its work on a signal
-
-
-class Echo(Protocol):
-    """Where `run_iterations` says what it does (`typer.echo`: stdout, or stderr with `err=True`)."""
-
-    def __call__(self, message: str, *, err: bool = False) -> Any: ...
+from burnqed.runner.request_inputs import Verdict, interrupted_difference, stage_verdict
 
 
 class StageStatus(StrEnum):
@@ -142,18 +126,6 @@ def _comes_after(stage: Stage, names: set[str], stages: Mapping[str, Stage]) -> 
             return True
         todo.extend(stages[name].after)
     return False
-
-
-class StageFailedError(BurnqedError):
-    """A stage's command exited with an error; its own message is above it on stderr."""
-
-
-class StageInputError(InputError):
-    """A stage's command refused its input or configuration (exit 2; its own message is above it on stderr): the
-    run exits 2 too (docs/errors.md), not 1 as for a failure of the machinery."""
-
-
-INPUT_EXIT_CODE = 2  # a command's exit on bad input or configuration (`commands.kit.reports_errors`)
 
 
 def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -> dict[str, str]:
@@ -336,11 +308,11 @@ class LocalRunner:
     def shard_plans(self, iteration: Iteration, only: Sequence[str] = (), *, force: bool | None = None
                     ) -> list[ShardPlan]:
         """What a run of `iteration` (or only of the stages `only` names) does with each stage shard, in run order,
-        judged as `run` judges it (`force`: as a run with or without --force; default this runner's): a finished
-        one is compared with what this run gives it (`reuse.stage_verdict`); with `force` one made with other inputs
-        is redone, as is every finished one after a stage that runs, and an unfinished search holding a run made
-        with other inputs starts over. `run` refuses a finished one made with other inputs without `force`;
-        `burnqed plan` shows them all."""
+        judged as `run` judges it (`force`: as a run with or without --force; default this runner's): a finished one is
+        compared with what this run gives it (`request_inputs.stage_verdict`); with `force` one made with other inputs
+        is redone, as is every finished one after a stage that runs, and an unfinished search holding a run made with
+        other inputs starts over. `run` refuses a finished one made with other inputs without `force`; `burnqed plan`
+        shows them all."""
         force = self.force if force is None else force
         plans: list[ShardPlan] = []
         running: set[str] = set()  # the stages with a shard that runs
@@ -418,7 +390,7 @@ class LocalRunner:
 
     def _interrupted_elsewise(self, stage: Stage, shard: int) -> bool:
         """True when the unfinished `shard` of `stage` holds an interrupted run made with other inputs than this run
-        gives it (`reuse.interrupted_difference`: a search's), which only the stage's --force starts over."""
+        gives it (`request_inputs.interrupted_difference`: a search's), which only the stage's --force starts over."""
         config = self.env.get("BURNQED_CONFIG")
         try:
             return interrupted_difference(stage.request_for(shard), lambda sets: load_config(
@@ -507,227 +479,3 @@ class LocalRunner:
         return ShardRun(entry.stage.name, entry.shard if entry.stage.shards > 1 else None,
                         StageStatus.RAN if code == 0 else StageStatus.FAILED, time.monotonic() - entry.started,
                         code, cpu, entry.started_at)
-
-
-def check_models(cfg: Config, store: storage.Store) -> None:
-    """`ModelInputError` (exit 2) when a model the run's stages load names no model folder: `sft.base_model` (SFT
-    fine-tunes it, every export merges into it) and, with the local policy backend, `policy.model` (eval-base
-    evaluates it); `--model` sets both. A local path is checked as every command checks it
-    (`policy.modelpath.ensure_model`: the folder it likely meant); a remote one for its config.json, downloading
-    nothing. Unset: the tiny embedded model, built by the first stage that needs it."""
-    from burnqed.errors import ModelInputError
-    from burnqed.policy.modelpath import ensure_model
-
-    paths = [cfg.sft.base_model, cfg.policy.model if cfg.policy.backend == "local" else None]
-    for path in dict.fromkeys(path for path in paths if path is not None):
-        if storage.is_remote(path):
-            if not store.exists(storage.join(path, "config.json")):
-                raise ModelInputError(f"model folder {path} holds no config.json: it is not a model folder")
-        else:
-            ensure_model(path, store=store)
-
-
-def _eval_trajectories(request: EvalRequest, output: str) -> str:
-    """Where the eval `request` writing `output` keeps its trajectories: its --trajectories-out, else beside
-    `output`."""
-    return request.trajectories_out or trajectories_beside(output)
-
-
-def check_stage_inputs(iteration: Iteration, store: storage.Store, only: Sequence[str] = ()) -> None:
-    """`InputError` (exit 2) before the iteration's first stage when a stage it runs (or only those `only` names)
-    reads a file or folder that no stage of the iteration makes and that does not exist (an earlier iteration's
-    rollouts, the configured theorems), or that a stage left out by `only` makes and has not finished. (An eval
-    makes its trajectories beside its result.)"""
-    makers = {made: stage for stage in iteration.stages for uri in stage.all_outputs()
-              for made in (uri, *((_eval_trajectories(stage.request, uri),) if isinstance(stage.request, EvalRequest)
-                                  else ()))}
-    for stage in iteration.stages:
-        if only and stage.name not in only:
-            continue
-        for uri in stage.inputs:
-            maker = makers.get(uri)
-            if maker is None and not store.exists(uri):
-                raise InputError(f"iteration {iteration.index}: stage {stage.name} reads {uri}, which does not "
-                                 "exist and no stage of the iteration makes")
-            if maker is not None and only and maker.name not in only and not store.is_done(uri):
-                raise InputError(f"iteration {iteration.index}: stage {stage.name} reads {uri}, which stage "
-                                 f"{maker.name} makes and has not finished: run it too (--only {maker.name}, or "
-                                 "no --only)")
-
-
-def check_before_work(cfg: Config, store: storage.Store) -> None:
-    """Refuse, once and before any stage starts, what a stage of the run would refuse only when it comes, or what
-    would train on the benchmark (`InputError`, exit 2): a model that names no model folder (`check_models`: --model,
-    sft.base_model, policy.model), a `pipeline.benchmark` that is missing or holds no theorem
-    (prepare-data decontaminates the training data against it and every eval evaluates it; the first eval comes
-    after SFT and search), and a `pipeline.search_theorems` index that is missing or restates a theorem of that
-    benchmark (search reads it as it is, and SFT trains on what search proves there)."""
-    from burnqed.data.decontaminate import Twins
-    from burnqed.data.theorems import load_setting_theorems, pipeline_benchmark
-
-    check_models(cfg, store)
-    if cfg.pipeline.benchmark is None and cfg.pipeline.search_theorems is None:
-        return
-    benchmark = pipeline_benchmark(cfg.pipeline.benchmark, cfg.data.world_seed, store=store,
-                                   world_sketches=cfg.data.world_sketches)
-    if cfg.pipeline.search_theorems is None:
-        return
-    searched = load_setting_theorems(cfg.pipeline.search_theorems, "pipeline.search_theorems", store=store)
-    twins = Twins([benchmark])
-    overlaps = [overlap for theorem in searched.theorems if (overlap := twins.overlap(theorem, searched.name))]
-    if overlaps:
-        shown = "; ".join(f"{o.training} restates {o.benchmark}" for o in overlaps[:5])
-        more = f"; and {len(overlaps) - 5} more" if len(overlaps) > 5 else ""
-        raise InputError(f"pipeline.search_theorems {cfg.pipeline.search_theorems}: {len(overlaps)} of its "
-                         f"{len(searched.theorems)} theorems restate a theorem of the benchmark {benchmark.name} "
-                         f"({shown}{more}); search would find their proofs and SFT train on them: remove them from "
-                         "the index, or leave pipeline.search_theorems unset (the prepared data, decontaminated)")
-
-
-def require_earlier(iteration: Iteration, earlier_done: Callable[[int], bool], carry: Sequence[str] = ()) -> None:
-    """Refuse to start iteration i before iterations 0..i-1 finished (their outputs are its inputs), naming the
-    command that runs the first unfinished one with the options `carry` (the run's --root, --model, --config and
-    --sets, as given: `commands.kit.carried`)."""
-    for j in range(iteration.index):
-        if not earlier_done(j):
-            command = command_text(["iterate", "--iter", str(j), *carry])
-            raise ConfigError(f"iteration {j} has not finished under {iteration.root}: run `{command}` first")
-
-
-def require_in_order(iters: Sequence[int], root: str, earlier_done: Callable[[int], bool],
-                     carry: Sequence[str] = ()) -> None:
-    """`require_earlier` for every iteration of `iters` (increasing) before any of them runs: each one's earlier
-    iterations must be finished or among `iters` before it (`run-all --iters 0,2` is refused at once for 1, not after
-    iteration 0 ran). No iteration is planned for it: an unfinished one is named at once, however large `iters`."""
-    requested = set(iters)
-    for i in iters:
-        require_earlier(Iteration(index=i, root=root, stages=()), lambda j: j in requested or earlier_done(j), carry)
-
-
-def check_iteration(iteration: Iteration, store: storage.Store, earlier_done: Callable[[int], bool],
-                    only: Sequence[str] = (), carry: Sequence[str] = ()) -> None:
-    """What `run_iterations` refuses of `iteration` before its first stage, in its order: an earlier iteration not
-    finished (`require_earlier`, `earlier_done` telling which are; `ConfigError`), then an input that no stage makes
-    and that does not exist (`check_stage_inputs`; `InputError`). `burnqed plan` prints the same line."""
-    require_earlier(iteration, earlier_done, carry)
-    check_stage_inputs(iteration, store, only)
-
-
-def base_model_warning(iteration: Iteration, cfg: Config) -> str | None:
-    """One line when the iteration's eval-base would evaluate another model as "the untrained base" than the one its
-    SFT starts from, else None. Read from the plan: eval-base evaluates its `--model` (the pipeline passes
-    sft.base_model when that is set), else policy.model, else the tiny embedded model; SFT starts from
-    sft.base_model, else the tiny embedded model. `burnqed iterate`, `run-all` and `plan` print it before any work."""
-    from burnqed.errors import InputError
-    from burnqed.policy.modelpath import default_model_dir
-
-    stage = next((stage for stage in iteration.stages if stage.name == "eval-base"), None)
-    if stage is None:
-        return None
-    given = stage.request.model if isinstance(stage.request, EvalRequest) else None
-    evaluated, why = (given, "its --model") if given is not None else (cfg.policy.model, "policy.model")
-    trained = cfg.sft.base_model
-    if evaluated == trained:
-        return None
-    if trained is None and evaluated is not None and "://" not in evaluated:
-        try:
-            if Path(os.path.abspath(os.path.expanduser(evaluated))) == default_model_dir():
-                return None  # the tiny embedded model's own folder, named
-        except InputError:  # no home for the tiny model: it cannot be that folder
-            pass
-    tiny = "the tiny embedded model"
-    fix = f"; to train from {evaluated}, set sft.base_model={evaluated}" if evaluated is not None else ""
-    return (f"warning: eval-base evaluates {evaluated or tiny} ({why}) as the untrained base, but SFT starts from "
-            f"{trained or tiny} (sft.base_model{'' if trained else ' is unset'}): the report's base → iteration 0 "
-            f"would compare two different models{fix}")
-
-
-def run_iterations(iters: Sequence[int], run_root: str, only: Sequence[str] | None, runner: LocalRunner, cfg: Config,
-                   store: storage.Store, *, gates: bool, echo: Echo, carry: Sequence[str] = (),
-                   before_work: Callable[[], None] | None = None) -> bool:
-    """Run the iterations `iters` under `run_root` in order with `runner` (`burnqed iterate`, `run-all`), saying on
-    `echo` what each did and where its report is, with the report's headline (`report.build.headline`: solve rates
-    with intervals, new and lost theorems, the cost, the gates) unless its report stage printed it in this run.
-    Returns False when `gates` is on and a blocking gate failed (the iterations after it are not run), else True.
-    `carry`: the options a command it names repeats (`require_earlier`); `before_work` is called once, when the
-    first iteration is judged and before its first stage (the run root's experiment record). An iteration whose
-    earlier ones are neither finished nor among `iters` before it is refused before any work (`ConfigError`), not
-    after those before it ran.
-    `StoppedError` when a stage was stopped by a signal, `StageFailedError` when one failed."""
-    from burnqed.report.build import headline, load_report
-    from burnqed.runner.plan import iteration_of
-
-    @functools.cache
-    def finished(j: int) -> bool:
-        return not runner.pending(iteration_of(cfg, run_root, j))
-
-    require_in_order(iters, run_root, finished, carry)
-    for i in iters:
-        iteration = iteration_of(cfg, run_root, i)
-        finished.cache_clear()  # the iterations run before this one have finished since
-        check_iteration(iteration, store, finished, only or (), carry)
-        warning = base_model_warning(iteration, cfg)
-        if warning is not None:
-            echo(warning, err=True)
-        echo(f"iteration {i} under {run_root}: {len(iteration.stages)} stages", err=True)
-        outcome = runner.run(iteration, only or (), before_start=before_work if i == iters[0] else None)
-        if outcome.failed is not None and outcome.failed.exit_code in STOPPED_CODES:
-            signum = (outcome.failed.exit_code or 0) - 128  # the stage was stopped from outside and saved its work
-            raise StoppedError(signum, f"stage {outcome.failed.label} stopped by {signal_name(signum)}")
-        if outcome.failed is not None and outcome.failed.exit_code == INPUT_EXIT_CODE:
-            raise StageInputError(
-                f"iteration {i}: stage {outcome.failed.label} refused its input (exit code {INPUT_EXIT_CODE}, its "
-                "error above); fix it and re-run the same command: finished stages are skipped")
-        if outcome.failed is not None:
-            raise StageFailedError(
-                f"iteration {i}: stage {outcome.failed.label} failed (exit code {outcome.failed.exit_code}); "
-                "fix the cause and re-run the same command: finished stages are skipped"
-            )
-        ran = len(outcome.ran)
-        echo(f"iteration {i}: {'nothing to do, all stages finished' if not ran else f'{ran} stage runs'}")
-        report_uri = iteration.stage("report").outputs[0]
-        if store.is_done(report_uri):
-            report = load_report(report_uri, store=store)
-            echo(f"report: {storage.join(report_uri, 'report.md')}")
-            if not any(run.stage == "report" for run in outcome.ran):  # a report stage that ran printed it already
-                for line in headline(report):
-                    echo(line)
-            if gates and not report.go:
-                left = "" if i == iters[-1] else f"stopping after iteration {i}: "
-                echo(f"error: {left}a go/no-go gate of iteration {i} failed (see {report_uri}/report.md; "
-                     "--no-gates to go on)", err=True)
-                return False
-    return True
-
-
-def drawn_theorem(report: Report) -> str:
-    """The theorem a suggested `show` names, so that it runs as printed: the first the report's iteration's main eval
-    proved (its proof path drawn), else the first it left unsolved, else `THEOREM` (no eval was read)."""
-    proved = [row.theorem for row in report.proofs if row.iteration == report.iteration]
-    return next(iter([*proved, *(row.theorem for row in report.unsolved)]), "THEOREM")
-
-
-# The settings that lower a blocking gate that stopped (`next_line`): what goes on past it, iteration by iteration.
-LOWERS = {"baseline": ("pipeline.gate_min_rate=0",),
-          "gain": ("pipeline.gate_min_gain=-1", "pipeline.gate_max_lost=null")}
-
-
-def next_line(report: Report, again: Callable[[Sequence[str]], str], show: str) -> str:
-    """The `next:` line after the iterations up to `report`'s: `again(SETS)` (the command running the one after, with
-    `--set` each of SETS) only when its go/no-go gates say go; after a STOP by measured gates (the baseline's floor on
-    a benchmark the base hardly solves, a gain too small) what the gate measured and the command that goes on with
-    the gate lowered (`LOWERS`); after a blocking gate not measured no iteration; `show` (drawing one theorem's
-    search) either way."""
-    drawn = f"`{show}` draws one theorem's search"
-    following = report.iteration + 1
-    if report.go and report.decided:
-        return f"next: `{again(())}` runs iteration {following}; {drawn}"
-    stopped = [gate for gate in report.gates if gate.blocking and not gate.passed]
-    if stopped and all(gate.measured and gate.name in LOWERS and (gate.name != "gain" or gate.change is not None)
-                       for gate in stopped):
-        lowered = [item for gate in stopped for item in LOWERS[gate.name]]
-        return (f"next: iteration {report.iteration}'s decision: {report.decision}; to go on anyway, "
-                f"`{again(lowered)}` runs iteration {following} with the gate{'s' if len(stopped) > 1 else ''} "
-                f"lowered (run-all: --no-gates); see its report.md; {drawn}")
-    return (f"next: no iteration {following} (iteration {report.iteration}'s decision: {report.decision}); "
-            f"see its report.md; {drawn}")

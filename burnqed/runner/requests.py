@@ -1,8 +1,8 @@
-"""What a stage asks its command to do, as typed data: one request type per command the pipeline runs, each field
-named as the command's parameter it sets (`burnqed sft`'s `iteration` is its `--iter`). A request renders its own
-command line (`argv()`, what `runner.local` runs as a subprocess and `workflows/` renders into an Argo template) and
-is what the stage's identity is computed from (`runner.reuse.made_from`); the command builds the same request from
-its parsed options, so a stage and a pasted `burnqed …` line agree by construction.
+"""What a stage asks its command to do, as typed data: one request type per command the pipeline runs, each field named
+as the command's parameter it sets (`burnqed sft`'s `iteration` is its `--iter`). A request renders its own command line
+(`argv()`, what `runner.local` runs as a subprocess and `workflows/` renders into an Argo template) and is what the
+stage's identity is computed from (`runner.request_inputs.made_from`); the command builds the same request from its
+parsed options, so a stage and a pasted `burnqed …` line agree by construction.
 
     request = SftRequest(iteration=1, data="runs/iter_0/data", trajectories=("runs/iter_0/trajectories",),
                          init="runs/iter_0/sft", output="runs/iter_1/sft")

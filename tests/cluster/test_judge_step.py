@@ -17,7 +17,7 @@ from burnqed.cluster.render import load, render_templates, write_documents
 from burnqed.cluster.validate import validate_documents
 from burnqed.config import Config
 from burnqed.errors import ConfigError
-from burnqed.runner.local import check_stage_inputs
+from burnqed.runner.checks import check_stage_inputs
 from burnqed.runner.plan import Resource, iteration_of
 from burnqed.storage import Store
 from tests.cluster.conftest import ROOT, WORKFLOWS, template

@@ -92,7 +92,7 @@ def test_an_odd_number_is_one_line_exit_2_before_any_work(tmp_path: Path, args: 
 
 
 def test_budgets_are_sorted_and_repeats_dropped_on_the_command_line_and_in_the_configuration() -> None:
-    from burnqed.eval.run import parse_budgets
+    from burnqed.eval.identity import parse_budgets
 
     assert parse_budgets("600, 100,300,100") == [100, 300, 600]
     cfg = load_config(sets=["pipeline.eval_budgets=[50, 10, 10]", "pipeline.eval_proof_budgets=[8, 2, 8]"])

@@ -281,7 +281,7 @@ def test_a_search_index_that_restates_the_benchmark_stops_the_run_before_any_wor
     """pipeline.search_theorems is searched as it is and SFT trains on what search proves there: a statement of the
     benchmark in it (up to renaming) is refused before any stage runs, naming the pair; a clean index passes."""
     from burnqed.config import load_config
-    from burnqed.runner.local import check_before_work
+    from burnqed.runner.checks import check_before_work
 
     bench = restating_file(tmp_path)
     searched = tmp_path / "Search.lean"

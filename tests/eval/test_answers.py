@@ -19,11 +19,12 @@ import pytest
 
 from burnqed.config import LeanConfig, load_config
 from burnqed.eval.compare import compare_results, render_comparison
+from burnqed.eval.identity import EvalJobSettings, theorem_digest
 from burnqed.eval.pass_at import AnswerChecks, answer_task, build_eval_result
 from burnqed.eval.per_theorem import render_theorem_table
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import EvalResult
-from burnqed.eval.run import EvalJobSettings, check_answers, eval_job, theorem_digest
+from burnqed.eval.run import check_answers, eval_job
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.records.enums import SearchMode

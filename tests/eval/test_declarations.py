@@ -14,9 +14,10 @@ import pytest
 
 from burnqed.commands.edges import open_pool
 from burnqed.config import PipelineConfig, load_config
+from burnqed.eval.identity import EvalJobSettings
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import EvalResult
-from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.eval.run import eval_job
 from burnqed.layout import Layout
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.report.build import build_report

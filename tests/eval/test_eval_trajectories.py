@@ -11,7 +11,7 @@ import pytest
 
 from burnqed.commands.outputs import restart_trajectory_prefix
 from burnqed.errors import InputError
-from burnqed.eval.run import IDENTITY_NAME
+from burnqed.eval.identity import IDENTITY_NAME
 from burnqed.layout import trajectories_beside
 from burnqed.storage import Store
 from burnqed.storage.place_lease import LEASE_NAME

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from burnqed.config import load_config
+from burnqed.eval.identity import EvalJobSettings
 from burnqed.eval.result import EvalResult, load_eval_result
-from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.eval.run import eval_job
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.records.theorem import Theorem, TheoremIndex

@@ -12,8 +12,9 @@ from pydantic import BaseModel, Field, create_model
 
 from burnqed.config import Config
 from burnqed.config.identity import MODES, identity_keys, identity_values, neutral, searched
+from burnqed.eval.identity import EvalJobSettings
 from burnqed.eval.result import EvalResult
-from burnqed.eval.run import EvalJobSettings, eval_settings
+from burnqed.eval.run import eval_settings
 from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 
 

@@ -12,18 +12,11 @@ import pytest
 
 from burnqed.config import Config, SearchConfig
 from burnqed.errors import InputError
+from burnqed.eval.metadata import config_digest, git_commit
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.per_theorem import render_not_evaluated, render_theorem_table
 from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.result import (
-    SCHEMA_VERSION,
-    BudgetRow,
-    EvalResult,
-    config_digest,
-    git_commit,
-    load_eval_result,
-    write_eval_result,
-)
+from burnqed.eval.result import SCHEMA_VERSION, BudgetRow, EvalResult, load_eval_result, write_eval_result
 from burnqed.lean.backend import lean_backend_label
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import BudgetUsage, FailureReason, TheoremResult, UsageCurve

@@ -18,10 +18,12 @@ from typing import Any
 import pytest
 
 from burnqed.config import LeanConfig, load_config
+from burnqed.eval.identity import EvalJobSettings
 from burnqed.eval.per_theorem import render_theorem_table
 from burnqed.eval.rendering import render_eval_table
 from burnqed.eval.result import EvalResult
-from burnqed.eval.run import EvalJobSettings, eval_job, recheck_committed
+from burnqed.eval.resume import recheck_committed
+from burnqed.eval.run import eval_job
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.records.results import FailureReason, TheoremResult
@@ -97,7 +99,7 @@ def copy(prefix: Path, to: Path) -> Path:
 
 
 def recheck(results: list[TheoremResult], guard: TacticGuard = GUARD) -> list[TheoremResult]:
-    """`eval.run.recheck_committed` on a one-worker minilean pool."""
+    """`eval.resume.recheck_committed` on a one-worker minilean pool."""
     async def go() -> list[TheoremResult]:
         async with minilean_pool() as pool:
             return await recheck_committed(results, INDEX.theorems, pool, guard)

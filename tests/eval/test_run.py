@@ -10,17 +10,12 @@ import pytest
 
 from burnqed.config import load_config
 from burnqed.errors import InputError
+from burnqed.eval.arms import EvalArm, EvalRequest, ablation_output, check_eval_request, finished_eval
+from burnqed.eval.identity import EvalJobSettings
+from burnqed.eval.metadata import config_digest
 from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.result import config_digest, write_eval_result
-from burnqed.eval.run import (
-    EvalArm,
-    EvalJobSettings,
-    EvalRequest,
-    ablation_output,
-    check_eval_request,
-    eval_settings,
-    finished_eval,
-)
+from burnqed.eval.result import write_eval_result
+from burnqed.eval.run import eval_settings
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.step import StepSettings

@@ -24,7 +24,7 @@ from burnqed.layout import Layout
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.report.build import build_report, write_report
 from burnqed.report.gates import go_no_go
-from burnqed.runner import reuse
+from burnqed.runner import request_inputs
 from burnqed.runner.plan import iteration_of
 from burnqed.runner.requests import EvalRequest, SearchRequest
 from burnqed.storage import Store
@@ -152,7 +152,7 @@ def _finished_run(tmp_path: Path, store: Store) -> Layout:
                 write_start = choose_start(load_results(at, j, store), j, at).model_dump_json().encode()
                 store.write_bytes(stage.outputs[0], write_start)
             elif isinstance(request, EvalRequest) and j == 2:
-                [(uri, made)] = reuse.made_from(request, load_config(sets=request.config_sets()), store) or []
+                [(uri, made)] = request_inputs.made_from(request, load_config(sets=request.config_sets()), store) or []
                 write_eval_result(load_eval_result(uri, store=store).model_copy(update={"made_from": made}), uri,
                                   store=store)
             elif not isinstance(request, EvalRequest) and (j, stage.name) != (2, "report"):
@@ -194,8 +194,8 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
             record["search_value_model"]) == (1, at.sft(1), 1, at.ebm(1), False)
     # What the stages load, from the command lines this run gave them (sft's as it printed it; train-ebm's and
     # search's as the plan gives them) through the start record iteration 3's start stage wrote: each builds its
-    # record of inputs from its request with these builders (`reuse.made_from`) after reading the record
-    # (`reuse.started`).
+    # record of inputs from its request with these builders (`request_inputs.made_from`) after reading the record
+    # (`request_inputs.started`).
     [ran_sft] = [args for args in stage_commands(done.stderr) if args[0] == "sft"]
     plan = iteration_of(BEST, at.root, 3)
     assert _made_from(ran_sft, BEST, store) == {"--init": at.sft(1)}
@@ -204,14 +204,14 @@ def test_after_a_no_go_run_all_goes_on_and_the_next_iteration_loads_the_best_ite
 
 
 def _made_from(argv: list[str], config: Config, store: Store) -> dict[str, str | None]:
-    """The policy (--init) and value model (--ebm) a stage's command line is made from, by the command's own builders
-    on the request it asks for (`reuse.made_from`, which reads a --start record as the command does); a search's
+    """The policy (--init) and value model (--ebm) a stage's command line is made from, by the command's own builders on
+    the request it asks for (`request_inputs.made_from`, which reads a --start record as the command does); a search's
     training theorems are dropped (--theorems INDEX --split SPLITS: the embedded corpus, since these runs have no
     prepared data)."""
     request = request_of(argv)
     if isinstance(request, SearchRequest):
         request = replace(request, theorems=None, split=None)
-    [(_, inputs)] = reuse.made_from(request, config, store) or []
+    [(_, inputs)] = request_inputs.made_from(request, config, store) or []
     return {role: found.uri for role, found in inputs.inputs.items() if role in ("--init", "--ebm")}
 
 
@@ -284,7 +284,7 @@ def test_the_report_draws_both_arms_across_iterations_and_names_the_next_start(t
 
 def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_changed(tmp_path: Path,
                                                                                   store: Store) -> None:
-    from burnqed.runner.reuse import stage_verdict
+    from burnqed.runner.request_inputs import stage_verdict
 
     at = _publish_run(tmp_path, store)
     request = iteration_of(BEST, at.root, 3).stage("start").request_for(0)
@@ -310,8 +310,8 @@ def test_a_finished_start_stage_is_reused_and_redone_when_an_eval_it_read_change
 def test_under_the_base_start_the_start_stage_gives_train_ebm_and_search_the_value_model_that_helped(
         tmp_path: Path, store: Store) -> None:
     """The default (pipeline.start = "base") after the no-go of ARMS: iteration 3's start stage, run as the plan gives
-    it, chooses no policy; what sft, train-ebm and search are then made from (`reuse.made_from`, the commands' own
-    builders, through `read_start`): the base model, iteration 1's value model, search without it."""
+    it, chooses no policy; what sft, train-ebm and search are then made from (`request_inputs.made_from`, the commands'
+    own builders, through `read_start`): the base model, iteration 1's value model, search without it."""
     at = _publish_run(tmp_path, store)
     plan = iteration_of(Config(), at.root, 3)
     done = burnqed_in_process(*plan.stage("start").argv_for(0))

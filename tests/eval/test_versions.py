@@ -156,8 +156,9 @@ def test_a_knob_renamed_is_a_migration_a_result_written_before_still_reads_and_i
     its new name and is reused by the same eval, refused by another value of the knob."""
     from burnqed.config import load_config
     from burnqed.data.index import bundled_index_path, load_local_theorem_index
+    from burnqed.eval.identity import EvalIdentity, EvalJobSettings
     from burnqed.eval.pass_at import build_eval_result
-    from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
+    from burnqed.eval.run import eval_settings
     from burnqed.eval.settings import recorded_settings
     from burnqed.provenance import when
     from burnqed.records.results import FailureReason, TheoremResult

@@ -11,7 +11,9 @@ import pytest
 
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
-from burnqed.runner.local import LocalRunner, base_model_warning, run_iterations
+from burnqed.runner.checks import base_model_warning
+from burnqed.runner.iterate import run_iterations
+from burnqed.runner.local import LocalRunner
 from burnqed.runner.plan import build_iteration
 from burnqed.storage import Store
 from tests.processes import cli

@@ -22,7 +22,7 @@ def finished_iteration(root: str, go: bool, *, store: Store, measured: bool = Tr
     nothing, recording the inputs the evals would record) and a report whose gate says `go` (`measured`: whether it
     could be measured)."""
     from burnqed.eval.result import load_eval_result, write_eval_result
-    from burnqed.runner.reuse import made_from
+    from burnqed.runner.request_inputs import made_from
     from tests.eval.test_report import publish
 
     cfg = Config()

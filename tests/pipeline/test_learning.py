@@ -22,8 +22,9 @@ import pytest
 from burnqed.config import Config, DataConfig, SourceSpec, load_config
 from burnqed.data.index import theorem_index
 from burnqed.data.prepare import prepare_data, write_prepared
+from burnqed.eval.identity import EvalJobSettings
 from burnqed.eval.result import EvalResult
-from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.eval.run import eval_job
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.localmodel import LocalModel

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from burnqed.errors import ConfigError
-from burnqed.runner.local import LocalRunner, StageStatus, env_for, require_earlier
+from burnqed.runner.checks import require_earlier
+from burnqed.runner.local import LocalRunner, StageStatus, env_for
 from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.runner.requests import OtherRequest, ReportRequest
 from burnqed.storage import Store
@@ -219,7 +220,7 @@ def test_a_stage_that_refuses_its_input_keeps_exit_2_through_iterate(tmp_path: P
     `StageFailedError` (exit 1). The stages are a stand-in that exits with the code given."""
     from burnqed.config import load_config
     from burnqed.errors import InputError
-    from burnqed.runner.local import StageFailedError, run_iterations
+    from burnqed.runner.iterate import StageFailedError, run_iterations
 
     script = tmp_path / "fake-python"
     script.write_text('#!/bin/sh\nexit "$EXIT"\n')
@@ -243,7 +244,7 @@ def test_a_stage_input_that_nothing_makes_or_a_stage_left_out_has_not_finished_i
 ) -> None:
     from burnqed.config import load_config
     from burnqed.errors import InputError
-    from burnqed.runner.local import check_stage_inputs
+    from burnqed.runner.checks import check_stage_inputs
     from burnqed.runner.plan import iteration_of
 
     root = f"file://{tmp_path}/run"

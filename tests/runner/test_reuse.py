@@ -15,6 +15,7 @@ from burnqed.config.identity import default_values, identity_values
 from burnqed.provenance import MISSING, InputStamp, StageInputs, when
 from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.plan import build_iteration, iteration_of
+from burnqed.runner.request_inputs import made_from, stage_verdict
 from burnqed.runner.requests import (
     EvalRequest,
     ExportRequest,
@@ -29,7 +30,7 @@ from burnqed.runner.requests import (
     StartRequest,
     TrainEbmRequest,
 )
-from burnqed.runner.reuse import made_from, search_inputs, sft_inputs, stage_verdict, stamp
+from burnqed.runner.reuse import search_inputs, sft_inputs, stamp
 from burnqed.storage import MARKER_NAME, Store
 
 # Every request the pipeline builds a stage of (what `made_from` knows).
@@ -300,9 +301,10 @@ def test_an_older_eval_result_is_compared_on_each_search_setting_it_recorded(sto
     each set one is compared as the key of eval's identity of that name, so the same eval is reused and one at
     another temperature refused."""
     from burnqed.data.index import bundled_index_path, load_local_theorem_index
+    from burnqed.eval.identity import EvalIdentity, EvalJobSettings
     from burnqed.eval.pass_at import build_eval_result
     from burnqed.eval.result import EvalResult
-    from burnqed.eval.run import EvalIdentity, EvalJobSettings, eval_settings
+    from burnqed.eval.run import eval_settings
     from burnqed.records.enums import SearchMode
     from burnqed.records.results import FailureReason, TheoremResult
     from burnqed.runner.reuse import eval_inputs, finished_eval, inputs_from_settings

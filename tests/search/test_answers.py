@@ -251,7 +251,7 @@ def test_the_answer_slot_answers_each_question_in_one_place() -> None:
 
 
 def test_the_eval_lists_an_open_answer_as_not_evaluated_in_step_mode() -> None:
-    from burnqed.eval.run import evaluable
+    from burnqed.eval.identity import evaluable
 
     plain = Theorem(name="plain", statement="1 + 1 = 2")
     index = TheoremIndex(name="putnam-made-up", theorems=[OPEN, plain])

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from burnqed.config import Config, load_config
+from burnqed.eval.identity import EvalIdentity, EvalJobSettings
 from burnqed.eval.lemma_library import attach_library
-from burnqed.eval.run import EvalIdentity, EvalJobSettings, pass_engine
+from burnqed.eval.run import pass_engine
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.records.results import SubgoalSource
 from burnqed.records.theorem import Theorem, TheoremIndex

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from burnqed.config import Config, load_config
-from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.eval.identity import EvalJobSettings
+from burnqed.eval.run import eval_job
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.base import sample_seed
 from burnqed.policy.batching import BatchingPolicy

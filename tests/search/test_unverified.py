@@ -11,7 +11,8 @@ import pytest
 from burnqed.config import Config, load_config
 from burnqed.ebm.sampling import build_dataset, check_trainable
 from burnqed.errors import InputError
-from burnqed.eval.run import EvalJobSettings, eval_job
+from burnqed.eval.identity import EvalJobSettings
+from burnqed.eval.run import eval_job
 from burnqed.lean.inprocess import InProcessReplay, InProcessReplayPool
 from burnqed.lean.soundness import check_proof_text
 from burnqed.records.results import FailureReason

@@ -18,8 +18,8 @@ import pytest
 
 from burnqed.config import Config, load_config
 from burnqed.records.theorem import TheoremIndex
+from burnqed.runner.request_inputs import stage_verdict
 from burnqed.runner.requests import MergeRequest
-from burnqed.runner.reuse import stage_verdict
 from burnqed.search.judge import SOUNDNESS_ALARM_EXIT
 from burnqed.stages.summary import render_summary, summarize
 from burnqed.storage import Store
