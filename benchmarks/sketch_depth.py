@@ -66,7 +66,7 @@ from burnqed.records.theorem import Theorem  # noqa: E402
 from burnqed.search.goal_keys import LemmaCandidate  # noqa: E402
 from burnqed.search.lemmas import LemmaLibrary, LemmaWriter, LibrarySource, write_lemmas  # noqa: E402
 from burnqed.search.modes import SearchSettings, prove_theorem  # noqa: E402
-from burnqed.search.sketching import SketchSettings  # noqa: E402
+from burnqed.search.sketch_settings import SketchSettings  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.search.subgoal_cache import SubgoalCache, SubgoalKey, cache_environment  # noqa: E402
 from burnqed.storage import Store  # noqa: E402

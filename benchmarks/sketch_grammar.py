@@ -41,7 +41,7 @@ from burnqed.policy.modelpath import default_model_dir  # noqa: E402
 from burnqed.records.results import SketchOutcome, TheoremResult  # noqa: E402
 from burnqed.records.theorem import Theorem  # noqa: E402
 from burnqed.search.modes import SearchSettings, prove_theorem  # noqa: E402
-from burnqed.search.sketching import SketchSettings  # noqa: E402
+from burnqed.search.sketch_settings import SketchSettings  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.text.sketch_grammar import sketch_grammar  # noqa: E402
 

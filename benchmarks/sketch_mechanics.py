@@ -46,7 +46,7 @@ from burnqed.records.replies import TacticKind, pretty_state  # noqa: E402
 from burnqed.records.results import TheoremResult  # noqa: E402
 from burnqed.records.theorem import Theorem  # noqa: E402
 from burnqed.search.modes import SearchSettings, prove_theorem  # noqa: E402
-from burnqed.search.sketching import SketchSettings  # noqa: E402
+from burnqed.search.sketch_settings import SketchSettings  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402
 from burnqed.search.subgoal_cache import CacheStats, SubgoalCache  # noqa: E402
 from burnqed.text.prompt import STATE_COMMENT_OPEN  # noqa: E402

@@ -15,7 +15,7 @@ from burnqed.data.decontaminate import HELD_OUT_SPLITS, ROUTE_EVAL, Benchmark, T
 from burnqed.eval.identity import EvalJobSettings
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.search.lemmas import HELD_SPLIT, RESTATES, LemmaLibrary, closure, open_library
-from burnqed.search.sketching import SketchSettings
+from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.subgoal_cache import cache_environment
 from burnqed.storage import Store
 

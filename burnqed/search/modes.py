@@ -29,7 +29,8 @@ from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.lemmas import LibrarySource
 from burnqed.search.mode import Engine, Mode, Recorded, Sections, complete, policy_sampling, sampling_from_config
 from burnqed.search.repair import RepairSettings
-from burnqed.search.sketching import SketchSearch, SketchSettings, elaborates_sketches, subgoal_budget
+from burnqed.search.sketch_settings import SketchSettings, elaborates_sketches, subgoal_budget
+from burnqed.search.sketching import SketchSearch
 from burnqed.search.step import SearchOutcome, StepSearch, StepSettings
 from burnqed.search.subgoal_cache import SubgoalCache
 from burnqed.search.trie import Priority

@@ -23,16 +23,15 @@ import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
-from burnqed.lean.env import LeanEnv, SketchEnv
+from burnqed.lean.env import SketchEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import FileLemma, Verdict, check_lemmas, check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds
-from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.policy.base import Completion, Policy, ask, expansion_seeds
+from burnqed.records.enums import SearchMode
 from burnqed.records.replies import Goal, SketchResult, TacticKind, first_line, pretty_state
 from burnqed.records.results import (
     Edge,
@@ -45,112 +44,36 @@ from burnqed.records.results import (
 )
 from burnqed.records.theorem import Theorem
 from burnqed.search.file_lemmas import Hole, Inner, lift_holes
-from burnqed.search.goal_keys import LemmaSource, closed_key, translate
+from burnqed.search.goal_keys import closed_key, translate
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.lemma_graph import Frame, GoalGraph, GoalNode, Tried
 from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.recursion import decompose
-from burnqed.search.repair import RepairSettings
 from burnqed.search.root import Root
 from burnqed.search.skeleton import (
     EngineCore,
     Place,
     Proof,
-    Proofs,
     SearchOutcome,
     Spent,
     ask_within,
     final_result,
     run_search,
 )
+from burnqed.search.sketch_failures import cap, summary, to_show, why
+from burnqed.search.sketch_settings import SketchSettings, subgoal_budget
 from burnqed.search.step import StepSearch, StepSettings
-from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache, SubgoalKey
-from burnqed.search.usage import CountingLean, UsageMeter
+from burnqed.search.subgoal_cache import SubgoalCache, SubgoalKey
+from burnqed.search.subgoal_end import SubgoalEnd, share_meter
+from burnqed.search.usage import CountingLean
 from burnqed.search.value import ValueFn
 from burnqed.search.whole import WholeAttempt, check_whole
 from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
-from burnqed.text.prompt import PromptFormat, build_replan_prompt, build_sketch_prompt
+from burnqed.text.prompt import build_replan_prompt, build_sketch_prompt
 from burnqed.text.sketch import SORRY_OUTSIDE_HOLE, Sketch, read_sketch
 from burnqed.trajectory.labels import label_edges
 
-__all__ = ["SketchSearch", "SketchSettings", "elaborates_sketches", "prove_sketch"]
-
-MAX_FAILURE_CHARS = 600  # what a re-plan prompt shows of one failure (Lean's message, a search's end), at most
-# A hybrid subgoal search is bounded by its rounds (its share); its proofs sampled are not a budget of their own.
-UNBOUNDED_PROOFS = 1_000_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class SketchSettings:
-    """Plain settings of sketch mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.stages.search`): the
-    planner's format and sampling (`sampling.n` sketches per request), the subgoal engine's settings (step or hybrid;
-    its budget and time are set per subgoal), and the theorem's budget, time, rounds and share."""
-
-    fmt: PromptFormat = PromptFormat.PLAIN_SKETCH  # the planner's format (`text.prompt.sketch_format`)
-    form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration
-    sampling: Sampling = field(default_factory=lambda: Sampling(n=4, max_new_tokens=512, stop=("```",)))
-    subgoal: StepSettings | HybridSettings = field(default_factory=StepSettings)  # search.sketch_subgoal_mode
-    max_nodes: int = 32  # the theorem's budget: planner requests + subgoal expansions (step) or rounds (hybrid)
-    sketch_rounds: int = 2  # re-plans after the first request
-    sketch_subgoal_share: float = 0.25  # the share of max_nodes one subgoal's search may spend
-    timeout_s: float = 300.0
-    stop_at_first: bool = True  # off: every sketch of the request that verified one is still checked
-    marks: tuple[int, ...] = ()  # budgets (units) at which to record what was spent (eval's rungs)
-    seed: int | None = None  # policy.seed: sketch k of a theorem samples with `sample_seed(seed, name, 0, k, attempt)`
-    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
-    subgoal_cache_replays: int = REPLAYS  # search.subgoal_cache_replays: a lookup's cached proofs replayed at most
-    sketch_depth: int = 1  # search.sketch_depth: levels of decomposition (1: the holes are searched, never planned)
-    share_goals: bool = True  # off: nothing shared inside a theorem or from the cache (the tree ablation, benchmarks)
-    cache: SubgoalCache | None = field(default=None, compare=False, repr=False)  # attached per job (stages.search)
-    lemmas: LemmaSource | None = field(default=None, compare=False, repr=False)  # attached: a lemma library
-
-    @property
-    def share(self) -> int:
-        """The units one subgoal's search may spend: `sketch_subgoal_share` of `max_nodes`, at least one."""
-        return max(1, int(self.sketch_subgoal_share * self.max_nodes))
-
-
-def subgoal_budget(subgoal: StepSettings | HybridSettings, units: int) -> StepSettings | HybridSettings:
-    """A sketch subgoal's engine settings at `units` of budget, the one place it is decided (the stage's settings at
-    the share, each subgoal's search at what is left of it): step's expansions, or hybrid's rounds (its proofs
-    sampled no budget of their own); and no repair or repair feedback, since a subgoal's failed attempts are no failed
-    proofs of the theorem (docs/search.md, "Sketch search")."""
-    if isinstance(subgoal, HybridSettings):
-        return dataclasses.replace(subgoal, max_rounds=units, max_proofs=UNBOUNDED_PROOFS, repair=RepairSettings())
-    return dataclasses.replace(subgoal, max_nodes=units, feedback_tokens=None)
-
-
-def elaborates_sketches(lean: LeanEnv) -> TypeGuard[SketchEnv]:
-    """Whether `lean` elaborates sketches (`SketchEnv`: a lease, a worker, the in-process replay)."""
-    return callable(getattr(lean, "draft_sketch", None)) and callable(getattr(lean, "file_sketch", None))
-
-
-# ------------------------------------------------------------------------------------- one subgoal's search
-
-
-def _share_meter(theorem_meter: UsageMeter) -> UsageMeter:
-    """A subgoal search's meter: its tokens go to the theorem's meter too (Lean requests are counted by the theorem's
-    `CountingLean`, shared); its units are booked by the sketch search (`Root.book`); its clock is its own."""
-    return UsageMeter((), theorem_meter.lean, into=theorem_meter)
-
-
-@dataclass(slots=True)
-class SubgoalEnd:
-    """What a subgoal search gave: its proof's tactics (None: not proved), its rows (ids local: the subgoal's root is
-    0), the closing row of the proof, the units spent and why it ended."""
-
-    tactics: list[str] | None
-    edges: list[Edge]
-    leaf: int | None
-    spent: int
-    reason: FailureReason | None
-
-    @classmethod
-    def of(cls, proofs: Proofs, edges: list[Edge], spent: int, reason: FailureReason | None) -> SubgoalEnd:
-        """A subgoal search's end from its proofs (the first counts) and rows."""
-        first = proofs.verified[0] if proofs.verified else None
-        return cls(first.tactics if first else None, edges, first.edge if first else None, spent,
-                   None if first else (reason or FailureReason.EXHAUSTED))
+__all__ = ["SketchSearch", "prove_sketch"]
 
 
 # ---------------------------------------------------------------------------------------------- the theorem
@@ -235,7 +158,7 @@ class SketchSearch:
             stop = self.out_of()
             if stop is not None:
                 return self.core.proofs.ending(stop)
-            failed = _to_show(tried)
+            failed = to_show(tried)
             if failed is None:
                 break
             prompt = build_replan_prompt(settings.fmt, declaration, self.core.theorem.header, failed.record.body,
@@ -319,7 +242,7 @@ class SketchSearch:
             record.outcome, record.detail = SketchOutcome.ERROR, message
             row.outcome = EdgeOutcome.TIMEOUT if elaborated.kind is TacticKind.TIMEOUT else EdgeOutcome.ERROR
             row.error = first_line(message)
-            tried.failures.append(_cap(f"Lean did not accept the sketch: {message}"))
+            tried.failures.append(cap(f"Lean did not accept the sketch: {message}"))
             if elaborated.states_lost:
                 self.core.own_restarts += 1
                 if self.core.own_restarts > MAX_RESTARTS:
@@ -351,7 +274,7 @@ class SketchSearch:
             read = await read_off_loop(text, lambda: read_sketch(text))
             if isinstance(read, str) and read != SORRY_OUTSIDE_HOLE:  # no sketch at all (a sorry left is smuggling)
                 record.outcome, record.detail, row.error = SketchOutcome.UNREADABLE, read, first_line(read)
-                tried.failures.append(_cap(f"no sketch could be read: {read}"))
+                tried.failures.append(cap(f"no sketch could be read: {read}"))
                 return None
             checked = await read_off_loop(text, lambda: self.core.guard.sketch_refusal(text))
             if isinstance(checked, SketchResult):
@@ -362,7 +285,7 @@ class SketchSearch:
                 assert isinstance(checked, Sketch)
                 return checked
         record.detail, row.error = reason, first_line(reason)
-        tried.failures.append(_cap(f"the sketch was refused before Lean: {reason}"))
+        tried.failures.append(cap(f"the sketch was refused before Lean: {reason}"))
         return None
 
     async def _elaborate(self, sketch: Sketch) -> SketchResult:
@@ -417,7 +340,7 @@ class SketchSearch:
             proved = await self._prove(tried, root, node.exact, attempt, frame, node, cycle)
             if not proved:
                 failure = attempt.detail or "not proved"
-                tried.failures.append(_cap(f"the subgoal {subgoal.name} : {subgoal.statement} was not proved: "
+                tried.failures.append(cap(f"the subgoal {subgoal.name} : {subgoal.statement} was not proved: "
                                            f"{failure}"))
 
     async def _redraft(self, sketch: Sketch, goal_id: int, start: Callable[[], Awaitable[int]]) -> int:
@@ -495,7 +418,7 @@ class SketchSearch:
         self.adopt(tried, end)
         if end.tactics is not None:
             return await self.proved(tried, attempt, end, SubgoalSource.SEARCH, key, node)
-        attempt.detail = _why(end.reason, units, self.settings.subgoal, said)
+        attempt.detail = why(end.reason, units, self.settings.subgoal, said)
         return False
 
     async def _from_lemmas(self, tried: Tried, root: Root, key: SubgoalKey, attempt: SubgoalAttempt,
@@ -536,7 +459,7 @@ class SketchSearch:
         """A proof found elsewhere, applied to this subgoal (no budget: nothing is sampled)."""
         core = self.core
         search = StepSearch(core.theorem, core.lean, core.policy, StepSettings(max_nodes=0), core.guard, None,
-                            dataclasses.replace(root, meter=_share_meter(core.meter)))
+                            dataclasses.replace(root, meter=share_meter(core.meter)))
         started = time.perf_counter()
         try:
             reason = await search.replay(tactics)
@@ -548,7 +471,7 @@ class SketchSearch:
         """The subgoal's own search, `units` of budget, the theorem's time left."""
         base = self.spent
         left = max(self.settings.timeout_s - self.core.meter.elapsed(), 0.0)
-        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=_share_meter(self.core.meter))
+        root = dataclasses.replace(root, book=lambda used: self._book(base + used), meter=share_meter(self.core.meter))
         subgoal = subgoal_budget(self.settings.subgoal, units)
         run: dict[str, Any] = {"timeout_s": left, "stop_at_first": True, "marks": (), "attempt": self.settings.attempt}
         core = self.core
@@ -601,7 +524,7 @@ class SketchSearch:
             return
         self.core.proofs.rejected += 1
         tried.row.error = f"not counted: {first_line(verdict.reason)}"
-        tried.failures.append(_cap(f"every subgoal was proved, but the assembled proof does not count: "
+        tried.failures.append(cap(f"every subgoal was proved, but the assembled proof does not count: "
                                    f"{verdict.reason}"))
 
     def planned_into(self, attempt: SubgoalAttempt, sketch: Sketch, holes: Sequence[SubgoalAttempt]) -> None:
@@ -637,7 +560,7 @@ class SketchSearch:
         if reason is FailureReason.PROMPT_REJECTED and self.core.refusals:
             detail = f"the planner refused the sketch prompt: {first_line(self.core.refusals[-1])}"
         elif reason is not None and detail is None and self.sketches:
-            detail = _summary(self.sketches)
+            detail = summary(self.sketches)
         result = final_result(self.core, SearchMode.SKETCH, (reason, detail), Spent.of(self.core),
                               nodes_expanded=self.spent)
         if result.proved:  # every subgoal's closing row of the counted proof is a leaf of it
@@ -646,48 +569,6 @@ class SketchSearch:
         if self.recursive and self.graph.goals:
             result.lemma_graph = self.graph.record(result.proved)
         return SearchOutcome(result, self.core.edges)
-
-
-def _cap(text: str) -> str:
-    """One failure as a re-plan prompt shows it: at most MAX_FAILURE_CHARS characters."""
-    return text if len(text) <= MAX_FAILURE_CHARS else text[: MAX_FAILURE_CHARS - 1].rstrip() + "…"
-
-
-def _why(reason: FailureReason | None, units: int, subgoal: StepSettings | HybridSettings, said: str | None) -> str:
-    """Why a subgoal's search ended without a proof, in words, with Lean's first message on a tactic at its root."""
-    unit = "rounds" if isinstance(subgoal, HybridSettings) else "expansions"
-    words = {
-        FailureReason.MAX_NODES: f"its share of the budget ({units} {unit}) was spent",
-        FailureReason.MAX_ROUNDS: f"its share of the budget ({units} {unit}) was spent",
-        FailureReason.TIMEOUT: "the theorem's time ran out",
-        FailureReason.EXHAUSTED: "its search had nothing left to try",
-        FailureReason.PROMPT_REJECTED: "the policy refused its prompt",
-    }
-    text = words.get(reason, str(reason)) if reason is not None else "not proved"
-    return f"{text}; Lean's first message on a tactic there: {said}" if said else text
-
-
-def _to_show(tried: Sequence[Tried]) -> Tried | None:
-    """The failed sketch a re-plan shows the planner: the elaborated one with the most subgoals proved, else the first
-    Lean rejected, else the first refused or unreadable one with a body; None when the request gave nothing to show."""
-    shown = [t for t in tried if t.failures and t.record.body.strip()]
-    elaborated = [t for t in shown if t.record.outcome is SketchOutcome.ELABORATED]
-    if elaborated:
-        return max(elaborated, key=lambda t: (len(t.leaves), -tried.index(t)))
-    for outcome in (SketchOutcome.ERROR, SketchOutcome.REFUSED, SketchOutcome.UNREADABLE):
-        first = next((t for t in shown if t.record.outcome is outcome), None)
-        if first is not None:
-            return first
-    return None
-
-
-def _summary(sketches: Sequence[Tried]) -> str:
-    """What a sketch search that found no proof tried, in one line."""
-    elaborated = [t for t in sketches if t.record.outcome is SketchOutcome.ELABORATED]
-    subgoals = [s for t in elaborated for s in t.record.subgoals]
-    rounds = max(t.record.round for t in sketches) + 1
-    return (f"{len(sketches)} sketch(es) in {rounds} planner request(s), {len(elaborated)} elaborated; "
-            f"{sum(s.proved for s in subgoals)} of {len(subgoals)} subgoals proved; no assembled proof counted")
 
 
 async def prove_sketch(theorem: Theorem, lean: SketchEnv, policy: Policy, settings: SketchSettings,

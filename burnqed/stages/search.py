@@ -41,7 +41,7 @@ from burnqed.search.mode import Sections
 from burnqed.search.modes import MODES, SearchSettings, mode_of
 from burnqed.search.monitor import SearchMonitor, SolveTally, ThroughputReport
 from burnqed.search.runner import run_theorems, select_shard
-from burnqed.search.sketching import SketchSettings
+from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.subgoal_cache import SubgoalCache, cache_environment, record_stats
 from burnqed.search.value import ValueFn
 from burnqed.storage import Store, join

@@ -259,7 +259,7 @@ def test_a_local_planner_is_a_second_model_in_this_process(tiny_model_dir: Path,
 
 def test_a_constrained_planner_samples_sketches_under_the_grammar_and_nothing_else_does() -> None:
     from burnqed.config import LeanConfig, SearchConfig
-    from burnqed.search.sketching import SketchSettings
+    from burnqed.search.sketch_settings import SketchSettings
     from burnqed.stages.search import JobSettings, settings_from_config
     from burnqed.text.sketch_grammar import sketch_grammar
 

@@ -19,7 +19,7 @@ from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import prove_theorem
-from burnqed.search.sketching import SketchSettings
+from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
 from burnqed.text.prompt import PromptFormat, format_for

@@ -25,7 +25,7 @@ from burnqed.search.journal import Counters, EntryRecord, FileJournal, NodeRecor
 from burnqed.search.mode import ATTACHED, Sections, complete
 from burnqed.search.modes import MODES
 from burnqed.search.runner import parse_shard, select_shard
-from burnqed.search.sketching import SketchSettings
+from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
 from burnqed.stages import search as stage

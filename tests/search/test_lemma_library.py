@@ -20,7 +20,7 @@ from burnqed.records.results import SubgoalSource
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.runner.reuse import eval_inputs
 from burnqed.search.lemmas import LemmaLibrary, LemmaWriter, LibrarySource
-from burnqed.search.sketching import SketchSettings
+from burnqed.search.sketch_settings import SketchSettings
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_results

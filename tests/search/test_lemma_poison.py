@@ -44,7 +44,8 @@ from burnqed.search.lemmas import (
     training_held,
     write_lemmas,
 )
-from burnqed.search.sketching import SketchSettings, prove_sketch
+from burnqed.search.sketch_settings import SketchSettings
+from burnqed.search.sketching import prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import CacheEnvironment
 from burnqed.storage import Store

@@ -23,7 +23,8 @@ from burnqed.records.results import SketchOutcome, SubgoalSource
 from burnqed.records.theorem import Theorem
 from burnqed.search.goal_keys import LemmaCandidate, closed_key, closed_key_of, translate
 from burnqed.search.skeleton import SearchOutcome
-from burnqed.search.sketching import SketchSettings, prove_sketch
+from burnqed.search.sketch_settings import SketchSettings
+from burnqed.search.sketching import prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import SubgoalKey, subgoal_key
 from burnqed.storage import Store

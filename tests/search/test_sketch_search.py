@@ -25,7 +25,8 @@ from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.root import accept_subgoal, own_goals
 from burnqed.search.skeleton import SearchOutcome
-from burnqed.search.sketching import SketchSettings, prove_sketch
+from burnqed.search.sketch_settings import SketchSettings
+from burnqed.search.sketching import prove_sketch
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import SubgoalCache, subgoal_key, subgoals_from_cache
 from burnqed.storage import Store

@@ -1,5 +1,5 @@
-"""A sketch subgoal's budget is decided in one place (`search.sketching.subgoal_budget`): the stage's settings carry
-the share of the theorem's budget, step's expansions or hybrid's rounds, with repair off."""
+"""A sketch subgoal's budget is decided in one place (`search.sketch_settings.subgoal_budget`): the stage's settings
+carry the share of the theorem's budget, step's expansions or hybrid's rounds, with repair off."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from burnqed.config import PolicyConfig, SearchConfig
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.repair import RepairSettings
-from burnqed.search.sketching import UNBOUNDED_PROOFS, SketchSettings, subgoal_budget
+from burnqed.search.sketch_settings import UNBOUNDED_PROOFS, SketchSettings, subgoal_budget
 from burnqed.search.step import StepSettings
 from burnqed.stages.search import settings_from_config
 

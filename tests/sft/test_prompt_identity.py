@@ -20,7 +20,8 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
 from burnqed.search.repair import RepairSettings
-from burnqed.search.sketching import SketchSettings, prove_sketch
+from burnqed.search.sketch_settings import SketchSettings
+from burnqed.search.sketching import prove_sketch
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.sft.examples import read_positives, read_proof_examples
