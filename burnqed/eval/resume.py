@@ -15,7 +15,8 @@ from burnqed.errors import InputError
 from burnqed.eval.identity import EvalIdentity, read_identity
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import check_lemmas, check_path, check_proof_text, stored_lemmas
+from burnqed.lean.soundness import check_lemmas, check_path, check_proof_text
+from burnqed.lean.stored_proof import stored_lemmas
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot

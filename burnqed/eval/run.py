@@ -38,7 +38,7 @@ from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
 from burnqed.lean.comparator import JudgeRecord
 from burnqed.lean.env import WorkerPool
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import assembled_header
+from burnqed.lean.stored_proof import assembled_header
 from burnqed.policy.base import Policy
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import FailureReason, TheoremResult

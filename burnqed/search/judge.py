@@ -21,8 +21,8 @@ from burnqed.config.lean import EMBEDDED_WHY
 from burnqed.errors import ConfigError
 from burnqed.lean.comparator import ComparatorSettings, JudgeCase, JudgeRecord, JudgeVerdict, judge
 from burnqed.lean.selftest import comparator_evidence
-from burnqed.lean.soundness import assembled_header
 from burnqed.lean.start import START_FORM
+from burnqed.lean.stored_proof import assembled_header
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import AnswerSlot

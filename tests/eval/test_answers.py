@@ -271,7 +271,7 @@ def test_burnqed_eval_judges_the_constant_the_proof_compiled_under(tmp_path: Pat
 
 
 def test_a_proof_not_assembled_under_its_theorem_is_judged_undecided_with_both_digests() -> None:
-    """eval's check takes the header each proof's text holds (`lean.soundness.assembled_header`): a proof whose text
+    """eval's check takes the header each proof's text holds (`lean.stored_proof.assembled_header`): a proof whose text
     is not its theorem's header with the answer filled (an edited trajectory part) is no `equal`, whatever Lean would
     say of the answer; `3 ≤ SOL` with 5 filled elsewhere is asked about 100."""
     proof = mock_file("5")

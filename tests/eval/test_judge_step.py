@@ -17,7 +17,8 @@ from burnqed.eval.judge_step import counted_proof, uncounted
 from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import EvalResult
 from burnqed.lean.comparator import JudgeRecord
-from burnqed.lean.soundness import assemble_proof, assembled_header
+from burnqed.lean.soundness import assemble_proof
+from burnqed.lean.stored_proof import assembled_header
 from burnqed.records.results import FailureReason, TheoremResult
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.runner.plan import iteration_of

@@ -19,8 +19,8 @@ from burnqed.lean.soundness import (
     check_lemmas,
     check_proof_text,
     compile_text,
-    stored_lemmas,
 )
+from burnqed.lean.stored_proof import stored_lemmas
 from burnqed.records.replies import CompileMessage, CompileResult, CompileUnit
 from burnqed.records.theorem import Theorem
 from leankit.version import PantographVersion

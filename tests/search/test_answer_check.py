@@ -26,7 +26,8 @@ from burnqed.config import LeanConfig
 from burnqed.errors import LeanTimeoutError
 from burnqed.lean.client import LeanWorker
 from burnqed.lean.guard import TacticGuard
-from burnqed.lean.soundness import Verdict, assemble_proof, assembled_header, check_proof_text
+from burnqed.lean.soundness import Verdict, assemble_proof, check_proof_text
+from burnqed.lean.stored_proof import assembled_header
 from burnqed.records.replies import CompileResult
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.search.answer_check import (
