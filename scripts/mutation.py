@@ -92,6 +92,7 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     "burnqed/config/lean.py": (("DEFAULT_DENY",), GUARD_TESTS),
     "burnqed/lean/soundness.py": (None, SOUNDNESS_TESTS),
     "burnqed/lean/stored_proof.py": (None, SOUNDNESS_TESTS),
+    "burnqed/lean/declared_lemmas.py": (None, SOUNDNESS_TESTS),
     "burnqed/search/step.py": (("StepSearch._verify",), VERIFY_TESTS),
     "burnqed/search/hybrid.py": (("HybridSearch._verify", "HybridSearch._started_by", "HybridSearch._mark_dead"),
                                  [*VERIFY_TESTS, "tests/search/test_hybrid_answers.py",

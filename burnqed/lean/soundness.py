@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
+from burnqed.lean.declared_lemmas import LEMMA_PREFIX, FileLemma, lemma_block
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.start import START_FORM
@@ -36,7 +37,6 @@ from leankit.statements import append_code
 from leankit.text import mask_comments, read_as_lean
 
 ALLOWED_AXIOMS: frozenset[str] = frozenset({"propext", "Classical.choice", "Quot.sound"})
-LEMMA_PREFIX = "burnqed_lemma_"  # a file's lemmas are named this and their number, by burnqed, never by the model
 _SORRY = re.compile(r"(?<![\w'.])sorry(?![\w'!?])")
 _IMPORT_LINE = re.compile(r"^[ \t]*import\b.*(?:\n|$)", re.MULTILINE)
 _ENDS_WITH_IN = re.compile(r"(?<![\w'.])in\s*$")  # `open X in` / `set_option … in`: one command with the next
@@ -84,31 +84,6 @@ class CompileText:
     # the file's lemmas (`FileLemma.name`), in order: one unit each before the theorem, one `#print axioms` each
     # before NAME's
     lemmas: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class FileLemma:
-    """A lemma the file declares between the header and the theorem: `theorem burnqed_lemma_<index> <statement> :=
-    by` and its tactics, indented. The name is burnqed's; `statement` (its binders, ` : `, its type) and `tactics`
-    are model text, read by `check_lemmas` before Lean sees them."""
-
-    index: int
-    statement: str
-    tactics: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return f"{LEMMA_PREFIX}{self.index}"
-
-    def text(self) -> str:
-        """The declaration as the file holds it, its last line ended."""
-        declaration = append_code(f"theorem {self.name} {self.statement.strip()}", ":= by")
-        return f"{declaration}\n{join_tactics(self.tactics)}\n"
-
-
-def lemma_block(lemmas: Sequence[FileLemma]) -> str:
-    """The lemmas as the file holds them between the header and the theorem, a blank line after each."""
-    return "".join(f"{lemma.text()}\n" for lemma in lemmas)
 
 
 def check_lemmas(lemmas: Sequence[FileLemma], theorem: Theorem, guard: TacticGuard) -> Verdict:
@@ -470,13 +445,6 @@ async def check_proof_text(lean: LeanEnv, name: str, proof: str, *, index_header
         return Verdict(False, f"verification failed: {exc}", proof)
     verdict = check_compile(result, expected)
     return Verdict(verdict.ok, verdict.reason, proof, compiled=True, result=result)
-
-
-def names_file_lemmas(tactics: Sequence[str]) -> bool:
-    """Whether a counted proof's tactics use lemmas its file declares (`burnqed_lemma_<k>`, names burnqed gives and
-    `check_lemmas` reserves: a proof without lemmas that names one does not compile). Such tactics are not a proof of
-    the theorem on their own: training leaves them out as a whole proof (`sft.examples`)."""
-    return any(LEMMA_PREFIX in tactic for tactic in tactics)
 
 
 def body_line(proof: str, tactics: Sequence[str]) -> int | None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from burnqed.lean.soundness import LEMMA_PREFIX, FileLemma, assemble_proof
+from burnqed.lean.declared_lemmas import LEMMA_PREFIX, FileLemma
+from burnqed.lean.soundness import assemble_proof
 from burnqed.lean.start import START_FORM
 from burnqed.records.theorem import Theorem
 from burnqed.text.completion import join_tactics

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from burnqed.lean.soundness import FileLemma
+from burnqed.lean.declared_lemmas import FileLemma
 from burnqed.records.replies import Goal
 from burnqed.search.goal_keys import closed_key
 from burnqed.text.completion import split_proof

@@ -26,9 +26,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from burnqed.errors import LeanError, LeanStartError, LeanStatesLostError
+from burnqed.lean.declared_lemmas import FileLemma
 from burnqed.lean.env import SketchEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
-from burnqed.lean.soundness import FileLemma, Verdict, check_lemmas, check_path
+from burnqed.lean.soundness import Verdict, check_lemmas, check_path
 from burnqed.lean.start import MAX_SHARED_RESTARTS, start_goal, start_theorem
 from burnqed.policy.base import Completion, Policy, ask, expansion_seeds
 from burnqed.records.enums import SearchMode

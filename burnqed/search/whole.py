@@ -24,9 +24,10 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from burnqed.lean.declared_lemmas import FileLemma
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
-from burnqed.lean.soundness import FileLemma, Verdict, assemble_proof, check_path, check_proof_text
+from burnqed.lean.soundness import Verdict, assemble_proof, check_path, check_proof_text
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
 from burnqed.records.enums import DeclarationForm, SearchMode

@@ -17,7 +17,7 @@ from typing import Any
 
 from burnqed.config.sft import ProofsPerTheorem
 from burnqed.errors import InputError
-from burnqed.lean.soundness import names_file_lemmas
+from burnqed.lean.declared_lemmas import names_file_lemmas
 from burnqed.records.enums import SearchMode
 from burnqed.records.replies import Goal
 from burnqed.records.results import SubgoalAttempt, TheoremResult

@@ -9,10 +9,10 @@ from __future__ import annotations
 import asyncio
 
 from burnqed.config import LeanConfig
+from burnqed.lean.declared_lemmas import FileLemma
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.lean.soundness import (
-    FileLemma,
     Verdict,
     assemble_proof,
     check_compile,

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from burnqed.lean.soundness import FileLemma
+from burnqed.lean.declared_lemmas import FileLemma
 from burnqed.records.replies import Goal
 from burnqed.records.results import SubgoalSource
 from burnqed.search.file_lemmas import Hole, Inner, lift_holes, restatable, statement_of
