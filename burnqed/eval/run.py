@@ -119,7 +119,7 @@ async def check_answers(theorems: Sequence[Theorem], attempts: Sequence[Sequence
                         pool: WorkerPool, guard: TacticGuard) -> AnswerChecks:
     """Every distinct answer the proofs of `theorems` whose answer is open gave, judged against its theorem's reference
     (`search.answer_check.judge_answer`, on a worker of `pool`) under the header each proof compiled under
-    (`lean.soundness.assembled_header` of its text; "" when its text is no assembly of the theorem, which no check
+    (`lean.stored_proof.assembled_header` of its text; "" when its text is no assembly of the theorem, which no check
     header matches): (name, answer) → its judgement, the first not `equal` when proofs giving one answer compiled
     under several headers; empty when no such theorem was proved."""
     open_answers = {theorem.name: theorem for theorem in theorems if AnswerSlot(theorem).judged}

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from burnqed.text.completion import join_tactics
-from leankit.text import append_code
+from leankit.statements import append_code
 
 __all__ = ["LEMMA_PREFIX", "FileLemma", "lemma_block", "names_file_lemmas"]
 

@@ -12,7 +12,7 @@ from burnqed.lean.soundness import assemble_proof
 from burnqed.lean.start import START_FORM
 from burnqed.records.theorem import Theorem
 from burnqed.text.completion import join_tactics
-from leankit.text import append_code
+from leankit.statements import append_code
 
 __all__ = ["assembled_header", "stored_lemmas"]
 
