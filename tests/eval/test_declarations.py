@@ -43,7 +43,7 @@ def test_an_example_a_broken_statement_and_two_theorems_are_all_four_accounted_f
     assert done.returncode == 0, done.stderr
     result = json.loads(Path(output).read_text(encoding="utf-8"))
     # eval.json: the three it could evaluate (the example under `x.lean:8` as a Lean name), and the fourth
-    assert result["schema_version"] == 11
+    assert result["schema_version"] == 12
     assert [t["name"] for t in result["per_theorem"]] == ["good_one", "x_lean_8", "good_two"]
     assert result["total"] == 3 and result["budgets"][0]["total"] == 3
     assert result["not_evaluated"] == [{
