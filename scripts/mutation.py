@@ -5,7 +5,7 @@ tests, unless the change is equivalent).
 
     python scripts/mutation.py                      # every target; a table of survivors, JSON in mutation.json
     python scripts/mutation.py --list               # the mutants, not run
-    python scripts/mutation.py --only guard --jobs 1 --report /tmp/m.json
+    python scripts/mutation.py --only guard --timeout 60 --report /tmp/m.json
     python scripts/mutation.py --only config/lean   # the deny list's rules, each deleted in turn
 
 Targets (file, the functions mutated) and their tests are in TARGETS below. Operators, applied one at a time with
