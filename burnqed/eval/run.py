@@ -109,7 +109,7 @@ def _pass_record(eval_name: str, k: int, pass_n: int, monitor: SearchMonitor, en
     cache = mode_of(engine).cache(engine)
     if cache is not None:
         record_stats(record, cache.stats)
-    lemmas = getattr(engine, "lemmas", None)
+    lemmas = mode_of(engine).lemmas(engine)
     if isinstance(lemmas, LibrarySource):
         record[LIBRARY_STATS] = lemmas.record()
     return record

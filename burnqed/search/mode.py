@@ -30,6 +30,7 @@ from burnqed.lean.guard import TacticGuard
 from burnqed.policy.base import Policy, Sampling
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
+from burnqed.search.goal_keys import LemmaSource
 from burnqed.search.journal import RoundJournal
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.subgoal_cache import SubgoalCache
@@ -92,6 +93,11 @@ def no_cache(settings: object) -> SubgoalCache | None:
     return None
 
 
+def no_lemmas(settings: object) -> LemmaSource | None:
+    """A mode without a lemma source."""
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Mode(Generic[S]):
     """One search mode, as plain data: everything the stages ask of it. `S` is its engine's settings type."""
@@ -111,6 +117,7 @@ class Mode(Generic[S]):
     attach: Callable[[S, RoundJournal, SubgoalCache | None], S] = nothing_attached  # what a search job attaches
     for_pass: Callable[[S, int], S] = own_seeds  # eval's pass k: whatever keeps the passes independent
     cache: Callable[[S], SubgoalCache | None] = no_cache  # the subgoal cache its settings carry
+    lemmas: Callable[[S], LemmaSource | None] = no_lemmas  # the lemma source its settings carry (a library)
     plans: bool = False  # it asks a planner for sketches (planner.*; a planner's SFT examples)
     caches_subgoals: bool = False  # its searches share a subgoal cache (search.subgoal_cache)
     prompts_as: SearchMode | None = None  # the mode whose prompt format it sends (None: its own)

@@ -195,7 +195,8 @@ SKETCH = Mode(
     attach=lambda settings, _, cache: settings if cache is None else dataclasses.replace(settings, cache=cache),
     # a pass's own seeds and a subgoal cache of its own: the passes of pass@n stay independent searches
     for_pass=_sketch_pass,
-    cache=lambda settings: settings.cache, plans=True, caches_subgoals=True)
+    cache=lambda settings: settings.cache, lemmas=lambda settings: settings.lemmas, plans=True,
+    caches_subgoals=True)
 
 
 # -------------------------------------------------------------------------------------------------- registry

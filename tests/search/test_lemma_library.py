@@ -14,12 +14,14 @@ import pytest
 from burnqed.config import Config, load_config
 from burnqed.eval.identity import EvalIdentity, EvalJobSettings
 from burnqed.eval.lemma_library import attach_library
-from burnqed.eval.run import pass_engine
+from burnqed.eval.run import _pass_record, pass_engine
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.records.results import SubgoalSource
 from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.runner.reuse import eval_inputs
+from burnqed.search.lemmas import STATS_KEY as LIBRARY_STATS
 from burnqed.search.lemmas import LemmaLibrary, LemmaWriter, LibrarySource
+from burnqed.search.monitor import SearchMonitor
 from burnqed.search.sketch_settings import SketchSettings
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
@@ -99,6 +101,9 @@ def test_an_eval_freezes_the_library_once_each_pass_asks_a_fresh_source_and_its_
     sources = [p.lemmas for p in passes if isinstance(p, SketchSettings)]
     assert len(sources) == 2 and sources[0] is not sources[1] and all(
         isinstance(s, LibrarySource) and s.library is frozen for s in sources)
+    # Each pass's trajectory records its own source's counters (the mode's lemma source, `Mode.lemmas`).
+    record = _pass_record("bench", 1, 2, SearchMonitor(concurrency=1), passes[1])
+    assert isinstance(sources[1], LibrarySource) and record[LIBRARY_STATS] == sources[1].record()
     # In another mode nothing is attached.
     step = EvalJobSettings.from_config(config(library, **{"search.mode": "step"}), (4,))
     assert attach_library(step, index, "0.3.4", store=store) is step
