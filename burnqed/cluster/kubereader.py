@@ -10,6 +10,9 @@
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -78,7 +81,8 @@ class KubeReader:
         from urllib3.exceptions import HTTPError
 
         try:
-            response = method(*args, _preload_content=False, _request_timeout=self.TIMEOUT_S, **kwargs)
+            with _retries_unlogged():
+                response = method(*args, _preload_content=False, _request_timeout=self.TIMEOUT_S, **kwargs)
         except ApiException as exc:
             message = _status_message(exc.body) or str(exc.reason or "")
             if exc.status == 401:  # every read would fail alike: one line, not a table of unknowns
@@ -115,6 +119,20 @@ class KubeReader:
             return self._call(self._custom.list_namespaced_custom_object, "argoproj.io", "v1alpha1", namespace,
                               "workflowtemplates")
         raise ValueError(f"no list of {kind}")
+
+
+@contextmanager
+def _retries_unlogged() -> Iterator[None]:
+    """Inside: urllib3's warning for each retry of a broken connection (`Retrying (Retry(total=2, …)) after
+    connection broken by …`, three per read of an API server that is down) is not logged; a read that still fails
+    raises, and `KubeReader` says so in one line."""
+    pool = logging.getLogger("urllib3.connectionpool")
+    level = pool.level
+    pool.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        pool.setLevel(level)
 
 
 def _status_message(body: Any) -> str:

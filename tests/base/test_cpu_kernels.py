@@ -11,11 +11,10 @@ from typing import TypeVar
 
 import pytest
 import torch
-from typer.testing import CliRunner
 
 from burnqed.base.cpu_kernels import PINNED, cpu_flags, cpu_threads, has_avx2, pin_cpu_kernels
-from burnqed.cli import app
 from burnqed.errors import InputError
+from tests.processes import cli
 
 T = TypeVar("T")
 
@@ -127,13 +126,29 @@ def test_train_ebm_embeds_and_trains_on_ebm_cpu_threads(monkeypatch: pytest.Monk
     reading the trajectories on, which is where the stage starts)."""
     import burnqed.stages.train_ebm
 
-    # typer's runner, not tests/processes.py's cli: cli puts torch's thread count back itself, which would hide
-    # whether the command does
-    seen, result = _threads_at_load_dataset(monkeypatch, burnqed.stages.train_ebm, lambda: CliRunner().invoke(
-        app, ["train-ebm", "--trajectories", str(tmp_path / "t"), "--output", str(tmp_path / "ebm"),
-              "--set", "ebm.device=cpu", *sets]))
-    assert result.exit_code == 2, result.output
+    seen, result = _threads_at_load_dataset(monkeypatch, burnqed.stages.train_ebm, lambda: cli(
+        "train-ebm", "--trajectories", str(tmp_path / "t"), "--output", str(tmp_path / "ebm"),
+        "--set", "ebm.device=cpu", *sets))
+    assert (result.returncode, result.stderr) == (2, "error: recorded\n")
     assert seen == [expected]
+
+
+def test_train_ebm_gives_its_callers_threads_back(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The stage `train-ebm` runs, called in process: the caller's thread count is back afterwards (read here, not
+    through tests/processes.py's `cli`, which puts it back itself whatever the command did)."""
+    from burnqed.config import load_config
+    from burnqed.stages import train_ebm
+    from burnqed.storage import Store
+
+    cfg = load_config(sets=["ebm.device=cpu", "ebm.cpu_threads=2"])
+    request = train_ebm.TrainRequest(output=str(tmp_path / "ebm"), trajectories=[str(tmp_path / "t")])
+
+    def run() -> None:
+        with pytest.raises(InputError, match="recorded"):
+            train_ebm.run_train_ebm(cfg, request, store=Store.from_config(cfg.storage),
+                                    open_encoder=None, device="cpu")  # type: ignore[arg-type]
+
+    assert _threads_at_load_dataset(monkeypatch, train_ebm, run)[0] == [2]
 
 
 def test_the_joint_study_embeds_on_ebm_cpu_threads(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,6 @@
-"""Fixtures of the cluster tests: the rendered documents (once per session), a clean environment for the CLI,
-the CLI app with only the cluster commands, a local HTTP server standing in for the Argo Server, and a fake
-Kubernetes API server with a kubeconfig pointing at it."""
+"""Fixtures of the cluster tests: the rendered documents (once per session), a clean environment for the commands
+they run (tests/processes.py's `cli`), a local HTTP server standing in for the Argo Server, and a fake Kubernetes API
+server with a kubeconfig pointing at it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 
 from burnqed.cluster.render import Rendered, render_templates
 from burnqed.config import Config
@@ -50,14 +49,6 @@ def by_name(docs: list[Rendered], name: str) -> dict[str, Any]:
 
 def template(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return next(t for t in doc["spec"]["templates"] if t["name"] == name)
-
-
-@pytest.fixture
-def cli() -> typer.Typer:
-    """The `burnqed` app, whose cluster commands these tests invoke."""
-    from burnqed.cli import app
-
-    return app
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from typing import Any
 
 import helm_python as helm
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.cluster.nodefit import largest_pods, tolerated
 from burnqed.cluster.preflight import token_secret_name
@@ -21,6 +20,7 @@ from burnqed.cluster.yamlio import load_documents
 from burnqed.config import ClusterConfig
 from tests.cluster.conftest import CHART, MANIFESTS, WORKFLOWS
 from tests.doubles.fake_kube import FakeArgoServer, FakeKube, serve_argo
+from tests.processes import cli
 
 ARGO = "argo/http:argo-workflows-server:2746"
 ARGO_TOKEN = "argo-token-0c1d2e3f"
@@ -81,9 +81,8 @@ def add_config(kube: FakeKube, toml: str, *, rerender: bool = True) -> None:
             kube.add({**rendered.doc, "metadata": {**rendered.doc["metadata"], "namespace": "burnqed"}})
 
 
-def check(cli, *args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(cli, ["cluster", "check", *args], env={"COLUMNS": "200", **(env or {})},
-                              catch_exceptions=False)
+def check(*args: str, env: dict[str, str] | None = None):
+    return cli("cluster", "check", *args, env={"COLUMNS": "200", **(env or {})})
 
 
 def problems(output: str) -> list[str]:
@@ -91,10 +90,10 @@ def problems(output: str) -> list[str]:
 
 
 @pytest.mark.slow
-def test_everything_present_is_ready(cli, fake_kube) -> None:
+def test_everything_present_is_ready(fake_kube) -> None:
     install(fake_kube)
-    result = check(cli)
-    assert result.exit_code == 0, result.output
+    result = check()
+    assert result.returncode == 0, result.stderr
     assert problems(result.stdout) == []
     assert result.stdout.rstrip().endswith("ready: a submit would run")
     for what in ("Kubernetes API", "Namespace burnqed", "ServiceAccount burnqed-workflow",
@@ -106,12 +105,12 @@ def test_everything_present_is_ready(cli, fake_kube) -> None:
 
 
 @pytest.mark.slow
-def test_a_missing_secret_and_priority_class_are_named_with_their_fix(cli, fake_kube) -> None:
+def test_a_missing_secret_and_priority_class_are_named_with_their_fix(fake_kube) -> None:
     install(fake_kube)
     fake_kube.remove("Secret", "burnqed-s3")
     fake_kube.remove("PriorityClass", "burnqed-gpu")
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     assert problems(result.stdout) == [
         "MISSING Secret burnqed-s3: not found: pods that refer to it never start. Fix: kubectl -n burnqed create "
         "secret generic burnqed-s3 --from-literal=AWS_ACCESS_KEY_ID=… --from-literal=AWS_SECRET_ACCESS_KEY=… (or "
@@ -123,9 +122,9 @@ def test_a_missing_secret_and_priority_class_are_named_with_their_fix(cli, fake_
 
 
 @pytest.mark.slow
-def test_the_requests_are_authenticated_reads(cli, fake_kube) -> None:
+def test_the_requests_are_authenticated_reads(fake_kube) -> None:
     install(fake_kube)
-    assert check(cli).exit_code == 0
+    assert check().returncode == 0
     reads = [(method, path.split("?")[0]) for method, path, _ in fake_kube.requests]
     assert all(headers["Authorization"] == f"Bearer {fake_kube.token}" for _, _, headers in fake_kube.requests)
     assert ("GET", "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token") in reads
@@ -137,32 +136,32 @@ def test_the_requests_are_authenticated_reads(cli, fake_kube) -> None:
 
 
 @pytest.mark.slow
-def test_the_executor_token_secret(cli, fake_kube) -> None:
+def test_the_executor_token_secret(fake_kube) -> None:
     install(fake_kube)
     token_path = "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token"
     fake_kube.objects[token_path]["data"] = {}
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     assert problems(result.stdout) == [
         "MISSING Secret burnqed-workflow.service-account-token: has no token yet: the token controller fills it in "
         "when the ServiceAccount exists. Fix: create the ServiceAccount burnqed-workflow first, then recreate the "
         "Secret"]
     del fake_kube.objects[token_path]
-    (line,) = problems(check(cli).stdout)
+    (line,) = problems(check().stdout)
     assert line.startswith("MISSING Secret burnqed-workflow.service-account-token: not found: Argo mounts it for the "
                            "executor of every pod, which stays in ContainerCreating without it")
     account = fake_kube.objects["/api/v1/namespaces/burnqed/serviceaccounts/burnqed-workflow"]
     account["metadata"]["annotations"] = {"workflows.argoproj.io/service-account-token.name": "wf-token"}
-    (line,) = problems(check(cli).stdout)
+    (line,) = problems(check().stdout)
     assert line.startswith("MISSING Secret wf-token: not found")  # the Secret Argo would mount
 
 
 @pytest.mark.slow
-def test_argo_in_client_auth_mode_behind_the_proxy(cli, fake_kube) -> None:
+def test_argo_in_client_auth_mode_behind_the_proxy(fake_kube) -> None:
     install(fake_kube)
     fake_kube.services[ARGO] = FakeArgoServer(auth_modes={"client"})
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING Argo auth mode: client mode only (HTTP 401: token not valid. see https://argo-"
                            "workflows.readthedocs.io/en/latest/faq/): through the Kubernetes API proxy no token "
@@ -172,109 +171,109 @@ def test_argo_in_client_auth_mode_behind_the_proxy(cli, fake_kube) -> None:
 
 
 @pytest.mark.slow
-def test_argo_reached_directly_with_a_token(cli, fake_kube) -> None:
+def test_argo_reached_directly_with_a_token(fake_kube) -> None:
     install(fake_kube)
     argo = FakeArgoServer(auth_modes={"client"}, valid_tokens={ARGO_TOKEN})
     with serve_argo(argo) as url:
         env = {"ARGO_SERVER": url.removeprefix("http://"), "ARGO_SECURE": "false"}
-        result = check(cli, env={**env, "ARGO_TOKEN": ARGO_TOKEN})
-        assert result.exit_code == 0, result.output
+        result = check(env={**env, "ARGO_TOKEN": ARGO_TOKEN})
+        assert result.returncode == 0, result.stderr
         assert "client mode; the token in $ARGO_TOKEN is accepted" in result.stdout
         assert argo.requests[0][2].get("Authorization") is None  # the anonymous probe carries no token
         assert argo.requests[1][2]["Authorization"] == f"Bearer {ARGO_TOKEN}"
-        result = check(cli, env={**env, "ARGO_TOKEN": "wrong-token"})
-        assert result.exit_code == 1
+        result = check(env={**env, "ARGO_TOKEN": "wrong-token"})
+        assert result.returncode == 1
         (line,) = problems(result.stdout)
         assert line.startswith("MISSING Argo auth mode: client mode; the token in $ARGO_TOKEN was refused listing "
                                "WorkflowTemplates (HTTP 401: Unauthorized)")
-        (line,) = problems(check(cli, env=env).stdout)
+        (line,) = problems(check(env=env).stdout)
         assert line.startswith("MISSING Argo auth mode: client mode (HTTP 401: token not valid. see https://argo-"
                                "workflows.readthedocs.io/en/latest/faq/) and no token in $ARGO_TOKEN. Fix: put a token")
-        assert ARGO_TOKEN not in result.output and "wrong-token" not in result.output
+        assert ARGO_TOKEN not in result.stdout + result.stderr and "wrong-token" not in result.stdout + result.stderr
 
 
 @pytest.mark.slow
-def test_a_missing_argo_service_lists_the_ones_found(cli, fake_kube) -> None:
+def test_a_missing_argo_service_lists_the_ones_found(fake_kube) -> None:
     install(fake_kube)
     fake_kube.services = {"workflows/http:wf-argo-workflows-server:2746": FakeArgoServer(auth_modes={"server"})}
     fake_kube.add({"apiVersion": "v1", "kind": "Service",
                    "metadata": {"name": "wf-argo-workflows-server", "namespace": "workflows",
                                 "labels": {"app.kubernetes.io/name": "argo-workflows-server"}},
                    "spec": {"ports": [{"port": 2746}]}})
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING Argo Server: the Argo Server at ")
     assert ": the Kubernetes API server answered HTTP 404: services \"argo-workflows-server\" not found." in line
     assert line.endswith("- found: workflows/http:wf-argo-workflows-server:2746")
     add_config(fake_kube, '[cluster]\nargo_service = "workflows/http:wf-argo-workflows-server:2746"')
-    fixed = check(cli)
-    assert fixed.exit_code == 0, fixed.output
+    fixed = check()
+    assert fixed.returncode == 0, fixed.stderr
 
 
 @pytest.mark.slow
-def test_nodes_must_match_selectors_tolerations_and_sizes(cli, fake_kube) -> None:
+def test_nodes_must_match_selectors_tolerations_and_sizes(fake_kube) -> None:
     install(fake_kube)
     gpu_path = "/api/v1/nodes/gpu-1"
     fake_kube.objects[gpu_path]["spec"]["taints"].append({"key": "spot", "value": "true", "effect": "NoSchedule"})
-    (line,) = problems(check(cli).stdout)
+    (line,) = problems(check().stdout)
     assert line.startswith("MISSING GPU nodes: 1 node(s) have burnqed.io/pool=gpu but taints the tolerations "
                            "(cluster.gpu_node_selector / gpu_tolerations) do not cover.")
     add_config(fake_kube, '[cluster]\ngpu_tolerations = [{operator = "Exists"}]\nsglang_memory = "250Gi"')
-    result = check(cli)
+    result = check()
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING GPU nodes: 1 node(s) match but none has 20 CPUs, 346Gi, 1 GPU allocatable for "
                            "the largest gpu pod.")
     del fake_kube.objects[gpu_path]
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING GPU nodes: no schedulable node has burnqed.io/pool=gpu.")
     assert line.endswith("if an autoscaler scales the pool from zero, pass --scale-from-zero")
-    result = check(cli, "--scale-from-zero")
-    assert result.exit_code == 0  # a warning only
+    result = check("--scale-from-zero")
+    assert result.returncode == 0  # a warning only
     (line,) = problems(result.stdout)
     assert line.startswith("WARN GPU nodes: no schedulable node has burnqed.io/pool=gpu (--scale-from-zero")
 
 
 @pytest.mark.slow
-def test_what_cannot_be_read_is_unknown_not_a_pass(cli, fake_kube) -> None:
+def test_what_cannot_be_read_is_unknown_not_a_pass(fake_kube) -> None:
     install(fake_kube)
     fake_kube.forbidden |= {"/api/v1/namespaces/burnqed/secrets/burnqed-s3", "/api/v1/nodes"}
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     lines = problems(result.stdout)
     assert [line.split(":")[0] for line in lines] == ["UNKNOWN Secret burnqed-s3", "UNKNOWN Nodes"]
     assert "grant get on secrets/burnqed-s3 in burnqed (manifests/20-rbac.yaml" in lines[0]
 
 
 @pytest.mark.slow
-def test_templates_are_required_only_for_submit_from_template(cli, fake_kube) -> None:
+def test_templates_are_required_only_for_submit_from_template(fake_kube) -> None:
     install(fake_kube)
     fake_kube.remove("WorkflowTemplate", "burnqed-eval")
-    result = check(cli)
-    assert result.exit_code == 0
+    result = check()
+    assert result.returncode == 0
     (line,) = problems(result.stdout)
     assert line.startswith("WARN WorkflowTemplates: not installed: burnqed-eval (needed by submit --from-template")
-    assert check(cli, "--from-template").exit_code == 1
+    assert check("--from-template").returncode == 1
 
 
 @pytest.mark.slow
-def test_a_broken_config_map_is_named(cli, fake_kube) -> None:
+def test_a_broken_config_map_is_named(fake_kube) -> None:
     install(fake_kube)
     config_map = fake_kube.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
     config_map["data"]["burnqed.toml"] = "[lean]\nworkerz = 3\n"
-    (line,) = problems(check(cli).stdout)
+    (line,) = problems(check().stdout)
     assert line.startswith("MISSING ConfigMap burnqed-config: burnqed.toml does not load: invalid configuration: "
                            "unknown key lean.workerz")
 
 
 @pytest.mark.slow
-def test_json_output(cli, fake_kube) -> None:
+def test_json_output(fake_kube) -> None:
     install(fake_kube)
     fake_kube.remove("Secret", "burnqed-s3")
-    result = check(cli, "--json")
-    assert result.exit_code == 1
+    result = check("--json")
+    assert result.returncode == 1
     report = json.loads(result.stdout)
     assert report["namespace"] == "burnqed" and report["ready"] is False
     (miss,) = [c for c in report["checks"] if c["verdict"] != "ok"]
@@ -282,19 +281,19 @@ def test_json_output(cli, fake_kube) -> None:
 
 
 @pytest.mark.slow
-def test_no_cluster_is_one_line(cli) -> None:
-    result = check(cli)
-    assert result.exit_code == 1
+def test_no_cluster_is_one_line() -> None:
+    result = check()
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: cannot read the cluster: no usable kubeconfig:")
 
 
-def test_an_unreachable_api_server_is_one_line(cli, fake_kube, tmp_path, monkeypatch) -> None:
+def test_an_unreachable_api_server_is_one_line(fake_kube, tmp_path, monkeypatch) -> None:
     config = fake_kube.kubeconfig.read_text().replace(fake_kube.url, "http://127.0.0.1:9")
     (tmp_path / "dead").write_text(config)
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "dead"))
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: cannot reach the Kubernetes API at http://127.0.0.1:9:")
 
@@ -333,27 +332,27 @@ def test_the_largest_pods() -> None:
 
 
 @pytest.mark.slow
-def test_without_config_the_configmaps_is_checked_and_a_differing_local_one_is_a_problem(cli, fake_kube,
+def test_without_config_the_configmaps_is_checked_and_a_differing_local_one_is_a_problem(fake_kube,
                                                                                            tmp_path) -> None:
     install(fake_kube)
     add_config(fake_kube, '[cluster]\ngpu_node_selector = { "pool" = "l40s" }')
-    (line,) = problems(check(cli).stdout)  # the ConfigMap's selector, not the embedded default
+    (line,) = problems(check().stdout)  # the ConfigMap's selector, not the embedded default
     assert line.startswith("MISSING GPU nodes: no schedulable node has pool=l40s.")
     local = tmp_path / "mine.toml"
     local.write_text('[cluster]\ngpu_node_selector = { "burnqed.io/pool" = "gpu" }\n')
-    result = check(cli, "--config", str(local))
+    result = check("--config", str(local))
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING ConfigMap burnqed-config: holds another configuration (digest ")
     assert "than the local one (digest " in line
 
 
 @pytest.mark.slow
-def test_the_submitter_may_not_read_the_executors_token_and_is_told_so(cli, fake_kube) -> None:
+def test_the_submitter_may_not_read_the_executors_token_and_is_told_so(fake_kube) -> None:
     install(fake_kube)
     secret = "/api/v1/namespaces/burnqed/secrets/burnqed-workflow.service-account-token"
     fake_kube.forbidden.add(secret)
-    result = check(cli)
-    assert result.exit_code == 0, result.output  # a warning: nothing else proves it, nothing proves it missing
+    result = check()
+    assert result.returncode == 0, result.stderr  # a warning: nothing else proves it, nothing proves it missing
     (line,) = problems(result.stdout)
     assert line.startswith("WARN Secret burnqed-workflow.service-account-token: not read (HTTP 403): reading it "
                            "would let this user act as Argo's executor")
@@ -373,41 +372,41 @@ def test_the_submitter_role_reads_no_token_secret() -> None:
 
 
 @pytest.mark.slow
-def test_gpu_nodes_must_have_the_memory_the_plan_was_made_for(cli, fake_kube) -> None:
+def test_gpu_nodes_must_have_the_memory_the_plan_was_made_for(fake_kube) -> None:
     install(fake_kube)
     fake_kube.objects["/api/v1/nodes/gpu-1"]["metadata"]["labels"]["nvidia.com/gpu.memory"] = "46068"  # an L40S
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING GPU nodes: 1 node(s) match, but none has the label nvidia.com/gpu.memory >= 81510 "
                            "MiB (found: 46068), the GPU serving.gpu_memory_gib = 79.6 GiB the memory plan was made for")
     del fake_kube.objects["/api/v1/nodes/gpu-1"]["metadata"]["labels"]["nvidia.com/gpu.memory"]
-    (line,) = problems(check(cli).stdout)
+    (line,) = problems(check().stdout)
     assert "(found: none)" in line
 
 
 @pytest.mark.slow
-def test_templates_rendered_from_another_configuration_are_named(cli, fake_kube) -> None:
+def test_templates_rendered_from_another_configuration_are_named(fake_kube) -> None:
     install(fake_kube)
     add_config(fake_kube, "[pipeline]\nsearch_shards = 6", rerender=False)  # edited after the templates were rendered
-    result = check(cli)
-    assert result.exit_code == 0, result.output  # a warning: submit renders from the ConfigMap itself
+    result = check()
+    assert result.returncode == 0, result.stderr  # a warning: submit renders from the ConfigMap itself
     (line,) = problems(result.stdout)
     assert line.startswith("WARN WorkflowTemplates: rendered from another configuration than the pods read (digest ")
     assert "burnqed-iteration-0 (" in line and "their pods refuse to start" in line
-    result = check(cli, "--from-template")
-    assert result.exit_code == 1
+    result = check("--from-template")
+    assert result.returncode == 1
     assert problems(result.stdout)[0].startswith("MISSING WorkflowTemplates: rendered from another configuration")
 
 
 @pytest.mark.slow
-def test_without_a_kubeconfig_the_argo_checks_run_and_the_kubernetes_ones_are_not_checked(cli) -> None:
+def test_without_a_kubeconfig_the_argo_checks_run_and_the_kubernetes_ones_are_not_checked() -> None:
     argo = FakeArgoServer(auth_modes={"client"}, valid_tokens={ARGO_TOKEN})
     with serve_argo(argo) as url:  # ARGO_SERVER and ARGO_TOKEN as the README exports them; no kubeconfig at all
         env = {"ARGO_SERVER": url.removeprefix("http://"), "ARGO_SECURE": "false", "ARGO_TOKEN": ARGO_TOKEN}
-        result = check(cli, "--json", env=env)
-        shown = check(cli, env=env)
-    assert (result.exit_code, result.stderr) == (1, ""), result.output
+        result = check("--json", env=env)
+        shown = check(env=env)
+    assert (result.returncode, result.stderr) == (1, ""), result.stdout
     report = json.loads(result.stdout)
     why = "no usable kubeconfig: Invalid kube-config file. No configuration found."
     assert [(c["what"], c["verdict"]) for c in report["checks"]] == [
@@ -421,13 +420,13 @@ def test_without_a_kubeconfig_the_argo_checks_run_and_the_kubernetes_ones_are_no
     assert {c["detail"] for c in report["checks"] if c["verdict"] == "not checked"} == {f"not read: {why}"}
     assert report["checks"][-1]["detail"] == "client mode; the token in $ARGO_TOKEN is accepted"
     assert report["ready"] is False  # a check that did not look proves nothing
-    assert (shown.exit_code, shown.stderr) == (1, "")
+    assert (shown.returncode, shown.stderr) == (1, "")
     assert problems(shown.stdout) == [
         f"MISSING Kubernetes API: not read ({why}): the checks of the namespace, its objects and the nodes did not "
         "run, and submit reads the namespace's ConfigMap through it (only submit --dry-run does without). Fix: point "
         "KUBECONFIG at a kubeconfig for the cluster (or run inside a pod of it)"]
     assert shown.stdout.rstrip().endswith("not ready: 1 problem(s), 11 not checked; a submit would not run")
-    assert ARGO_TOKEN not in result.output + shown.output
+    assert ARGO_TOKEN not in result.stdout + result.stderr + shown.stdout + shown.stderr
 
 
 def set_lean(kube: FakeKube, line: str) -> None:
@@ -440,23 +439,23 @@ def set_lean(kube: FakeKube, line: str) -> None:
 
 
 @pytest.mark.slow
-def test_the_judges_sandbox_needs_its_pod_and_landlock_on_the_nodes(cli, fake_kube) -> None:
+def test_the_judges_sandbox_needs_its_pod_and_landlock_on_the_nodes(fake_kube) -> None:
     """With lean.judge = comparator: the installed judge steps give comparator's sandbox what it needs (one line
     naming what one lacks), lake comparator's bubblewrap is said to need user namespaces, the standalone comparator's
     landrun needs Landlock on every schedulable node (Linux >= 5.13), one line each way; the sandbox switched off is a
     warning; with burnqed as the judge there is no row."""
     install(fake_kube)
-    assert "Judge sandbox" not in check(cli).stdout
+    assert "Judge sandbox" not in check().stdout
     set_lean(fake_kube, 'judge = "comparator"')
-    result = check(cli)
-    assert (result.exit_code, problems(result.stdout)) == (0, []), result.output
+    result = check()
+    assert (result.returncode, problems(result.stdout)) == (0, []), result.stderr
     assert ("lake comparator runs as uid 1000, unprivileged, in bubblewrap: the nodes must allow unprivileged user "
             "namespaces") in " ".join(result.stdout.split())
     path = "/apis/argoproj.io/v1alpha1/namespaces/burnqed/workflowtemplates/burnqed-eval"
     judge = next(t for t in fake_kube.objects[path]["spec"]["templates"] if t["name"] == "judge-eval")
     judge["container"]["securityContext"]["privileged"] = True
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     (line,) = problems(result.stdout)
     assert " ".join(line.split()).startswith(
         "MISSING Judge sandbox: WorkflowTemplate burnqed-eval: step judge-eval: comparator's sandbox (bubblewrap) "
@@ -464,17 +463,17 @@ def test_the_judges_sandbox_needs_its_pod_and_landlock_on_the_nodes(cli, fake_ku
     set_lean(fake_kube, 'comparator_command = ["lake", "env", "/opt/comparator/bin/comparator", "{config}"]')
     for name, kernel in (("gpu-1", "6.1.0-18-cloud-amd64"), ("cpu-1", "5.15.0-1057-aws")):
         fake_kube.objects[f"/api/v1/nodes/{name}"]["status"]["nodeInfo"] = {"kernelVersion": kernel}
-    result = check(cli)
-    assert result.exit_code == 0, result.output
+    result = check()
+    assert result.returncode == 0, result.stderr
     assert problems(result.stdout) == [] and "Judge sandbox" in result.stdout
     assert "comparator runs as uid 1000, unprivileged, in landrun" in " ".join(result.stdout.split())
     for name in ("gpu-1", "cpu-1"):
         fake_kube.objects[f"/api/v1/nodes/{name}"]["status"]["nodeInfo"] = {"kernelVersion": "5.4.0-1103-aws"}
-    result = check(cli)
-    assert result.exit_code == 1
+    result = check()
+    assert result.returncode == 1
     (line,) = problems(result.stdout)
     assert line.startswith("MISSING Judge sandbox: no schedulable node has Linux >= 5.13 for Landlock (older: cpu-1, "
                            "gpu-1): comparator cannot sandbox the solutions.")
     set_lean(fake_kube, "comparator_no_sandbox = true")
-    (line,) = problems(check(cli).stdout)
+    (line,) = problems(check().stdout)
     assert line.startswith("WARN Judge sandbox: lean.comparator_no_sandbox: comparator builds the solutions outside")

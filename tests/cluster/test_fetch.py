@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed import storage
 from burnqed.cluster.fetch import MODEL_FOLDER_LINE, READY_NAME, fetch
 from burnqed.errors import InputError
 from burnqed.storage import Store
+from tests.processes import cli
 
 
 def publish(uri: str, files: dict[str, str], *, store: Store) -> None:
@@ -52,21 +52,21 @@ def test_fetch_a_file_and_a_folder_without_marker(tmp_path: Path, store: Store) 
 
 
 @pytest.mark.slow
-def test_fetch_from_s3(s3_root: str, tmp_path: Path, cli, store: Store) -> None:
+def test_fetch_from_s3(s3_root: str, tmp_path: Path, store: Store) -> None:
     uri = f"{s3_root}/iter_1/export"
     publish(uri, {"config.json": "{}", "model.safetensors": "x" * 5000}, store=store)
-    result = CliRunner().invoke(cli, ["fetch", uri, str(tmp_path / "policy"), "--require-done"])
-    assert result.exit_code == 0, result.output
+    result = cli("fetch", uri, str(tmp_path / "policy"), "--require-done")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"fetched {uri} -> {tmp_path / 'policy'} (3 files, ")
     assert (tmp_path / "policy" / "model.safetensors").read_text() == "x" * 5000
     assert (tmp_path / "policy" / READY_NAME).is_file()
-    result = CliRunner().invoke(cli, ["fetch", uri, str(tmp_path / "policy")])
+    result = cli("fetch", uri, str(tmp_path / "policy"))
     assert result.stdout == f"{tmp_path / 'policy'} already holds {uri}\n"
 
 
-def test_fetch_errors_are_one_line(tmp_path: Path, cli) -> None:
-    result = CliRunner().invoke(cli, ["fetch", str(tmp_path / "missing"), str(tmp_path / "out")])
-    assert result.exit_code == 2
+def test_fetch_errors_are_one_line(tmp_path: Path) -> None:
+    result = cli("fetch", str(tmp_path / "missing"), str(tmp_path / "out"))
+    assert result.returncode == 2
     assert result.stderr == f"error: {tmp_path / 'missing'} does not exist\n"
 
 
@@ -135,12 +135,12 @@ def test_fetch_model_folder_leaves_a_folder_burnqed_wrote_byte_for_byte(tmp_path
         assert (tmp_path / "policy" / path.name).read_bytes() == path.read_bytes(), path.name
 
 
-def test_fetch_model_folder_refuses_what_it_cannot_write(tmp_path: Path, store: Store, cli) -> None:
+def test_fetch_model_folder_refuses_what_it_cannot_write(tmp_path: Path, store: Store) -> None:
     base = deepseek_shaped_base(tmp_path / "base")
     (base / "tokenizer.json").unlink()
     with pytest.raises(InputError, match=f"cannot serve {base}: .* has no tokenizer.json"):
         fetch(str(base), tmp_path / "a", model_folder=True, store=store)
     assert not (tmp_path / "a").exists() and not (tmp_path / ".a.partial").exists()
-    result = CliRunner().invoke(cli, ["fetch", str(base / "config.json"), str(tmp_path / "b"), "--model-folder"])
-    assert result.exit_code == 2
+    result = cli("fetch", str(base / "config.json"), str(tmp_path / "b"), "--model-folder")
+    assert result.returncode == 2
     assert result.stderr == f"error: {base / 'config.json'} is not a model folder (no config.json)\n"

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.cluster.images import (
     DEVICE_ENV,
@@ -26,6 +25,7 @@ from burnqed.errors import ConfigError
 from burnqed.runner.plan import build_iteration
 from tests.cluster.conftest import ROOT, WORKFLOWS, by_name, template
 from tests.cluster.test_check import add_config, install
+from tests.processes import cli
 
 REAL = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
 
@@ -128,9 +128,9 @@ def test_an_image_without_what_a_step_imports_is_refused() -> None:
 
 
 @pytest.mark.slow
-def test_cluster_check_refuses_what_the_pods_cannot_use(cli, fake_kube, tmp_path: Path) -> None:
+def test_cluster_check_refuses_what_the_pods_cannot_use(fake_kube, tmp_path: Path) -> None:
     install(fake_kube)
     add_config(fake_kube, '[ebm]\ndevice = "cuda"', rerender=False)  # render would refuse it
-    result = CliRunner().invoke(cli, ["cluster", "check"], env={"COLUMNS": "200"}, catch_exceptions=False)
-    assert result.exit_code == 2
+    result = cli("cluster", "check", env={"COLUMNS": "200"})
+    assert result.returncode == 2
     assert "step search: ebm.device = 'cuda', but its main container has no GPU" in result.stderr

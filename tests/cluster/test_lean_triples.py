@@ -15,6 +15,7 @@ import pytest
 from burnqed.cluster.images import TRIPLE_ENV, declared, lean_triples
 from leankit.version import PantographVersion, supported_version
 from tests.cluster.conftest import ROOT
+from tests.processes import cli
 
 DOCKERFILE = ROOT / "images" / "core" / "Dockerfile"
 IMAGES_TOML = ROOT / "burnqed" / "cluster" / "images.toml"
@@ -136,9 +137,6 @@ def test_render_says_when_the_core_images_lean_is_not_the_pinned_one(tmp_path: P
     Lean, says nothing."""
     from importlib import metadata
 
-    from typer.testing import CliRunner
-
-    from burnqed.cli import app
     from burnqed.cluster.images import lean_image_warning
     from burnqed.config import load_config
 
@@ -158,7 +156,7 @@ def test_render_says_when_the_core_images_lean_is_not_the_pinned_one(tmp_path: P
 
     uploaded = ["--set", "pipeline.benchmark=s3://b/putnam/src",  # the pods read no local path (cluster/podinputs.py)
                 "--set", 'data.sources=[{"kind": "benchmark", "path": "s3://b/putnam/src", "answers": "both"}]']
-    done = CliRunner().invoke(app, ["render", "eval", "--config", str(ROOT / "configs" / "putnambench.toml"),
-                                    "--output", str(tmp_path / "out"), *uploaded])
-    assert done.exit_code == 0, done.output
+    done = cli("render", "eval", "--config", str(ROOT / "configs" / "putnambench.toml"),
+               "--output", str(tmp_path / "out"), *uploaded)
+    assert done.returncode == 0, done.stderr
     assert done.stderr.splitlines() == [f"warning: {lean_image_warning(putnam)}"]

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.cluster.memory import PlanKeys, lean_memory_plan, parse_quantity
 from burnqed.cluster.render import render_templates
 from burnqed.config import Config, LeanConfig, load_config
 from burnqed.errors import ConfigError
 from tests.cluster.conftest import WORKFLOWS, by_name, template
+from tests.processes import cli
 
 KEYS = PlanKeys(cpu="cluster.search_cpu", memory="cluster.search_memory", main="cluster.lean_main_memory")
 
@@ -83,29 +83,25 @@ def test_no_room_for_one_worker_and_no_recycling_are_refused() -> None:
 
 
 def test_render_refuses_an_over_committed_memory_plan(tmp_path: Path) -> None:
-    from burnqed.cli import app
-
     out = tmp_path / "rendered"
-    result = CliRunner().invoke(app, ["render", "-o", str(out), "--set", "lean.workers=12"])
-    assert result.exit_code == 2
+    result = cli("render", "-o", str(out), "--set", "lean.workers=12")
+    assert result.returncode == 2
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: step ")
     assert "memory limit cluster.search_memory=96Gi (98304 MiB) is below (lean.workers=12 + " in line
     assert "= 160096 MiB: raise cluster.search_memory, or lower lean.workers or lean.recycle_rss_mb" in line
     assert not out.exists() or list(out.iterdir()) == []
-    fits = CliRunner().invoke(app, ["render", "iteration", "-o", str(out), "--set", "lean.workers=11",
-                                    "--set", "lean.recycle_rss_mb=7500"])
-    assert fits.exit_code == 0, fits.output
+    fits = cli("render", "iteration", "-o", str(out), "--set", "lean.workers=11", "--set", "lean.recycle_rss_mb=7500")
+    assert fits.returncode == 0, fits.stderr
 
 
-def test_submit_refuses_it_too_and_sends_nothing(cli, fake_argo, fake_kube) -> None:
+def test_submit_refuses_it_too_and_sends_nothing(fake_argo, fake_kube) -> None:
     fake_kube.add({"apiVersion": "v1", "kind": "ConfigMap",
                    "metadata": {"name": "burnqed-config", "namespace": "burnqed"},
                    "data": {"burnqed.toml": "[lean]\nworkers = 12\n"}})  # the configuration the pods read
-    result = CliRunner().invoke(cli, ["submit", "eval", "--model", "s3://m/x", "--root", "s3://b/r", "--server",
-                                      fake_argo.url])
-    assert result.exit_code == 2
+    result = cli("submit", "eval", "--model", "s3://m/x", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: step eval: the Lean container's memory limit cluster.search_memory=96Gi")
     assert fake_argo.requests == []

@@ -8,13 +8,13 @@ import shlex
 
 import helm_python as helm
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.cluster.source import load_text
 from burnqed.config import Config
 from burnqed.config.digest import DIGEST_ANNOTATION, pod_config_digest
 from tests.cluster.conftest import CHART
 from tests.cluster.test_check import ARGO, install
+from tests.processes import cli
 
 
 def notes(values: dict[str, object] | None = None) -> str:
@@ -34,15 +34,15 @@ def printed_commands(text: str) -> list[list[str]]:
 
 
 @pytest.mark.slow
-def test_the_notes_commands_run_as_printed(cli, fake_kube) -> None:
+def test_the_notes_commands_run_as_printed(fake_kube) -> None:
     install(fake_kube)
     commands = printed_commands(notes())
     assert [c[:2] for c in commands] == [["burnqed", "cluster"], ["burnqed", "submit"], ["argo", "submit"]]
     check, submit, argo = commands
-    result = CliRunner().invoke(cli, check[1:], env={"COLUMNS": "200"}, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
-    result = CliRunner().invoke(cli, submit[1:], catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    result = cli(*check[1:], env={"COLUMNS": "200"})
+    assert result.returncode == 0, result.stderr
+    result = cli(*submit[1:])
+    assert result.returncode == 0, result.stderr
     server = fake_kube.services[ARGO]
     assert server is not None
     (created,) = server.created
@@ -60,22 +60,22 @@ def test_the_notes_commands_run_as_printed(cli, fake_kube) -> None:
     assert [argo[i + 1].split("=")[0] for i, word in enumerate(argo) if word == "-p"] == ["root", "run"]
 
 
-def test_a_pod_refuses_a_mounted_configuration_of_another_digest(cli, tmp_path) -> None:
+def test_a_pod_refuses_a_mounted_configuration_of_another_digest(tmp_path) -> None:
     mounted = tmp_path / "burnqed.toml"
     mounted.write_text('[pipeline]\nsearch_shards = 4\n')
     source = tmp_path / "model.txt"
     source.write_text("weights")
     right = pod_config_digest(Config.model_validate({"pipeline": {"search_shards": 4}}))
     env = {"BURNQED_CONFIG": str(mounted), "BURNQED_CONFIG_DIGEST": right}
-    result = CliRunner().invoke(cli, ["fetch", str(source), str(tmp_path / "out")], env=env, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    result = cli("fetch", str(source), str(tmp_path / "out"), env=env)
+    assert result.returncode == 0, result.stderr
     # the pod's own per-stage settings (variables, --set) are not part of what it checks
-    result = CliRunner().invoke(cli, ["fetch", str(source), str(tmp_path / "out2"), "--set", "lean.workers=3"],
-                                env={**env, "BURNQED_LEAN__WORKERS": "5"}, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    result = cli("fetch", str(source), str(tmp_path / "out2"), "--set", "lean.workers=3",
+                 env={**env, "BURNQED_LEAN__WORKERS": "5"})
+    assert result.returncode == 0, result.stderr
     mounted.write_text('[pipeline]\nsearch_shards = 6\n')  # the ConfigMap changed after rendering
-    result = CliRunner().invoke(cli, ["fetch", str(source), str(tmp_path / "out3")], env=env, catch_exceptions=False)
-    assert result.exit_code == 2
+    result = cli("fetch", str(source), str(tmp_path / "out3"), env=env)
+    assert result.returncode == 2
     found = pod_config_digest(Config.model_validate({"pipeline": {"search_shards": 6}}))
     assert result.stderr.startswith(f"error: the configuration mounted at {mounted} (digest {found}) is not the one "
                                     f"this workflow was rendered from (digest {right})")

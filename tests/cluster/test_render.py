@@ -19,6 +19,7 @@ from burnqed.config import Config
 from burnqed.errors import ConfigError, InputError
 from burnqed.runner.plan import build_iteration
 from tests.cluster.conftest import ROOT, UPDATE_GOLDEN, WORKFLOWS, by_name, template
+from tests.processes import cli
 
 NAMES = ["burnqed-baseline", "burnqed-eval", "burnqed-iteration-0", "burnqed-iteration-1", "burnqed-iteration-2",
          "burnqed-smoke"]
@@ -415,14 +416,9 @@ def test_a_workflow_folder_is_loaded_by_path(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
-    from typer.testing import CliRunner
-
-    from burnqed.cli import app
-
     seven_b = ["--set", "sft.base_model=s3://b/models/DeepSeek-Prover-V2-7B"]  # [serving]'s default sizes are its
-    result = CliRunner().invoke(app, ["render", "iteration", "--check", "-o", str(tmp_path), *seven_b],
-                                catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    result = cli("render", "iteration", "--check", "-o", str(tmp_path), *seven_b)
+    assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[:4] == [
         *(f"wrote {tmp_path}/burnqed-iteration-{i}.yaml" for i in range(3)),
@@ -435,53 +431,47 @@ def test_burnqed_render_through_the_real_cli(tmp_path: Path) -> None:
     encoder = lines.index("GPU memory plan of burnqed-iteration-1/search, burnqed-iteration-1/eval, "
                           "burnqed-iteration-2/search, burnqed-iteration-2/eval:")
     assert "--mem-fraction-static = 1 − 13.12/61.28 → 0.785" in lines[encoder + 3]
-    small = CliRunner().invoke(app, ["render", "iteration", "-o", str(tmp_path / "small"), *seven_b,
-                                     "--set", "serving.gpu_memory_gib=39.4"])
-    assert small.exit_code == 2 and not (tmp_path / "small").exists()
+    small = cli("render", "iteration", "-o", str(tmp_path / "small"), *seven_b, "--set", "serving.gpu_memory_gib=39.4")
+    assert small.returncode == 2 and not (tmp_path / "small").exists()
     assert small.stderr.startswith("error: GPU memory plan: SGLang and burnqed's encoder do not fit a 39.4 GiB GPU: ")
     assert len(small.stderr.strip().splitlines()) == 1 and "3280 KV tokens" in small.stderr
-    result = CliRunner().invoke(app, ["render", "nope"])
-    assert result.exit_code == 2
+    result = cli("render", "nope")
+    assert result.returncode == 2
     assert result.stderr.startswith("error: no workflow 'nope' in ")
 
 
 @pytest.mark.slow  # two renders of every workflow
 def test_a_configuration_of_your_own_never_overwrites_the_checkouts_golden_renders(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from typer.testing import CliRunner
-
-    from burnqed.cli import app
-
     monkeypatch.chdir(tmp_path)  # the default folders are relative: a checkout's root here
     config = ROOT / "configs" / "deepseek-prover-v2-7b.toml"
-    refused = CliRunner().invoke(app, ["render", "--helm", "--config", str(config)])
-    assert refused.exit_code == 2
+    refused = cli("render", "--helm", "--config", str(config))
+    assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         "error: helm/burnqed/files/workflowtemplates/ holds the renders of the embedded defaults, golden files the "
         "checkout tracks (CONTRIBUTING.md), and a configuration of your own (--config, --set or BURNQED_SECTION__KEY) "
         "never overwrites them: render into a copy of the chart: `mkdir -p build && cp -r helm/burnqed build/ && "
         f"burnqed render --helm --output build/burnqed/files/workflowtemplates --config {config}`, then `helm install "
         "burnqed build/burnqed … --set-file config.toml=FILE` from the same file"]
-    refused = CliRunner().invoke(app, ["render", "iteration", "--set", "lean.workers=2"])
-    assert refused.exit_code == 2
+    refused = cli("render", "iteration", "--set", "lean.workers=2")
+    assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         "error: manifests/rendered/ holds the renders of the embedded defaults, golden files the checkout tracks "
         "(CONTRIBUTING.md), and a configuration of your own (--config, --set or BURNQED_SECTION__KEY) never "
         "overwrites them: give --output DIR: `burnqed render --output my-templates --set lean.workers=2`"]
     monkeypatch.setenv("BURNQED_LEAN__WORKERS", "2")
-    assert CliRunner().invoke(app, ["render", "iteration"]).exit_code == 2
+    assert cli("render", "iteration").returncode == 2
     monkeypatch.delenv("BURNQED_LEAN__WORKERS")
     assert list(tmp_path.iterdir()) == []  # nothing written
     # The route the README gives, and a developer's regeneration of the golden files (no configuration).
     chart = tmp_path / "build" / "burnqed"
     shutil.copytree(ROOT / "helm" / "burnqed", chart)
-    mine = CliRunner().invoke(app, ["render", "--helm", "--config", str(config), "--output",
-                                    "build/burnqed/files/workflowtemplates"])
-    assert mine.exit_code == 0, mine.output
+    mine = cli("render", "--helm", "--config", str(config), "--output", "build/burnqed/files/workflowtemplates")
+    assert mine.returncode == 0, mine.stderr
     assert (chart / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text() != (
         ROOT / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text()
-    golden = CliRunner().invoke(app, ["render", "--helm"])
-    assert golden.exit_code == 0, golden.output
+    golden = cli("render", "--helm")
+    assert golden.returncode == 0, golden.stderr
     assert (tmp_path / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text() == (
         ROOT / "helm" / "burnqed" / "files" / "workflowtemplates" / "burnqed-eval.yaml").read_text()
 

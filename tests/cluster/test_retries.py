@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from burnqed.cluster.render import render_templates
 from burnqed.cluster.retry import (
@@ -28,11 +26,11 @@ from burnqed.cluster.retry import (
     STORAGE_MESSAGE,
     retry_expression,
 )
-from burnqed.commands.kit import reports_errors
 from burnqed.config import Config
 from burnqed.errors import TRANSIENT_EXIT_CODE, StoppedError, TransientStorageError
 from tests.cluster.argo_rules import evaluate, retried
 from tests.cluster.conftest import WORKFLOWS, by_name, template
+from tests.processes import cli
 
 INTERRUPTED = [
     ("Failed", "Pod was terminated in response to imminent node shutdown."),
@@ -139,20 +137,24 @@ def test_every_documented_example_matches_its_own_pattern() -> None:
     assert evaluate(retry_expression(oom=True), status="Failed", message=OOM_MESSAGE.example)
 
 
-def test_a_stopped_command_exits_128_plus_the_signal() -> None:
-    """burnqed's side of the rule: a search stopped by SIGTERM exits 143, which the expression retries."""
-    app = typer.Typer()
+def fetch_raising(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                  error: Exception) -> subprocess.CompletedProcess[str]:
+    """`burnqed fetch` (a step of every sidecar pod) whose download raises `error`."""
+    import burnqed.cluster.fetch
 
-    @app.command()
-    @reports_errors
-    def work() -> None:
-        raise StoppedError(signal.SIGTERM, "stopped by SIGTERM; finished theorems were saved (use --resume)")
+    def fail(*args: object, **kwargs: object) -> None:
+        raise error
 
-    result = CliRunner().invoke(app, [])
-    assert result.exit_code == 143
-    assert result.stderr == "error: stopped by SIGTERM; finished theorems were saved (use --resume)\n"
+    monkeypatch.setattr(burnqed.cluster.fetch, "fetch", fail)
+    return cli("fetch", "s3://b/r/iter_1/export", str(tmp_path / "policy"))
+
+
+def test_a_stopped_command_exits_128_plus_the_signal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """burnqed's side of the rule: a command stopped by SIGTERM exits 143, which the expression retries."""
+    result = fetch_raising(monkeypatch, tmp_path, StoppedError(signal.SIGTERM, "stopped by SIGTERM"))
+    assert (result.returncode, result.stdout, result.stderr) == (143, "", "error: stopped by SIGTERM\n")
     assert retried({"retryPolicy": "Always", "expression": retry_expression(oom=False)}, status="Failed",
-                   message=f"main: Error (exit code {result.exit_code})")
+                   message=f"main: Error (exit code {result.returncode})")
 
 
 @pytest.mark.parametrize(("line", "status", "message", "expected"), ARGO_TABLE,
@@ -205,18 +207,13 @@ def test_storage_errors_are_retried_a_bounded_number_of_times(rendered) -> None:
     assert not retried(none, status="Failed", message=storage)
 
 
-def test_a_transient_storage_error_exits_75() -> None:
-    app = typer.Typer()
-
-    @app.command()
-    @reports_errors
-    def work() -> None:
-        raise TransientStorageError("cannot upload search output to s3://b/r: Read timeout on endpoint URL")
-
-    result = CliRunner().invoke(app, [])
-    assert result.exit_code == TRANSIENT_EXIT_CODE == STORAGE_EXIT_CODE
+def test_a_transient_storage_error_exits_75(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    message = "cannot download s3://b/r/iter_1/export: Read timeout on endpoint URL"
+    result = fetch_raising(monkeypatch, tmp_path, TransientStorageError(message))
+    assert (result.returncode, result.stderr) == (TRANSIENT_EXIT_CODE, f"error: {message}\n")
+    assert TRANSIENT_EXIT_CODE == STORAGE_EXIT_CODE
     assert retried({"retryPolicy": "Always", "limit": 3, "expression": retry_expression(oom=False, storage_retries=1)},
-                   status="Failed", message=f"main: Error (exit code {result.exit_code})")
+                   status="Failed", message=f"main: Error (exit code {result.returncode})")
 
 
 def test_lean_and_gpu_pods_get_time_to_flush(rendered) -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import helm_python as helm
 import pytest
-from typer.testing import CliRunner
 
 from tests.cluster.conftest import CHART, MANIFESTS
+from tests.processes import cli
 
 SECRETS = {
     "ARGO_TOKEN": "argo-token-91b2c3d4e5",
@@ -27,17 +27,16 @@ def assert_clean(text: str, where: str) -> None:
 
 
 @pytest.mark.slow
-def test_no_secret_in_any_rendered_file(cli, tmp_path: Path) -> None:
+def test_no_secret_in_any_rendered_file(tmp_path: Path) -> None:
     env = {**SECRETS, "BURNQED_CLUSTER__ARGO_TOKEN_ENV": "CI_TOKEN", "BURNQED_STORAGE__ROOT": "s3://b/run"}
-    runner = CliRunner()
     outputs = []
     for args in (["render", "--check", "-o", str(tmp_path / "rendered")],
                  ["render", "--helm", "-o", str(tmp_path / "helm")],
                  ["submit", "iteration", "--iter", "1", "--dry-run"],
                  ["submit", "eval", "--model", "s3://m/x", "--dry-run", "--from-template"]):
-        result = runner.invoke(cli, args, env=env, catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        outputs.append(result.output)
+        result = cli(*args, env=env)
+        assert result.returncode == 0, result.stderr
+        outputs += [result.stdout, result.stderr]
     written = sorted(tmp_path.rglob("*.yaml"))
     assert len(written) == 12
     for path in written:

@@ -9,11 +9,11 @@ from __future__ import annotations
 import itertools
 import re
 import shlex
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.cluster.podinputs import pod_input_refusal, without_effect
 from burnqed.cluster.render import render_templates
@@ -22,6 +22,7 @@ from burnqed.config import load_config
 from burnqed.policy.sglang import is_loopback
 from tests.cluster.argo_rules import containers
 from tests.cluster.conftest import ROOT, WORKFLOWS
+from tests.processes import cli
 
 CONFIGS = sorted((ROOT / "configs").glob("*.toml"))
 BASE_MODEL = "s3://my-bucket/models/DeepSeek-Prover-V2-7B"  # what eval-base's refusal asks for: the base model's URI
@@ -41,15 +42,9 @@ def clone_benchmarks(folder: Path, cfg_path: Path) -> None:
             (folder / path / "A.lean").write_text("theorem a : 1 = 1 := by\n  sorry\n")
 
 
-def render(path: Path, out: Path, sets: list[str]) -> Any:
+def render(path: Path, out: Path, sets: list[str]) -> subprocess.CompletedProcess[str]:
     args = ["render", "iteration", "eval", "--config", str(path), "--output", str(out)]
-    return CliRunner().invoke(_app(), [*args, *(part for item in sets for part in ("--set", item))])
-
-
-def _app() -> Any:
-    from burnqed.cli import app
-
-    return app
+    return cli(*args, *(part for item in sets for part in ("--set", item)))
 
 
 def fixes(refusal: str) -> list[str]:
@@ -110,18 +105,18 @@ def test_every_shipped_configuration_renders_pods_that_run(path: Path, tmp_path:
     refusal = pod_input_refusal(cfg)
     if refusal is not None:  # local inputs: refused in one line, before anything is written
         refused = render(path, tmp_path / "out", sets)
-        assert refused.exit_code == 2 and refused.stderr == f"error: {refusal}\n"
+        assert refused.returncode == 2 and refused.stderr == f"error: {refusal}\n"
         assert not (tmp_path / "out").exists()
         sets = fixes(refusal)
         assert sets, refusal
     done = render(path, tmp_path / "out", sets)
-    if done.exit_code != 0 and "sft.base_model" in done.stderr:  # eval-base of an sglang policy with nothing to serve
+    if done.returncode != 0 and "sft.base_model" in done.stderr:  # eval-base of an sglang policy with nothing to serve
         assert done.stderr.startswith("error: workflow iteration: step eval-base evaluates the untrained base model "
                                       "with policy.backend = 'sglang' at http://127.0.0.1:30000"), done.stderr
         assert done.stderr.count("\n") == 1
         sets.append(f"sft.base_model={BASE_MODEL}")
         done = render(path, tmp_path / "out", sets)
-    assert done.exit_code == 0, done.output
+    assert done.returncode == 0, done.stderr
     final = load_config(path, sets, {})
     assert pod_input_refusal(final) is None and without_effect(final) == []
     checked = 0
@@ -179,9 +174,8 @@ def test_a_setting_without_effect_is_refused_naming_it_and_what_it_is_for(tmp_pa
                                         r"eval_modes stages in whole or hybrid mode"):
         render_templates(load_config(sets=sets), ["eval"], WORKFLOWS)
     out = tmp_path / "out"
-    refused = CliRunner().invoke(_app(), ["render", "eval", "--output", str(out),
-                                          *(part for item in sets for part in ("--set", item))])
-    assert refused.exit_code == 2 and refused.stderr.count("\n") == 1 and not out.exists()
+    refused = cli("render", "eval", "--output", str(out), *(part for item in sets for part in ("--set", item)))
+    assert refused.returncode == 2 and refused.stderr.count("\n") == 1 and not out.exists()
 
 
 def test_the_embedded_defaults_put_no_pod_on_the_gpu_pool_without_a_gpu(rendered) -> None:
@@ -207,12 +201,12 @@ def test_submit_dry_run_and_cluster_check_refuse_a_local_benchmark_before_any_wo
     expected = pod_input_refusal(load_config(path, (), {}), root="s3://lab/runs/putnam")
     for args in (["submit", "eval", "--dry-run", "--root", "s3://lab/runs/putnam", "--model", BASE_MODEL],
                  ["submit", "iteration", "--root", "s3://lab/runs/putnam", "--server", fake_argo.url]):
-        refused = CliRunner().invoke(_app(), [*args, "--config", str(path)])
-        assert (refused.exit_code, refused.stdout, refused.stderr) == (2, "", f"error: {expected}\n")
+        refused = cli(*args, "--config", str(path))
+        assert (refused.returncode, refused.stdout, refused.stderr) == (2, "", f"error: {expected}\n")
     assert fake_argo.requests == []
     # no kubeconfig here (tests/cluster/conftest.py): the refusal comes before the cluster is read
-    checked = CliRunner().invoke(_app(), ["cluster", "check", "--config", str(path)])
-    assert (checked.exit_code, checked.stderr) == (2, f"error: {pod_input_refusal(load_config(path, (), {}))}\n")
+    checked = cli("cluster", "check", "--config", str(path))
+    assert (checked.returncode, checked.stderr) == (2, f"error: {pod_input_refusal(load_config(path, (), {}))}\n")
 
 
 def test_each_input_a_pod_opens_is_checked_where_a_pod_opens_it(tmp_path: Path) -> None:

@@ -9,7 +9,6 @@ import socket
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from burnqed.cluster.argo import ArgoTarget, resolve_target
 from burnqed.cluster.render import render_templates, render_workflow
@@ -18,6 +17,7 @@ from burnqed.config import ClusterConfig, Config
 from burnqed.config.digest import DIGEST_ANNOTATION, pod_config_digest
 from tests.cluster.conftest import WORKFLOWS
 from tests.doubles.fake_kube import FakeArgoServer, FakeKube
+from tests.processes import cli
 
 TOKEN = "tok-3f9a1c0d7e"  # a fake token; the tests check that it never shows up
 
@@ -35,14 +35,10 @@ def pods_config(fake_kube: FakeKube) -> FakeKube:
     return fake_kube
 
 
-def run(cli, *args: str, env: dict[str, str] | None = None):
-    return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
-
-
-def test_submit_iteration_posts_the_workflow_with_the_token(cli, fake_argo) -> None:
-    result = run(cli, "submit", "iteration", "--iter", "2", "--root", "s3://bucket/run", "--server", fake_argo.url,
+def test_submit_iteration_posts_the_workflow_with_the_token(fake_argo) -> None:
+    result = cli("submit", "iteration", "--iter", "2", "--root", "s3://bucket/run", "--server", fake_argo.url,
                  env={"ARGO_TOKEN": TOKEN})
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     (request,) = fake_argo.requests
     assert request.path == "/api/v1/workflows/burnqed"
     assert request.headers["Authorization"] == f"Bearer {TOKEN}"
@@ -53,15 +49,15 @@ def test_submit_iteration_posts_the_workflow_with_the_token(cli, fake_argo) -> N
         "submitted burnqed-iteration-2-x7k2p (namespace burnqed)",
         f"{fake_argo.url}/workflows/burnqed/burnqed-iteration-2-x7k2p",
     ]
-    assert TOKEN not in result.output
+    assert TOKEN not in result.stdout + result.stderr
 
 
-def test_server_namespace_and_token_from_the_argo_environment(cli, fake_argo) -> None:
+def test_server_namespace_and_token_from_the_argo_environment(fake_argo) -> None:
     host = fake_argo.url.removeprefix("http://")
     env = {"ARGO_SERVER": host, "ARGO_SECURE": "false", "ARGO_NAMESPACE": "research",
            "ARGO_TOKEN": f"Bearer {TOKEN}"}  # the root comes from research's ConfigMap
-    result = run(cli, "submit", "iteration", env=env)
-    assert result.exit_code == 0, result.output
+    result = cli("submit", "iteration", env=env)
+    assert result.returncode == 0, result.stderr
     (request,) = fake_argo.requests
     assert request.path == "/api/v1/workflows/research"
     assert request.headers["Authorization"] == f"Bearer {TOKEN}"  # the argo CLI's "Bearer ..." form is accepted
@@ -72,40 +68,40 @@ def test_server_namespace_and_token_from_the_argo_environment(cli, fake_argo) ->
     assert result.stdout.splitlines()[-1] == f"{fake_argo.url}/workflows/research/burnqed-iteration-2-x7k2p"
 
 
-def test_token_from_another_variable(cli, fake_argo) -> None:
-    result = run(cli, "submit", "eval", "--model", "s3://m/prover", "--root", "s3://b/r", "--server", fake_argo.url,
+def test_token_from_another_variable(fake_argo) -> None:
+    result = cli("submit", "eval", "--model", "s3://m/prover", "--root", "s3://b/r", "--server", fake_argo.url,
                  "--token-env", "CI_ARGO_TOKEN", env={"CI_ARGO_TOKEN": TOKEN, "ARGO_TOKEN": "other"})
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     (request,) = fake_argo.requests
     assert request.headers["Authorization"] == f"Bearer {TOKEN}"
     values = {p["name"]: p["value"] for p in request.body["workflow"]["spec"]["arguments"]["parameters"]}
     assert values == {"root": "s3://b/r", "model": "s3://m/prover"}
 
 
-def test_no_token_no_header(cli, fake_argo) -> None:
-    result = run(cli, "submit", "smoke", "--root", "s3://b/smoke", "--server", fake_argo.url)
-    assert result.exit_code == 0, result.output
+def test_no_token_no_header(fake_argo) -> None:
+    result = cli("submit", "smoke", "--root", "s3://b/smoke", "--server", fake_argo.url)
+    assert result.returncode == 0, result.stderr
     assert "Authorization" not in fake_argo.requests[0].headers
 
 
-def test_dry_run_prints_the_workflow_and_sends_nothing(cli, fake_argo) -> None:
-    result = run(cli, "submit", "iteration", "--iter", "2", "--root", "s3://bucket/run", "--server", fake_argo.url,
+def test_dry_run_prints_the_workflow_and_sends_nothing(fake_argo) -> None:
+    result = cli("submit", "iteration", "--iter", "2", "--root", "s3://bucket/run", "--server", fake_argo.url,
                  "--dry-run", env={"ARGO_TOKEN": TOKEN})
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert fake_argo.requests == []
     (doc,) = load_documents(result.stdout)
     assert doc == render_workflow(Config(), "iteration", WORKFLOWS, iteration=2, parameters={"root": "s3://bucket/run"})
     assert result.stdout.startswith("# POST /api/v1/workflows/burnqed (dry run: rendered from the local configuration, "
                                     "not compared with the namespace's ConfigMap)\n")
-    assert TOKEN not in result.output
+    assert TOKEN not in result.stdout + result.stderr
 
 
-def test_from_template_submits_the_installed_template(cli, fake_argo) -> None:
+def test_from_template_submits_the_installed_template(fake_argo) -> None:
     (installed,) = [d.doc for d in render_templates(Config(), ["iteration"], WORKFLOWS) if d.name.endswith("-1")]
     fake_argo.templates["burnqed-iteration-1"] = installed
-    result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://bucket/run", "--server", fake_argo.url,
+    result = cli("submit", "iteration", "--iter", "1", "--root", "s3://bucket/run", "--server", fake_argo.url,
                  "--from-template", env={"ARGO_TOKEN": TOKEN})
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     get, request = fake_argo.requests
     assert (get.method, get.path) == ("GET", "/api/v1/workflow-templates/burnqed/burnqed-iteration-1")
     assert request.path == "/api/v1/workflows/burnqed/submit"
@@ -117,54 +113,54 @@ def test_from_template_submits_the_installed_template(cli, fake_argo) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("status", [401, 403])
-def test_a_refused_token_is_one_clear_error(cli, fake_argo, status: int) -> None:
+def test_a_refused_token_is_one_clear_error(fake_argo, status: int) -> None:
     fake_argo.status = status
     fake_argo.reply = {"code": 16, "message": f"token not valid: {TOKEN[:6]}... rejected"}
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url,
+    result = cli("submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url,
                  env={"ARGO_TOKEN": TOKEN})
-    assert result.exit_code == 1
+    assert result.returncode == 1
     assert result.stdout == ""
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"error: the Argo Server at {fake_argo.url} (from --server) refused the credentials "
                            f"(HTTP {status}: token not valid")
     assert "$ARGO_TOKEN" in line
-    assert TOKEN not in result.output
+    assert TOKEN not in result.stdout + result.stderr
 
 
-def test_an_unreachable_server_is_one_clear_error(cli) -> None:
+def test_an_unreachable_server_is_one_clear_error() -> None:
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", f"http://127.0.0.1:{port}",
+    result = cli("submit", "iteration", "--root", "s3://b/r", "--server", f"http://127.0.0.1:{port}",
                  env={"ARGO_TOKEN": TOKEN})
-    assert result.exit_code == 1
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"error: cannot reach the Argo Server at http://127.0.0.1:{port} (from --server):")
-    assert TOKEN not in result.output
+    assert TOKEN not in result.stdout + result.stderr
 
 
-def test_other_refusals_carry_the_servers_message(cli, fake_argo) -> None:
+def test_other_refusals_carry_the_servers_message(fake_argo) -> None:
     fake_argo.status = 409
     fake_argo.reply = {"code": 6, "message": "workflows.argoproj.io \"x\" already exists"}
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url)
-    assert result.exit_code == 1
+    result = cli("submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.returncode == 1
     assert result.stderr.strip() == (f"error: the Argo Server at {fake_argo.url} (from --server) rejected the request "
                                      "(HTTP 409): workflows.argoproj.io \"x\" already exists")
 
 
-def test_no_server_and_no_kubeconfig(cli, tmp_path) -> None:
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r", env={"KUBECONFIG": str(tmp_path / "none")})
-    assert result.exit_code == 1
+def test_no_server_and_no_kubeconfig(tmp_path) -> None:
+    result = cli("submit", "iteration", "--root", "s3://b/r", env={"KUBECONFIG": str(tmp_path / "none")})
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()  # submit reads the ConfigMap first, through the kubeconfig
     assert line.startswith("error: cannot read the namespace's ConfigMap, the configuration the pods read (submit "
                            "renders from it; --dry-run does not): no usable kubeconfig")
 
 
-def test_the_kubeconfig_route_reaches_argo_helms_server_in_server_auth_mode(cli, fake_kube) -> None:
+def test_the_kubeconfig_route_reaches_argo_helms_server_in_server_auth_mode(fake_kube) -> None:
     argo = FakeArgoServer(auth_modes={"server"})
     fake_kube.services["argo/http:argo-workflows-server:2746"] = argo  # argo-helm's default Service
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
-    assert result.exit_code == 0, result.output
+    result = cli("submit", "smoke", "--root", "s3://b/r")
+    assert result.returncode == 0, result.stderr
     (request,) = [r for r in fake_kube.requests if r[0] == "POST"]
     assert request[1] == ("/api/v1/namespaces/argo/services/http:argo-workflows-server:2746/proxy"
                           "/api/v1/workflows/burnqed")
@@ -174,14 +170,14 @@ def test_the_kubeconfig_route_reaches_argo_helms_server_in_server_auth_mode(cli,
     assert "authorization" not in {k.lower() for k in headers}  # ... and the Argo Server never sees a token
     proxy = f"{fake_kube.url}/api/v1/namespaces/argo/services/http:argo-workflows-server:2746/proxy"
     assert result.stdout.splitlines()[-1] == f"{proxy}/workflows/burnqed/burnqed-iteration-2-x7k2p"
-    assert fake_kube.token not in result.output
+    assert fake_kube.token not in result.stdout + result.stderr
 
 
-def test_the_kubeconfig_route_in_client_auth_mode_says_what_to_set(cli, fake_kube) -> None:
+def test_the_kubeconfig_route_in_client_auth_mode_says_what_to_set(fake_kube) -> None:
     fake_kube.services["argo/http:argo-workflows-server:2746"] = FakeArgoServer(auth_modes={"client"},
                                                                               valid_tokens={fake_kube.token})
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r", env={"ARGO_TOKEN": TOKEN})
-    assert result.exit_code == 1
+    result = cli("submit", "smoke", "--root", "s3://b/r", env={"ARGO_TOKEN": TOKEN})
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line == (
         f"error: the Argo Server at {fake_kube.url}/api/v1/namespaces/argo/services/http:argo-workflows-server:2746/"
@@ -192,14 +188,14 @@ def test_the_kubeconfig_route_in_client_auth_mode_says_what_to_set(cli, fake_kub
         "reach it directly with a token in $ARGO_TOKEN: kubectl -n argo port-forward svc/argo-workflows-server "
         "2746, then ARGO_SERVER=localhost:2746 ARGO_SECURE=false"
     )
-    assert TOKEN not in result.output and fake_kube.token not in result.output
+    assert TOKEN not in result.stdout + result.stderr and fake_kube.token not in result.stdout + result.stderr
 
 
 @pytest.mark.slow
-def test_a_missing_service_or_a_forbidden_proxy_is_the_api_servers_answer(cli, fake_kube) -> None:
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r",
+def test_a_missing_service_or_a_forbidden_proxy_is_the_api_servers_answer(fake_kube) -> None:
+    result = cli("submit", "smoke", "--root", "s3://b/r",
                  "--set", "cluster.argo_service=argo/https:argo-server:2746")
-    assert result.exit_code == 1
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith("error: the Kubernetes API server has no Service argo-server in namespace argo "
                            "(cluster.argo_service = argo/https:argo-server:2746; HTTP 404: services \"argo-server\" "
@@ -207,50 +203,50 @@ def test_a_missing_service_or_a_forbidden_proxy_is_the_api_servers_answer(cli, f
     assert "set cluster.argo_service to NAMESPACE/http:NAME:2746" in line
     fake_kube.services["argo/http:argo-workflows-server:2746"] = FakeArgoServer(auth_modes={"server"})
     fake_kube.forbidden.add("argo/http:argo-workflows-server:2746")
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
-    assert result.exit_code == 1
+    result = cli("submit", "smoke", "--root", "s3://b/r")
+    assert result.returncode == 1
     assert "refused to proxy to Service argo/http:argo-workflows-server:2746 (HTTP 403: services" in result.stderr
     assert "needs get and create on services/proxy in namespace argo" in result.stderr
     fake_kube.forbidden.clear()
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r",
+    result = cli("submit", "smoke", "--root", "s3://b/r",
                  "--set", "cluster.argo_service=argo/https:argo-workflows-server:2746")
-    assert result.exit_code == 1
+    assert result.returncode == 1
     assert ("could not reach the Argo Server through Service argo/https:argo-workflows-server:2746 (HTTP 503: error "
             "trying to reach service: tls: first record does not look like a TLS handshake): check the scheme and "
             "port in cluster.argo_service") in result.stderr
     fake_kube.services["argo/http:argo-workflows-server:2746"] = None
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
-    assert result.exit_code == 1
+    result = cli("submit", "smoke", "--root", "s3://b/r")
+    assert result.returncode == 1
     assert "cannot reach Service argo/http:argo-workflows-server:2746 (HTTP 503: no endpoints" in result.stderr
     assert "is the Argo Server running?" in result.stderr
 
 
-def test_no_token_sent_is_said_so(cli, fake_argo) -> None:
+def test_no_token_sent_is_said_so(fake_argo) -> None:
     fake_argo.status = 401
     fake_argo.reply = {"code": 16, "message": "token not valid. see https://argo-workflows.readthedocs.io/en/latest/faq/"}
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url)
-    assert result.exit_code == 1
+    result = cli("submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.returncode == 1
     assert result.stderr.strip().endswith("no token was sent; put one in $ARGO_TOKEN (e.g. from `argo auth token`) "
                                           "or --token-env VAR (Argo's default client auth mode needs one)")
 
 
-def test_a_bad_argo_service_is_one_line(cli, fake_kube) -> None:
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--set", "cluster.argo_service=argo-server:2746")
-    assert result.exit_code == 2  # a configuration error
+def test_a_bad_argo_service_is_one_line(fake_kube) -> None:
+    result = cli("submit", "smoke", "--root", "s3://b/r", "--set", "cluster.argo_service=argo-server:2746")
+    assert result.returncode == 2  # a configuration error
     assert result.stderr.strip() == ("error: cluster.argo_service 'argo-server:2746': expected "
                                      "NAMESPACE/[SCHEME:]SERVICE:PORT, e.g. argo/http:argo-workflows-server:2746")
 
 
-def test_missing_or_local_root_is_an_input_error_and_nothing_is_sent(cli, fake_argo) -> None:
-    result = run(cli, "submit", "iteration", "--server", fake_argo.url)
-    assert result.exit_code == 2
+def test_missing_or_local_root_is_an_input_error_and_nothing_is_sent(fake_argo) -> None:
+    result = cli("submit", "iteration", "--server", fake_argo.url)
+    assert result.returncode == 2
     assert result.stderr.strip() == ("error: workflow iteration needs a value for root: pass --param NAME=VALUE "
                                      "(or --root; storage.root is a local path)")
-    result = run(cli, "submit", "iteration", "--root", "file:///data/runs", "--server", fake_argo.url)
-    assert result.exit_code == 2
+    result = cli("submit", "iteration", "--root", "file:///data/runs", "--server", fake_argo.url)
+    assert result.returncode == 2
     assert "is a local path the pods cannot share" in result.stderr
-    result = run(cli, "submit", "eval", "--root", "s3://b/r", "-p", "modle=s3://m", "--server", fake_argo.url)
-    assert result.exit_code == 2
+    result = cli("submit", "eval", "--root", "s3://b/r", "-p", "modle=s3://m", "--server", fake_argo.url)
+    assert result.returncode == 2
     assert "unknown parameter(s) modle" in result.stderr
     assert fake_argo.requests == []
 
@@ -266,11 +262,11 @@ def test_the_token_is_never_in_a_repr() -> None:
     assert (insecure.server, insecure.namespace, insecure.verify) == ("https://argo.example:2746", "ns", False)
 
 
-def test_without_a_local_configuration_the_configmaps_is_rendered(cli, fake_argo, pods_config) -> None:
+def test_without_a_local_configuration_the_configmaps_is_rendered(fake_argo, pods_config) -> None:
     toml = '[pipeline]\nsearch_shards = 5\n[storage]\nroot = "s3://team/runs/a"\n'
     pods_config.add(config_map("burnqed", toml))
-    result = run(cli, "submit", "iteration", "--iter", "1", "--server", fake_argo.url)
-    assert result.exit_code == 0, result.output
+    result = cli("submit", "iteration", "--iter", "1", "--server", fake_argo.url)
+    assert result.returncode == 0, result.stderr
     workflow = fake_argo.requests[0].body["workflow"]
     cfg = Config.model_validate({"pipeline": {"search_shards": 5}, "storage": {"root": "s3://team/runs/a"}})
     assert workflow == render_workflow(cfg, "iteration", WORKFLOWS, iteration=1, parameters={})
@@ -281,12 +277,12 @@ def test_without_a_local_configuration_the_configmaps_is_rendered(cli, fake_argo
     assert {"name": "BURNQED_CONFIG_DIGEST", "value": digest} in search["initContainers"][0]["env"]
 
 
-def test_a_local_configuration_that_differs_is_refused_with_both_digests(cli, fake_argo, pods_config,
+def test_a_local_configuration_that_differs_is_refused_with_both_digests(fake_argo, pods_config,
                                                                          tmp_path) -> None:
     local = tmp_path / "mine.toml"
     local.write_text('[pipeline]\nsearch_shards = 3\n')
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, "--config", str(local))
-    assert result.exit_code == 2
+    result = cli("submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, "--config", str(local))
+    assert result.returncode == 2
     mine = pod_config_digest(Config.model_validate({"pipeline": {"search_shards": 3}}))
     theirs = pod_config_digest(Config())
     assert mine != theirs
@@ -295,58 +291,58 @@ def test_a_local_configuration_that_differs_is_refused_with_both_digests(cli, fa
                            f"burnqed/burnqed-config (digest {theirs}), which the pods read")
     for how in (["--set", "pipeline.search_shards=3"], []):
         env = {"BURNQED_PIPELINE__SEARCH_SHARDS": "3"} if not how else None
-        again = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, *how, env=env)
-        assert again.exit_code == 2 and f"(digest {mine}) differs from ConfigMap" in again.stderr
+        again = cli("submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, *how, env=env)
+        assert again.returncode == 2 and f"(digest {mine}) differs from ConfigMap" in again.stderr
     assert fake_argo.requests == []  # nothing was sent
     pods_config.add(config_map("burnqed", local.read_text()))  # once the cluster holds it, it runs
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, "--config", str(local))
-    assert result.exit_code == 0, result.output
+    result = cli("submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url, "--config", str(local))
+    assert result.returncode == 0, result.stderr
     assert fake_argo.requests[0].body["workflow"]["metadata"]["annotations"][DIGEST_ANNOTATION] == mine
 
 
-def test_where_argo_is_does_not_count_as_a_different_configuration(cli, fake_argo) -> None:
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url,
+def test_where_argo_is_does_not_count_as_a_different_configuration(fake_argo) -> None:
+    result = cli("submit", "smoke", "--root", "s3://b/r", "--server", fake_argo.url,
                  "--set", "cluster.argo_token_env=CI_TOKEN", "--namespace", "burnqed")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert [(r.method, r.path) for r in fake_argo.requests] == [("POST", "/api/v1/workflows/burnqed")]  # it was sent
     assert fake_argo.requests[0].body["workflow"]["metadata"]["generateName"] == "burnqed-smoke-"
 
 
-def test_an_unreadable_configmap_is_one_line_and_nothing_is_sent(cli, fake_argo, pods_config) -> None:
+def test_an_unreadable_configmap_is_one_line_and_nothing_is_sent(fake_argo, pods_config) -> None:
     del pods_config.objects["/api/v1/namespaces/burnqed/configmaps/burnqed-config"]
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url)
-    assert result.exit_code == 1
+    result = cli("submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.returncode == 1
     assert result.stderr.startswith("error: no ConfigMap burnqed/burnqed-config, the configuration the pods read")
     pods_config.forbidden.add("/api/v1/namespaces/burnqed/configmaps/burnqed-config")
     pods_config.add(config_map("burnqed", ""))
-    result = run(cli, "submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url)
-    assert result.exit_code == 1
+    result = cli("submit", "iteration", "--root", "s3://b/r", "--server", fake_argo.url)
+    assert result.returncode == 1
     assert result.stderr.startswith("error: cannot read ConfigMap burnqed/burnqed-config (HTTP 403")
     assert fake_argo.requests == []
 
 
-def test_from_template_refuses_a_template_rendered_from_another_configuration(cli, fake_argo) -> None:
+def test_from_template_refuses_a_template_rendered_from_another_configuration(fake_argo) -> None:
     other = Config.model_validate({"pipeline": {"search_shards": 7}})
     (installed,) = [d.doc for d in render_templates(other, ["iteration"], WORKFLOWS) if d.name.endswith("-1")]
     fake_argo.templates["burnqed-iteration-1"] = installed
-    result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
+    result = cli("submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
                  "--from-template")
-    assert result.exit_code == 2
+    assert result.returncode == 2
     assert result.stderr.startswith(
         f"error: the installed WorkflowTemplate burnqed-iteration-1 was rendered from a configuration with digest "
         f"{pod_config_digest(other)}, the ConfigMap the pods read holds digest {pod_config_digest(Config())}")
     assert [r.method for r in fake_argo.requests] == ["GET"]  # nothing submitted
     del fake_argo.templates["burnqed-iteration-1"]
-    result = run(cli, "submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
+    result = cli("submit", "iteration", "--iter", "1", "--root", "s3://b/r", "--server", fake_argo.url,
                  "--from-template")
-    assert result.exit_code == 1
+    assert result.returncode == 1
     assert "has no WorkflowTemplate burnqed-iteration-1 in namespace burnqed" in result.stderr
 
 
-def test_where_argo_is_comes_from_the_configmap_too(cli, pods_config) -> None:
+def test_where_argo_is_comes_from_the_configmap_too(pods_config) -> None:
     argo = FakeArgoServer(auth_modes={"server"})
     pods_config.services["workflows/http:wf-argo-workflows-server:2746"] = argo
     pods_config.add(config_map("burnqed", '[cluster]\nargo_service = "workflows/http:wf-argo-workflows-server:2746"\n'))
-    result = run(cli, "submit", "smoke", "--root", "s3://b/r")
-    assert result.exit_code == 0, result.output
+    result = cli("submit", "smoke", "--root", "s3://b/r")
+    assert result.returncode == 0, result.stderr
     assert len(argo.created) == 1

@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
 from burnqed.base.signals import Terminated
-from burnqed.commands.kit import already_done, one_line_errors, reports_errors, setup
+from burnqed.commands.kit import already_done, one_line_errors, setup
 from burnqed.errors import InputError, LeanStartError, from_leankit
 from burnqed.provenance import InputStamp, StageInputs, when
 from burnqed.storage import MARKER_NAME, Store
@@ -70,17 +69,16 @@ def test_an_output_made_before_inputs_were_recorded_is_reused_saying_so(
                       "directory: 'repl'. Check lean.command and lean.cwd."), 1, LeanStartError),
 ])
 def test_a_leankit_failure_reaching_a_command_is_one_line_and_burnqeds_exit_code(
-    failure: LeankitFailure, code: int, error: type[Exception]
+    failure: LeankitFailure, code: int, error: type[Exception], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    command = typer.Typer()
+    import burnqed.cluster.fetch
 
-    @command.command()
-    @reports_errors
-    def work() -> None:
+    def work(*args: object, **kwargs: object) -> None:  # what `burnqed fetch` calls once its options are read
         raise failure
 
-    result = CliRunner().invoke(command, [])
-    assert (result.exit_code, result.stderr) == (code, f"error: {failure}\n")
+    monkeypatch.setattr(burnqed.cluster.fetch, "fetch", work)
+    result = cli("fetch", str(tmp_path / "model"), str(tmp_path / "out"))
+    assert (result.returncode, result.stdout, result.stderr) == (code, "", f"error: {failure}\n")
     assert type(from_leankit(failure)) is error and str(from_leankit(failure)) == str(failure)
 
 

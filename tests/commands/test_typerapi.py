@@ -1,6 +1,11 @@
 """Contract tests of `burnqed.commands.typerapi`, the one adapter between burnqed's command line and typer: one per
 typer behaviour the adapter (and the command classes built on it) relies on, each on a small app of typer's own
-classes, so that a typer release that changes it fails here, naming it, before any help or error line changes."""
+classes, so that a typer release that changes it fails here, naming it, before any help or error line changes.
+
+They run those apps with typer's own runner (`CliRunner`), not tests/processes.py's `cli`, which runs burnqed's app
+only: what they check is typer's behaviour under its runner (the exit code of an error raised in the root's hooks,
+130 on an interrupt, the option names its parser normalizes, the help it lays out). tests/test_cli_fixture.py allows
+this module, and no other test module, to import it."""
 
 from __future__ import annotations
 
