@@ -21,33 +21,32 @@ import hashlib
 import logging
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
 from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
-from burnqed.records.enums import DeclarationForm, SearchMode
+from burnqed.policy.base import Completion, Policy, ask, expansion_seeds, sample_seed
+from burnqed.records.enums import SearchMode
 from burnqed.records.replies import Goal, TacticKind, TacticResult, first_line, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import read_attempt
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.journal import (
     Counters,
     EntryRecord,
     NodeRecord,
     NodeStats,
     ProofRecord,
-    RoundJournal,
     RoundRecord,
     joined_curve,
     rebuild_trie,
     recheck_proof,
 )
 from burnqed.search.rebuild import SharedWorker, searched_root
-from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
+from burnqed.search.repair import Failure, revise, tactic_feedback, unsolved_feedback
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
     EngineCore,
@@ -63,14 +62,12 @@ from burnqed.search.skeleton import (
     verify_closing,
 )
 from burnqed.search.trie import (
-    Priority,
     ProofTrie,
     TrieEntry,
     TrieNode,
     chain_reason,
     have_run,
     prune_reason,
-    schedule,
     unchanged_run,
 )
 from burnqed.search.usage import CountingLean, UsageMeter, Waits
@@ -81,50 +78,11 @@ from burnqed.text.prompt import (
     answer_header,
     build_prompt,
     build_statement_prompt,
-    format_for,
     stop_strings,
 )
 from leankit.answer import fill_slot
 
 log = logging.getLogger(__name__)
-
-@dataclass(frozen=True, slots=True)
-class HybridSettings:
-    """Plain settings of hybrid mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.stages.search`).
-    `sampling` gives temperature, top_p and stop strings; n and max_new_tokens follow the depth schedule."""
-
-    fmt: PromptFormat = PromptFormat.PLAIN_PROOF
-    form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration
-    sampling: Sampling = field(default_factory=lambda: Sampling(stop=("```",)))
-    num_proofs: int = 8
-    min_proofs: int = 4
-    max_tokens: int = 512
-    min_tokens: int = 256
-    decay_depth: int = 8
-    max_proofs: int = 64
-    max_rounds: int = 30
-    max_depth: int = 50
-    timeout_s: float = 300.0
-    priority: Priority = field(default_factory=Priority)
-    verify: bool = True
-    stop_at_first: bool = True
-    marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
-    journal: RoundJournal | None = None  # where rounds are checkpointed; None = not at all (eval)
-    seed: int | None = None  # policy.seed: a round samples with `expansion_seeds` keyed on its node's id; None: not
-    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
-    repair: RepairSettings = field(default_factory=RepairSettings)  # search.repair_*: revisions of failed attempts
-    answer_fmt: PromptFormat | None = None  # the answer prompt's whole format (an open answer); None: fmt's family's
-
-    @property
-    def whole_fmt(self) -> PromptFormat:
-        """The format the open root of a theorem whose answer is open is asked in (docs/search.md, "Answers")."""
-        return self.answer_fmt or format_for(self.fmt, SearchMode.WHOLE)
-
-    def round_sampling(self, depth: int, left: int) -> Sampling:
-        """The request of a round at `depth` with `left` proofs of budget left."""
-        n = min(schedule(depth, self.num_proofs, self.min_proofs, self.decay_depth), left)
-        tokens = schedule(depth, self.max_tokens, self.min_tokens, self.decay_depth)
-        return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
 
 
 class HybridSearch:
