@@ -20,7 +20,9 @@ import dataclasses
 import hashlib
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
@@ -40,6 +42,7 @@ from burnqed.search.journal import (
     NodeRecord,
     NodeStats,
     ProofRecord,
+    RoundJournal,
     RoundRecord,
     joined_curve,
     rebuild_trie,
@@ -85,6 +88,175 @@ from leankit.answer import fill_slot
 log = logging.getLogger(__name__)
 
 
+@dataclass(slots=True)
+class RoundChanges:
+    """What the current round of a hybrid search changed, for its checkpoint, each in the order the round made it:
+    the nodes it created, those whose statistics it changed (by id), the trie entries and rows it added, and the
+    proofs it counted (each with whether it was verified)."""
+
+    nodes: list[TrieNode] = field(default_factory=list)
+    touched: dict[int, TrieNode] = field(default_factory=dict)
+    entries: list[tuple[TrieNode, str, TrieEntry]] = field(default_factory=list)
+    edges: list[Edge] = field(default_factory=list)
+    proofs: list[tuple[Proof, bool]] = field(default_factory=list)
+
+    def entry(self, node: TrieNode, key: str, entry: TrieEntry) -> None:
+        """`node`'s entry for the tactic `key` (set, and kept for the checkpoint)."""
+        node.children[key] = entry
+        self.entries.append((node, key, entry))
+
+    def touch(self, node: TrieNode) -> None:
+        """`node`'s statistics changed."""
+        self.touched[node.id] = node
+
+    def changed(self) -> list[TrieNode]:
+        """The nodes the round created or whose statistics it changed."""
+        return list({**{n.id: n for n in self.nodes}, **self.touched}.values())
+
+    def clear(self) -> None:
+        """A new round: nothing changed yet."""
+        self.nodes, self.touched, self.entries, self.edges, self.proofs = [], {}, [], [], []
+
+
+def fingerprint(core: EngineCore[CountingLean], settings: HybridSettings) -> str:
+    """What a hybrid search's trie depends on: a checkpoint made under anything else is not resumed."""
+    s = settings
+    deny = "\1".join(pattern.pattern for pattern in core.guard.patterns)
+    parts: tuple[object, ...] = (core.theorem.name, core.declaration, core.theorem.header, s.fmt,
+                                 s.max_depth, s.verify, deny, core.guard.max_chars)
+    if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
+        parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
+    if core.slot.open:  # the answer prompt's format decides the forest's answers
+        parts = (*parts, s.whole_fmt)
+    text = "\0".join(map(str, parts))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class Checkpointed(Protocol):
+    """A hybrid search as its checkpoints save and restore it (`HybridSearch`): its settings, its core, its trie
+    (None until started or restored) and its counters."""
+
+    @property
+    def settings(self) -> HybridSettings: ...
+    @property
+    def core(self) -> EngineCore[CountingLean]: ...
+
+    trie: ProofTrie | None
+    rounds: int
+    sampled: int  # proofs sampled (the budget)
+    repaired: int  # fresh attempts revised (repair chains started)
+    revisions: int  # revisions sampled
+    resumed_from: int  # the round a resumed search went on from
+
+
+class Checkpoints:
+    """A hybrid search's round journal (`HybridSettings.journal`; None: no checkpoints, as in eval): each round's
+    `changes` saved as one record; on a restart the search rebuilt from the records, and the proofs they hold counted
+    only once checked again."""
+
+    def __init__(self, journal: RoundJournal | None, changes: RoundChanges) -> None:
+        self.journal = journal
+        self.changes = changes
+        self.curve_saved = 0  # the usage curve's entries already in the journal
+        self.journaled: list[ProofRecord] = []  # a resumed search's proofs from its journal, not counted yet
+        self.unproved: list[str] = []  # why journaled proofs were not counted (said in the result)
+
+    async def save(self, search: Checkpointed) -> None:
+        """The round `search` just ended (or its start) as one record in the journal; the round's changes cleared."""
+        journal = self.journal
+        if journal is None:
+            self.changes.clear()
+            return
+        core, trie = search.core, search.trie
+        assert trie is not None
+        record = RoundRecord(
+            theorem=core.theorem.name,
+            round=search.rounds,
+            fingerprint=fingerprint(core, search.settings),
+            counters=Counters(
+                rounds=search.rounds, sampled=search.sampled, tokens=core.meter.tokens,
+                lean_calls=core.meter.lean_calls,
+                elapsed_s=core.meter.elapsed(), policy_s=core.waits.policy_s, lean_s=core.waits.lean_s,
+                value_s=core.waits.value_s,
+                rejected=core.proofs.rejected, refusals=list(core.refusals), next_id=trie.next_id,
+                repaired=search.repaired, revisions=search.revisions,
+            ),
+            nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
+                              state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
+                              haves=n.haves, answer=n.answer) for n in self.changes.nodes],
+            stats=[NodeStats(id=n.id, visits=n.visits, successes=n.successes, expanded=n.expanded, dead=n.dead,
+                             energy=n.energy) for n in self.changes.changed()],
+            entries=[EntryRecord(node=n.id, key=key, edge=e.edge, child=e.child.id if e.child else None,
+                                 closed=e.closed, failure=e.failure) for n, key, e in self.changes.entries],
+            edges=list(self.changes.edges),
+            proofs=[ProofRecord(edge=p.edge, proof=p.proof, tactics=p.tactics, depth=len(p.tactics),
+                                budget=p.budget, verified=verified, revision=p.revision)
+                    for p, verified in self.changes.proofs],
+            usage=list(core.meter.recorded),
+            curve=core.meter.curve(self.curve_saved),
+        )
+        self.curve_saved = len(core.meter.curve_tokens)
+        self.changes.clear()
+        await asyncio.to_thread(journal.append, core.theorem.name, record)
+
+    def restore(self, search: Checkpointed) -> bool:
+        """Rebuild `search` from the journal's rounds; False when there is nothing (usable) to resume."""
+        journal = self.journal
+        if journal is None:
+            return False
+        core = search.core
+        records = journal.load(core.theorem.name)
+        if not records:
+            return False
+        if any(record.fingerprint != fingerprint(core, search.settings) for record in records):
+            log.warning("%s: its checkpoint was made under other settings; searching it from the start",
+                        core.theorem.name)
+            journal.clear(core.theorem.name)
+            return False
+        search.trie, core.edges = rebuild_trie(records)
+        self.journaled = [found for record in records for found in record.proofs]  # counted once re-checked
+        last = records[-1].counters
+        search.rounds, search.sampled = last.rounds, last.sampled
+        core.proofs.rejected, core.refusals = last.rejected, [*last.refusals]
+        core.waits = Waits(last.policy_s, last.lean_s, last.value_s)
+        search.repaired, search.revisions = last.repaired, last.revisions
+        core.meter = UsageMeter(search.settings.marks, core.lean, tokens_before=last.tokens,
+                                calls_before=last.lean_calls, seconds_before=last.elapsed_s)
+        core.meter.restore(records[-1].usage, joined_curve(records), last.sampled)
+        self.curve_saved = len(core.meter.curve_tokens)
+        search.resumed_from = last.rounds
+        log.info("%s: resumed at round %d (%d proofs sampled)", core.theorem.name, last.rounds, last.sampled)
+        return True
+
+    async def recheck(self, search: Checkpointed, worker: SharedWorker[TrieNode],
+                      theorem_at: Callable[[TrieNode], Theorem]) -> None:
+        """Count the journal's proofs only once each passes again as if just found (`journal.recheck_proof`: its
+        path replayed from the theorem's start in Lean on `worker`, the soundness rules, the compile). One that does
+        not is a rejected proof, its closing entry a failure (never followed as closed again), and the result says
+        why."""
+        core, trie = search.core, search.trie
+        assert trie is not None
+        rows = {edge.node_id: edge for edge in core.edges}
+        for found in self.journaled:
+            node, verdict = await recheck_proof(
+                found, trie, rows, lean=core.lean, guard=core.guard, compile=search.settings.verify,
+                theorem_at=theorem_at, apply_at=worker.apply_at, charge=worker.charge_lean,
+                index_header=core.theorem.header)
+            if verdict.ok:  # verified or not as the check says, whatever the journal says
+                (core.proofs.verified if verdict.verified else core.proofs.unverified).append(
+                    Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,
+                          node.start().answer if node is not None else None))
+                continue
+            why = verdict.reason
+            core.proofs.rejected += 1
+            self.unproved.append(f"a proof its journal holds (row {found.edge}) did not check again: {why}")
+            log.warning("%s: %s", core.theorem.name, self.unproved[-1])
+            if node is not None and found.tactics:
+                self.changes.entry(node, normalize_tactic(found.tactics[-1]),
+                                   TrieEntry(found.edge, failure=first_line(why)))
+        self.journaled = []
+
+
 class HybridSearch:
     """One theorem's hybrid search; `run()` once."""
 
@@ -103,16 +275,9 @@ class HybridSearch:
         self.repaired = 0  # failed attempts revised (repair chains started)
         self.revisions = 0
         self.resumed_from = 0
-        self._curve_saved = 0  # the usage curve's entries already in the journal
-        # What the current round changed, for its checkpoint.
-        self._new_nodes: list[TrieNode] = []
-        self._touched: dict[int, TrieNode] = {}
-        self._new_entries: list[tuple[TrieNode, str, TrieEntry]] = []
-        self._new_edges: list[Edge] = []
-        self._new_proofs: list[tuple[Proof, bool]] = []
+        self.changes = RoundChanges()  # what the current round changed, for its checkpoint
+        self.checkpoints = Checkpoints(settings.journal, self.changes)
         self._lean_error: str | None = None  # Lean's message on the last tactic `_step` sent, when Lean rejected it
-        self._journaled: list[ProofRecord] = []  # a resumed search's proofs from its journal, not counted yet
-        self._unproved: list[str] = []  # why journaled proofs were not counted (said in the result)
         self._filled: dict[int, Theorem] = {}  # an open answer: the theorem each answer's root starts, by root id
 
     # ------------------------------------------------------------------------------------ entry point
@@ -127,10 +292,10 @@ class HybridSearch:
         return await self._loop()
 
     async def _resume_or_start(self) -> None:
-        if not self._restore():
+        if not self.checkpoints.restore(self):
             await self._start()
             return
-        await self._recheck_journaled()
+        await self.checkpoints.recheck(self, self.worker, self._theorem_at)
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
@@ -149,7 +314,7 @@ class HybridSearch:
             finished = await self._round(node)
             if self.core.root.book is not None:
                 self.core.root.book(self.rounds)
-            await self._checkpoint()
+            await self.checkpoints.save(self)
             if not finished:
                 return self.core.proofs.ending(FailureReason.TIMEOUT)
 
@@ -166,8 +331,8 @@ class HybridSearch:
         if not self.core.slot.started:  # the open root: asked with the answer prompt, never started (its slot is sorry)
             assert self.core.slot.name is not None
             self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.core.slot.name,)))
-            self._new_nodes.append(self.trie.root)
-            await self._checkpoint()
+            self.changes.nodes.append(self.trie.root)
+            await self.checkpoints.save(self)
             return
         started = time.perf_counter()
         try:
@@ -177,13 +342,13 @@ class HybridSearch:
         root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
                         generation=self.core.lean.generation)
         self.trie = ProofTrie(root)
-        self._new_nodes.append(root)
-        await self._checkpoint()
+        self.changes.nodes.append(root)
+        await self.checkpoints.save(self)
 
     def _mark_dead(self, node: TrieNode) -> None:
         """`node` cannot be rebuilt: never expanded again, and so recorded in the round's checkpoint."""
         node.dead = True
-        self._touched[node.id] = node
+        self.changes.touch(node)
 
     def _started_by(self, node: TrieNode) -> Theorem | None:
         """The theorem whose start gives `node` its state: an answer's root starts the theorem its answer fills."""
@@ -219,7 +384,7 @@ class HybridSearch:
         """Sample from `node` and replay the answers. False when the time ran out waiting for the policy."""
         settings = self.settings
         node.expanded = True
-        self._touched[node.id] = node
+        self.changes.touch(node)
         self.rounds += 1
         sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
         answering = self._open_root(node)
@@ -240,7 +405,7 @@ class HybridSearch:
         (row,) = answer.rows
         if row is not None:  # the prompt does not fit: the node is never asked about again (refused alike)
             self._mark_dead(node)
-            self._new_edges.append(row)
+            self.changes.edges.append(row)
             return True
         before = self.sampled
         opened: list[TrieNode] = []
@@ -290,7 +455,7 @@ class HybridSearch:
             reason = attempt.refusal or "no attempt"
             row = self._open_row(body, EdgeOutcome.REFUSED, reason, completion, gen_ms, revises)
             entry = TrieEntry(row.node_id, failure=row.error)
-            self._entry(root, key, entry)
+            self.changes.entry(root, key, entry)
         elif entry is None:
             assert attempt.theorem is not None and attempt.answer is not None
             entry = await self._open_answer(key, attempt.answer, attempt.theorem, body, completion, gen_ms, revises)
@@ -298,7 +463,7 @@ class HybridSearch:
                 opened.append(entry.child)
         if entry.child is None:
             for reached in self.trie.backpropagate(root, False):
-                self._touched[reached.id] = reached
+                self.changes.touch(reached)
             return None
         return await self._replay(entry.child, completion, gen_ms, budget, opened, revises, split_proof(body))
 
@@ -312,7 +477,7 @@ class HybridSearch:
             row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
                                  f"{shape.reason}", completion, gen_ms, revises)
             entry = TrieEntry(row.node_id, failure=row.error)
-            self._entry(self.trie.root, key, entry)
+            self.changes.entry(self.trie.root, key, entry)
             return entry
         started = time.perf_counter()
         try:
@@ -323,7 +488,7 @@ class HybridSearch:
             row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
                                  f"{first_line(str(exc))}", completion, gen_ms, revises)
             entry = TrieEntry(row.node_id, failure=row.error)
-            self._entry(self.trie.root, key, entry)
+            self.changes.entry(self.trie.root, key, entry)
             return entry
         finally:
             self.core.waits.lean_s += time.perf_counter() - started
@@ -332,9 +497,9 @@ class HybridSearch:
                         state_id=state_id, generation=self.core.lean.generation, answer=answer.strip())
         self._filled[node.id] = theorem
         self.trie.add(node)
-        self._new_nodes.append(node)
+        self.changes.nodes.append(node)
         entry = TrieEntry(None, child=node)
-        self._entry(self.trie.root, key, entry)
+        self.changes.entry(self.trie.root, key, entry)
         return entry
 
     def _open_row(self, body: str, outcome: EdgeOutcome, reason: str, completion: Completion, gen_ms: float,
@@ -351,7 +516,7 @@ class HybridSearch:
             edge.revision, edge.revises = revises.revision + 1, revises.node_id
         _share([edge], completion, gen_ms)
         self.core.edges.append(edge)
-        self._new_edges.append(edge)
+        self.changes.edges.append(edge)
         return edge
 
     async def _read(self, start: TrieNode, completion: Completion, gen_ms: float,
@@ -403,7 +568,7 @@ class HybridSearch:
         else:
             unsolved = bool(tactics) and bool(node.targets)
         for reached in self.trie.backpropagate(node, closed):
-            self._touched[reached.id] = reached
+            self.changes.touch(reached)
         _share(created, completion, gen_ms)
         # Repair needs a row of this completion to keep the feedback on: the one Lean rejected, else its last.
         if not self.settings.repair.on or not created or created[-1].feedback is not None:
@@ -430,7 +595,7 @@ class HybridSearch:
             "pruned: the child would be deeper than search.max_depth" if node.depth >= self.settings.max_depth else None
         )
         if cut is not None:
-            self._entry(node, key, TrieEntry(None, failure=cut))
+            self.changes.entry(node, key, TrieEntry(None, failure=cut))
             return None
         result = await self.worker.apply_at(node, tactic)
         if result is None:
@@ -439,17 +604,18 @@ class HybridSearch:
         if revision is not None:
             edge.revision, edge.revises = revision.revision + 1, revision.node_id
         self.core.edges.append(edge)
-        self._new_edges.append(edge)
+        self.changes.edges.append(edge)
         created.append(edge)
         if result.kind is not TacticKind.SUCCESS or result.state_id is None:
-            self._entry(node, key, TrieEntry(edge.node_id, failure=edge.error or result.kind.value))
+            self.changes.entry(node, key, TrieEntry(edge.node_id, failure=edge.error or result.kind.value))
             if result.kind in (TacticKind.ERROR, TacticKind.PARSE_ERROR):
                 self._lean_error = "\n".join(result.errors) or result.reason
             return None
         if not result.goals:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
             closed = await self._verify(node, tactic, result, edge, budget, edge.revision)
-            self._entry(node, key, TrieEntry(edge.node_id, closed=closed, failure=None if closed else edge.error))
+            self.changes.entry(node, key, TrieEntry(edge.node_id, closed=closed,
+                                                    failure=None if closed else edge.error))
             return node
         state = pretty_state(result.goals)
         edge.state_after = state
@@ -457,19 +623,15 @@ class HybridSearch:
         pruned = prune_reason(node, tactic, targets, self.trie.reached(node, state))
         if pruned is not None:
             edge.error = pruned
-            self._entry(node, key, TrieEntry(edge.node_id, failure=pruned))
+            self.changes.entry(node, key, TrieEntry(edge.node_id, failure=pruned))
             return None
         child = TrieNode(edge.node_id, node, node.depth + 1, tactic, state, targets, prior=prior,
                          state_id=result.state_id, generation=self.core.lean.generation,
                          unchanged=unchanged_run(node, targets), haves=have_run(node, tactic))
         self.trie.add(child)
-        self._new_nodes.append(child)
-        self._entry(node, key, TrieEntry(edge.node_id, child=child))
+        self.changes.nodes.append(child)
+        self.changes.entry(node, key, TrieEntry(edge.node_id, child=child))
         return child
-
-    def _entry(self, node: TrieNode, key: str, entry: TrieEntry) -> None:
-        node.children[key] = entry
-        self._new_entries.append((node, key, entry))
 
     async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
                       revision: int) -> bool:
@@ -486,7 +648,7 @@ class HybridSearch:
         if proof is None:
             return False
         proof.answer = node.start().answer
-        self._new_proofs.append((proof, verdict.verified))
+        self.changes.proofs.append((proof, verdict.verified))
         return True
 
     async def _score(self, opened: list[TrieNode]) -> None:
@@ -502,8 +664,8 @@ class HybridSearch:
                 self.core.waits.value_s += time.perf_counter() - started
                 for node, energy in zip(group, energies, strict=True):
                     node.energy = energy
-                    self._touched[node.id] = node
-        by_id = {edge.node_id: edge for edge in self._new_edges}
+                    self.changes.touch(node)
+        by_id = {edge.node_id: edge for edge in self.changes.edges}
         for node in fresh:
             edge = by_id.get(node.id)
             if edge is not None:
@@ -513,117 +675,13 @@ class HybridSearch:
 
     def fingerprint(self) -> str:
         """What the trie depends on: a checkpoint made under anything else is not resumed."""
-        s = self.settings
-        deny = "\1".join(pattern.pattern for pattern in self.core.guard.patterns)
-        parts: tuple[object, ...] = (self.core.theorem.name, self.core.declaration, self.core.theorem.header, s.fmt,
-                                     s.max_depth, s.verify, deny, self.core.guard.max_chars)
-        if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
-            parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
-        if self.core.slot.open:  # the answer prompt's format decides the forest's answers
-            parts = (*parts, s.whole_fmt)
-        text = "\0".join(map(str, parts))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    async def _checkpoint(self) -> None:
-        journal = self.settings.journal
-        if journal is None:
-            self._reset_round()
-            return
-        assert self.trie is not None
-        record = RoundRecord(
-            theorem=self.core.theorem.name,
-            round=self.rounds,
-            fingerprint=self.fingerprint(),
-            counters=Counters(
-                rounds=self.rounds, sampled=self.sampled, tokens=self.core.meter.tokens,
-                lean_calls=self.core.meter.lean_calls,
-                elapsed_s=self.core.meter.elapsed(), policy_s=self.core.waits.policy_s, lean_s=self.core.waits.lean_s,
-                value_s=self.core.waits.value_s,
-                rejected=self.core.proofs.rejected, refusals=list(self.core.refusals), next_id=self.trie.next_id,
-                repaired=self.repaired, revisions=self.revisions,
-            ),
-            nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
-                              state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
-                              haves=n.haves, answer=n.answer) for n in self._new_nodes],
-            stats=[NodeStats(id=n.id, visits=n.visits, successes=n.successes, expanded=n.expanded, dead=n.dead,
-                             energy=n.energy) for n in self._changed()],
-            entries=[EntryRecord(node=n.id, key=key, edge=e.edge, child=e.child.id if e.child else None,
-                                 closed=e.closed, failure=e.failure) for n, key, e in self._new_entries],
-            edges=list(self._new_edges),
-            proofs=[ProofRecord(edge=p.edge, proof=p.proof, tactics=p.tactics, depth=len(p.tactics),
-                                budget=p.budget, verified=verified, revision=p.revision)
-                    for p, verified in self._new_proofs],
-            usage=list(self.core.meter.recorded),
-            curve=self.core.meter.curve(self._curve_saved),
-        )
-        self._curve_saved = len(self.core.meter.curve_tokens)
-        self._reset_round()
-        await asyncio.to_thread(journal.append, self.core.theorem.name, record)
-
-    def _changed(self) -> list[TrieNode]:
-        """The nodes the round created or whose statistics it changed."""
-        return list({**{n.id: n for n in self._new_nodes}, **self._touched}.values())
-
-    def _reset_round(self) -> None:
-        self._new_nodes, self._touched, self._new_entries, self._new_edges, self._new_proofs = [], {}, [], [], []
-
-    def _restore(self) -> bool:
-        """Rebuild the search from the journal's rounds; False when there is nothing (usable) to resume."""
-        journal = self.settings.journal
-        if journal is None:
-            return False
-        records = journal.load(self.core.theorem.name)
-        if not records:
-            return False
-        if any(record.fingerprint != self.fingerprint() for record in records):
-            log.warning("%s: its checkpoint was made under other settings; searching it from the start",
-                        self.core.theorem.name)
-            journal.clear(self.core.theorem.name)
-            return False
-        self.trie, self.core.edges = rebuild_trie(records)
-        self._journaled = [found for record in records for found in record.proofs]  # counted once re-checked
-        last = records[-1].counters
-        self.rounds, self.sampled = last.rounds, last.sampled
-        self.core.proofs.rejected, self.core.refusals = last.rejected, [*last.refusals]
-        self.core.waits = Waits(last.policy_s, last.lean_s, last.value_s)
-        self.repaired, self.revisions = last.repaired, last.revisions
-        self.core.meter = UsageMeter(self.settings.marks, self.core.lean, tokens_before=last.tokens,
-                                     calls_before=last.lean_calls, seconds_before=last.elapsed_s)
-        self.core.meter.restore(records[-1].usage, joined_curve(records), last.sampled)
-        self._curve_saved = len(self.core.meter.curve_tokens)
-        self.resumed_from = last.rounds
-        log.info("%s: resumed at round %d (%d proofs sampled)", self.core.theorem.name, last.rounds, last.sampled)
-        return True
-
-    async def _recheck_journaled(self) -> None:
-        """Count the journal's proofs only once each passes again as if just found (`journal.recheck_proof`: its
-        path replayed from the theorem's start in Lean, the soundness rules, the compile). One that does not is a
-        rejected proof, its closing entry a failure (never followed as closed again), and the result says why."""
-        assert self.trie is not None
-        rows = {edge.node_id: edge for edge in self.core.edges}
-        for found in self._journaled:
-            node, verdict = await recheck_proof(
-                found, self.trie, rows, lean=self.core.lean, guard=self.core.guard, compile=self.settings.verify,
-                theorem_at=self._theorem_at, apply_at=self.worker.apply_at, charge=self.worker.charge_lean,
-                index_header=self.core.theorem.header)
-            if verdict.ok:  # verified or not as the check says, whatever the journal says
-                (self.core.proofs.verified if verdict.verified else self.core.proofs.unverified).append(
-                    Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,
-                          node.start().answer if node is not None else None))
-                continue
-            why = verdict.reason
-            self.core.proofs.rejected += 1
-            self._unproved.append(f"a proof its journal holds (row {found.edge}) did not check again: {why}")
-            log.warning("%s: %s", self.core.theorem.name, self._unproved[-1])
-            if node is not None and found.tactics:
-                self._entry(node, normalize_tactic(found.tactics[-1]), TrieEntry(found.edge, failure=first_line(why)))
-        self._journaled = []
+        return fingerprint(self.core, self.settings)
 
     # ------------------------------------------------------------------------------------------ result
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        if self._unproved and not self.core.proofs.found() and detail is None:
-            detail = "; ".join(self._unproved)
+        if self.checkpoints.unproved and not self.core.proofs.found() and detail is None:
+            detail = "; ".join(self.checkpoints.unproved)
         ending = refused_ending(reason, detail, bool(self.core.proofs.verified), self.core.refusals)
         result = final_result(self.core, SearchMode.HYBRID, ending, Spent.of(self.core), nodes_expanded=self.rounds,
                               proofs_sampled=self.sampled, repaired=self.repaired, revisions=self.revisions)
