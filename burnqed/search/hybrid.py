@@ -257,6 +257,142 @@ class Checkpoints:
         self.journaled = []
 
 
+def share(rows: list[Edge], completion: Completion, gen_ms: float) -> None:
+    """Split a completion's tokens, log-prob and generation time over the rows it created, by tactic length
+    (integer tokens by largest remainder, so they add up to the completion's)."""
+    if not rows:
+        return
+    weights = [max(len(row.tactic), 1) for row in rows]
+    total = sum(weights)
+    exact = [completion.n_tokens * w / total for w in weights]
+    tokens = [int(x) for x in exact]
+    for index in sorted(range(len(rows)), key=lambda i: tokens[i] - exact[i])[: completion.n_tokens - sum(tokens)]:
+        tokens[index] += 1
+    for row, weight, count in zip(rows, weights, tokens, strict=True):
+        row.n_tokens = count
+        row.logprob = completion.logprob * weight / total
+        row.gen_ms = gen_ms * weight / total
+
+
+def attempt_row(trie: ProofTrie, at: TrieNode, body: str, outcome: EdgeOutcome, reason: str, completion: Completion,
+                gen_ms: float, revises: Edge | None) -> Edge:
+    """The row at `at` of a completion that reached no node of the trie (an attempt at the open answer under the open
+    root; a completion read at no node): its proof as the tactic, why in its error, the completion's tokens; a
+    revision of the attempt at `revises` numbered as one."""
+    edge = Edge(node_id=trie.new_id(), parent_id=at.id, depth=at.depth + 1, state_before=at.state,
+                tactic=body,
+                state_after=None, outcome=outcome, error=first_line(reason), logprob=0.0, n_tokens=0, score=None,
+                energy=None, lean_ms=0.0, gen_ms=0.0, timestamp_ms=int(time.time() * 1000))
+    if revises is not None:
+        edge.revision, edge.revises = revises.revision + 1, revises.node_id
+    share([edge], completion, gen_ms)
+    return edge
+
+
+class AnswerForest:
+    """The tries of a theorem whose answer is open (docs/search.md, "Answers"): under its open root, each distinct
+    answer roots the trie of the theorem it fills. Which theorem a node is a state of and what a proof prompt at it
+    shows; an answer prompt's completion read to the root of its answer's trie (started when new), where its proof is
+    replayed. A theorem whose answer is not open is a forest of one trie, the theorem's."""
+
+    def __init__(self, core: EngineCore[CountingLean], changes: RoundChanges) -> None:
+        self.core = core
+        self.changes = changes  # the round's: an answer's new root, the open root's entries and rows
+        self.filled: dict[int, Theorem] = {}  # the theorem each answer's root starts, by root id
+
+    def theorem_at(self, node: TrieNode) -> Theorem:
+        """The theorem `node` is a state of: the one searched, or (an open answer) the one its answer's root fills."""
+        start = node.start()
+        if start.answer is None:
+            return self.core.theorem
+        if start.id not in self.filled:
+            self.filled[start.id] = self.core.theorem.with_answer(start.answer)
+        return self.filled[start.id]
+
+    def is_open_root(self, node: TrieNode) -> bool:
+        """`node` is the open root of a theorem whose answer is open (it samples answers with their proofs)."""
+        return node.parent is None and self.core.slot.open
+
+    def context(self, node: TrieNode) -> str | None:
+        """What a proof prompt at `node` shows above its state: the declaration, under the header with the answer
+        filled in when the answer is open (the model sees the answer it proves; never the reference comment)."""
+        answer = node.start().answer
+        if answer is None:
+            return self.core.declaration
+        assert self.core.theorem.answer is not None and self.core.theorem.header is not None
+        slot = self.core.theorem.answer.name
+        header = fill_slot(answer_header(self.core.theorem.header, slot), slot, answer)
+        return f"{header}\n\n{self.core.declaration or ''}"
+
+    async def answered(self, trie: ProofTrie, completion: Completion, fmt: PromptFormat, gen_ms: float,
+                       opened: list[TrieNode], revises: Edge | None = None,
+                       kept: str | None = None) -> tuple[TrieNode, list[str]] | None:
+        """One completion of the answer prompt (`fmt`), or a revision of an attempt at the open answer (whose answer
+        was `kept`): the root of the answer's trie it gives (or leads to), and its proof's tactics to replay there;
+        None when it reached no trie. A completion refused by name (`search.answer.read_attempt`) and an answer whose
+        theorem does not start are rows under the open root, cached like any (node, key) of the trie: the refused one
+        by answer and proof, the answer by its whitespace-collapsed text."""
+        root = trie.root
+        attempt = await read_off_loop(completion.text, lambda: read_attempt(self.core.theorem, fmt, completion.text,
+                                                                            self.core.guard, kept=kept))
+        body = join_tactics(attempt.tactics, indent="")
+        answer_key = " ".join((attempt.answer or "").split())
+        key = answer_key if attempt.theorem is not None else f"{answer_key}\0{normalize_tactic(body)}"
+        entry = root.children.get(key)
+        if entry is None and attempt.theorem is None:
+            reason = attempt.refusal or "no attempt"
+            entry = self._no_trie(trie, key, body, EdgeOutcome.REFUSED, reason, completion, gen_ms, revises)
+        elif entry is None:
+            assert attempt.theorem is not None and attempt.answer is not None
+            entry = await self._open_answer(trie, key, attempt.answer, attempt.theorem, body, completion, gen_ms,
+                                            revises)
+            if entry.child is not None:
+                opened.append(entry.child)
+        if entry.child is None:
+            for reached in trie.backpropagate(root, False):
+                self.changes.touch(reached)
+            return None
+        return entry.child, split_proof(body)
+
+    async def _open_answer(self, trie: ProofTrie, key: str, answer: str, theorem: Theorem, body: str,
+                           completion: Completion, gen_ms: float, revises: Edge | None) -> TrieEntry:
+        """Start `theorem` (the open one filled with `answer`): the root of the answer's trie, or the failure row
+        when Lean cannot start it (an answer it cannot elaborate). Either way the open root's entry for `key`."""
+        shape = check_header(self.core.theorem.header, theorem.header)  # the compile's pinned shape, before Lean
+        if not shape.ok:
+            return self._no_trie(trie, key, body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
+                                 f"{shape.reason}", completion, gen_ms, revises)
+        started = time.perf_counter()
+        try:
+            state_id, goals = await start_theorem(self.core.lean, theorem)
+        except LeanStartError:
+            raise
+        except LeanError as exc:
+            return self._no_trie(trie, key, body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
+                                 f"{first_line(str(exc))}", completion, gen_ms, revises)
+        finally:
+            self.core.waits.lean_s += time.perf_counter() - started
+        node = TrieNode(trie.new_id(), trie.root, 0, None, pretty_state(goals),
+                        tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
+                        state_id=state_id, generation=self.core.lean.generation, answer=answer.strip())
+        self.filled[node.id] = theorem
+        trie.add(node)
+        self.changes.nodes.append(node)
+        entry = TrieEntry(None, child=node)
+        self.changes.entry(trie.root, key, entry)
+        return entry
+
+    def _no_trie(self, trie: ProofTrie, key: str, body: str, outcome: EdgeOutcome, reason: str,
+                 completion: Completion, gen_ms: float, revises: Edge | None) -> TrieEntry:
+        """The open root's entry for `key` of an attempt that reached no trie: a failure, at its row (`attempt_row`)."""
+        row = attempt_row(trie, trie.root, body, outcome, reason, completion, gen_ms, revises)
+        self.core.edges.append(row)
+        self.changes.edges.append(row)
+        entry = TrieEntry(row.node_id, failure=row.error)
+        self.changes.entry(trie.root, key, entry)
+        return entry
+
+
 class HybridSearch:
     """One theorem's hybrid search; `run()` once."""
 
@@ -277,8 +413,8 @@ class HybridSearch:
         self.resumed_from = 0
         self.changes = RoundChanges()  # what the current round changed, for its checkpoint
         self.checkpoints = Checkpoints(settings.journal, self.changes)
+        self.forest = AnswerForest(self.core, self.changes)  # an open answer's tries; the theorem at a node
         self._lean_error: str | None = None  # Lean's message on the last tactic `_step` sent, when Lean rejected it
-        self._filled: dict[int, Theorem] = {}  # an open answer: the theorem each answer's root starts, by root id
 
     # ------------------------------------------------------------------------------------ entry point
 
@@ -295,7 +431,7 @@ class HybridSearch:
         if not self.checkpoints.restore(self):
             await self._start()
             return
-        await self.checkpoints.recheck(self, self.worker, self._theorem_at)
+        await self.checkpoints.recheck(self, self.worker, self.forest.theorem_at)
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
@@ -352,31 +488,7 @@ class HybridSearch:
 
     def _started_by(self, node: TrieNode) -> Theorem | None:
         """The theorem whose start gives `node` its state: an answer's root starts the theorem its answer fills."""
-        return self._theorem_at(node) if node.answer is not None else searched_root(self.core.theorem, node)
-
-    def _theorem_at(self, node: TrieNode) -> Theorem:
-        """The theorem `node` is a state of: the one searched, or (an open answer) the one its answer's root fills."""
-        start = node.start()
-        if start.answer is None:
-            return self.core.theorem
-        if start.id not in self._filled:
-            self._filled[start.id] = self.core.theorem.with_answer(start.answer)
-        return self._filled[start.id]
-
-    def _open_root(self, node: TrieNode) -> bool:
-        """`node` is the open root of a theorem whose answer is open (it samples answers with their proofs)."""
-        return node.parent is None and self.core.slot.open
-
-    def _context(self, node: TrieNode) -> str | None:
-        """What a proof prompt at `node` shows above its state: the declaration, under the header with the answer
-        filled in when the answer is open (the model sees the answer it proves; never the reference comment)."""
-        answer = node.start().answer
-        if answer is None:
-            return self.core.declaration
-        assert self.core.theorem.answer is not None and self.core.theorem.header is not None
-        slot = self.core.theorem.answer.name
-        header = fill_slot(answer_header(self.core.theorem.header, slot), slot, answer)
-        return f"{header}\n\n{self.core.declaration or ''}"
+        return self.forest.theorem_at(node) if node.answer is not None else searched_root(self.core.theorem, node)
 
     # ------------------------------------------------------------------------------------------- rounds
 
@@ -387,13 +499,13 @@ class HybridSearch:
         self.changes.touch(node)
         self.rounds += 1
         sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
-        answering = self._open_root(node)
+        answering = self.forest.is_open_root(node)
         if answering:  # the answer prompt, as whole mode asks it; each round numbers its samples on (new answers)
             prompt = build_statement_prompt(settings.whole_fmt, self.core.declaration or "", self.core.theorem.header,
                                             slot=self.core.slot.name)
             sampling = dataclasses.replace(sampling, stop=stop_strings(settings.whole_fmt))
         else:
-            prompt = build_prompt(settings.fmt, node.state, self._context(node))
+            prompt = build_prompt(settings.fmt, node.state, self.forest.context(node))
         seeds = expansion_seeds(settings.seed, self.core.seed_key, [node.id], sampling.n,
                                 first_sample=self.sampled if answering else 0, attempt=settings.attempt)
         assert self.trie is not None
@@ -439,85 +551,14 @@ class HybridSearch:
                         opened: list[TrieNode], revises: Edge | None = None,
                         kept: str | None = None) -> Failure | None:
         """One completion of the answer prompt (`fmt`), or a revision of an attempt at the open answer (whose answer
-        was `kept`): the answer it gives roots (or leads to) that answer's trie, where its proof is replayed as any
-        completion is. A completion refused by name (`search.answer.read_attempt`) and an answer whose theorem does
-        not start are rows under the open root, cached like any (node, key) of the trie: the refused one by answer
-        and proof, the answer by its whitespace-collapsed text."""
+        was `kept`), read by the forest (`AnswerForest.answered`): its proof replayed from the root of the answer's
+        trie it reached, as any completion is."""
         assert self.trie is not None
-        root = self.trie.root
-        attempt = await read_off_loop(completion.text, lambda: read_attempt(self.core.theorem, fmt, completion.text,
-                                                                            self.core.guard, kept=kept))
-        body = join_tactics(attempt.tactics, indent="")
-        answer_key = " ".join((attempt.answer or "").split())
-        key = answer_key if attempt.theorem is not None else f"{answer_key}\0{normalize_tactic(body)}"
-        entry = root.children.get(key)
-        if entry is None and attempt.theorem is None:
-            reason = attempt.refusal or "no attempt"
-            row = self._open_row(body, EdgeOutcome.REFUSED, reason, completion, gen_ms, revises)
-            entry = TrieEntry(row.node_id, failure=row.error)
-            self.changes.entry(root, key, entry)
-        elif entry is None:
-            assert attempt.theorem is not None and attempt.answer is not None
-            entry = await self._open_answer(key, attempt.answer, attempt.theorem, body, completion, gen_ms, revises)
-            if entry.child is not None:
-                opened.append(entry.child)
-        if entry.child is None:
-            for reached in self.trie.backpropagate(root, False):
-                self.changes.touch(reached)
+        reached = await self.forest.answered(self.trie, completion, fmt, gen_ms, opened, revises, kept)
+        if reached is None:
             return None
-        return await self._replay(entry.child, completion, gen_ms, budget, opened, revises, split_proof(body))
-
-    async def _open_answer(self, key: str, answer: str, theorem: Theorem, body: str, completion: Completion,
-                           gen_ms: float, revises: Edge | None) -> TrieEntry:
-        """Start `theorem` (the open one filled with `answer`): the root of the answer's trie, or the failure row
-        when Lean cannot start it (an answer it cannot elaborate). Either way the open root's entry for `key`."""
-        assert self.trie is not None
-        shape = check_header(self.core.theorem.header, theorem.header)  # the compile's pinned shape, before Lean
-        if not shape.ok:
-            row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
-                                 f"{shape.reason}", completion, gen_ms, revises)
-            entry = TrieEntry(row.node_id, failure=row.error)
-            self.changes.entry(self.trie.root, key, entry)
-            return entry
-        started = time.perf_counter()
-        try:
-            state_id, goals = await start_theorem(self.core.lean, theorem)
-        except LeanStartError:
-            raise
-        except LeanError as exc:
-            row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
-                                 f"{first_line(str(exc))}", completion, gen_ms, revises)
-            entry = TrieEntry(row.node_id, failure=row.error)
-            self.changes.entry(self.trie.root, key, entry)
-            return entry
-        finally:
-            self.core.waits.lean_s += time.perf_counter() - started
-        node = TrieNode(self.trie.new_id(), self.trie.root, 0, None, pretty_state(goals),
-                        tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
-                        state_id=state_id, generation=self.core.lean.generation, answer=answer.strip())
-        self._filled[node.id] = theorem
-        self.trie.add(node)
-        self.changes.nodes.append(node)
-        entry = TrieEntry(None, child=node)
-        self.changes.entry(self.trie.root, key, entry)
-        return entry
-
-    def _open_row(self, body: str, outcome: EdgeOutcome, reason: str, completion: Completion, gen_ms: float,
-                  revises: Edge | None, at: TrieNode | None = None) -> Edge:
-        """The row of an attempt at the open answer that reached no trie (or of a completion read at no node, `at`):
-        its proof as the tactic, why in its error, the completion's tokens."""
-        assert self.trie is not None
-        root = self.trie.root if at is None else at
-        edge = Edge(node_id=self.trie.new_id(), parent_id=root.id, depth=root.depth + 1, state_before=root.state,
-                    tactic=body,
-                    state_after=None, outcome=outcome, error=first_line(reason), logprob=0.0, n_tokens=0, score=None,
-                    energy=None, lean_ms=0.0, gen_ms=0.0, timestamp_ms=int(time.time() * 1000))
-        if revises is not None:
-            edge.revision, edge.revises = revises.revision + 1, revises.node_id
-        _share([edge], completion, gen_ms)
-        self.core.edges.append(edge)
-        self.changes.edges.append(edge)
-        return edge
+        start, tactics = reached
+        return await self._replay(start, completion, gen_ms, budget, opened, revises, tactics)
 
     async def _read(self, start: TrieNode, completion: Completion, gen_ms: float,
                     revises: Edge | None) -> list[str] | None:
@@ -525,8 +566,11 @@ class HybridSearch:
         read by no reader, a refused row at `start`."""
         over = self.core.guard.over_cap(completion.text)
         if over is not None:
-            self._open_row("", EdgeOutcome.REFUSED, f"refused by the tactic guard: the completion has {over}",
-                           completion, gen_ms, revises, at=start)
+            assert self.trie is not None
+            row = attempt_row(self.trie, start, "", EdgeOutcome.REFUSED,
+                              f"refused by the tactic guard: the completion has {over}", completion, gen_ms, revises)
+            self.core.edges.append(row)
+            self.changes.edges.append(row)
             return None
         fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
         return await read_off_loop(completion.text, lambda: split_proof(extract_completion(fmt, completion.text)))
@@ -569,7 +613,7 @@ class HybridSearch:
             unsolved = bool(tactics) and bool(node.targets)
         for reached in self.trie.backpropagate(node, closed):
             self.changes.touch(reached)
-        _share(created, completion, gen_ms)
+        share(created, completion, gen_ms)
         # Repair needs a row of this completion to keep the feedback on: the one Lean rejected, else its last.
         if not self.settings.repair.on or not created or created[-1].feedback is not None:
             return None
@@ -641,7 +685,7 @@ class HybridSearch:
         if self.core.root.subgoal:
             return self.core.proofs.accept(edge, accept_subgoal(final, tactics, self.core.guard), tactics, self.rounds,
                                            revision) is not None
-        verdict = await verify_closing(self.core.lean, self._theorem_at(node), self.core.guard, tactics, final,
+        verdict = await verify_closing(self.core.lean, self.forest.theorem_at(node), self.core.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self.worker.apply_at(node, tactic),
                                        charge=self.worker.charge_lean, index_header=self.core.theorem.header)
         proof = self.core.proofs.count(edge, verdict, tactics, budget, revision)
@@ -686,23 +730,6 @@ class HybridSearch:
         result = final_result(self.core, SearchMode.HYBRID, ending, Spent.of(self.core), nodes_expanded=self.rounds,
                               proofs_sampled=self.sampled, repaired=self.repaired, revisions=self.revisions)
         return SearchOutcome(result, self.core.edges)
-
-
-def _share(rows: list[Edge], completion: Completion, gen_ms: float) -> None:
-    """Split a completion's tokens, log-prob and generation time over the rows it created, by tactic length
-    (integer tokens by largest remainder, so they add up to the completion's)."""
-    if not rows:
-        return
-    weights = [max(len(row.tactic), 1) for row in rows]
-    total = sum(weights)
-    exact = [completion.n_tokens * w / total for w in weights]
-    tokens = [int(x) for x in exact]
-    for index in sorted(range(len(rows)), key=lambda i: tokens[i] - exact[i])[: completion.n_tokens - sum(tokens)]:
-        tokens[index] += 1
-    for row, weight, count in zip(rows, weights, tokens, strict=True):
-        row.n_tokens = count
-        row.logprob = completion.logprob * weight / total
-        row.gen_ms = gen_ms * weight / total
 
 
 async def prove_hybrid(theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings, guard: TacticGuard,
