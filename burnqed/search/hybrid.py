@@ -15,46 +15,28 @@ search resumes from its last round, and a proof its journal holds counts only on
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import hashlib
-import logging
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Awaitable
 
-from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
-from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
 from burnqed.policy.base import Completion, Policy, ask, expansion_seeds, sample_seed
 from burnqed.records.enums import SearchMode
-from burnqed.records.replies import Goal, TacticKind, TacticResult, first_line, pretty_state
+from burnqed.records.replies import Goal, TacticKind, TacticResult, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason
 from burnqed.records.theorem import Theorem
-from burnqed.search.answer import read_attempt
+from burnqed.search.hybrid_answers import AnswerForest
+from burnqed.search.hybrid_checkpoints import Checkpoints, RoundChanges, fingerprint
+from burnqed.search.hybrid_rows import attempt_row, share
 from burnqed.search.hybrid_settings import HybridSettings
-from burnqed.search.journal import (
-    Counters,
-    EntryRecord,
-    NodeRecord,
-    NodeStats,
-    ProofRecord,
-    RoundJournal,
-    RoundRecord,
-    joined_curve,
-    rebuild_trie,
-    recheck_proof,
-)
 from burnqed.search.rebuild import SharedWorker, searched_root
 from burnqed.search.repair import Failure, revise, tactic_feedback, unsolved_feedback
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
     EngineCore,
     Place,
-    Proof,
     SearchOutcome,
     Spent,
     ask_within,
@@ -64,333 +46,11 @@ from burnqed.search.skeleton import (
     tactic_row,
     verify_closing,
 )
-from burnqed.search.trie import (
-    ProofTrie,
-    TrieEntry,
-    TrieNode,
-    chain_reason,
-    have_run,
-    prune_reason,
-    unchanged_run,
-)
-from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode, chain_reason, have_run, prune_reason, unchanged_run
+from burnqed.search.usage import CountingLean
 from burnqed.search.value import ValueFn
-from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
-from burnqed.text.prompt import (
-    PromptFormat,
-    answer_header,
-    build_prompt,
-    build_statement_prompt,
-    stop_strings,
-)
-from leankit.answer import fill_slot
-
-log = logging.getLogger(__name__)
-
-
-@dataclass(slots=True)
-class RoundChanges:
-    """What the current round of a hybrid search changed, for its checkpoint, each in the order the round made it:
-    the nodes it created, those whose statistics it changed (by id), the trie entries and rows it added, and the
-    proofs it counted (each with whether it was verified)."""
-
-    nodes: list[TrieNode] = field(default_factory=list)
-    touched: dict[int, TrieNode] = field(default_factory=dict)
-    entries: list[tuple[TrieNode, str, TrieEntry]] = field(default_factory=list)
-    edges: list[Edge] = field(default_factory=list)
-    proofs: list[tuple[Proof, bool]] = field(default_factory=list)
-
-    def entry(self, node: TrieNode, key: str, entry: TrieEntry) -> None:
-        """`node`'s entry for the tactic `key` (set, and kept for the checkpoint)."""
-        node.children[key] = entry
-        self.entries.append((node, key, entry))
-
-    def touch(self, node: TrieNode) -> None:
-        """`node`'s statistics changed."""
-        self.touched[node.id] = node
-
-    def changed(self) -> list[TrieNode]:
-        """The nodes the round created or whose statistics it changed."""
-        return list({**{n.id: n for n in self.nodes}, **self.touched}.values())
-
-    def clear(self) -> None:
-        """A new round: nothing changed yet."""
-        self.nodes, self.touched, self.entries, self.edges, self.proofs = [], {}, [], [], []
-
-
-def fingerprint(core: EngineCore[CountingLean], settings: HybridSettings) -> str:
-    """What a hybrid search's trie depends on: a checkpoint made under anything else is not resumed."""
-    s = settings
-    deny = "\1".join(pattern.pattern for pattern in core.guard.patterns)
-    parts: tuple[object, ...] = (core.theorem.name, core.declaration, core.theorem.header, s.fmt,
-                                 s.max_depth, s.verify, deny, core.guard.max_chars)
-    if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
-        parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
-    if core.slot.open:  # the answer prompt's format decides the forest's answers
-        parts = (*parts, s.whole_fmt)
-    text = "\0".join(map(str, parts))
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-class Checkpointed(Protocol):
-    """A hybrid search as its checkpoints save and restore it (`HybridSearch`): its settings, its core, its trie
-    (None until started or restored) and its counters."""
-
-    @property
-    def settings(self) -> HybridSettings: ...
-    @property
-    def core(self) -> EngineCore[CountingLean]: ...
-
-    trie: ProofTrie | None
-    rounds: int
-    sampled: int  # proofs sampled (the budget)
-    repaired: int  # fresh attempts revised (repair chains started)
-    revisions: int  # revisions sampled
-    resumed_from: int  # the round a resumed search went on from
-
-
-class Checkpoints:
-    """A hybrid search's round journal (`HybridSettings.journal`; None: no checkpoints, as in eval): each round's
-    `changes` saved as one record; on a restart the search rebuilt from the records, and the proofs they hold counted
-    only once checked again."""
-
-    def __init__(self, journal: RoundJournal | None, changes: RoundChanges) -> None:
-        self.journal = journal
-        self.changes = changes
-        self.curve_saved = 0  # the usage curve's entries already in the journal
-        self.journaled: list[ProofRecord] = []  # a resumed search's proofs from its journal, not counted yet
-        self.unproved: list[str] = []  # why journaled proofs were not counted (said in the result)
-
-    async def save(self, search: Checkpointed) -> None:
-        """The round `search` just ended (or its start) as one record in the journal; the round's changes cleared."""
-        journal = self.journal
-        if journal is None:
-            self.changes.clear()
-            return
-        core, trie = search.core, search.trie
-        assert trie is not None
-        record = RoundRecord(
-            theorem=core.theorem.name,
-            round=search.rounds,
-            fingerprint=fingerprint(core, search.settings),
-            counters=Counters(
-                rounds=search.rounds, sampled=search.sampled, tokens=core.meter.tokens,
-                lean_calls=core.meter.lean_calls,
-                elapsed_s=core.meter.elapsed(), policy_s=core.waits.policy_s, lean_s=core.waits.lean_s,
-                value_s=core.waits.value_s,
-                rejected=core.proofs.rejected, refusals=list(core.refusals), next_id=trie.next_id,
-                repaired=search.repaired, revisions=search.revisions,
-            ),
-            nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
-                              state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
-                              haves=n.haves, answer=n.answer) for n in self.changes.nodes],
-            stats=[NodeStats(id=n.id, visits=n.visits, successes=n.successes, expanded=n.expanded, dead=n.dead,
-                             energy=n.energy) for n in self.changes.changed()],
-            entries=[EntryRecord(node=n.id, key=key, edge=e.edge, child=e.child.id if e.child else None,
-                                 closed=e.closed, failure=e.failure) for n, key, e in self.changes.entries],
-            edges=list(self.changes.edges),
-            proofs=[ProofRecord(edge=p.edge, proof=p.proof, tactics=p.tactics, depth=len(p.tactics),
-                                budget=p.budget, verified=verified, revision=p.revision)
-                    for p, verified in self.changes.proofs],
-            usage=list(core.meter.recorded),
-            curve=core.meter.curve(self.curve_saved),
-        )
-        self.curve_saved = len(core.meter.curve_tokens)
-        self.changes.clear()
-        await asyncio.to_thread(journal.append, core.theorem.name, record)
-
-    def restore(self, search: Checkpointed) -> bool:
-        """Rebuild `search` from the journal's rounds; False when there is nothing (usable) to resume."""
-        journal = self.journal
-        if journal is None:
-            return False
-        core = search.core
-        records = journal.load(core.theorem.name)
-        if not records:
-            return False
-        if any(record.fingerprint != fingerprint(core, search.settings) for record in records):
-            log.warning("%s: its checkpoint was made under other settings; searching it from the start",
-                        core.theorem.name)
-            journal.clear(core.theorem.name)
-            return False
-        search.trie, core.edges = rebuild_trie(records)
-        self.journaled = [found for record in records for found in record.proofs]  # counted once re-checked
-        last = records[-1].counters
-        search.rounds, search.sampled = last.rounds, last.sampled
-        core.proofs.rejected, core.refusals = last.rejected, [*last.refusals]
-        core.waits = Waits(last.policy_s, last.lean_s, last.value_s)
-        search.repaired, search.revisions = last.repaired, last.revisions
-        core.meter = UsageMeter(search.settings.marks, core.lean, tokens_before=last.tokens,
-                                calls_before=last.lean_calls, seconds_before=last.elapsed_s)
-        core.meter.restore(records[-1].usage, joined_curve(records), last.sampled)
-        self.curve_saved = len(core.meter.curve_tokens)
-        search.resumed_from = last.rounds
-        log.info("%s: resumed at round %d (%d proofs sampled)", core.theorem.name, last.rounds, last.sampled)
-        return True
-
-    async def recheck(self, search: Checkpointed, worker: SharedWorker[TrieNode],
-                      theorem_at: Callable[[TrieNode], Theorem]) -> None:
-        """Count the journal's proofs only once each passes again as if just found (`journal.recheck_proof`: its
-        path replayed from the theorem's start in Lean on `worker`, the soundness rules, the compile). One that does
-        not is a rejected proof, its closing entry a failure (never followed as closed again), and the result says
-        why."""
-        core, trie = search.core, search.trie
-        assert trie is not None
-        rows = {edge.node_id: edge for edge in core.edges}
-        for found in self.journaled:
-            node, verdict = await recheck_proof(
-                found, trie, rows, lean=core.lean, guard=core.guard, compile=search.settings.verify,
-                theorem_at=theorem_at, apply_at=worker.apply_at, charge=worker.charge_lean,
-                index_header=core.theorem.header)
-            if verdict.ok:  # verified or not as the check says, whatever the journal says
-                (core.proofs.verified if verdict.verified else core.proofs.unverified).append(
-                    Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,
-                          node.start().answer if node is not None else None))
-                continue
-            why = verdict.reason
-            core.proofs.rejected += 1
-            self.unproved.append(f"a proof its journal holds (row {found.edge}) did not check again: {why}")
-            log.warning("%s: %s", core.theorem.name, self.unproved[-1])
-            if node is not None and found.tactics:
-                self.changes.entry(node, normalize_tactic(found.tactics[-1]),
-                                   TrieEntry(found.edge, failure=first_line(why)))
-        self.journaled = []
-
-
-def share(rows: list[Edge], completion: Completion, gen_ms: float) -> None:
-    """Split a completion's tokens, log-prob and generation time over the rows it created, by tactic length
-    (integer tokens by largest remainder, so they add up to the completion's)."""
-    if not rows:
-        return
-    weights = [max(len(row.tactic), 1) for row in rows]
-    total = sum(weights)
-    exact = [completion.n_tokens * w / total for w in weights]
-    tokens = [int(x) for x in exact]
-    for index in sorted(range(len(rows)), key=lambda i: tokens[i] - exact[i])[: completion.n_tokens - sum(tokens)]:
-        tokens[index] += 1
-    for row, weight, count in zip(rows, weights, tokens, strict=True):
-        row.n_tokens = count
-        row.logprob = completion.logprob * weight / total
-        row.gen_ms = gen_ms * weight / total
-
-
-def attempt_row(trie: ProofTrie, at: TrieNode, body: str, outcome: EdgeOutcome, reason: str, completion: Completion,
-                gen_ms: float, revises: Edge | None) -> Edge:
-    """The row at `at` of a completion that reached no node of the trie (an attempt at the open answer under the open
-    root; a completion read at no node): its proof as the tactic, why in its error, the completion's tokens; a
-    revision of the attempt at `revises` numbered as one."""
-    edge = Edge(node_id=trie.new_id(), parent_id=at.id, depth=at.depth + 1, state_before=at.state,
-                tactic=body,
-                state_after=None, outcome=outcome, error=first_line(reason), logprob=0.0, n_tokens=0, score=None,
-                energy=None, lean_ms=0.0, gen_ms=0.0, timestamp_ms=int(time.time() * 1000))
-    if revises is not None:
-        edge.revision, edge.revises = revises.revision + 1, revises.node_id
-    share([edge], completion, gen_ms)
-    return edge
-
-
-class AnswerForest:
-    """The tries of a theorem whose answer is open (docs/search.md, "Answers"): under its open root, each distinct
-    answer roots the trie of the theorem it fills. Which theorem a node is a state of and what a proof prompt at it
-    shows; an answer prompt's completion read to the root of its answer's trie (started when new), where its proof is
-    replayed. A theorem whose answer is not open is a forest of one trie, the theorem's."""
-
-    def __init__(self, core: EngineCore[CountingLean], changes: RoundChanges) -> None:
-        self.core = core
-        self.changes = changes  # the round's: an answer's new root, the open root's entries and rows
-        self.filled: dict[int, Theorem] = {}  # the theorem each answer's root starts, by root id
-
-    def theorem_at(self, node: TrieNode) -> Theorem:
-        """The theorem `node` is a state of: the one searched, or (an open answer) the one its answer's root fills."""
-        start = node.start()
-        if start.answer is None:
-            return self.core.theorem
-        if start.id not in self.filled:
-            self.filled[start.id] = self.core.theorem.with_answer(start.answer)
-        return self.filled[start.id]
-
-    def is_open_root(self, node: TrieNode) -> bool:
-        """`node` is the open root of a theorem whose answer is open (it samples answers with their proofs)."""
-        return node.parent is None and self.core.slot.open
-
-    def context(self, node: TrieNode) -> str | None:
-        """What a proof prompt at `node` shows above its state: the declaration, under the header with the answer
-        filled in when the answer is open (the model sees the answer it proves; never the reference comment)."""
-        answer = node.start().answer
-        if answer is None:
-            return self.core.declaration
-        assert self.core.theorem.answer is not None and self.core.theorem.header is not None
-        slot = self.core.theorem.answer.name
-        header = fill_slot(answer_header(self.core.theorem.header, slot), slot, answer)
-        return f"{header}\n\n{self.core.declaration or ''}"
-
-    async def answered(self, trie: ProofTrie, completion: Completion, fmt: PromptFormat, gen_ms: float,
-                       opened: list[TrieNode], revises: Edge | None = None,
-                       kept: str | None = None) -> tuple[TrieNode, list[str]] | None:
-        """One completion of the answer prompt (`fmt`), or a revision of an attempt at the open answer (whose answer
-        was `kept`): the root of the answer's trie it gives (or leads to), and its proof's tactics to replay there;
-        None when it reached no trie. A completion refused by name (`search.answer.read_attempt`) and an answer whose
-        theorem does not start are rows under the open root, cached like any (node, key) of the trie: the refused one
-        by answer and proof, the answer by its whitespace-collapsed text."""
-        root = trie.root
-        attempt = await read_off_loop(completion.text, lambda: read_attempt(self.core.theorem, fmt, completion.text,
-                                                                            self.core.guard, kept=kept))
-        body = join_tactics(attempt.tactics, indent="")
-        answer_key = " ".join((attempt.answer or "").split())
-        key = answer_key if attempt.theorem is not None else f"{answer_key}\0{normalize_tactic(body)}"
-        entry = root.children.get(key)
-        if entry is None and attempt.theorem is None:
-            reason = attempt.refusal or "no attempt"
-            entry = self._no_trie(trie, key, body, EdgeOutcome.REFUSED, reason, completion, gen_ms, revises)
-        elif entry is None:
-            assert attempt.theorem is not None and attempt.answer is not None
-            entry = await self._open_answer(trie, key, attempt.answer, attempt.theorem, body, completion, gen_ms,
-                                            revises)
-            if entry.child is not None:
-                opened.append(entry.child)
-        if entry.child is None:
-            for reached in trie.backpropagate(root, False):
-                self.changes.touch(reached)
-            return None
-        return entry.child, split_proof(body)
-
-    async def _open_answer(self, trie: ProofTrie, key: str, answer: str, theorem: Theorem, body: str,
-                           completion: Completion, gen_ms: float, revises: Edge | None) -> TrieEntry:
-        """Start `theorem` (the open one filled with `answer`): the root of the answer's trie, or the failure row
-        when Lean cannot start it (an answer it cannot elaborate). Either way the open root's entry for `key`."""
-        shape = check_header(self.core.theorem.header, theorem.header)  # the compile's pinned shape, before Lean
-        if not shape.ok:
-            return self._no_trie(trie, key, body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
-                                 f"{shape.reason}", completion, gen_ms, revises)
-        started = time.perf_counter()
-        try:
-            state_id, goals = await start_theorem(self.core.lean, theorem)
-        except LeanStartError:
-            raise
-        except LeanError as exc:
-            return self._no_trie(trie, key, body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
-                                 f"{first_line(str(exc))}", completion, gen_ms, revises)
-        finally:
-            self.core.waits.lean_s += time.perf_counter() - started
-        node = TrieNode(trie.new_id(), trie.root, 0, None, pretty_state(goals),
-                        tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
-                        state_id=state_id, generation=self.core.lean.generation, answer=answer.strip())
-        self.filled[node.id] = theorem
-        trie.add(node)
-        self.changes.nodes.append(node)
-        entry = TrieEntry(None, child=node)
-        self.changes.entry(trie.root, key, entry)
-        return entry
-
-    def _no_trie(self, trie: ProofTrie, key: str, body: str, outcome: EdgeOutcome, reason: str,
-                 completion: Completion, gen_ms: float, revises: Edge | None) -> TrieEntry:
-        """The open root's entry for `key` of an attempt that reached no trie: a failure, at its row (`attempt_row`)."""
-        row = attempt_row(trie, trie.root, body, outcome, reason, completion, gen_ms, revises)
-        self.core.edges.append(row)
-        self.changes.edges.append(row)
-        entry = TrieEntry(row.node_id, failure=row.error)
-        self.changes.entry(trie.root, key, entry)
-        return entry
+from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
+from burnqed.text.prompt import PromptFormat, build_prompt, build_statement_prompt, stop_strings
 
 
 class HybridSearch:
