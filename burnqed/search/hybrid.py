@@ -5,12 +5,14 @@ replayed tactic by tactic through a trie, best-first over the states they reach.
 
 Each round samples N proofs from the open node of highest priority (`trie.Priority`), replays them through the trie
 (each (node, tactic) goes to Lean once; `trie.prune_reason`, `trie.chain_reason` prune), verifies a path that closes
-every goal with the soundness rules, back-propagates every path and has the value model score the new open nodes.
-With `settings.repair.rounds` > 0 the round's failed attempts are revised (`search.repair.revise`), each revision a
-whole proof replayed from the root. With a `journal` every round is checkpointed (`search.journal`): a restarted
-search resumes from its last round, and a proof its journal holds counts only once checked again as if just found
-(`journal.recheck_proof`). A theorem whose answer is open is searched as a forest (docs/search.md,
-"Answers"): its open root asks the answer prompt, each distinct answer roots the trie of the theorem it fills.
+every goal with the soundness rules, back-propagates every path and has the value model score the new open nodes. With
+`settings.repair.rounds` > 0 the round's failed attempts are revised (`search.repair.revise`), each revision a whole
+proof replayed from the root. With a `journal` every round is checkpointed (`hybrid_checkpoints.Checkpoints`, over
+`search.journal`): a restarted search resumes from its last round, and a proof its journal holds counts only once
+checked again as if just found (`journal.recheck_proof`). A theorem whose answer is open is searched as a forest
+(`hybrid_answers.AnswerForest`; docs/search.md, "Answers"): its open root asks the answer prompt, each distinct answer
+roots the trie of the theorem it fills. The settings are `hybrid_settings.HybridSettings`; a completion's rows share
+its tokens (`hybrid_rows.share`). The engine holds these collaborators and inherits from nothing.
 """
 
 from __future__ import annotations
