@@ -35,7 +35,7 @@ from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds  # noq
 from burnqed.records.enums import SearchMode  # noqa: E402
 from burnqed.records.results import TheoremResult  # noqa: E402
 from burnqed.records.theorem import Theorem  # noqa: E402
-from burnqed.search.hybrid import HybridSettings  # noqa: E402
+from burnqed.search.hybrid_settings import HybridSettings  # noqa: E402
 from burnqed.search.modes import SearchSettings  # noqa: E402
 from burnqed.search.runner import run_theorems  # noqa: E402
 from burnqed.search.step import StepSettings  # noqa: E402

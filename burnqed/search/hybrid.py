@@ -5,54 +5,40 @@ replayed tactic by tactic through a trie, best-first over the states they reach.
 
 Each round samples N proofs from the open node of highest priority (`trie.Priority`), replays them through the trie
 (each (node, tactic) goes to Lean once; `trie.prune_reason`, `trie.chain_reason` prune), verifies a path that closes
-every goal with the soundness rules, back-propagates every path and has the value model score the new open nodes.
-With `settings.repair.rounds` > 0 the round's failed attempts are revised (`search.repair.revise`), each revision a
-whole proof replayed from the root. With a `journal` every round is checkpointed (`search.journal`): a restarted
-search resumes from its last round, and a proof its journal holds counts only once checked again as if just found
-(`journal.recheck_proof`). A theorem whose answer is open is searched as a forest (docs/search.md,
-"Answers"): its open root asks the answer prompt, each distinct answer roots the trie of the theorem it fills.
+every goal with the soundness rules, back-propagates every path and has the value model score the new open nodes. With
+`settings.repair.rounds` > 0 the round's failed attempts are revised (`search.repair.revise`), each revision a whole
+proof replayed from the root. With a `journal` every round is checkpointed (`hybrid_checkpoints.Checkpoints`, over
+`search.journal`): a restarted search resumes from its last round, and a proof its journal holds counts only once
+checked again as if just found (`journal.recheck_proof`). A theorem whose answer is open is searched as a forest
+(`hybrid_answers.AnswerForest`; docs/search.md, "Answers"): its open root asks the answer prompt, each distinct answer
+roots the trie of the theorem it fills. The settings are `hybrid_settings.HybridSettings`; a completion's rows share
+its tokens (`hybrid_rows.share`). The engine holds these collaborators and inherits from nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import hashlib
-import logging
 import time
 from collections.abc import Awaitable
-from dataclasses import dataclass, field
 
-from burnqed.errors import LeanError, LeanStartError
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard, read_off_loop
-from burnqed.lean.soundness import check_header
 from burnqed.lean.start import start_theorem
-from burnqed.policy.base import Completion, Policy, Sampling, ask, expansion_seeds, sample_seed
-from burnqed.records.enums import DeclarationForm, SearchMode
-from burnqed.records.replies import Goal, TacticKind, TacticResult, first_line, pretty_state
+from burnqed.policy.base import Completion, Policy, ask, expansion_seeds, sample_seed
+from burnqed.records.enums import SearchMode
+from burnqed.records.replies import Goal, TacticKind, TacticResult, pretty_state
 from burnqed.records.results import Edge, EdgeOutcome, FailureReason
 from burnqed.records.theorem import Theorem
-from burnqed.search.answer import read_attempt
-from burnqed.search.journal import (
-    Counters,
-    EntryRecord,
-    NodeRecord,
-    NodeStats,
-    ProofRecord,
-    RoundJournal,
-    RoundRecord,
-    joined_curve,
-    rebuild_trie,
-    recheck_proof,
-)
+from burnqed.search.hybrid_answers import AnswerForest
+from burnqed.search.hybrid_checkpoints import Checkpoints, RoundChanges, fingerprint
+from burnqed.search.hybrid_rows import attempt_row, share
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.rebuild import SharedWorker, searched_root
-from burnqed.search.repair import Failure, RepairSettings, revise, tactic_feedback, unsolved_feedback
+from burnqed.search.repair import Failure, revise, tactic_feedback, unsolved_feedback
 from burnqed.search.root import Root, accept_subgoal
 from burnqed.search.skeleton import (
     EngineCore,
     Place,
-    Proof,
     SearchOutcome,
     Spent,
     ask_within,
@@ -62,69 +48,11 @@ from burnqed.search.skeleton import (
     tactic_row,
     verify_closing,
 )
-from burnqed.search.trie import (
-    Priority,
-    ProofTrie,
-    TrieEntry,
-    TrieNode,
-    chain_reason,
-    have_run,
-    prune_reason,
-    schedule,
-    unchanged_run,
-)
-from burnqed.search.usage import CountingLean, UsageMeter, Waits
+from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode, chain_reason, have_run, prune_reason, unchanged_run
+from burnqed.search.usage import CountingLean
 from burnqed.search.value import ValueFn
-from burnqed.text.completion import extract_completion, join_tactics, normalize_tactic, split_proof
-from burnqed.text.prompt import (
-    PromptFormat,
-    answer_header,
-    build_prompt,
-    build_statement_prompt,
-    format_for,
-    stop_strings,
-)
-from leankit.answer import fill_slot
-
-log = logging.getLogger(__name__)
-
-@dataclass(frozen=True, slots=True)
-class HybridSettings:
-    """Plain settings of hybrid mode (built from `SearchConfig` + `PolicyConfig` by `burnqed.stages.search`).
-    `sampling` gives temperature, top_p and stop strings; n and max_new_tokens follow the depth schedule."""
-
-    fmt: PromptFormat = PromptFormat.PLAIN_PROOF
-    form: DeclarationForm = DeclarationForm.BINDER  # how the prompts show the theorem's declaration
-    sampling: Sampling = field(default_factory=lambda: Sampling(stop=("```",)))
-    num_proofs: int = 8
-    min_proofs: int = 4
-    max_tokens: int = 512
-    min_tokens: int = 256
-    decay_depth: int = 8
-    max_proofs: int = 64
-    max_rounds: int = 30
-    max_depth: int = 50
-    timeout_s: float = 300.0
-    priority: Priority = field(default_factory=Priority)
-    verify: bool = True
-    stop_at_first: bool = True
-    marks: tuple[int, ...] = ()  # budgets (proofs sampled) at which to record what was spent
-    journal: RoundJournal | None = None  # where rounds are checkpointed; None = not at all (eval)
-    seed: int | None = None  # policy.seed: a round samples with `expansion_seeds` keyed on its node's id; None: not
-    attempt: int = 0  # which search of each theorem this is (eval's pass k): part of the seeds
-    repair: RepairSettings = field(default_factory=RepairSettings)  # search.repair_*: revisions of failed attempts
-    answer_fmt: PromptFormat | None = None  # the answer prompt's whole format (an open answer); None: fmt's family's
-
-    @property
-    def whole_fmt(self) -> PromptFormat:
-        """The format the open root of a theorem whose answer is open is asked in (docs/search.md, "Answers")."""
-        return self.answer_fmt or format_for(self.fmt, SearchMode.WHOLE)
-
-    def round_sampling(self, depth: int, left: int) -> Sampling:
-        """The request of a round at `depth` with `left` proofs of budget left."""
-        n = min(schedule(depth, self.num_proofs, self.min_proofs, self.decay_depth), left)
-        tokens = schedule(depth, self.max_tokens, self.min_tokens, self.decay_depth)
-        return dataclasses.replace(self.sampling, n=n, max_new_tokens=tokens)
+from burnqed.text.completion import extract_completion, normalize_tactic, split_proof
+from burnqed.text.prompt import PromptFormat, build_prompt, build_statement_prompt, stop_strings
 
 
 class HybridSearch:
@@ -145,17 +73,10 @@ class HybridSearch:
         self.repaired = 0  # failed attempts revised (repair chains started)
         self.revisions = 0
         self.resumed_from = 0
-        self._curve_saved = 0  # the usage curve's entries already in the journal
-        # What the current round changed, for its checkpoint.
-        self._new_nodes: list[TrieNode] = []
-        self._touched: dict[int, TrieNode] = {}
-        self._new_entries: list[tuple[TrieNode, str, TrieEntry]] = []
-        self._new_edges: list[Edge] = []
-        self._new_proofs: list[tuple[Proof, bool]] = []
+        self.changes = RoundChanges()  # what the current round changed, for its checkpoint
+        self.checkpoints = Checkpoints(settings.journal, self.changes)
+        self.forest = AnswerForest(self.core, self.changes)  # an open answer's tries; the theorem at a node
         self._lean_error: str | None = None  # Lean's message on the last tactic `_step` sent, when Lean rejected it
-        self._journaled: list[ProofRecord] = []  # a resumed search's proofs from its journal, not counted yet
-        self._unproved: list[str] = []  # why journaled proofs were not counted (said in the result)
-        self._filled: dict[int, Theorem] = {}  # an open answer: the theorem each answer's root starts, by root id
 
     # ------------------------------------------------------------------------------------ entry point
 
@@ -169,10 +90,10 @@ class HybridSearch:
         return await self._loop()
 
     async def _resume_or_start(self) -> None:
-        if not self._restore():
+        if not self.checkpoints.restore(self):
             await self._start()
             return
-        await self._recheck_journaled()
+        await self.checkpoints.recheck(self, self.worker, self.forest.theorem_at)
 
     async def _loop(self) -> FailureReason | None:
         settings = self.settings
@@ -191,7 +112,7 @@ class HybridSearch:
             finished = await self._round(node)
             if self.core.root.book is not None:
                 self.core.root.book(self.rounds)
-            await self._checkpoint()
+            await self.checkpoints.save(self)
             if not finished:
                 return self.core.proofs.ending(FailureReason.TIMEOUT)
 
@@ -208,8 +129,8 @@ class HybridSearch:
         if not self.core.slot.started:  # the open root: asked with the answer prompt, never started (its slot is sorry)
             assert self.core.slot.name is not None
             self.trie = ProofTrie(TrieNode(0, None, 0, None, "", (self.core.slot.name,)))
-            self._new_nodes.append(self.trie.root)
-            await self._checkpoint()
+            self.changes.nodes.append(self.trie.root)
+            await self.checkpoints.save(self)
             return
         started = time.perf_counter()
         try:
@@ -219,41 +140,17 @@ class HybridSearch:
         root = TrieNode(0, None, 0, None, pretty_state(goals), tuple(g.target for g in goals), state_id=state_id,
                         generation=self.core.lean.generation)
         self.trie = ProofTrie(root)
-        self._new_nodes.append(root)
-        await self._checkpoint()
+        self.changes.nodes.append(root)
+        await self.checkpoints.save(self)
 
     def _mark_dead(self, node: TrieNode) -> None:
         """`node` cannot be rebuilt: never expanded again, and so recorded in the round's checkpoint."""
         node.dead = True
-        self._touched[node.id] = node
+        self.changes.touch(node)
 
     def _started_by(self, node: TrieNode) -> Theorem | None:
         """The theorem whose start gives `node` its state: an answer's root starts the theorem its answer fills."""
-        return self._theorem_at(node) if node.answer is not None else searched_root(self.core.theorem, node)
-
-    def _theorem_at(self, node: TrieNode) -> Theorem:
-        """The theorem `node` is a state of: the one searched, or (an open answer) the one its answer's root fills."""
-        start = node.start()
-        if start.answer is None:
-            return self.core.theorem
-        if start.id not in self._filled:
-            self._filled[start.id] = self.core.theorem.with_answer(start.answer)
-        return self._filled[start.id]
-
-    def _open_root(self, node: TrieNode) -> bool:
-        """`node` is the open root of a theorem whose answer is open (it samples answers with their proofs)."""
-        return node.parent is None and self.core.slot.open
-
-    def _context(self, node: TrieNode) -> str | None:
-        """What a proof prompt at `node` shows above its state: the declaration, under the header with the answer
-        filled in when the answer is open (the model sees the answer it proves; never the reference comment)."""
-        answer = node.start().answer
-        if answer is None:
-            return self.core.declaration
-        assert self.core.theorem.answer is not None and self.core.theorem.header is not None
-        slot = self.core.theorem.answer.name
-        header = fill_slot(answer_header(self.core.theorem.header, slot), slot, answer)
-        return f"{header}\n\n{self.core.declaration or ''}"
+        return self.forest.theorem_at(node) if node.answer is not None else searched_root(self.core.theorem, node)
 
     # ------------------------------------------------------------------------------------------- rounds
 
@@ -261,16 +158,16 @@ class HybridSearch:
         """Sample from `node` and replay the answers. False when the time ran out waiting for the policy."""
         settings = self.settings
         node.expanded = True
-        self._touched[node.id] = node
+        self.changes.touch(node)
         self.rounds += 1
         sampling = settings.round_sampling(node.depth, settings.max_proofs - self.sampled)
-        answering = self._open_root(node)
+        answering = self.forest.is_open_root(node)
         if answering:  # the answer prompt, as whole mode asks it; each round numbers its samples on (new answers)
             prompt = build_statement_prompt(settings.whole_fmt, self.core.declaration or "", self.core.theorem.header,
                                             slot=self.core.slot.name)
             sampling = dataclasses.replace(sampling, stop=stop_strings(settings.whole_fmt))
         else:
-            prompt = build_prompt(settings.fmt, node.state, self._context(node))
+            prompt = build_prompt(settings.fmt, node.state, self.forest.context(node))
         seeds = expansion_seeds(settings.seed, self.core.seed_key, [node.id], sampling.n,
                                 first_sample=self.sampled if answering else 0, attempt=settings.attempt)
         assert self.trie is not None
@@ -282,7 +179,7 @@ class HybridSearch:
         (row,) = answer.rows
         if row is not None:  # the prompt does not fit: the node is never asked about again (refused alike)
             self._mark_dead(node)
-            self._new_edges.append(row)
+            self.changes.edges.append(row)
             return True
         before = self.sampled
         opened: list[TrieNode] = []
@@ -316,85 +213,14 @@ class HybridSearch:
                         opened: list[TrieNode], revises: Edge | None = None,
                         kept: str | None = None) -> Failure | None:
         """One completion of the answer prompt (`fmt`), or a revision of an attempt at the open answer (whose answer
-        was `kept`): the answer it gives roots (or leads to) that answer's trie, where its proof is replayed as any
-        completion is. A completion refused by name (`search.answer.read_attempt`) and an answer whose theorem does
-        not start are rows under the open root, cached like any (node, key) of the trie: the refused one by answer
-        and proof, the answer by its whitespace-collapsed text."""
+        was `kept`), read by the forest (`AnswerForest.answered`): its proof replayed from the root of the answer's
+        trie it reached, as any completion is."""
         assert self.trie is not None
-        root = self.trie.root
-        attempt = await read_off_loop(completion.text, lambda: read_attempt(self.core.theorem, fmt, completion.text,
-                                                                            self.core.guard, kept=kept))
-        body = join_tactics(attempt.tactics, indent="")
-        answer_key = " ".join((attempt.answer or "").split())
-        key = answer_key if attempt.theorem is not None else f"{answer_key}\0{normalize_tactic(body)}"
-        entry = root.children.get(key)
-        if entry is None and attempt.theorem is None:
-            reason = attempt.refusal or "no attempt"
-            row = self._open_row(body, EdgeOutcome.REFUSED, reason, completion, gen_ms, revises)
-            entry = TrieEntry(row.node_id, failure=row.error)
-            self._entry(root, key, entry)
-        elif entry is None:
-            assert attempt.theorem is not None and attempt.answer is not None
-            entry = await self._open_answer(key, attempt.answer, attempt.theorem, body, completion, gen_ms, revises)
-            if entry.child is not None:
-                opened.append(entry.child)
-        if entry.child is None:
-            for reached in self.trie.backpropagate(root, False):
-                self._touched[reached.id] = reached
+        reached = await self.forest.answered(self.trie, completion, fmt, gen_ms, opened, revises, kept)
+        if reached is None:
             return None
-        return await self._replay(entry.child, completion, gen_ms, budget, opened, revises, split_proof(body))
-
-    async def _open_answer(self, key: str, answer: str, theorem: Theorem, body: str, completion: Completion,
-                           gen_ms: float, revises: Edge | None) -> TrieEntry:
-        """Start `theorem` (the open one filled with `answer`): the root of the answer's trie, or the failure row
-        when Lean cannot start it (an answer it cannot elaborate). Either way the open root's entry for `key`."""
-        assert self.trie is not None
-        shape = check_header(self.core.theorem.header, theorem.header)  # the compile's pinned shape, before Lean
-        if not shape.ok:
-            row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
-                                 f"{shape.reason}", completion, gen_ms, revises)
-            entry = TrieEntry(row.node_id, failure=row.error)
-            self._entry(self.trie.root, key, entry)
-            return entry
-        started = time.perf_counter()
-        try:
-            state_id, goals = await start_theorem(self.core.lean, theorem)
-        except LeanStartError:
-            raise
-        except LeanError as exc:
-            row = self._open_row(body, EdgeOutcome.ERROR, f"the theorem does not start with this answer: "
-                                 f"{first_line(str(exc))}", completion, gen_ms, revises)
-            entry = TrieEntry(row.node_id, failure=row.error)
-            self._entry(self.trie.root, key, entry)
-            return entry
-        finally:
-            self.core.waits.lean_s += time.perf_counter() - started
-        node = TrieNode(self.trie.new_id(), self.trie.root, 0, None, pretty_state(goals),
-                        tuple(goal.target for goal in goals), prior=completion.logprob / max(completion.n_tokens, 1),
-                        state_id=state_id, generation=self.core.lean.generation, answer=answer.strip())
-        self._filled[node.id] = theorem
-        self.trie.add(node)
-        self._new_nodes.append(node)
-        entry = TrieEntry(None, child=node)
-        self._entry(self.trie.root, key, entry)
-        return entry
-
-    def _open_row(self, body: str, outcome: EdgeOutcome, reason: str, completion: Completion, gen_ms: float,
-                  revises: Edge | None, at: TrieNode | None = None) -> Edge:
-        """The row of an attempt at the open answer that reached no trie (or of a completion read at no node, `at`):
-        its proof as the tactic, why in its error, the completion's tokens."""
-        assert self.trie is not None
-        root = self.trie.root if at is None else at
-        edge = Edge(node_id=self.trie.new_id(), parent_id=root.id, depth=root.depth + 1, state_before=root.state,
-                    tactic=body,
-                    state_after=None, outcome=outcome, error=first_line(reason), logprob=0.0, n_tokens=0, score=None,
-                    energy=None, lean_ms=0.0, gen_ms=0.0, timestamp_ms=int(time.time() * 1000))
-        if revises is not None:
-            edge.revision, edge.revises = revises.revision + 1, revises.node_id
-        _share([edge], completion, gen_ms)
-        self.core.edges.append(edge)
-        self._new_edges.append(edge)
-        return edge
+        start, tactics = reached
+        return await self._replay(start, completion, gen_ms, budget, opened, revises, tactics)
 
     async def _read(self, start: TrieNode, completion: Completion, gen_ms: float,
                     revises: Edge | None) -> list[str] | None:
@@ -402,8 +228,11 @@ class HybridSearch:
         read by no reader, a refused row at `start`."""
         over = self.core.guard.over_cap(completion.text)
         if over is not None:
-            self._open_row("", EdgeOutcome.REFUSED, f"refused by the tactic guard: the completion has {over}",
-                           completion, gen_ms, revises, at=start)
+            assert self.trie is not None
+            row = attempt_row(self.trie, start, "", EdgeOutcome.REFUSED,
+                              f"refused by the tactic guard: the completion has {over}", completion, gen_ms, revises)
+            self.core.edges.append(row)
+            self.changes.edges.append(row)
             return None
         fmt = self.settings.fmt if revises is None else self.settings.repair.fmt
         return await read_off_loop(completion.text, lambda: split_proof(extract_completion(fmt, completion.text)))
@@ -445,8 +274,8 @@ class HybridSearch:
         else:
             unsolved = bool(tactics) and bool(node.targets)
         for reached in self.trie.backpropagate(node, closed):
-            self._touched[reached.id] = reached
-        _share(created, completion, gen_ms)
+            self.changes.touch(reached)
+        share(created, completion, gen_ms)
         # Repair needs a row of this completion to keep the feedback on: the one Lean rejected, else its last.
         if not self.settings.repair.on or not created or created[-1].feedback is not None:
             return None
@@ -472,7 +301,7 @@ class HybridSearch:
             "pruned: the child would be deeper than search.max_depth" if node.depth >= self.settings.max_depth else None
         )
         if cut is not None:
-            self._entry(node, key, TrieEntry(None, failure=cut))
+            self.changes.entry(node, key, TrieEntry(None, failure=cut))
             return None
         result = await self.worker.apply_at(node, tactic)
         if result is None:
@@ -481,17 +310,18 @@ class HybridSearch:
         if revision is not None:
             edge.revision, edge.revises = revision.revision + 1, revision.node_id
         self.core.edges.append(edge)
-        self._new_edges.append(edge)
+        self.changes.edges.append(edge)
         created.append(edge)
         if result.kind is not TacticKind.SUCCESS or result.state_id is None:
-            self._entry(node, key, TrieEntry(edge.node_id, failure=edge.error or result.kind.value))
+            self.changes.entry(node, key, TrieEntry(edge.node_id, failure=edge.error or result.kind.value))
             if result.kind in (TacticKind.ERROR, TacticKind.PARSE_ERROR):
                 self._lean_error = "\n".join(result.errors) or result.reason
             return None
         if not result.goals:
             edge.outcome, edge.state_after = EdgeOutcome.CLOSED, ""
             closed = await self._verify(node, tactic, result, edge, budget, edge.revision)
-            self._entry(node, key, TrieEntry(edge.node_id, closed=closed, failure=None if closed else edge.error))
+            self.changes.entry(node, key, TrieEntry(edge.node_id, closed=closed,
+                                                    failure=None if closed else edge.error))
             return node
         state = pretty_state(result.goals)
         edge.state_after = state
@@ -499,19 +329,15 @@ class HybridSearch:
         pruned = prune_reason(node, tactic, targets, self.trie.reached(node, state))
         if pruned is not None:
             edge.error = pruned
-            self._entry(node, key, TrieEntry(edge.node_id, failure=pruned))
+            self.changes.entry(node, key, TrieEntry(edge.node_id, failure=pruned))
             return None
         child = TrieNode(edge.node_id, node, node.depth + 1, tactic, state, targets, prior=prior,
                          state_id=result.state_id, generation=self.core.lean.generation,
                          unchanged=unchanged_run(node, targets), haves=have_run(node, tactic))
         self.trie.add(child)
-        self._new_nodes.append(child)
-        self._entry(node, key, TrieEntry(edge.node_id, child=child))
+        self.changes.nodes.append(child)
+        self.changes.entry(node, key, TrieEntry(edge.node_id, child=child))
         return child
-
-    def _entry(self, node: TrieNode, key: str, entry: TrieEntry) -> None:
-        node.children[key] = entry
-        self._new_entries.append((node, key, entry))
 
     async def _verify(self, node: TrieNode, tactic: str, final: TacticResult, edge: Edge, budget: int,
                       revision: int) -> bool:
@@ -521,14 +347,14 @@ class HybridSearch:
         if self.core.root.subgoal:
             return self.core.proofs.accept(edge, accept_subgoal(final, tactics, self.core.guard), tactics, self.rounds,
                                            revision) is not None
-        verdict = await verify_closing(self.core.lean, self._theorem_at(node), self.core.guard, tactics, final,
+        verdict = await verify_closing(self.core.lean, self.forest.theorem_at(node), self.core.guard, tactics, final,
                                        compile=self.settings.verify, reclose=lambda: self.worker.apply_at(node, tactic),
                                        charge=self.worker.charge_lean, index_header=self.core.theorem.header)
         proof = self.core.proofs.count(edge, verdict, tactics, budget, revision)
         if proof is None:
             return False
         proof.answer = node.start().answer
-        self._new_proofs.append((proof, verdict.verified))
+        self.changes.proofs.append((proof, verdict.verified))
         return True
 
     async def _score(self, opened: list[TrieNode]) -> None:
@@ -544,8 +370,8 @@ class HybridSearch:
                 self.core.waits.value_s += time.perf_counter() - started
                 for node, energy in zip(group, energies, strict=True):
                     node.energy = energy
-                    self._touched[node.id] = node
-        by_id = {edge.node_id: edge for edge in self._new_edges}
+                    self.changes.touch(node)
+        by_id = {edge.node_id: edge for edge in self.changes.edges}
         for node in fresh:
             edge = by_id.get(node.id)
             if edge is not None:
@@ -555,138 +381,17 @@ class HybridSearch:
 
     def fingerprint(self) -> str:
         """What the trie depends on: a checkpoint made under anything else is not resumed."""
-        s = self.settings
-        deny = "\1".join(pattern.pattern for pattern in self.core.guard.patterns)
-        parts: tuple[object, ...] = (self.core.theorem.name, self.core.declaration, self.core.theorem.header, s.fmt,
-                                     s.max_depth, s.verify, deny, self.core.guard.max_chars)
-        if s.repair.on:  # repair changes what the rounds sample and add (off, it leaves the fingerprint alone)
-            parts = (*parts, s.repair.rounds, s.repair.message_tokens, s.repair.fmt, s.repair.cut)
-        if self.core.slot.open:  # the answer prompt's format decides the forest's answers
-            parts = (*parts, s.whole_fmt)
-        text = "\0".join(map(str, parts))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    async def _checkpoint(self) -> None:
-        journal = self.settings.journal
-        if journal is None:
-            self._reset_round()
-            return
-        assert self.trie is not None
-        record = RoundRecord(
-            theorem=self.core.theorem.name,
-            round=self.rounds,
-            fingerprint=self.fingerprint(),
-            counters=Counters(
-                rounds=self.rounds, sampled=self.sampled, tokens=self.core.meter.tokens,
-                lean_calls=self.core.meter.lean_calls,
-                elapsed_s=self.core.meter.elapsed(), policy_s=self.core.waits.policy_s, lean_s=self.core.waits.lean_s,
-                value_s=self.core.waits.value_s,
-                rejected=self.core.proofs.rejected, refusals=list(self.core.refusals), next_id=self.trie.next_id,
-                repaired=self.repaired, revisions=self.revisions,
-            ),
-            nodes=[NodeRecord(id=n.id, parent=n.parent.id if n.parent else None, depth=n.depth, tactic=n.tactic,
-                              state=n.state, targets=list(n.targets), prior=n.prior, unchanged=n.unchanged,
-                              haves=n.haves, answer=n.answer) for n in self._new_nodes],
-            stats=[NodeStats(id=n.id, visits=n.visits, successes=n.successes, expanded=n.expanded, dead=n.dead,
-                             energy=n.energy) for n in self._changed()],
-            entries=[EntryRecord(node=n.id, key=key, edge=e.edge, child=e.child.id if e.child else None,
-                                 closed=e.closed, failure=e.failure) for n, key, e in self._new_entries],
-            edges=list(self._new_edges),
-            proofs=[ProofRecord(edge=p.edge, proof=p.proof, tactics=p.tactics, depth=len(p.tactics),
-                                budget=p.budget, verified=verified, revision=p.revision)
-                    for p, verified in self._new_proofs],
-            usage=list(self.core.meter.recorded),
-            curve=self.core.meter.curve(self._curve_saved),
-        )
-        self._curve_saved = len(self.core.meter.curve_tokens)
-        self._reset_round()
-        await asyncio.to_thread(journal.append, self.core.theorem.name, record)
-
-    def _changed(self) -> list[TrieNode]:
-        """The nodes the round created or whose statistics it changed."""
-        return list({**{n.id: n for n in self._new_nodes}, **self._touched}.values())
-
-    def _reset_round(self) -> None:
-        self._new_nodes, self._touched, self._new_entries, self._new_edges, self._new_proofs = [], {}, [], [], []
-
-    def _restore(self) -> bool:
-        """Rebuild the search from the journal's rounds; False when there is nothing (usable) to resume."""
-        journal = self.settings.journal
-        if journal is None:
-            return False
-        records = journal.load(self.core.theorem.name)
-        if not records:
-            return False
-        if any(record.fingerprint != self.fingerprint() for record in records):
-            log.warning("%s: its checkpoint was made under other settings; searching it from the start",
-                        self.core.theorem.name)
-            journal.clear(self.core.theorem.name)
-            return False
-        self.trie, self.core.edges = rebuild_trie(records)
-        self._journaled = [found for record in records for found in record.proofs]  # counted once re-checked
-        last = records[-1].counters
-        self.rounds, self.sampled = last.rounds, last.sampled
-        self.core.proofs.rejected, self.core.refusals = last.rejected, [*last.refusals]
-        self.core.waits = Waits(last.policy_s, last.lean_s, last.value_s)
-        self.repaired, self.revisions = last.repaired, last.revisions
-        self.core.meter = UsageMeter(self.settings.marks, self.core.lean, tokens_before=last.tokens,
-                                     calls_before=last.lean_calls, seconds_before=last.elapsed_s)
-        self.core.meter.restore(records[-1].usage, joined_curve(records), last.sampled)
-        self._curve_saved = len(self.core.meter.curve_tokens)
-        self.resumed_from = last.rounds
-        log.info("%s: resumed at round %d (%d proofs sampled)", self.core.theorem.name, last.rounds, last.sampled)
-        return True
-
-    async def _recheck_journaled(self) -> None:
-        """Count the journal's proofs only once each passes again as if just found (`journal.recheck_proof`: its
-        path replayed from the theorem's start in Lean, the soundness rules, the compile). One that does not is a
-        rejected proof, its closing entry a failure (never followed as closed again), and the result says why."""
-        assert self.trie is not None
-        rows = {edge.node_id: edge for edge in self.core.edges}
-        for found in self._journaled:
-            node, verdict = await recheck_proof(
-                found, self.trie, rows, lean=self.core.lean, guard=self.core.guard, compile=self.settings.verify,
-                theorem_at=self._theorem_at, apply_at=self.worker.apply_at, charge=self.worker.charge_lean,
-                index_header=self.core.theorem.header)
-            if verdict.ok:  # verified or not as the check says, whatever the journal says
-                (self.core.proofs.verified if verdict.verified else self.core.proofs.unverified).append(
-                    Proof(found.edge, verdict.proof, found.tactics, found.budget, found.revision,
-                          node.start().answer if node is not None else None))
-                continue
-            why = verdict.reason
-            self.core.proofs.rejected += 1
-            self._unproved.append(f"a proof its journal holds (row {found.edge}) did not check again: {why}")
-            log.warning("%s: %s", self.core.theorem.name, self._unproved[-1])
-            if node is not None and found.tactics:
-                self._entry(node, normalize_tactic(found.tactics[-1]), TrieEntry(found.edge, failure=first_line(why)))
-        self._journaled = []
+        return fingerprint(self.core, self.settings)
 
     # ------------------------------------------------------------------------------------------ result
 
     def _finish(self, reason: FailureReason | None, detail: str | None) -> SearchOutcome:
-        if self._unproved and not self.core.proofs.found() and detail is None:
-            detail = "; ".join(self._unproved)
+        if self.checkpoints.unproved and not self.core.proofs.found() and detail is None:
+            detail = "; ".join(self.checkpoints.unproved)
         ending = refused_ending(reason, detail, bool(self.core.proofs.verified), self.core.refusals)
         result = final_result(self.core, SearchMode.HYBRID, ending, Spent.of(self.core), nodes_expanded=self.rounds,
                               proofs_sampled=self.sampled, repaired=self.repaired, revisions=self.revisions)
         return SearchOutcome(result, self.core.edges)
-
-
-def _share(rows: list[Edge], completion: Completion, gen_ms: float) -> None:
-    """Split a completion's tokens, log-prob and generation time over the rows it created, by tactic length
-    (integer tokens by largest remainder, so they add up to the completion's)."""
-    if not rows:
-        return
-    weights = [max(len(row.tactic), 1) for row in rows]
-    total = sum(weights)
-    exact = [completion.n_tokens * w / total for w in weights]
-    tokens = [int(x) for x in exact]
-    for index in sorted(range(len(rows)), key=lambda i: tokens[i] - exact[i])[: completion.n_tokens - sum(tokens)]:
-        tokens[index] += 1
-    for row, weight, count in zip(rows, weights, tokens, strict=True):
-        row.n_tokens = count
-        row.logprob = completion.logprob * weight / total
-        row.gen_ms = gen_ms * weight / total
 
 
 async def prove_hybrid(theorem: Theorem, lean: LeanEnv, policy: Policy, settings: HybridSettings, guard: TacticGuard,

@@ -25,7 +25,8 @@ from burnqed.policy.base import Policy
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import open_answer_refusal
-from burnqed.search.hybrid import HybridSearch, HybridSettings
+from burnqed.search.hybrid import HybridSearch
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.lemmas import LibrarySource
 from burnqed.search.mode import Engine, Mode, Recorded, Sections, complete, policy_sampling, sampling_from_config
 from burnqed.search.repair import RepairSettings

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from burnqed.records.results import FailureReason, SketchOutcome
-from burnqed.search.hybrid import HybridSettings
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.lemma_graph import Tried
 from burnqed.search.step import StepSettings
 

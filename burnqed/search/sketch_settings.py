@@ -13,7 +13,7 @@ from burnqed.lean.env import LeanEnv, SketchEnv
 from burnqed.policy.base import Sampling
 from burnqed.records.enums import DeclarationForm
 from burnqed.search.goal_keys import LemmaSource
-from burnqed.search.hybrid import HybridSettings
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.repair import RepairSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.subgoal_cache import REPLAYS, SubgoalCache

@@ -46,7 +46,8 @@ from burnqed.records.results import (
 from burnqed.records.theorem import Theorem
 from burnqed.search.file_lemmas import Hole, Inner, lift_holes
 from burnqed.search.goal_keys import closed_key, translate
-from burnqed.search.hybrid import HybridSearch, HybridSettings
+from burnqed.search.hybrid import HybridSearch
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.lemma_graph import Frame, GoalGraph, GoalNode, Tried
 from burnqed.search.rebuild import MAX_RESTARTS, LeanGone
 from burnqed.search.recursion import decompose

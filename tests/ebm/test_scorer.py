@@ -112,7 +112,8 @@ def test_search_with_the_ebm_calls_the_value_function_once_per_expansion_batched
 
 
 def test_the_energy_scorer_scores_hybrid_nodes_once_per_round() -> None:
-    from burnqed.search.hybrid import HybridSettings, prove_hybrid
+    from burnqed.search.hybrid import prove_hybrid
+    from burnqed.search.hybrid_settings import HybridSettings
 
     corpus = load_corpus()
     spec = corpus.by_name("algebra_abs_lt_interval")

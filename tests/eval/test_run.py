@@ -17,7 +17,7 @@ from burnqed.eval.pass_at import build_eval_result
 from burnqed.eval.result import write_eval_result
 from burnqed.eval.run import eval_settings
 from burnqed.records.results import FailureReason, TheoremResult
-from burnqed.search.hybrid import HybridSettings
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
 from burnqed.storage import Store

@@ -38,7 +38,8 @@ from burnqed.records.replies import TacticKind
 from burnqed.records.results import EdgeOutcome
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
 from burnqed.rl.reward import LeanReward, RewardSettings
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.step import SearchOutcome
 from burnqed.search.whole import WholeAttempt, WholeSettings, check_whole, prove_whole, read_whole
 from burnqed.text.completion import split_proof

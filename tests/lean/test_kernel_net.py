@@ -30,7 +30,8 @@ from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Sampling
 from burnqed.records.results import EdgeOutcome, Label
 from burnqed.records.theorem import Theorem
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from leankit.corpus import load_corpus

@@ -24,7 +24,8 @@ from burnqed.rl.failures import FailedProof, FailedProofs, pick_failed_proofs, r
 from burnqed.rl.grpo import RlRequest, RlSettings, checkpoint_settings, select_theorems, with_failed_proofs
 from burnqed.rl.reward import LeanReward
 from burnqed.runner.reuse import rl_inputs
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.repair import RepairSettings
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole, whole_prompt

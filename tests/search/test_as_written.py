@@ -17,7 +17,7 @@ from burnqed.lean.selftest import FACTORIAL, FACTORIAL_PROOF, PI, PI_PROOF
 from burnqed.policy.base import Sampling
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
-from burnqed.search.hybrid import HybridSettings
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.modes import prove_theorem
 from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.step import StepSettings

@@ -20,7 +20,8 @@ from burnqed.policy.base import AsyncClosing, Completion, Sampling, Seeds, refus
 from burnqed.records.replies import TacticResult
 from burnqed.records.results import EdgeOutcome, FailureReason, Label
 from burnqed.records.theorem import Theorem
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.journal import FileJournal, RoundRecord
 from burnqed.search.step import SearchOutcome
 from burnqed.search.trie import Priority, TrieNode, chain_reason, prune_reason

@@ -27,7 +27,8 @@ from burnqed.policy.base import Sampling, expansion_seeds
 from burnqed.records.enums import SearchMode
 from burnqed.records.results import EdgeOutcome, Label
 from burnqed.records.theorem import Answer, AnswerTask, Theorem
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.journal import FileJournal, NodeRecord
 from burnqed.search.modes import mode_refusal, prove_theorem
 from burnqed.search.repair import RepairSettings

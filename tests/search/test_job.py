@@ -20,7 +20,8 @@ from burnqed.records.replies import pretty_state
 from burnqed.records.results import Edge, EdgeOutcome
 from burnqed.records.theorem import Theorem
 from burnqed.search import modes
-from burnqed.search.hybrid import HybridSearch, HybridSettings
+from burnqed.search.hybrid import HybridSearch
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.journal import Counters, EntryRecord, FileJournal, NodeRecord, ProofRecord, RoundRecord
 from burnqed.search.mode import ATTACHED, Sections, complete
 from burnqed.search.modes import MODES

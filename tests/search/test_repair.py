@@ -21,7 +21,8 @@ from burnqed.policy.base import Completion, Sampling, Seeds, refused, sample_see
 from burnqed.records.replies import CompileMessage, CompileResult
 from burnqed.records.results import EdgeOutcome
 from burnqed.records.theorem import Theorem
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.repair import RepairSettings
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.whole import WholeSettings, prove_whole

@@ -214,7 +214,7 @@ def test_hybrid_search_shares_a_worker_too_a_neighbours_crashes_cost_it_nothing(
     """Hybrid mode on a shared worker: B's sampled proofs crash the worker MAX_RESTARTS + 1 times (B ends as
     lean_error, by its own crashes); A, between its rounds on the same worker, rebuilds its trie nodes each time
     and still proves: a neighbour's crashes neither fail A's requests nor use up A's allowance."""
-    from burnqed.search.hybrid import HybridSettings
+    from burnqed.search.hybrid_settings import HybridSettings
 
     a = CORPUS.by_name("ineq_x_plus_reciprocal_ge_two")
     b = CORPUS.by_name("logic_or_comm")
@@ -254,7 +254,7 @@ def test_a_worker_that_cannot_be_started_stops_the_run_in_every_mode(mode: str) 
     """`LeanStartError` (the pool is poisoned) is infrastructure: it propagates instead of being recorded as the
     theorem's lean_error (which --resume would then skip)."""
     from burnqed.lean.inprocess import InProcessReplay
-    from burnqed.search.hybrid import HybridSettings
+    from burnqed.search.hybrid_settings import HybridSettings
     from burnqed.search.modes import SearchSettings, prove_theorem
     from burnqed.search.whole import WholeSettings
 

@@ -22,7 +22,7 @@ from burnqed.policy.base import Sampling
 from burnqed.records.replies import Goal, TacticKind, TacticResult, Variable
 from burnqed.records.results import EdgeOutcome, FailureReason, Label, SketchOutcome, SubgoalSource
 from burnqed.records.theorem import Theorem
-from burnqed.search.hybrid import HybridSettings
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.root import accept_subgoal, own_goals
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.sketch_settings import SketchSettings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from burnqed.config import PolicyConfig, SearchConfig
-from burnqed.search.hybrid import HybridSettings
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.repair import RepairSettings
 from burnqed.search.sketch_settings import UNBOUNDED_PROOFS, SketchSettings, subgoal_budget
 from burnqed.search.step import StepSettings

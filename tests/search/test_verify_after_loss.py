@@ -22,7 +22,8 @@ from burnqed.lean.lease import LeanLease
 from burnqed.policy.base import Sampling
 from burnqed.records.replies import CompileResult, Goal, RootInfo, TacticKind, TacticResult
 from burnqed.records.results import EdgeOutcome, Label
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.journal import FileJournal
 from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole

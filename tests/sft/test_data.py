@@ -246,7 +246,8 @@ class PromptLog(ScriptedPolicy):
 def test_verified_proofs_train_the_proof_formats_with_the_prompts_search_sends(
     tmp_path: Path, tiny_model_dir: Path, store: Store
 ) -> None:
-    from burnqed.search.hybrid import HybridSettings, prove_hybrid
+    from burnqed.search.hybrid import prove_hybrid
+    from burnqed.search.hybrid_settings import HybridSettings
     from burnqed.search.whole import WholeSettings, prove_whole
     from tests.doubles.policy_double import declaration_of
 

@@ -18,7 +18,8 @@ from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.theorem import Theorem
-from burnqed.search.hybrid import HybridSettings, prove_hybrid
+from burnqed.search.hybrid import prove_hybrid
+from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.repair import RepairSettings
 from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.sketching import prove_sketch
