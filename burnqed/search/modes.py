@@ -10,7 +10,8 @@ runs one.
 config sections field by field, and says its budget and unit, its prompt format, the theorems it refuses, the part
 of eval's record it writes and what a job or a pass attaches. Whole mode has no use for the value model. A new mode:
 its module (settings, engine, its `Mode`), its line in `MODES`, its settings in `SearchSettings`, and its name in
-`records.enums.SearchMode` (with its unit, `EXPANSION_MODES`, when it counts expansions).
+`records.enums.SearchMode` (with its unit, `EXPANSION_MODES`, when it counts expansions); its search and eval
+identities are the keys its settings read (`Mode.reads`), no mark to add.
 """
 
 from __future__ import annotations
