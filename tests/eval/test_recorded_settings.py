@@ -5,6 +5,7 @@ or removed changes no field of the saved record."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -43,8 +44,9 @@ def test_every_key_of_evals_identity_is_recorded_by_value_in_the_settings_map(mo
     settings, identity = recorded(mode)
     assert settings.config == identity
     assert set(settings.config) == set(identity_keys(Config, "eval", MODES[SearchMode(mode)].reads()))
-    # the effective settings are the engine's: a step search revises no failed proof
-    assert (settings.repair_rounds is None) == (mode in ("step", "sketch"))
+    # the effective settings are the engine's: one without repair settings (step, sketch) revises no failed proof
+    engine = MODES[SearchMode(mode)].settings_type
+    assert (settings.repair_rounds is None) == ("repair" not in {field.name for field in dataclasses.fields(engine)})
     assert settings.timeout_s == Config().search.timeout_s
 
 
