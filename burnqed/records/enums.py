@@ -29,9 +29,8 @@ class SearchMode(StrEnum):
     WHOLE = "whole"  # pass@N over whole proofs sampled from the statement: the whole format
     HYBRID = "hybrid"  # whole proofs sampled from proof states, replayed through a trie: the proof format
     SKETCH = "sketch"  # a planner's sketch of have subgoals, each subgoal searched: the sketch format
-    BREADTH = "breadth"  # breadth-first over single tactics (a trial): the tactic format
 
 
 # The search modes whose budget counts node expansions (`nodes_expanded`): step, and sketch, whose planner requests and
 # subgoal searches spend step's unit; whole and hybrid count proofs sampled (`proofs_sampled`).
-EXPANSION_MODES: frozenset[SearchMode] = frozenset({SearchMode.STEP, SearchMode.SKETCH, SearchMode.BREADTH})
+EXPANSION_MODES: frozenset[SearchMode] = frozenset({SearchMode.STEP, SearchMode.SKETCH})

@@ -26,7 +26,6 @@ from burnqed.policy.base import Policy
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.search.answer import open_answer_refusal
-from burnqed.search.breadth import BREADTH, BreadthSettings
 from burnqed.search.hybrid import HybridSearch, HybridSettings
 from burnqed.search.lemmas import LibrarySource
 from burnqed.search.mode import Engine, Mode, Recorded, Sections, complete, policy_sampling, sampling_from_config
@@ -232,9 +231,8 @@ MODES: dict[SearchMode, Mode[Any]] = {mode.name: mode for mode in (
     WHOLE,
     HYBRID,
     SKETCH,
-    BREADTH,
 )}
-SearchSettings = StepSettings | WholeSettings | HybridSettings | SketchSettings | BreadthSettings
+SearchSettings = StepSettings | WholeSettings | HybridSettings | SketchSettings
 _BY_SETTINGS: dict[type[Any], Mode[Any]] = {mode.settings_type: mode for mode in MODES.values()}
 
 

@@ -17,7 +17,6 @@ from burnqed.lean.selftest import FACTORIAL, FACTORIAL_PROOF, PI, PI_PROOF
 from burnqed.policy.base import Sampling
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
-from burnqed.search.breadth import BreadthSettings
 from burnqed.search.hybrid import HybridSettings
 from burnqed.search.modes import MODES, prove_theorem
 from burnqed.search.sketch_settings import SketchSettings
@@ -31,15 +30,13 @@ from tests.doubles.policy_double import ScriptedPolicy
 GUARD = TacticGuard.from_config(LeanConfig())
 
 
-def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings | SketchSettings | BreadthSettings:
+def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings | SketchSettings:
     fmt = MODES[mode].fmt(PolicyConfig(prompt_format=PromptFormat.DEEPSEEK_TACTIC))  # the format the mode sends
     if mode is SearchMode.SKETCH:  # a sketch of one hole, the theorem's target, proved by a step search
         return SketchSettings(fmt=fmt, sampling=Sampling(n=1, stop=("```",)), max_nodes=4,
                               subgoal=StepSettings(fmt=PromptFormat.DEEPSEEK_TACTIC, sampling=Sampling(n=1)))
     if mode is SearchMode.STEP:
         return StepSettings(fmt=fmt, sampling=Sampling(n=1), max_nodes=4)
-    if mode is SearchMode.BREADTH:
-        return BreadthSettings(fmt=fmt, sampling=Sampling(n=1), max_nodes=4)
     if mode is SearchMode.HYBRID:
         return HybridSettings(fmt=fmt, sampling=Sampling(stop=("```",)), max_proofs=2)
     return WholeSettings(fmt=fmt, sampling=Sampling(n=1, stop=("```",)), max_proofs=2)

@@ -18,9 +18,8 @@ from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
 from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.theorem import Theorem
-from burnqed.search.breadth import BreadthSettings
 from burnqed.search.hybrid import HybridSettings, prove_hybrid
-from burnqed.search.modes import MODES, prove_theorem
+from burnqed.search.modes import MODES
 from burnqed.search.repair import RepairSettings
 from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.sketching import prove_sketch
@@ -56,7 +55,7 @@ class Recorder(ScriptedPolicy):
                 return [(REST["⊢ 0 < x → x + 1 / x ≥ 2"], -1.0)]
             if mode is SearchMode.SKETCH:  # the planner: one hole, the goal; its search: the strict double closes FIX
                 return [(SKETCH if key.startswith("Sketch a proof") else FIX, -1.0)]
-            table = NEXT if mode in (SearchMode.STEP, SearchMode.BREADTH) else REST
+            table = NEXT if mode is SearchMode.STEP else REST
             goal = [line.strip() for line in key.split("\n") if line.strip().startswith("⊢")][-1]
             return [(table[goal], -1.0)]
 
@@ -94,10 +93,6 @@ def _search(mode: SearchMode, theorem: Theorem, form: DeclarationForm, policy: R
     if mode is SearchMode.HYBRID:
         return asyncio.run(prove_hybrid(theorem, env, policy, HybridSettings(fmt=fmt, form=form,
                                                                              sampling=Sampling(stop=("```",))), GUARD))
-    if mode is SearchMode.BREADTH:
-        return asyncio.run(prove_theorem(theorem, env, policy, BreadthSettings(fmt=fmt, form=form,
-                                                                               sampling=Sampling(n=1), max_nodes=10),
-                                         GUARD))
     return asyncio.run(prove_whole(theorem, env, policy, WholeSettings(fmt=fmt, form=form, max_proofs=1,
                                                                        sampling=Sampling(n=1, stop=("```",))), GUARD))
 
@@ -136,7 +131,7 @@ def _check_prompts(tmp_path: Path, store: Store, mode: SearchMode, form: Declara
     # The variant whose prompts this mode sends (the others train the other modes' formats).
     # (sketch mode's: its subgoals' step searches; its sketch rows are no tactic examples)
     variant = {SearchMode.STEP: "tactic", SearchMode.HYBRID: "proof", SearchMode.WHOLE: "whole",
-               SearchMode.SKETCH: "tactic", SearchMode.BREADTH: "tactic"}[mode]
+               SearchMode.SKETCH: "tactic"}[mode]
     own = [example for example in examples if example.variant == variant]
     assert own
     sent = set(policy.prompts)
