@@ -2,13 +2,18 @@
 `json_schema_extra`) naming the identities its value enters, or saying why it enters none (docs/pipeline.md,
 "Reused or refused": what an identity decides).
 
-    revisits: int = Field(default=16, description="…", json_schema_extra=searched("step"))
+    revisits: int = Field(default=16, description="…", json_schema_extra=read_by_mode())
     workers: int | None = Field(default=None, description="…", json_schema_extra=neutral("how many processes work"))
 
     identity_keys(Config, "sft")                    # every `section.key` whose value enters SFT's identity
     experiment_keys(Config)                         # the keys that define a run root's experiment (EXPERIMENT)
-    identity_values(cfg, "eval", SearchMode.STEP)   # eval's in step mode, by value (JSON)
+    identity_values(cfg, "eval", reads)             # eval's in a mode that reads `reads`, by value (JSON)
     unclassified(Config)                            # the fields without a mark: none (tests/config/test_identity.py)
+
+Which search and eval identities a field enters is not listed here by mode: a field the search engine reads in every
+mode (the guard's, the policy's backend and sampling) is `searched()`; one only some modes read is `read_by_mode()`,
+and enters a mode's identities when that mode's settings read it. What a mode reads is recorded from its settings'
+builder in the search layer (`search.mode.Mode.reads`), which passes it here as `reads`; a new mode needs no mark.
 
 A section whose fields split in two declares its `ROLES`, and each of its fields adds its role to its mark
 (`with_role`): the cluster's "client" keys only the submitting side reads (`config.digest.CLIENT_ONLY`), the
@@ -21,14 +26,12 @@ planner's "second model" keys that describe a served planner (`config.planner.SE
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-
-from burnqed.records.enums import SearchMode
 
 Identity = Literal[
     "prepare-data", "trace-data",
@@ -39,26 +42,26 @@ Identity = Literal[
     "rl",  # the GRPO stage's output (`rl.grpo`)
     "rl-checkpoints",  # what a GRPO checkpoint may resume under
     "export", "train-ebm", "joint-study", "report",
-    "search", "eval",  # for the modes their mark names
+    "search", "eval",  # in every mode, or in the modes that read the key (`read_by_mode`)
 ]
 IDENTITIES: tuple[Identity, ...] = get_args(Identity)
 # What a run root's iterations share and are compared by (`experiment_keys`, burnqed.runner.experiment): the prepared
 # data every iteration trains from and the evals every iteration is measured by. The other identities (how each
 # iteration trains, what the report judges) may change from one iteration to the next.
 EXPERIMENT: tuple[Identity, ...] = ("prepare-data", "eval")
-MODES: tuple[str, ...] = tuple(mode.value for mode in SearchMode)
 KEY = "identity"  # the mark's key in a field's json_schema_extra
 ROLE = "role"  # the key of a field's role in its section's split (`with_role`), beside the mark
 
 
 @dataclass(frozen=True, slots=True)
 class Mark:
-    """A field's mark: the identities its value enters (for search and eval, in `modes`), and why it enters none
-    (or a note on the ones it does not); `reaches` the identities its value decides by another way than its key (a
-    command-line argument the plan builds from it, an input stamped by content)."""
+    """A field's mark: the identities its value enters (search and eval: in every mode, or `by_mode` in the modes
+    whose settings read it), and why it enters none (or a note on the ones it does not); `reaches` the identities its
+    value decides by another way than its key (a command-line argument the plan builds from it, an input stamped by
+    content)."""
 
     enters: tuple[Identity, ...]
-    modes: tuple[str, ...]
+    by_mode: bool
     why: str
     reaches: tuple[Identity, ...] = ()
 
@@ -68,20 +71,28 @@ class Mark:
         return not self.enters and not self.reaches and self.why.startswith(NEUTRAL)
 
 
-def shapes(*identities: Identity, modes: tuple[str, ...] = MODES, note: str = "",
+def shapes(*identities: Identity, by_mode: bool = False, note: str = "",
            reaches: tuple[Identity, ...] = ()) -> dict[str, Any]:
-    """The mark of a field whose value enters `identities` (search and eval: in `modes`); `note` says how the
-    others see it, if they do, and `reaches` names those it decides by another way (`Mark.reaches`)."""
-    unknown = [name for name in (*identities, *modes, *reaches) if name not in (*IDENTITIES, *MODES)]
+    """The mark of a field whose value enters `identities` (search and eval: in every mode, or `by_mode` in the
+    modes whose settings read it); `note` says how the others see it, if they do, and `reaches` names those it
+    decides by another way (`Mark.reaches`)."""
+    unknown = [name for name in (*identities, *reaches) if name not in IDENTITIES]
     if not identities or unknown:
-        raise ValueError(f"a mark names at least one identity of {IDENTITIES} and modes of {MODES}: {unknown}")
-    return {KEY: {"enters": list(identities), "modes": list(modes), "why": note, "reaches": list(reaches)}}
+        raise ValueError(f"a mark names at least one identity of {IDENTITIES}: {unknown}")
+    return {KEY: {"enters": list(identities), "by_mode": by_mode, "why": note, "reaches": list(reaches)}}
 
 
-def searched(*modes: str, stages: tuple[Identity, ...] = (), note: str = "") -> dict[str, Any]:
-    """The mark of a field the search engine reads in `modes` (every mode when none is given): it enters search's
-    and eval's identities there, and `stages`'."""
-    return shapes("search", "eval", *stages, modes=modes or MODES, note=note)
+def searched(*, stages: tuple[Identity, ...] = (), note: str = "") -> dict[str, Any]:
+    """The mark of a field the search engine reads in every mode (the stage reads it whatever the mode: the guard,
+    the policy's backend and sampling): it enters search's and eval's identities in every mode, and `stages`'."""
+    return shapes("search", "eval", *stages, note=note)
+
+
+def read_by_mode(*, stages: tuple[Identity, ...] = (), note: str = "") -> dict[str, Any]:
+    """The mark of a field some search modes' settings read: it enters search's and eval's identities in each mode
+    that reads it (`reads` of `identity_keys`: what the mode's builder reads, `search.mode.Mode.reads`), and
+    `stages`'."""
+    return shapes("search", "eval", *stages, by_mode=True, note=note)
 
 
 NEUTRAL = "result-neutral:"  # how a neutral field's `why` starts
@@ -105,7 +116,7 @@ def recorded(how: str, reaches: tuple[Identity, ...] = ()) -> dict[str, Any]:
 def _outside(why: str, reaches: tuple[Identity, ...] = ()) -> dict[str, Any]:
     if not why.split(":", 1)[1].strip():
         raise ValueError("a field outside every identity says why")
-    return {KEY: {"enters": [], "modes": [], "why": why, "reaches": list(reaches)}}
+    return {KEY: {"enters": [], "by_mode": False, "why": why, "reaches": list(reaches)}}
 
 
 def mark_of(info: FieldInfo) -> Mark | None:
@@ -114,7 +125,7 @@ def mark_of(info: FieldInfo) -> Mark | None:
     raw = extra.get(KEY) if isinstance(extra, dict) else None
     if not isinstance(raw, dict):
         return None
-    return Mark(enters=tuple(cast("list[Identity]", raw["enters"])), modes=tuple(cast("list[str]", raw["modes"])),
+    return Mark(enters=tuple(cast("list[Identity]", raw["enters"])), by_mode=bool(raw["by_mode"]),
                 why=str(raw["why"]), reaches=tuple(cast("list[Identity]", raw.get("reaches", []))))
 
 
@@ -132,13 +143,15 @@ def unclassified(config_model: type[BaseModel]) -> list[str]:
     return [key for key, info in fields(config_model) if mark_of(info) is None]
 
 
-def identity_keys(config_model: type[BaseModel], identity: Identity, mode: str | None = None) -> tuple[str, ...]:
-    """The `section.key`s whose value enters `identity` (search and eval: in `mode`), in the configuration's
-    order."""
+def identity_keys(config_model: type[BaseModel], identity: Identity,
+                  reads: Collection[str] | None = None) -> tuple[str, ...]:
+    """The `section.key`s whose value enters `identity`, in the configuration's order: search and eval in a mode
+    whose settings read the keys `reads` (`search.mode.Mode.reads`), a key marked `by_mode` when it is one of
+    them (None: every key marked for the identity, in any mode)."""
     keys = []
     for key, info in fields(config_model):
         mark = mark_of(info)
-        if mark is not None and identity in mark.enters and (mode is None or str(mode) in mark.modes):
+        if mark is not None and identity in mark.enters and (reads is None or not mark.by_mode or key in reads):
             keys.append(key)
     return tuple(keys)
 
@@ -159,11 +172,13 @@ def result_keys(config_model: type[BaseModel]) -> tuple[str, ...]:
     return tuple(key for key, info in fields(config_model) if (mark := mark_of(info)) is not None and not mark.neutral)
 
 
-def identity_values(config: BaseModel, identity: Identity, mode: str | None = None) -> dict[str, object]:
-    """`section.key` → its value (JSON) in `config`, for every key of `identity_keys(type(config), identity, mode)`."""
+def identity_values(config: BaseModel, identity: Identity,
+                    reads: Collection[str] | None = None) -> dict[str, object]:
+    """`section.key` → its value (JSON) in `config`, for every key of `identity_keys(type(config), identity,
+    reads)`."""
     data = config.model_dump(mode="json")
     values: dict[str, object] = {}
-    for key in identity_keys(type(config), identity, mode):
+    for key in identity_keys(type(config), identity, reads):
         section, _, name = key.partition(".")
         values[key] = data[section][name]
     return values

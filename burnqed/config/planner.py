@@ -25,14 +25,12 @@ from pydantic import Field, field_validator, model_validator
 
 from burnqed.base.uris import check_http_url
 from burnqed.config.cluster import sampling_option
-from burnqed.config.identity import fields_with_role, neutral, searched, with_role
+from burnqed.config.identity import fields_with_role, neutral, read_by_mode, with_role
 from burnqed.config.policy import PolicyConfig
 from burnqed.config.section import Section
-from burnqed.records.enums import SearchMode
 from burnqed.text.prompt import PromptFormat, sketch_format
 from burnqed.text.sketch_grammar import NAME_CHARS, SketchGrammar, sketch_grammar
 
-SKETCH = (SearchMode.SKETCH.value,)
 SECOND = "second model"  # the role of a key that describes a second model: set while the policy plans, ignored
 ANY = "whoever plans"  # the role of a key that applies whether the policy or a second model plans
 PLAN = with_role(neutral("where the planner's sidecar runs and its GPU memory plan: what fits, not what it computes"),
@@ -52,7 +50,7 @@ class PlannerConfig(Section):
         "applies). 'local' runs a second model in this process (transformers, planner.model, unset = the tiny "
         "embedded model); 'sglang' asks a second SGLang server (or `burnqed serve`) at planner.url. On the cluster "
         "'sglang' is required: a sidecar in each sketch-mode search pod, or a deployment (docs/cluster.md).",
-        json_schema_extra=with_role(searched(*SKETCH), ANY),
+        json_schema_extra=with_role(read_by_mode(), ANY),
     )
     url: str = Field(
         default="http://127.0.0.1:30002",
@@ -65,30 +63,30 @@ class PlannerConfig(Section):
         default=None,
         description="The planner's model: a folder for the local backend (unset = the tiny embedded model), the name "
         "results report for the sglang backend, and on the cluster the folder (URI) its sidecar fetches and serves.",
-        json_schema_extra=with_role(searched(*SKETCH), SECOND),
+        json_schema_extra=with_role(read_by_mode(), SECOND),
     )
     prompt_format: PromptFormat | None = Field(
         default=None,
         description="The planner's prompt family, named by any of its formats (deepseek-sketch or plain-sketch "
         "read best); it is sent in the family's sketch format (text/prompt.py `sketch_format`). Unset = the "
         "policy's family (policy.prompt_format).",
-        json_schema_extra=with_role(searched(*SKETCH), SECOND),
+        json_schema_extra=with_role(read_by_mode(), SECOND),
     )
     temperature: float | None = Field(
         default=None, ge=0.0, le=5.0,
         description="Sampling temperature of a sketch (0 = greedy); unset = policy.temperature.",
-        json_schema_extra=with_role(searched(*SKETCH), ANY),
+        json_schema_extra=with_role(read_by_mode(), ANY),
     )
     top_p: float | None = Field(
         default=None, gt=0.0, le=1.0, description="Nucleus sampling mass of a sketch; unset = policy.top_p.",
-        json_schema_extra=with_role(searched(*SKETCH), ANY),
+        json_schema_extra=with_role(read_by_mode(), ANY),
     )
     max_new_tokens: int = Field(
         default=1024, ge=1,
         description="Token limit of one sketch (its haves, the tactics that close the goal from them, and with the "
         "deepseek family any plan before the code). The other sampling fields (top_k, min_p, the penalties, the "
         "seed) are policy.*'s; sketches per request are search.sketch_plans.",
-        json_schema_extra=with_role(searched(*SKETCH), ANY),
+        json_schema_extra=with_role(read_by_mode(), ANY),
     )
     constrained: bool = Field(
         default=False,
@@ -96,18 +94,18 @@ class PlannerConfig(Section):
         "sampling parameter on a server, xgrammar's token mask in the local decoder, so that no sketch the reader "
         "refuses can be written (hole names `h` and one character, monotone; one line each). Tactic and whole-proof "
         "requests are never constrained.",
-        json_schema_extra=with_role(searched(*SKETCH), ANY),
+        json_schema_extra=with_role(read_by_mode(), ANY),
     )
     max_holes: int = Field(
         default=6, ge=1, le=len(NAME_CHARS),
         description="With planner.constrained: the most holes the grammar lets a sketch have.",
-        json_schema_extra=with_role(searched(*SKETCH), ANY),
+        json_schema_extra=with_role(read_by_mode(), ANY),
     )
     balanced: bool = Field(
         default=False,
         description="With planner.constrained: brackets in a sketch's lines and statements come in pairs, one level "
         "deep (`nlinarith [h₀, h₁]`, not `nlinarith [sq_nonneg (x - y)]`), so Lean's parser meets no unclosed one.",
-        json_schema_extra=with_role(searched(*SKETCH), ANY),
+        json_schema_extra=with_role(read_by_mode(), ANY),
     )
     gpus: int = Field(
         default=1, ge=1, le=8,

@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from burnqed.base.uris import check_http_url
-from burnqed.config.identity import neutral, recorded, searched
+from burnqed.config.identity import neutral, read_by_mode, recorded, searched
 from burnqed.config.section import Section
 from burnqed.records.enums import DeclarationForm
 from burnqed.text.prompt import PromptFormat, is_repair_format, is_sketch_format, is_statement_format
@@ -54,13 +54,13 @@ class PolicyConfig(Section):
         json_schema_extra=searched(stages=("sft",)),
     )
     num_candidates: int = Field(default=8, ge=1, le=256, description="Candidates sampled per expanded node.",
-                                json_schema_extra=searched("step", "sketch"))
+                                json_schema_extra=read_by_mode())
     temperature: float = Field(default=0.8, ge=0.0, le=5.0, description="Sampling temperature (0 = greedy).",
                                json_schema_extra=searched())
     top_p: float = Field(default=0.95, gt=0.0, le=1.0, description="Nucleus sampling mass.",
                          json_schema_extra=searched())
     max_new_tokens: int = Field(default=128, ge=1, description="Token limit per candidate.",
-                                json_schema_extra=searched("step", "sketch"))
+                                json_schema_extra=read_by_mode())
     top_k: int = Field(
         default=-1, ge=-1,
         description="Sample among the k most likely tokens only (-1 = the whole vocabulary; 0 is refused, as SGLang "

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from burnqed.config.identity import neutral, recorded, searched, shapes
+from burnqed.config.identity import neutral, read_by_mode, recorded, searched, shapes
 from burnqed.config.section import Section
 from burnqed.records.enums import SearchMode
 
@@ -35,21 +35,21 @@ class SearchConfig(Section):
         "sketch: planner requests and its subgoal searches' expansions or rounds); eval takes its own budgets "
         "(pipeline.eval_budgets, --budgets). The default keeps the embedded iteration's search short; "
         "configs/deepseek-prover-v2-7b.toml sets the prototype's 600.",
-        json_schema_extra=shapes("search", modes=("step", "sketch"), note="eval: its --budgets"),
+        json_schema_extra=shapes("search", by_mode=True, note="eval: its --budgets"),
     )
     max_depth: int = Field(
         default=50, ge=1, description="Longest proof, in tactics: nodes at this depth are not expanded.",
-        json_schema_extra=searched("step", "hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     timeout_s: float = Field(default=300.0, gt=0, description="Wall-clock budget per theorem.",
                              json_schema_extra=searched())
     alpha: float = Field(
         default=0.5, ge=0.0, description="Length normalisation: score = sum of log-probs / depth^alpha.",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     expand_batch: int = Field(
         default=1, ge=1, description="Frontier nodes expanded together (one policy request) per theorem.",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     theorems_per_worker: int = Field(
         default=4,
@@ -82,41 +82,41 @@ class SearchConfig(Section):
         "back on the frontier with its score lowered by revisit_penalty per expansion so far, so a node is asked "
         "again when its children look worse than that. 0 = each node is expanded once (BFS-Prover); a search "
         "whose nodes all answered then ends 'exhausted' with budget left (docs/search.md).",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     revisit_penalty: float = Field(
         default=1.0, gt=0.0,
         description="Step mode: score (log-prob units) a node loses per expansion when it goes back on the frontier.",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     revisit_temperature: float | None = Field(
         default=1.2, gt=0.0, le=5.0,
         description="Step mode: the sampling temperature of a revisit (unset = policy.temperature): the first "
         "expansion of a node takes the policy's likely tactics, a revisit can look further.",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     probe_tactics: list[str] = Field(
         default_factory=list,
         description="Tactics tried at every expanded node besides the policy's (e.g. ['norm_num', 'linarith']).",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     probe_logprob: float = Field(
         default=-1.0, le=0.0, description="Log-prob given to a probe tactic the policy did not also propose.",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     verify: bool = Field(
         default=True, description="Also compile the assembled proof with frontend.process before counting it.",
-        json_schema_extra=shapes("search", modes=("step", "hybrid"), note="eval compiles every proof it counts"),
+        json_schema_extra=shapes("search", by_mode=True, note="eval compiles every proof it counts"),
     )
     stop_at_first: bool = Field(default=True, description="Stop a theorem's search at its first verified proof.",
                                 json_schema_extra=searched())
     value_weight: float = Field(
         default=1.0, ge=0.0, description="Weight of -energy in the node score when a value model is used.",
-        json_schema_extra=searched("step", "hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     value_ramp_depth: int = Field(
         default=0, ge=0, description="The value weight ramps linearly to full over this many depths (0 = none).",
-        json_schema_extra=searched("step", "hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     value_reference: Literal["root", "none"] = Field(
         default="root",
@@ -124,7 +124,7 @@ class SearchConfig(Section):
         "energy (asked once per search with the first children's), so a node scores above the root exactly when "
         "the value model prefers it to the start, whatever constant the energies are offset by (InfoNCE fixes "
         "energies only up to one); 'none': the raw energy.",
-        json_schema_extra=searched("step", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     checkpoint_every: int = Field(
         default=50, ge=1, description="Theorems per trajectory checkpoint of `search` (one new Parquet part each; a "
@@ -135,7 +135,7 @@ class SearchConfig(Section):
         default=64, ge=1, le=MAX_BUDGET,
         description="Budget of whole and hybrid modes: whole proofs sampled per theorem (their eval budgets count "
         "proofs too). The prototype's hybrid run used 512.",
-        json_schema_extra=shapes("search", modes=("whole", "hybrid"), note="eval: its --budgets",
+        json_schema_extra=shapes("search", by_mode=True, note="eval: its --budgets",
                                   reaches=("eval",)),
     )
     unsolved_budget_factor: float = Field(
@@ -151,43 +151,43 @@ class SearchConfig(Section):
         default=8, ge=1,
         description="Proofs per policy request: whole mode samples in requests of this many; hybrid samples this "
         "many at the root, decaying linearly with depth to min_proofs at decay_depth (prototype: 32).",
-        json_schema_extra=searched("whole", "hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     min_proofs: int = Field(default=4, ge=1, description="Hybrid: proofs sampled per round at decay_depth and deeper.",
-                            json_schema_extra=searched("hybrid", "sketch"))
+                            json_schema_extra=read_by_mode())
     proof_max_tokens: int = Field(
         default=512, ge=1,
         description="Token limit of one whole proof (whole mode; hybrid at the root, decaying with depth to "
         "proof_min_tokens; prototype 1024). policy.max_new_tokens is step mode's (one tactic).",
-        json_schema_extra=searched("whole", "hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     proof_min_tokens: int = Field(
         default=256, ge=1, description="Hybrid: the token limit at decay_depth and deeper (prototype 256).",
-        json_schema_extra=searched("hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     decay_depth: int = Field(
         default=8, ge=1, description="Hybrid: the depth at which proofs per round and tokens reach their minimum.",
-        json_schema_extra=searched("hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     max_rounds: int = Field(
         default=30, ge=1, le=MAX_BUDGET,
         description="Hybrid: most rounds (node expansions, one policy request each) per theorem (a sketch's hybrid "
         "subgoal search has its share of max_nodes instead).",
-        json_schema_extra=searched("hybrid"),
+        json_schema_extra=read_by_mode(),
     )
     exploration: float = Field(
         default=1.41, ge=0.0,
         description="Hybrid: c of the PUCT exploration term c·sqrt(ln(parent visits + 1) / (1 + visits)).",
-        json_schema_extra=searched("hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     prior_weight: float = Field(
         default=1.0, ge=0.0, le=1.0,
         description="Hybrid: alpha of the PUCT value alpha_t·prior + (1 − alpha_t)·Q, alpha_t = alpha / (1 + visits).",
-        json_schema_extra=searched("hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
     goal_penalty: float = Field(
         default=0.3, ge=0.0, description="Hybrid: priority lost per open goal beyond the first.",
-        json_schema_extra=searched("hybrid", "sketch"),
+        json_schema_extra=read_by_mode(),
     )
 
     repair_rounds: int = Field(
@@ -201,16 +201,15 @@ class SearchConfig(Section):
         "and that tactic), for SFT's repair examples (docs/training.md). Above 0 the rl stage also serves, of each "
         "theorem it prompts, the repair prompt of one failed proof its --trajectories recorded (docs/training.md, "
         "'GRPO stage'). Sketch mode does not repair (a subgoal's failed attempt is no failed proof of the theorem).",
-        json_schema_extra=searched("step", "whole", "hybrid",
-                                   note="sft: through its effective proof_examples; rl: through `repair prompts`, "
-                                   "the repair format when above 0"),
+        json_schema_extra=read_by_mode(note="sft: through its effective proof_examples; rl: through `repair "
+                                       "prompts`, the repair format when above 0"),
     )
     repair_message_tokens: int = Field(
         default=512, ge=64, le=65536,
         description="The most tokens of Lean's messages (and the goal at the first error) a repair prompt shows: "
         "errors first, in position order, whole messages while they fit, counted as UTF-8 bytes (no byte-level "
         "tokenizer makes more tokens of them; burnqed/text/feedback.py states the rule).",
-        json_schema_extra=searched("step", "whole", "hybrid"),
+        json_schema_extra=read_by_mode(),
     )
 
     repair_cut_at_error: bool = Field(
@@ -218,7 +217,7 @@ class SearchConfig(Section):
         description="Repair prompts show a failed whole proof (or hybrid attempt) only up to the top-level tactic its "
         "first error is in, with the messages on that part: the shape of the failed proofs step search records for "
         "training. Off: the whole failed proof and every message, as Goedel-Prover-V2 shows them.",
-        json_schema_extra=searched("whole", "hybrid"),
+        json_schema_extra=read_by_mode(),
     )
 
     sketch_rounds: int = Field(
@@ -227,19 +226,19 @@ class SearchConfig(Section):
         "refuted by Lean or not proved within its share, a sketch Lean rejects, an assembled proof that does not "
         "compile) go back to the planner with what failed, up to this many times; subgoals already proved are kept "
         "(docs/search.md, 'Sketch search').",
-        json_schema_extra=searched("sketch"),
+        json_schema_extra=read_by_mode(),
     )
     sketch_subgoal_mode: Literal["step", "hybrid"] = Field(
         default="step",
         description="Sketch mode: how each subgoal is searched, from its goal: step-level best-first (each expansion "
         "counts one of max_nodes) or hybrid (each round counts one), with that mode's settings and the value model.",
-        json_schema_extra=searched("sketch"),
+        json_schema_extra=read_by_mode(),
     )
     sketch_subgoal_share: float = Field(
         default=0.25, gt=0.0, le=1.0,
         description="Sketch mode: the share of the theorem's budget (max_nodes) one subgoal's search may spend "
         "(at least one expansion, at most what is left).",
-        json_schema_extra=searched("sketch"),
+        json_schema_extra=read_by_mode(),
     )
     sketch_depth: int = Field(
         default=1, ge=1, le=8,
@@ -247,19 +246,19 @@ class SearchConfig(Section):
         "nothing more; k: a hole whose own search fails is planned again as a goal of its own, its holes likewise, "
         "down to k levels, on one AND-OR graph per theorem (a goal proved once closes every place it appears; a hole "
         "that restates its goal or an ancestor is refused before Lean; docs/search.md, 'Recursive sketches').",
-        json_schema_extra=searched("sketch"),
+        json_schema_extra=read_by_mode(),
     )
     sketch_plans: int = Field(
         default=4, ge=1, le=256,
         description="Sketch mode: sketches asked per planner request (one request counts one of max_nodes).",
-        json_schema_extra=searched("sketch"),
+        json_schema_extra=read_by_mode(),
     )
     subgoal_cache_replays: int = Field(
         default=4, ge=1, le=64,
         description="Sketch mode: the subgoal cache's proofs one lookup replays in Lean at most, shortest first (then "
         "by digest); a proof Lean rejected under a key is never replayed under it again in the job (docs/pipeline.md, "
         "'Subgoal cache').",
-        json_schema_extra=searched("sketch"),
+        json_schema_extra=read_by_mode(),
     )
     subgoal_cache: str | None = Field(
         default=None,

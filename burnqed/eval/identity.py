@@ -103,8 +103,9 @@ def evaluable(index: TheoremIndex, mode: SearchMode) -> TheoremIndex:
 
 def search_identity(config: Config, stage: Literal["search", "eval"]) -> dict[str, object]:
     """The configuration keys that shape what `stage` finds in `search.mode`, by value (`config.identity`: the keys
-    whose mark names the stage and the mode), with `policy.prompt_format` as the format the mode sends."""
-    identity = identity_values(config, stage, config.search.mode)
+    whose mark names the stage, those marked `read_by_mode` when the mode reads them, `Mode.reads`), with
+    `policy.prompt_format` as the format the mode sends."""
+    identity = identity_values(config, stage, MODES[config.search.mode].reads())
     return {**identity, "policy.prompt_format": str(MODES[config.search.mode].fmt(config.policy))}
 
 

@@ -278,7 +278,9 @@ def inputs_from_settings(result: EvalResult) -> StageInputs:
     content nor its models' stamps. Each configuration key its settings record (`EvalSettings.config`, a result of an
     earlier schema read into it by `eval.migrations`) that is a key of eval's identity in its mode is compared; one
     it left unset, or no such key, is not."""
-    keys = set(identity_keys(Config, "eval", str(result.mode)))
+    from burnqed.search.modes import MODES
+
+    keys = set(identity_keys(Config, "eval", MODES[result.mode].reads()))
     recorded = result.settings.config if result.settings is not None else {}
     search: dict[str, object] = {key: value for key, value in recorded.items() if key in keys and value is not None}
     return _made({}, {"benchmark": result.benchmark, "theorems": result.total,

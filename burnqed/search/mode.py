@@ -20,6 +20,7 @@ name in `records.enums.SearchMode`. Also here: the policy's sampling as the `[po
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
@@ -32,6 +33,7 @@ from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.search.goal_keys import LemmaSource
 from burnqed.search.journal import RoundJournal
+from burnqed.search.reads import recorded_reads
 from burnqed.search.skeleton import SearchOutcome
 from burnqed.search.subgoal_cache import SubgoalCache
 from burnqed.search.value import ValueFn
@@ -135,6 +137,23 @@ class Mode(Generic[S]):
         """Its engine's settings, every field from the sections, at the stage's budget or its own."""
         budget = sections.budget if sections.budget is not None else self.budget(sections.search)
         return self.build(sections, budget, self.fmt(sections.policy))
+
+    def reads(self) -> frozenset[str]:
+        """The `section.key`s its settings read (`search.reads.recorded_reads`), as the search stage builds them (its
+        own budget, search.verify), and, when it plans, those the planner is opened from (`PlannerConfig.served`,
+        `PlannerConfig.client_config`): the keys marked `read_by_mode` among them enter its search and eval
+        identities (`config.identity.identity_keys`)."""
+        return _reads(self)
+
+
+@functools.cache
+def _reads(mode: Mode[Any]) -> frozenset[str]:
+    def build(search: SearchConfig, policy: PolicyConfig, planner: PlannerConfig) -> None:
+        mode.settings(Sections(search, policy, planner))
+        if mode.plans and planner.served:
+            planner.client_config(policy)
+
+    return recorded_reads(build, SearchConfig(mode=mode.name), PolicyConfig(), PlannerConfig())
 
 
 def complete(engine: type[E], **fields: Any) -> E:

@@ -10,7 +10,8 @@ runs one.
 config sections field by field, and says its budget and unit, its prompt format, the theorems it refuses, the part
 of eval's record it writes and what a job or a pass attaches. Whole mode has no use for the value model. A new mode:
 its module (settings, engine, its `Mode`), its line in `MODES`, its settings in `SearchSettings`, and its name in
-`records.enums.SearchMode` (with its unit, `EXPANSION_MODES`, when it counts expansions).
+`records.enums.SearchMode` (with its unit, `EXPANSION_MODES`, when it counts expansions); its search and eval
+identities are the keys its settings read (`Mode.reads`), no mark to add.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from burnqed.search.hybrid_settings import HybridSettings
 from burnqed.search.lemmas import LibrarySource
 from burnqed.search.mode import Engine, Mode, Recorded, Sections, complete, policy_sampling, sampling_from_config
 from burnqed.search.repair import RepairSettings
-from burnqed.search.sketch_settings import SketchSettings, elaborates_sketches, subgoal_budget
+from burnqed.search.sketch_settings import UNBOUNDED_PROOFS, SketchSettings, elaborates_sketches, subgoal_budget
 from burnqed.search.sketching import SketchSearch
 from burnqed.search.step import SearchOutcome, StepSearch, StepSettings
 from burnqed.search.subgoal_cache import SubgoalCache
@@ -55,6 +56,12 @@ def _repair_record(repair: RepairSettings, common: dict[str, Any]) -> dict[str, 
 
 
 def _step_settings(sections: Sections, budget: int, fmt: PromptFormat) -> StepSettings:
+    search = sections.search
+    return _step(sections, budget, fmt, search.repair_message_tokens if search.repair_rounds > 0 else None)
+
+
+def _step(sections: Sections, budget: int, fmt: PromptFormat, feedback_tokens: int | None) -> StepSettings:
+    """Step settings at `budget`, keeping Lean's messages on a rejected tactic at `feedback_tokens` (None: not)."""
     search, policy = sections.search, sections.policy
     return complete(
         StepSettings, fmt=fmt, form=policy.declaration_form, sampling=sampling_from_config(policy, fmt),
@@ -64,7 +71,7 @@ def _step_settings(sections: Sections, budget: int, fmt: PromptFormat) -> StepSe
         value_ramp_depth=search.value_ramp_depth, value_reference=search.value_reference, speculate=search.speculate,
         revisits=search.revisits, revisit_penalty=search.revisit_penalty,
         revisit_temperature=search.revisit_temperature, marks=sections.marks, seed=policy.seed,
-        feedback_tokens=search.repair_message_tokens if search.repair_rounds > 0 else None)
+        feedback_tokens=feedback_tokens)
 
 
 def _step_record(settings: StepSettings, common: dict[str, Any], recorded: Recorded) -> dict[str, Any]:
@@ -107,18 +114,26 @@ WHOLE = Mode(
 
 
 def _hybrid_settings(sections: Sections, budget: int, fmt: PromptFormat) -> HybridSettings:
+    search = sections.search
+    return _hybrid(sections, fmt, max_proofs=budget, max_rounds=search.max_rounds,
+                   repair=_repair(search, sections.policy))
+
+
+def _hybrid(sections: Sections, fmt: PromptFormat, *, max_proofs: int, max_rounds: int,
+            repair: RepairSettings) -> HybridSettings:
+    """Hybrid settings at these budgets and this repair."""
     search, policy = sections.search, sections.policy
     sampling = policy_sampling(policy, n=search.num_proofs, max_new_tokens=search.proof_max_tokens,
                                stop=stop_strings(fmt))
     return complete(
         HybridSettings, fmt=fmt, form=policy.declaration_form, sampling=sampling, num_proofs=search.num_proofs,
         min_proofs=search.min_proofs, max_tokens=search.proof_max_tokens, min_tokens=search.proof_min_tokens,
-        decay_depth=search.decay_depth, max_proofs=budget, max_rounds=search.max_rounds, max_depth=search.max_depth,
+        decay_depth=search.decay_depth, max_proofs=max_proofs, max_rounds=max_rounds, max_depth=search.max_depth,
         timeout_s=search.timeout_s,
         priority=Priority(alpha=search.prior_weight, exploration=search.exploration, goal_penalty=search.goal_penalty,
                           value_weight=search.value_weight, value_ramp_depth=search.value_ramp_depth),
         verify=sections.verified, stop_at_first=search.stop_at_first, marks=sections.marks, seed=policy.seed,
-        repair=_repair(search, policy), answer_fmt=WHOLE.fmt(policy))
+        repair=repair, answer_fmt=WHOLE.fmt(policy))
 
 
 def _hybrid_record(settings: HybridSettings, common: dict[str, Any], recorded: Recorded) -> dict[str, Any]:
@@ -144,12 +159,22 @@ _PER_SUBGOAL = frozenset({"max_nodes", "max_proofs", "timeout_s", "stop_at_first
                           "max_new_tokens"})
 
 
+def _subgoal(sections: Sections) -> StepSettings | HybridSettings:
+    """The settings a sketch's subgoals are searched with, in search.sketch_subgoal_mode: that mode's, but the budget
+    and the repair, which the sketch decides (`subgoal_budget`: the share of its budget, no repair), so that what the
+    sketch reads of the sections is what its subgoals' searches use (`Mode.reads`)."""
+    mode = SUBGOAL_MODES[sections.search.sketch_subgoal_mode]
+    if mode is HYBRID:
+        return _hybrid(sections, HYBRID.fmt(sections.policy), max_proofs=UNBOUNDED_PROOFS, max_rounds=1,
+                       repair=RepairSettings())
+    return _step(sections, 1, STEP.fmt(sections.policy), None)
+
+
 def _sketch_settings(sections: Sections, budget: int, fmt: PromptFormat) -> SketchSettings:
     """The planner's format (`PlannerConfig.sent_format`, not `fmt`) and sampling, the subgoal mode's settings."""
     search, policy, planner = sections.search, sections.policy, sections.planner
     sent = planner.sent_format(policy.prompt_format)
-    subgoal = SUBGOAL_MODES[search.sketch_subgoal_mode].settings(
-        Sections(search, policy, planner, verify=sections.verify))
+    subgoal = _subgoal(Sections(search, policy, planner, verify=True))  # sketch mode refuses search.verify=false
     sampling = policy_sampling(planner.sampling_section(policy), n=search.sketch_plans,
                                max_new_tokens=planner.max_new_tokens, stop=stop_strings(sent))
     grammar = planner.grammar(sections.max_text_chars)  # planner.constrained: only sketches can be sampled

@@ -1,7 +1,7 @@
 """`burnqed.config.identity`: every configuration field is marked (it enters identities, or says why not), a field
-added without a mark is caught, and the search marks say what each mode's engine reads: a field that changes the
-engine's settings in a mode enters that mode's search and eval identities (or is declared outside them), and a
-search field marked for a mode changes its engine's settings there."""
+added without a mark is caught, and a mode's search and eval identities are what its settings read (`Mode.reads`,
+recorded from its builder): a field that changes the engine's settings in a mode enters that mode's search and eval
+identities (or is declared outside them), and a search field in them changes its engine's settings there."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field, ValidationError, create_model
 
-from burnqed.config import Config, LeanConfig, PolicyConfig, SearchConfig
+from burnqed.config import Config, LeanConfig, PlannerConfig, PolicyConfig, SearchConfig
 from burnqed.config.identity import (
-    MODES,
+    Identity,
     experiment_keys,
     fields,
     identity_keys,
@@ -25,6 +25,7 @@ from burnqed.config.identity import (
     mark_of,
     misplaced_roles,
     neutral,
+    read_by_mode,
     recorded,
     result_keys,
     searched,
@@ -32,9 +33,18 @@ from burnqed.config.identity import (
     unclassified,
     with_role,
 )
+from burnqed.records.enums import SearchMode
+from burnqed.search.modes import MODES as REGISTRY
+from burnqed.search.reads import recorded_reads
 from burnqed.stages.search import JobSettings
 
 SECTIONS = list(Config.model_fields)
+MODES = [mode.value for mode in SearchMode]
+
+
+def mode_keys(identity: str, mode: str) -> tuple[str, ...]:
+    """The keys of `identity` (search or eval) in `mode`, as the stages compute them: from what the mode reads."""
+    return identity_keys(Config, typing.cast("Identity", identity), REGISTRY[SearchMode(mode)].reads())
 
 
 def extended(section: str, **extra: Any) -> type[BaseModel]:
@@ -58,12 +68,14 @@ def test_every_field_of_the_configuration_is_marked() -> None:
 def test_a_field_added_to_a_section_without_a_mark_is_caught(section: str) -> None:
     assert unclassified(extended(section)) == [f"{section}.new_knob"]
     assert unclassified(extended(section, json_schema_extra=neutral("a test's knob"))) == []
-    marked = extended(section, json_schema_extra=searched("hybrid", stages=("sft",)))
+    key = f"{section}.new_knob"
+    marked = extended(section, json_schema_extra=read_by_mode(stages=("sft",)))
     assert unclassified(marked) == []
-    assert f"{section}.new_knob" in identity_keys(marked, "sft")
-    assert f"{section}.new_knob" in identity_keys(marked, "eval", "hybrid")
-    assert f"{section}.new_knob" not in identity_keys(marked, "eval", "step")
-    assert identity_values(marked(), "eval", "hybrid")[f"{section}.new_knob"] == 3
+    assert key in identity_keys(marked, "sft")
+    assert key in identity_keys(marked, "eval", {key}) and key not in identity_keys(marked, "eval", set())
+    assert identity_values(marked(), "eval", {key})[key] == 3
+    everywhere = extended(section, json_schema_extra=searched())
+    assert key in identity_keys(everywhere, "eval", set()) and key in identity_keys(everywhere, "search", {key})
 
 
 def test_every_field_of_a_split_section_has_one_of_its_roles() -> None:
@@ -88,8 +100,8 @@ def test_a_mark_names_known_identities_and_modes_and_a_field_outside_says_why() 
         shapes()
     with pytest.raises(ValueError, match="'sfft'"):
         shapes("sfft")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="'greedy'"):
-        searched("greedy")
+    with pytest.raises(ValueError, match="'sfft'"):
+        read_by_mode(stages=("sfft",))  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="says why"):
         neutral(" ")
     with pytest.raises(ValueError, match="says why"):
@@ -118,15 +130,15 @@ def test_the_identities_hold_the_settings_that_were_missing() -> None:
     """The settings issue 59 found outside eval's identity, each in the modes that read it."""
     for key in ("search.revisits", "search.revisit_penalty", "search.revisit_temperature", "search.value_reference",
                 "search.probe_logprob"):
-        assert key in identity_keys(Config, "eval", "step") and key not in identity_keys(Config, "eval", "hybrid"), key
+        assert key in mode_keys("eval", "step") and key not in mode_keys("eval", "hybrid"), key
     for key in ("search.exploration", "search.prior_weight", "search.goal_penalty", "search.max_rounds"):
-        assert key in identity_keys(Config, "eval", "hybrid") and key not in identity_keys(Config, "eval", "step"), key
+        assert key in mode_keys("eval", "hybrid") and key not in mode_keys("eval", "step"), key
     for key in ("policy.declaration_form", "lean.deny"):
-        assert all(key in identity_keys(Config, "eval", mode) for mode in MODES), key
-    assert "search.value_weight" in identity_keys(Config, "eval", "hybrid")
+        assert all(key in mode_keys("eval", mode) for mode in MODES), key
+    assert "search.value_weight" in mode_keys("eval", "hybrid")
     # eval scores its own budgets and compiles every proof: the search budget and verify are search's alone
-    assert {"search.max_nodes", "search.verify"} <= set(identity_keys(Config, "search", "step"))
-    assert not {"search.max_nodes", "search.verify", "search.max_proofs"} & set(identity_keys(Config, "eval", "step"))
+    assert {"search.max_nodes", "search.verify"} <= set(mode_keys("search", "step"))
+    assert not {"search.max_nodes", "search.verify", "search.max_proofs"} & set(mode_keys("eval", "step"))
 
 
 # ------------------------------------------------------------------------ what each mode's engine reads
@@ -208,8 +220,67 @@ def test_the_search_marks_say_what_each_mode_reads(mode: str, identity: str) -> 
     reads = engine_reads(mode, identity)
     assert {"search.revisits", "search.exploration", "policy.declaration_form"} & reads  # the probe sees them
     marks = {key: mark_of(info) for key, info in fields(Config) if key.split(".")[0] in ("search", "policy", "lean")}
-    entered = set(identity_keys(Config, identity, mode))  # type: ignore[arg-type]
+    entered = set(mode_keys(identity, mode))
     outside = {key for key, mark in marks.items() if mark is not None and not mark.enters}  # neutral or recorded
     assert sorted(reads - entered - outside) == []  # read but in neither: a forgotten knob
     search_marked = {key for key in entered if key.startswith("search.")}
     assert sorted(search_marked - reads) == []  # marked for a mode whose engine does not read it
+
+
+# ------------------------------------------------------------------------ what each mode reads, recorded
+
+
+# What each mode's settings read of the keys marked `read_by_mode`, as the marks named it by hand before the reads
+# were recorded (commit c88b1195): every existing run's search and eval identity stays what it was.
+READ_BY_MODE = {
+    "step": {"policy.num_candidates", "policy.max_new_tokens", "search.max_nodes", "search.max_depth", "search.alpha",
+             "search.expand_batch", "search.revisits", "search.revisit_penalty", "search.revisit_temperature",
+             "search.probe_tactics", "search.probe_logprob", "search.verify", "search.value_weight",
+             "search.value_ramp_depth", "search.value_reference", "search.repair_rounds",
+             "search.repair_message_tokens"},
+    "whole": {"search.max_proofs", "search.num_proofs", "search.proof_max_tokens", "search.repair_rounds",
+              "search.repair_message_tokens", "search.repair_cut_at_error"},
+    "hybrid": {"search.max_depth", "search.verify", "search.value_weight", "search.value_ramp_depth",
+               "search.max_proofs", "search.num_proofs", "search.min_proofs", "search.proof_max_tokens",
+               "search.proof_min_tokens", "search.decay_depth", "search.max_rounds", "search.exploration",
+               "search.prior_weight", "search.goal_penalty", "search.repair_rounds", "search.repair_message_tokens",
+               "search.repair_cut_at_error"},
+    # its subgoals' step or hybrid settings but their budget and repair (`subgoal_budget`); the planner's
+    "sketch": {"policy.num_candidates", "policy.max_new_tokens", "search.max_nodes", "search.max_depth",
+               "search.alpha", "search.expand_batch", "search.revisits", "search.revisit_penalty",
+               "search.revisit_temperature", "search.probe_tactics", "search.probe_logprob", "search.value_weight",
+               "search.value_ramp_depth", "search.value_reference", "search.num_proofs", "search.min_proofs",
+               "search.proof_max_tokens", "search.proof_min_tokens", "search.decay_depth", "search.exploration",
+               "search.prior_weight", "search.goal_penalty", "search.sketch_rounds", "search.sketch_subgoal_mode",
+               "search.sketch_subgoal_share", "search.sketch_depth", "search.sketch_plans",
+               "search.subgoal_cache_replays", "planner.backend", "planner.model", "planner.prompt_format",
+               "planner.temperature", "planner.top_p", "planner.max_new_tokens", "planner.constrained",
+               "planner.max_holes", "planner.balanced"},
+}
+
+
+@pytest.mark.parametrize("mode", sorted(READ_BY_MODE))
+def test_the_existing_modes_read_what_their_marks_named(mode: str) -> None:
+    by_mode = {key for key, info in fields(Config) if (mark := mark_of(info)) is not None and mark.by_mode}
+    assert REGISTRY[SearchMode(mode)].reads() & by_mode == READ_BY_MODE[mode]
+    assert len(mode_keys("search", mode)) == {"step": 38, "whole": 27, "hybrid": 38, "sketch": 58}[mode]
+    assert len(mode_keys("eval", mode)) == {"step": 36, "whole": 26, "hybrid": 36, "sketch": 57}[mode]
+
+
+def test_a_read_behind_a_branch_is_recorded_by_trying_the_values_read() -> None:
+    """`recorded_reads` sets each field read to its type's other values: a read that only one of them reaches is
+    found (an integer above 0, another literal, a flag on), and a field never read is not."""
+    def build(search: SearchConfig, policy: PolicyConfig, planner: PlannerConfig) -> None:
+        if search.repair_rounds > 0 and search.sketch_subgoal_mode == "hybrid":
+            _ = search.decay_depth
+        if planner.constrained:
+            _ = planner.max_holes
+        _ = policy.top_p
+
+    reads = recorded_reads(build, SearchConfig(sketch_subgoal_mode="hybrid"), PolicyConfig(), PlannerConfig())
+    assert reads == {"search.repair_rounds", "search.sketch_subgoal_mode", "search.decay_depth",
+                     "planner.constrained", "planner.max_holes", "policy.top_p"}
+    # one field at a time: a read behind two values the base has neither of is not reached
+    assert recorded_reads(build, SearchConfig(), PolicyConfig(), PlannerConfig()) == {
+        "search.repair_rounds", "search.sketch_subgoal_mode", "planner.constrained", "planner.max_holes",
+        "policy.top_p"}

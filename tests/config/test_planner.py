@@ -17,6 +17,7 @@ from burnqed.config.planner import SECOND_MODEL_KEYS
 from burnqed.errors import ConfigError, PolicyUnavailableError
 from burnqed.policy.sglang import SGLangClient
 from burnqed.records.enums import SearchMode
+from burnqed.search.modes import MODES
 from burnqed.storage import Store
 from burnqed.text.prompt import PromptFormat
 from tests.doubles.fault_server import FaultServer
@@ -121,19 +122,21 @@ PLANNER_SEARCHED = {"planner.backend", "planner.model", "planner.prompt_format",
 @pytest.mark.parametrize("identity", ["search", "eval"])
 def test_the_planners_settings_enter_the_identity_in_sketch_mode_only(identity: str) -> None:
     for mode in SearchMode:
-        keys = {key for key in identity_keys(Config, identity, mode) if key.startswith("planner.")}  # type: ignore[arg-type]
+        keys = {key for key in identity_keys(Config, identity, MODES[mode].reads())  # type: ignore[arg-type]
+                if key.startswith("planner.")}
         assert keys == (PLANNER_SEARCHED if mode is SearchMode.SKETCH else set()), mode
+    sketch, step = MODES[SearchMode.SKETCH].reads(), MODES[SearchMode.STEP].reads()
     base = load_config(sets=[*SKETCH, "planner.backend=sglang"])
     for key, value in (("temperature", "1.3"), ("top_p", "0.5"), ("max_new_tokens", "99"), ("model", "m"),
                        ("prompt_format", "deepseek-sketch"), ("backend", "local"), ("constrained", "true"),
                        ("max_holes", "2"), ("balanced", "true")):
         other = load_config(sets=[*SKETCH, "planner.backend=sglang", f"planner.{key}={value}"])
-        assert identity_values(other, identity, "sketch") != identity_values(base, identity, "sketch"), key  # type: ignore[arg-type]
-        assert identity_values(other, identity, "step") == identity_values(base, identity, "step"), key  # type: ignore[arg-type]
+        assert identity_values(other, identity, sketch) != identity_values(base, identity, sketch), key  # type: ignore[arg-type]
+        assert identity_values(other, identity, step) == identity_values(base, identity, step), key  # type: ignore[arg-type]
     for key, value in (("url", "http://elsewhere:1"), ("gpus", "2"), ("model_config_json", "c.json"),
                        ("sglang_args", '["--dtype", "bfloat16"]')):  # where it runs, not what it finds
         other = load_config(sets=[*SKETCH, "planner.backend=sglang", f"planner.{key}={value}"])
-        assert identity_values(other, identity, "sketch") == identity_values(base, identity, "sketch"), key  # type: ignore[arg-type]
+        assert identity_values(other, identity, sketch) == identity_values(base, identity, sketch), key  # type: ignore[arg-type]
 
 
 @pytest.mark.slow  # builds an eval result

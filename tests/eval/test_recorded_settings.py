@@ -5,17 +5,22 @@ or removed changes no field of the saved record."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 from pydantic import BaseModel, Field, create_model
 
 from burnqed.config import Config
-from burnqed.config.identity import MODES, identity_keys, identity_values, neutral, searched
+from burnqed.config.identity import identity_keys, identity_values, neutral, searched
 from burnqed.eval.identity import EvalJobSettings
 from burnqed.eval.result import EvalResult
 from burnqed.eval.run import eval_settings
 from burnqed.eval.settings import ENGINE_FIELDS, EvalSettings, recorded_settings
+from burnqed.records.enums import SearchMode
+from burnqed.search.modes import MODES
+
+WHOLE = MODES[SearchMode.WHOLE].reads()
 
 
 def grown(section: str, **extra: Any) -> type[BaseModel]:
@@ -34,13 +39,14 @@ def recorded(mode: str) -> tuple[EvalSettings, dict[str, object]]:
     return recorded_settings(eval_settings(job.backend, job.job.engine, 4), job.identity), job.identity
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", [mode.value for mode in SearchMode])
 def test_every_key_of_evals_identity_is_recorded_by_value_in_the_settings_map(mode: str) -> None:
     settings, identity = recorded(mode)
     assert settings.config == identity
-    assert set(settings.config) == set(identity_keys(Config, "eval", mode))
-    # the effective settings are the engine's: a step search revises no failed proof
-    assert (settings.repair_rounds is None) == (mode in ("step", "sketch"))
+    assert set(settings.config) == set(identity_keys(Config, "eval", MODES[SearchMode(mode)].reads()))
+    # the effective settings are the engine's: one without repair settings (step, sketch) revises no failed proof
+    engine = MODES[SearchMode(mode)].settings_type
+    assert (settings.repair_rounds is None) == ("repair" not in {field.name for field in dataclasses.fields(engine)})
     assert settings.timeout_s == Config().search.timeout_s
 
 
@@ -57,9 +63,9 @@ def test_the_effective_settings_are_a_fixed_set_of_fields_beside_the_map() -> No
 @pytest.mark.parametrize("section", ["search", "lean", "planner"])
 def test_a_setting_added_with_a_mark_naming_eval_is_recorded_and_one_outside_is_not(section: str) -> None:
     key = f"{section}.new_knob"
-    marked = identity_values(grown(section, json_schema_extra=searched("whole"))(), "eval", "whole")
+    marked = identity_values(grown(section, json_schema_extra=searched())(), "eval", WHOLE)
     assert recorded_settings(recorded("whole")[0], marked).config[key] == 3
-    outside = identity_values(grown(section, json_schema_extra=neutral("a test's knob"))(), "eval", "whole")
+    outside = identity_values(grown(section, json_schema_extra=neutral("a test's knob"))(), "eval", WHOLE)
     assert key not in recorded_settings(recorded("whole")[0], outside).config
     assert "new_knob" not in EvalSettings.model_fields  # the saved record's model is not derived from the config
 

@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from burnqed.config import LeanConfig
+from burnqed.config import LeanConfig, PolicyConfig
 from burnqed.lean import payloads
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
@@ -18,11 +18,11 @@ from burnqed.policy.base import Sampling
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid_settings import HybridSettings
-from burnqed.search.modes import prove_theorem
+from burnqed.search.modes import MODES, prove_theorem
 from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.step import StepSettings
 from burnqed.search.whole import WholeSettings
-from burnqed.text.prompt import PromptFormat, format_for
+from burnqed.text.prompt import PromptFormat
 from leankit.version import PantographVersion
 from tests.doubles.line_servers import DoubleServer
 from tests.doubles.policy_double import ScriptedPolicy
@@ -31,7 +31,7 @@ GUARD = TacticGuard.from_config(LeanConfig())
 
 
 def settings(mode: SearchMode) -> StepSettings | HybridSettings | WholeSettings | SketchSettings:
-    fmt = format_for(PromptFormat.DEEPSEEK_TACTIC, mode)
+    fmt = MODES[mode].fmt(PolicyConfig(prompt_format=PromptFormat.DEEPSEEK_TACTIC))  # the format the mode sends
     if mode is SearchMode.SKETCH:  # a sketch of one hole, the theorem's target, proved by a step search
         return SketchSettings(fmt=fmt, sampling=Sampling(n=1, stop=("```",)), max_nodes=4,
                               subgoal=StepSettings(fmt=PromptFormat.DEEPSEEK_TACTIC, sampling=Sampling(n=1)))

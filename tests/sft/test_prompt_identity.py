@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from burnqed.config import LeanConfig
+from burnqed.config import LeanConfig, PolicyConfig
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.inprocess import InProcessReplay
 from burnqed.policy.base import Completion, Sampling, Seeds
@@ -20,6 +20,7 @@ from burnqed.records.enums import DeclarationForm, SearchMode
 from burnqed.records.theorem import Theorem
 from burnqed.search.hybrid import prove_hybrid
 from burnqed.search.hybrid_settings import HybridSettings
+from burnqed.search.modes import MODES
 from burnqed.search.repair import RepairSettings
 from burnqed.search.sketch_settings import SketchSettings
 from burnqed.search.sketching import prove_sketch
@@ -27,7 +28,7 @@ from burnqed.search.step import SearchOutcome, StepSettings, prove
 from burnqed.search.whole import WholeSettings, prove_whole
 from burnqed.sft.examples import read_positives, read_proof_examples
 from burnqed.storage import Store
-from burnqed.text.prompt import PromptFormat, format_for, format_state_comment
+from burnqed.text.prompt import PromptFormat, format_state_comment
 from leankit.corpus import load_corpus
 from minilean.replay.replay_server import ReplayServer
 from tests.doubles.line_servers import DoubleServer
@@ -82,7 +83,7 @@ def _theorem(signature: bool, header: bool) -> Theorem:
 
 def _search(mode: SearchMode, theorem: Theorem, form: DeclarationForm, policy: Recorder) -> SearchOutcome:
     env = InProcessReplay(ReplayServer(CORPUS))
-    fmt = format_for(PromptFormat.PLAIN_TACTIC, mode)
+    fmt = MODES[mode].fmt(PolicyConfig(prompt_format=PromptFormat.PLAIN_TACTIC))  # the format the mode sends
     if mode is SearchMode.SKETCH:  # the replay server elaborates no sketch: the strict double, FIX closing a goal
         subgoal = StepSettings(fmt=PromptFormat.PLAIN_TACTIC, form=form, sampling=Sampling(n=1))
         return asyncio.run(prove_sketch(theorem, InProcessReplay(DoubleServer("0.3.4", (FIX,))), policy, SketchSettings(
@@ -169,7 +170,7 @@ class RepairRecorder(Recorder):
 
 def _repair_search(mode: SearchMode, theorem: Theorem, form: DeclarationForm, policy: Recorder) -> SearchOutcome:
     env = InProcessReplay(ReplayServer(CORPUS))
-    fmt = format_for(PromptFormat.PLAIN_TACTIC, mode)
+    fmt = MODES[mode].fmt(PolicyConfig(prompt_format=PromptFormat.PLAIN_TACTIC))  # the format the mode sends
     repair = RepairSettings(rounds=1, message_tokens=512)
     if mode is SearchMode.STEP:
         # Step search revises nothing: `linarith` at the root fails and keeps its feedback; the proof follows.
