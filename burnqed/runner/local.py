@@ -86,7 +86,7 @@ class ShardPlan:
     """What a run does with one stage shard (`LocalRunner.shard_plans`): `finished` when its outputs are all
     finished; `difference` (finished ones) the first difference between what it was made from and what this run
     gives it, None when the same; `recorded` False when a finished output records nothing (an older burnqed's);
-    `redo` when a run with --force runs it again through its own --force (`redo_argv`)."""
+    `redo` when a run with --force runs it again through its own --force (its request `redone()`)."""
 
     stage: Stage
     shard: int
@@ -141,12 +141,6 @@ def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -
         parse_value(raw)  # JSON or string, as the child will parse it
         env["BURNQED_" + "__".join(part.upper() for part in parts)] = raw
     return env
-
-
-def redo_argv(argv: Sequence[str]) -> list[str]:
-    """A finished stage's command line redone (`iterate --force`): with the stage's own `--force`, without `--resume`
-    (a redo starts over; a search or eval would otherwise continue the trajectories of the run it replaces)."""
-    return [*(word for word in argv if word not in ("--resume", "--force")), "--force"]
 
 
 class StageProcess(Protocol):
@@ -336,8 +330,8 @@ class LocalRunner:
 
     def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
         """What `run` has to do (`shard_plans`): the shards that run, those redone through their own --force
-        (`redo_argv`), the finished ones recorded skipped. A finished stage made with other inputs is refused without
-        `force` (`ConfigError`, `other_inputs_refusal`) before anything runs."""
+        (their request `redone()`), the finished ones recorded skipped. A finished stage made with other inputs is
+        refused without `force` (`ConfigError`, `other_inputs_refusal`) before anything runs."""
         plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
         skipped: list[ShardPlan] = []
         for shard in self.shard_plans(iteration, only):
@@ -442,7 +436,8 @@ class LocalRunner:
         return settings + command_text(argv)
 
     def _start(self, stage: Stage, shard: int, *, redo: bool = False) -> _Running:
-        argv = redo_argv(stage.argv_for(shard)) if redo else stage.argv_for(shard)
+        request = stage.request_for(shard).redone() if redo else stage.request_for(shard)
+        argv = list(request.argv())
         self.echo("  $ " + self.stage_line(argv))
         # A process group of its own: a stop reaches the stage and whatever it started, and nothing else; the
         # stage checkpoints on SIGTERM (search commits its finished theorems) and the next run resumes it.
