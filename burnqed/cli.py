@@ -116,6 +116,14 @@ def config_describe(
 
 def main() -> None:
     """Console-script entry point."""
+    start_process()
+    app(prog_name="burnqed")
+
+
+def start_process() -> None:
+    """What every burnqed process does before its command runs: its output streams guarded, its working directory
+    kept, the CPU kernels pinned, SIGTERM raised as an exception, and a stage of `burnqed iterate` made to stop when
+    iterate dies (exits 143 when it is gone already)."""
     guard_output_streams()  # an unencodable character or a closed pipe never ends a command (burnqed.commands.kit)
     try:
         keep_working_directory()  # relative paths keep their meaning if the directory is deleted mid-run
@@ -128,7 +136,6 @@ def main() -> None:
     except Terminated:
         print("error: stopped by SIGTERM: the parent `burnqed iterate` is gone", file=sys.stderr)
         sys.exit(128 + signal.SIGTERM)
-    app(prog_name="burnqed")
 
 
 if __name__ == "__main__":
