@@ -2,7 +2,8 @@
 as the command's parameter it sets (`burnqed sft`'s `iteration` is its `--iter`). A request renders its own command line
 (`argv()`, what `runner.local` runs as a subprocess and `workflows/` renders into an Argo template) and is what the
 stage's identity is computed from (`runner.request_inputs.made_from`); the command builds the same request from its
-parsed options, so a stage and a pasted `burnqed …` line agree by construction.
+parsed options, so a stage and a pasted `burnqed …` line agree by construction. Run in process, a request is a call
+of its command function with its fields, no command line rendered (`commands.stagecall`, above this layer).
 
     request = SftRequest(iteration=1, data="runs/iter_0/data", trajectories=("runs/iter_0/trajectories",),
                          init="runs/iter_0/sft", output="runs/iter_1/sft")
