@@ -61,22 +61,27 @@ def stage_commands(stderr: str) -> list[list[str]]:
 
 def request_of(argv: Sequence[str]) -> StageRequest:
     """The request (`burnqed.runner.requests`) a `burnqed ARGV` command line asks for, as the app's own command reads
-    it: its options parsed by the typer app's click command (`make_context`), each request field from the parameter
-    of its name (`sets` from `set_`). What a stage's rendered argv, or a `  $` line a runner printed, asks for."""
+    it: its options parsed by the typer app's click command (`make_context`, in the context of the groups above it,
+    as the app parses it: a command's help option, which click keeps once made, is made from its root's -h and --help),
+    each request field from the parameter of its name (`sets` from `set_`). What a stage's rendered argv, or a `  $`
+    line a runner printed, asks for."""
     import dataclasses
 
     from burnqed.runner import requests
 
     words = list(argv)
     command: Any = _command()
+    context = command.make_context("burnqed", [], resilient_parsing=True)
     path: list[str] = []
     while hasattr(command, "commands") and words and words[0] in command.commands:
         path.append(words.pop(0))
         command = command.commands[path[-1]]
+        if hasattr(command, "commands"):
+            context = command.make_context(path[-1], [], parent=context, resilient_parsing=True)
     kinds = {kind.command: kind for kind in vars(requests).values() if isinstance(kind, type)
              and issubclass(kind, requests.StageRequest) and kind.command}
     kind = kinds[tuple(path)]
-    params = command.make_context(" ".join(["burnqed", *path]), words).params
+    params = command.make_context(path[-1], words, parent=context).params
     fields: dict[str, Any] = {}
     for field in dataclasses.fields(kind):
         value = params["set_" if field.name == "sets" else field.name]
