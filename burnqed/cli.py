@@ -16,14 +16,29 @@ import json
 import signal
 import sys
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
 from burnqed import __version__
 from burnqed.base.cpu_kernels import pin_cpu_kernels
 from burnqed.base.signals import Terminated, follow_parent, raise_on_sigterm
-from burnqed.commands import cluster, data, ebm, judge, lean, merge, model, prove, results, start, study, train, world
+from burnqed.commands import (
+    cluster,
+    data,
+    ebm,
+    judge,
+    lean,
+    merge,
+    model,
+    prove,
+    results,
+    stagecall,
+    start,
+    study,
+    train,
+    world,
+)
 from burnqed.commands import runs as pipeline
 from burnqed.commands.kit import (
     HELP_OPTIONS,
@@ -37,6 +52,7 @@ from burnqed.commands.kit import (
     reports_errors,
 )
 from burnqed.commands.vocabulary import LISTING, RENAMES, Command, Group, command
+from burnqed.runner.requests import OtherRequest, StageRequest
 
 app = typer.Typer(
     name="burnqed",
@@ -116,6 +132,24 @@ def config_describe(
 
 def main() -> None:
     """Console-script entry point."""
+    start_process()
+    app(prog_name="burnqed")
+
+
+def main_call(request: StageRequest) -> NoReturn:
+    """`main` for a stage run in this process as a call (`commands.stagecall`): the process set up as `main` sets it
+    up, then the command function `request` runs, called with its fields; exits with the code a process of its
+    command line ends with. An `OtherRequest`, a command line the pipeline does not build, runs through the app."""
+    start_process()
+    if isinstance(request, OtherRequest):
+        app(args=list(request.argv()), prog_name="burnqed")
+    sys.exit(stagecall.exit_code(request))
+
+
+def start_process() -> None:
+    """What every burnqed process does before its command runs: its output streams guarded, its working directory
+    kept, the CPU kernels pinned, SIGTERM raised as an exception, and a stage of `burnqed iterate` made to stop when
+    iterate dies (exits 143 when it is gone already)."""
     guard_output_streams()  # an unencodable character or a closed pipe never ends a command (burnqed.commands.kit)
     try:
         keep_working_directory()  # relative paths keep their meaning if the directory is deleted mid-run
@@ -128,7 +162,6 @@ def main() -> None:
     except Terminated:
         print("error: stopped by SIGTERM: the parent `burnqed iterate` is gone", file=sys.stderr)
         sys.exit(128 + signal.SIGTERM)
-    app(prog_name="burnqed")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ be signalled or killed; and the Lean workers a command started, to check that no
     done = cli("eval", "--budgets", "0")                  # exit code, stdout, stderr, as a process gives them
     done = cli("search", ..., process=True)               # python -m burnqed.cli, where the process is the subject
     with background("search", ...) as proc: ...           # killed with its session at the end
-    with forked_stages(): cli("iterate", ...)              # iterate in process, each stage a fork of this one
+    with forked_stages(): cli("iterate", ...)              # iterate in process, each stage a fork calling its command
 """
 
 from __future__ import annotations
@@ -61,22 +61,27 @@ def stage_commands(stderr: str) -> list[list[str]]:
 
 def request_of(argv: Sequence[str]) -> StageRequest:
     """The request (`burnqed.runner.requests`) a `burnqed ARGV` command line asks for, as the app's own command reads
-    it: its options parsed by the typer app's click command (`make_context`), each request field from the parameter
-    of its name (`sets` from `set_`). What a stage's rendered argv, or a `  $` line a runner printed, asks for."""
+    it: its options parsed by the typer app's click command (`make_context`, in the context of the groups above it,
+    as the app parses it: a command's help option, which click keeps once made, is made from its root's -h and --help),
+    each request field from the parameter of its name (`sets` from `set_`). What a stage's rendered argv, or a `  $`
+    line a runner printed, asks for."""
     import dataclasses
 
     from burnqed.runner import requests
 
     words = list(argv)
     command: Any = _command()
+    context = command.make_context("burnqed", [], resilient_parsing=True)
     path: list[str] = []
     while hasattr(command, "commands") and words and words[0] in command.commands:
         path.append(words.pop(0))
         command = command.commands[path[-1]]
+        if hasattr(command, "commands"):
+            context = command.make_context(path[-1], [], parent=context, resilient_parsing=True)
     kinds = {kind.command: kind for kind in vars(requests).values() if isinstance(kind, type)
              and issubclass(kind, requests.StageRequest) and kind.command}
     kind = kinds[tuple(path)]
-    params = command.make_context(" ".join(["burnqed", *path]), words).params
+    params = command.make_context(path[-1], words, parent=context).params
     fields: dict[str, Any] = {}
     for field in dataclasses.fields(kind):
         value = params["set_" if field.name == "sets" else field.name]
@@ -323,8 +328,9 @@ def survivors(processes: list[psutil.Process], grace: float) -> list[list[str]]:
 @contextmanager
 def forked_stages() -> Iterator[None]:
     """While the block runs, the local runner starts each stage (`burnqed.runner.local.launch_stage`) as a fork of
-    this process running `burnqed.cli.main` on the stage's command line, its environment and output as a spawned
-    one gets them: for a `cli("iterate", ...)` whose subject is what the stages make, not their processes. A fork
+    this process that calls the command function of the stage's request (`burnqed.cli.main_call`: a stage run in
+    process is a call, no command line rendered and parsed), its environment and output as a spawned one gets them:
+    for a `cli("iterate", ...)` whose subject is what the stages make, not their processes. A fork
     starts with torch and transformers imported (~4.5 CPU-s a stage process spends on them); it is still a process
     of its own in a group of its own, stopped, reaped and its CPU time counted as a spawned stage is. It forks only
     where the stage gets one torch thread (`OMP_NUM_THREADS=1`, the runner's setting for 2 jobs on 2 cores): GNU
@@ -333,10 +339,10 @@ def forked_stages() -> Iterator[None]:
 
     spawn = local.launch_stage
 
-    def launch(python: str, argv: Sequence[str], env: Mapping[str, str], capture: bool) -> local.StageProcess:
+    def launch(python: str, request: StageRequest, env: Mapping[str, str], capture: bool) -> local.StageProcess:
         if env.get("OMP_NUM_THREADS") != "1":
-            return spawn(python, argv, env, capture)
-        return ForkedStage.start(list(argv), dict(env), capture)
+            return spawn(python, request, env, capture)
+        return ForkedStage.start(request, dict(env), capture)
 
     local.launch_stage = launch
     try:
@@ -354,7 +360,7 @@ class ForkedStage:
         self.returncode: int | None = None
 
     @classmethod
-    def start(cls, argv: list[str], env: dict[str, str], capture: bool) -> ForkedStage:
+    def start(cls, request: StageRequest, env: dict[str, str], capture: bool) -> ForkedStage:
         from tests import counting
 
         counting.count("fork burnqed.cli")
@@ -364,7 +370,7 @@ class ForkedStage:
                 stream.flush()
         pid = os.fork()
         if pid == 0:
-            _run_forked_stage(argv, env, [write for _, write in pipes])
+            _run_forked_stage(request, env, [write for _, write in pipes])
         for _, write in pipes:
             os.close(write)
         if not capture:
@@ -390,11 +396,12 @@ class ForkedStage:
         return code
 
 
-def _run_forked_stage(argv: list[str], env: dict[str, str], writers: list[int]) -> NoReturn:
-    """In the fork: what a fresh `python -m burnqed.cli ARGV` would have (a process group of its own, stdin from
-    /dev/null, stdout and stderr on `writers` or inherited, `env` as its environment, default signal handlers, no
-    logging handlers, Python's default warning filters, one torch thread), then `burnqed.cli.main`; exits with its
-    code and never returns into the test."""
+def _run_forked_stage(request: StageRequest, env: dict[str, str], writers: list[int]) -> NoReturn:
+    """In the fork: what a fresh `python -m burnqed.cli ARGV` (ARGV the command line `request` renders) would have
+    (a process group of its own, stdin from /dev/null, stdout and stderr on `writers` or inherited, `env` as its
+    environment, ARGV as its `sys.argv`, which the commands it suggests quote, default signal handlers, no logging
+    handlers, Python's default warning filters, one torch thread), then `burnqed.cli.main_call(request)`, the
+    request's command function called with its fields; exits with its code and never returns into the test."""
     import logging
     import traceback
 
@@ -417,7 +424,7 @@ def _run_forked_stage(argv: list[str], env: dict[str, str], writers: list[int]) 
         sys.stdout = open(1, "w", encoding="utf-8", closefd=False)  # noqa: SIM115
         sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="backslashreplace",  # noqa: SIM115
                           closefd=False)
-        sys.argv[:] = [sys.argv[0], *argv]
+        sys.argv[:] = [sys.argv[0], *request.argv()]
         root = logging.getLogger()
         root.handlers.clear()
         root.setLevel(logging.WARNING)
@@ -426,11 +433,10 @@ def _run_forked_stage(argv: list[str], env: dict[str, str], writers: list[int]) 
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(1)
-        from burnqed.cli import main
+        from burnqed.cli import main_call
 
         try:
-            main()
-            code = 0
+            main_call(request)
         except SystemExit as stop:
             if stop.code is None or isinstance(stop.code, int):
                 code = stop.code or 0

@@ -80,7 +80,7 @@ def sft(
     check_packages("sft", cfg)  # before the data is read
     check_checkpoint_folder(store, output)
     asked = Asked(iteration=iteration, data=data, trajectories=tuple(trajectories or ()), init=init, start=start,
-                  sets=tuple(set_ or ()), output=output)
+                  sets=tuple(set_ or ()), output=output, force=force)
     if start is not None:  # --start names the best policy so far (under "base" none: the base): it replaces --init
         from burnqed.eval.best_so_far import read_start
 
@@ -92,7 +92,7 @@ def sft(
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
         resolve_base_model(cfg.sft.base_model, store=store)  # built or downloaded here, once: see `_launch_rl`
-        args = [*replace(asked, init=init, start=None).argv(), *(("--force",) if force else ()),  # --start read here
+        args = [*replace(asked, init=init, start=None).argv(),  # --start read here
                 *(("--config", str(config)) if config else ())]
         code = launch(cfg.sft.processes, args)
         if code:

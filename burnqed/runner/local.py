@@ -1,5 +1,6 @@
 """The local runner (docs/pipeline.md, "Running locally"): runs `burnqed.runner.plan`'s stages on this machine,
-in dependency order, each as a `burnqed …` subprocess — the same command lines the Argo workflow runs in its pods.
+in dependency order, each as a `burnqed …` subprocess, the command line its request renders: the same command lines the
+Argo workflow runs in its pods.
 
     runner = LocalRunner(config=Path("burnqed.toml"), sets=["lean.workers=2"], jobs=1, store=store)
     outcome = runner.run(build_iteration(cfg.pipeline, root, 0))
@@ -40,6 +41,7 @@ from burnqed.errors import ConfigError, InputError
 from burnqed.layout import Layout, StageRun, StageTimes
 from burnqed.runner.plan import Iteration, Stage
 from burnqed.runner.request_inputs import Verdict, interrupted_difference, stage_verdict
+from burnqed.runner.requests import StageRequest
 
 
 class StageStatus(StrEnum):
@@ -86,7 +88,7 @@ class ShardPlan:
     """What a run does with one stage shard (`LocalRunner.shard_plans`): `finished` when its outputs are all
     finished; `difference` (finished ones) the first difference between what it was made from and what this run
     gives it, None when the same; `recorded` False when a finished output records nothing (an older burnqed's);
-    `redo` when a run with --force runs it again through its own --force (`redo_argv`)."""
+    `redo` when a run with --force runs it again through its own --force (its request `redone()`)."""
 
     stage: Stage
     shard: int
@@ -143,12 +145,6 @@ def env_for(sets: Sequence[str], config: Path | None, base: Mapping[str, str]) -
     return env
 
 
-def redo_argv(argv: Sequence[str]) -> list[str]:
-    """A finished stage's command line redone (`iterate --force`): with the stage's own `--force`, without `--resume`
-    (a redo starts over; a search or eval would otherwise continue the trajectories of the run it replaces)."""
-    return [*(word for word in argv if word not in ("--resume", "--force")), "--force"]
-
-
 class StageProcess(Protocol):
     """A started stage's process as the runner uses it (`subprocess.Popen[bytes]` is one): its pid, which is also
     its process group's id, its exit code once reaped, and its output pipes when they were asked for."""
@@ -163,13 +159,15 @@ class StageProcess(Protocol):
     def wait(self, timeout: float | None = None) -> int: ...
 
 
-def launch_stage(python: str, argv: Sequence[str], env: Mapping[str, str], capture: bool) -> StageProcess:
-    """Start `python -m burnqed.cli ARGV` in a process group of its own (`env` its whole environment; `capture`:
-    stdout and stderr to pipes, else inherited). The one place a stage process starts: tests/processes.py
-    `forked_stages` puts a fork of the test's own process here, for the tests whose subject is not the process."""
+def launch_stage(python: str, request: StageRequest, env: Mapping[str, str], capture: bool) -> StageProcess:
+    """Start `python -m burnqed.cli ARGV`, ARGV the command line `request` renders, in a process group of its own
+    (`env` its whole environment; `capture`: stdout and stderr to pipes, else inherited). The one place a stage
+    process starts, given the request: tests/processes.py `forked_stages` puts a fork of the test's own process here
+    that calls the request's command function (`burnqed.cli.main_call`), for the tests whose subject is not the
+    process."""
     pipe = subprocess.PIPE if capture else None
-    return subprocess.Popen([python, "-m", "burnqed.cli", *argv], env=dict(env), process_group=0, stdout=pipe,
-                            stderr=pipe)
+    return subprocess.Popen([python, "-m", "burnqed.cli", *request.argv()], env=dict(env), process_group=0,
+                            stdout=pipe, stderr=pipe)
 
 
 @dataclass(slots=True)
@@ -336,8 +334,8 @@ class LocalRunner:
 
     def _plan(self, iteration: Iteration, only: Sequence[str], result: IterationRun) -> _Plan:
         """What `run` has to do (`shard_plans`): the shards that run, those redone through their own --force
-        (`redo_argv`), the finished ones recorded skipped. A finished stage made with other inputs is refused without
-        `force` (`ConfigError`, `other_inputs_refusal`) before anything runs."""
+        (their request `redone()`), the finished ones recorded skipped. A finished stage made with other inputs is
+        refused without `force` (`ConfigError`, `other_inputs_refusal`) before anything runs."""
         plan = _Plan(iteration, {stage.name: k for k, stage in enumerate(iteration.stages, start=1)})
         skipped: list[ShardPlan] = []
         for shard in self.shard_plans(iteration, only):
@@ -442,15 +440,15 @@ class LocalRunner:
         return settings + command_text(argv)
 
     def _start(self, stage: Stage, shard: int, *, redo: bool = False) -> _Running:
-        argv = redo_argv(stage.argv_for(shard)) if redo else stage.argv_for(shard)
-        self.echo("  $ " + self.stage_line(argv))
+        request = stage.request_for(shard).redone() if redo else stage.request_for(shard)
+        self.echo("  $ " + self.stage_line(request.argv()))
         # A process group of its own: a stop reaches the stage and whatever it started, and nothing else; the
         # stage checkpoints on SIGTERM (search commits its finished theorems) and the next run resumes it.
         # `burnqed.base.signals.stop_on_signals` around the runner turns our own SIGTERM or Ctrl-C into `run`'s
         # `finally`.
         if self.jobs == 1:
-            return _Running(stage, shard, launch_stage(self.python, argv, self.env, False), time.monotonic(), [])
-        proc = launch_stage(self.python, argv, self.env, True)
+            return _Running(stage, shard, launch_stage(self.python, request, self.env, False), time.monotonic(), [])
+        proc = launch_stage(self.python, request, self.env, True)
         entry = _Running(stage, shard, proc, time.monotonic(), [])
         prefix = f"[{entry.label}] "
         for source, sink in ((proc.stdout, sys.stdout), (proc.stderr, sys.stderr)):

@@ -2,13 +2,16 @@
 as the command's parameter it sets (`burnqed sft`'s `iteration` is its `--iter`). A request renders its own command line
 (`argv()`, what `runner.local` runs as a subprocess and `workflows/` renders into an Argo template) and is what the
 stage's identity is computed from (`runner.request_inputs.made_from`); the command builds the same request from its
-parsed options, so a stage and a pasted `burnqed …` line agree by construction.
+parsed options, so a stage and a pasted `burnqed …` line agree by construction. Run in process, a request is a call
+of its command function with its fields, no command line rendered (`commands.stagecall`, above this layer).
 
     request = SftRequest(iteration=1, data="runs/iter_0/data", trajectories=("runs/iter_0/trajectories",),
                          init="runs/iter_0/sft", output="runs/iter_1/sft")
     request.argv()   # ('sft', '--iter', '1', '--data', 'runs/iter_0/data', '--trajectories', …, '--output', …)
 
-A fanned-out stage's request holds `SHARD` where each shard puts its index (`for_shard`). No I/O happens here.
+A fanned-out stage's request holds `SHARD` where each shard puts its index (`for_shard`). `force` and `resume` say how
+the command runs, not what it makes (marked `identity=False`: no part of the stage's identity); `iterate --force`
+redoes a finished stage as `redone()`, a change of the request, rendered like any other. No I/O happens here.
 """
 
 from __future__ import annotations
@@ -17,10 +20,21 @@ import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import ClassVar, Self
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
 
 SHARD = "{shard}"  # placeholder in a fanned-out stage's request (its --shard and --output), replaced by the shard index
+IDENTITY = "identity"  # a field's metadata key: False for a field no part of what the stage's run is made from
+
+
+def _run_flag() -> Any:
+    """A flag that says how the command runs (`--force`, `--resume`), not what it makes: off unless set, and outside
+    the stage's identity (`runner.request_inputs.made_from` reads no such field)."""
+    return field(default=False, metadata={IDENTITY: False})
+
+
+def _flag(flag: str, on: bool) -> tuple[str, ...]:
+    return (flag,) if on else ()
 
 
 def _optional(flag: str, value: str | None) -> tuple[str, ...]:
@@ -61,6 +75,14 @@ class StageRequest(ABC):
                 changed[f.name] = tuple(v.replace(SHARD, str(shard)) for v in value)
         return dataclasses.replace(self, **changed) if changed else self  # type: ignore[arg-type]
 
+    def redone(self) -> Self:
+        """This request as `iterate --force` redoes its finished stage: with its command's own --force (it replaces
+        its finished output), without --resume (a search or eval would otherwise continue the run it replaces). A
+        command without --force (`start`, which writes its record anew at every run) as it is."""
+        names = {f.name for f in dataclasses.fields(self)}
+        changed = {name: value for name, value in (("force", True), ("resume", False)) if name in names}
+        return dataclasses.replace(self, **changed)  # type: ignore[arg-type]
+
     def config_sets(self) -> list[str]:
         """The `--set`s the command's process runs with: its own, then `--model DIR` as the `--set policy.model=DIR`
         it equals (a command without them: none)."""
@@ -77,9 +99,10 @@ class OtherRequest(StageRequest):
 
     output: str = ""
     words: tuple[str, ...]
+    force: bool = _run_flag()  # rendered after `words`
 
     def options(self) -> tuple[str, ...]:
-        return self.words
+        return (*self.words, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -87,9 +110,10 @@ class PrepareRequest(StageRequest):
     """`burnqed data prepare`."""
 
     command: ClassVar[tuple[str, ...]] = ("data", "prepare")
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
-        return ("--output", self.output)
+        return ("--output", self.output, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,11 +127,12 @@ class SftRequest(StageRequest):
     init: str | None = None
     start: str | None = None
     sets: tuple[str, ...] = ()
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
         return ("--iter", str(self.iteration), "--data", self.data, *_repeated("--trajectories", self.trajectories),
                 *_optional("--init", self.init), *_optional("--start", self.start), *_repeated("--set", self.sets),
-                "--output", self.output)
+                "--output", self.output, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,10 +145,11 @@ class RlRequest(StageRequest):
     theorems: str | None = None
     split: str | None = None
     trajectories: tuple[str, ...] = ()
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
         return ("--iter", str(self.iteration), "--sft", self.sft, *_theorems(self.theorems, self.split),
-                *_repeated("--trajectories", self.trajectories), "--output", self.output)
+                *_repeated("--trajectories", self.trajectories), "--output", self.output, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,9 +158,10 @@ class ExportRequest(StageRequest):
 
     command: ClassVar[tuple[str, ...]] = ("export",)
     sft: str
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
-        return ("--sft", self.sft, "--output", self.output)
+        return ("--sft", self.sft, "--output", self.output, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,11 +176,12 @@ class TrainEbmRequest(StageRequest):
     joint: str | None = None
     start: str | None = None
     init: str | None = None
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
         return ("--iter", str(self.iteration), *_repeated("--trajectories", self.trajectories),
                 *_optional("--model", self.model), *_optional("--joint", self.joint), *_optional("--start", self.start),
-                *_optional("--init", self.init), "--output", self.output)
+                *_optional("--init", self.init), "--output", self.output, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -166,19 +194,20 @@ class SearchRequest(StageRequest):
     split: str | None = None
     shard: str | None = None
     run_id: str | None = None
-    resume: bool = False
+    resume: bool = _run_flag()
     ebm: str | None = None
     start: str | None = None
     model: str | None = None
     sets: tuple[str, ...] = ()
     unsolved_from: str | None = None
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
         return ("--iter", str(self.iteration), *_theorems(self.theorems, self.split), *_optional("--shard", self.shard),
-                *_optional("--run-id", self.run_id), *(("--resume",) if self.resume else ()),
+                *_optional("--run-id", self.run_id), *_flag("--resume", self.resume),
                 *_optional("--ebm", self.ebm), *_optional("--start", self.start), *_optional("--model", self.model),
                 *_repeated("--set", self.sets), *_optional("--unsolved-from", self.unsolved_from),
-                "--output", self.output)
+                "--output", self.output, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,21 +221,23 @@ class EvalRequest(StageRequest):
     split: str | None = None
     budgets: str | None = None
     pass_n: int = 1
-    resume: bool = False
+    resume: bool = _run_flag()
     ebm: str | None = None
     ablation: bool = False
     model: str | None = None
     sets: tuple[str, ...] = ()
     defer_judge: bool = False
     trajectories_out: str | None = None
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
         return ("--iter", str(self.iteration), *_theorems(self.theorems, self.split),
                 *_optional("--budgets", self.budgets), "--pass-n", str(self.pass_n),
-                *(("--resume",) if self.resume else ()), *_optional("--ebm", self.ebm),
+                *_flag("--resume", self.resume), *_optional("--ebm", self.ebm),
                 *(("--ablation",) if self.ablation else ()), *_optional("--model", self.model),
                 *_repeated("--set", self.sets), *(("--defer-judge",) if self.defer_judge else ()),
-                *_optional("--trajectories-out", self.trajectories_out), "--output", self.output)
+                *_optional("--trajectories-out", self.trajectories_out), "--output", self.output,
+                *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -217,9 +248,11 @@ class JudgeRequest(StageRequest):
     input_: str
     theorems: str | None = None
     split: str | None = None
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
-        return ("--input", self.input_, *_theorems(self.theorems, self.split), "--output", self.output)
+        return ("--input", self.input_, *_theorems(self.theorems, self.split), "--output", self.output,
+                *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -231,9 +264,11 @@ class MergeRequest(StageRequest):
     inputs: tuple[str, ...]
     theorems: str | None = None
     split: str | None = None
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
-        return (*self.inputs, *_theorems(self.theorems, self.split), "--output", self.output)
+        return (*self.inputs, *_theorems(self.theorems, self.split), "--output", self.output,
+                *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -256,10 +291,11 @@ class JointStudyRequest(StageRequest):
     iteration: int
     root: str
     trajectories: tuple[str, ...] = ()
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
         return ("--iter", str(self.iteration), "--root", self.root, *_repeated("--trajectories", self.trajectories),
-                "--output", self.output)
+                "--output", self.output, *_flag("--force", self.force))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -269,6 +305,8 @@ class ReportRequest(StageRequest):
     command: ClassVar[tuple[str, ...]] = ("report",)
     root: str
     iteration: int
+    force: bool = _run_flag()
 
     def options(self) -> tuple[str, ...]:
-        return ("--root", self.root, "--iter", str(self.iteration), "--output", self.output)
+        return ("--root", self.root, "--iter", str(self.iteration), "--output", self.output,
+                *_flag("--force", self.force))

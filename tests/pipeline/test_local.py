@@ -267,33 +267,43 @@ def test_a_stage_input_that_nothing_makes_or_a_stage_left_out_has_not_finished_i
 
 
 @pytest.mark.slow  # a spawned stage process beside the forked ones
-def test_a_forked_stage_gives_the_exit_code_output_and_environment_a_spawned_one_gives() -> None:
-    """tests/processes.py `forked_stages`, which the end-to-end tests of what the stages make use: the same command
-    line and environment give the same exit code, stdout and stderr as the spawned process; the fork is reaped
-    with its CPU time; a stage given more than one torch thread is spawned."""
+def test_a_forked_stage_gives_the_exit_code_output_and_environment_a_spawned_one_gives(tmp_path: Path) -> None:
+    """tests/processes.py `forked_stages`, which the end-to-end tests of what the stages make use: the same request
+    and environment give the same exit code, stdout and stderr called in the fork as the spawned process of its
+    command line; the fork is reaped with its CPU time; a stage given more than one torch thread is spawned."""
     import os
     import sys
 
+    from burnqed.base.signals import PROGRAM_ENV
     from burnqed.runner import local
+    from burnqed.runner.requests import StageRequest, StartRequest
     from tests.processes import ForkedStage, forked_stages
 
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "BURNQED_SEARCH__MAX_NODES": "7"}
-    commands = (["config", "show"], ["config", "show", "--set", "search.max_nodes=zero"])
+    # the program the commands a stage suggests name: its runner's (`signals.program_name`), as the runner sets it
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "BURNQED_SEARCH__MAX_NODES": "7", PROGRAM_ENV: "burnqed"}
+    root = f"file://{tmp_path}/run"
+    commands: tuple[StageRequest, ...] = (
+        OtherRequest(words=("config", "show")),
+        OtherRequest(words=("config", "show", "--set", "search.max_nodes=zero")),
+        ReportRequest(root=root, iteration=0, output=f"{root}/iter_0/report"),  # a root without a run: refused
+        StartRequest(root=root, iteration=1, output=f"{root}/iter_1/start.json"))
 
-    def run(argv: list[str]) -> tuple[bool, int, bytes, bytes, float]:
-        proc = local.launch_stage(sys.executable, argv, env, True)
+    def run(request: StageRequest) -> tuple[bool, int, bytes, bytes, float]:
+        proc = local.launch_stage(sys.executable, request, env, True)
         assert proc.stdout is not None and proc.stderr is not None
         out, err = proc.stdout.read(), proc.stderr.read()
         _, status, usage = os.wait4(proc.pid, 0)
         return isinstance(proc, ForkedStage), os.waitstatus_to_exitcode(status), out, err, usage.ru_utime
 
-    spawned = [run(argv) for argv in commands]
+    spawned = [run(request) for request in commands]
     with forked_stages():
-        forked = [run(argv) for argv in commands]
-        threads = local.launch_stage(sys.executable, ["--help"], {**env, "OMP_NUM_THREADS": "2"}, False)
+        forked = [run(request) for request in commands]
+        threads = local.launch_stage(sys.executable, OtherRequest(words=("--help",)), {**env, "OMP_NUM_THREADS": "2"},
+                                     False)
         assert not isinstance(threads, ForkedStage) and threads.wait() == 0
-    assert [s[0] for s in spawned] == [False, False] and [f[0] for f in forked] == [True, True]
+    assert [s[0] for s in spawned] == [False] * 4 and [f[0] for f in forked] == [True] * 4
     assert [f[1:4] for f in forked] == [s[1:4] for s in spawned]
     assert forked[0][1] == 0 and b'"max_nodes": 7' in forked[0][2]
     assert forked[1][1] == 2 and b"search.max_nodes" in forked[1][3]
+    assert forked[2][1] == forked[3][1] == 2 and b"error: " in forked[2][3] and b"error: " in forked[3][3]
     assert all(f[4] > 0 for f in forked)

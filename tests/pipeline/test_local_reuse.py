@@ -11,7 +11,7 @@ import pytest
 from burnqed.config import load_config
 from burnqed.errors import ConfigError
 from burnqed.provenance import StageInputs
-from burnqed.runner.local import LocalRunner, StageStatus, redo_argv
+from burnqed.runner.local import LocalRunner, StageStatus
 from burnqed.runner.plan import Iteration, Resource, Stage
 from burnqed.runner.requests import ExportRequest, ReportRequest, SearchRequest
 from burnqed.runner.reuse import export_inputs, report_inputs
@@ -86,14 +86,6 @@ def test_the_runner_refuses_a_stage_made_with_other_inputs_and_force_redoes_it_a
     # each through its own --force: without it the command refuses its own finished output (exit 2)
     report, export = (iteration.stage(name) for name in ("report", "export"))
     assert log.read_text().splitlines() == [" ".join([*report.argv, "--force"]), " ".join([*export.argv, "--force"])]
-
-
-def test_a_redone_stage_starts_over_through_its_own_force() -> None:
-    assert redo_argv(["search", "--iter", "0", "--resume", "--output", "o"]) == [
-        "search", "--iter", "0", "--output", "o", "--force"]
-    assert redo_argv(["eval", "--resume", "--force", "--output", "e.json"]) == ["eval", "--output", "e.json", "--force"]
-    assert redo_argv(["merge-trajectories", "a", "b", "--output", "m"]) == [
-        "merge-trajectories", "a", "b", "--output", "m", "--force"]
 
 
 def test_the_runner_skips_an_older_output_saying_its_inputs_were_not_recorded(

@@ -260,6 +260,8 @@ def test_every_stage_of_an_iteration_is_understood_by_the_runner(tmp_path: Path,
                 built = made_from(request, load_config(sets=request.config_sets()), store)
                 assert built is not None and built[0][0] == request.output == stage.outputs_for(shard)[0], stage.name
                 assert all(made.settings or made.inputs for _, made in built), stage.name
+                # redone by `iterate --force`, it is the same stage: its --force and --resume are no part of it
+                assert made_from(request.redone(), load_config(sets=request.config_sets()), store) == built
                 verdict = stage_verdict(request, lambda sets: load_config(sets=sets), store)
                 assert verdict.difference is None and verdict.recorded, stage.name
     assert commands == set(REQUESTS)

@@ -12,11 +12,14 @@ import pytest
 from burnqed.config import load_config
 from burnqed.runner.plan import SHARD, Stage, iteration_of, with_judge_steps
 from burnqed.runner.requests import (
+    IDENTITY,
     EvalRequest,
+    MergeRequest,
     OtherRequest,
     SearchRequest,
     SftRequest,
     StageRequest,
+    StartRequest,
     TrainEbmRequest,
 )
 from tests.processes import request_of
@@ -53,8 +56,38 @@ def test_every_stage_request_is_what_its_command_line_asks_the_app_for(sets: lis
         for shard in range(stage.shards):
             request = stage.request_for(shard)
             assert request_of(request.argv()) == request, stage.name
+            redone = request.redone()  # as `iterate --force` runs it again
+            assert request_of(redone.argv()) == redone, stage.name
             seen.add(" ".join(request.command))
     assert seen == commands
+
+
+def test_a_redone_request_is_its_stage_with_its_own_force_and_without_resume() -> None:
+    search = SearchRequest(iteration=0, shard="0/2", resume=True, output="o")
+    assert search.redone() == dataclasses.replace(search, resume=False, force=True)
+    assert search.redone().argv() == ("search", "--iter", "0", "--shard", "0/2", "--output", "o", "--force")
+    evaluated = EvalRequest(resume=True, force=True, output="e.json").redone()
+    assert evaluated.argv() == ("eval", "--iter", "0", "--pass-n", "1", "--output", "e.json", "--force")
+    merged = MergeRequest(inputs=("a", "b"), output="m").redone()
+    assert merged.argv() == ("merge-trajectories", "a", "b", "--output", "m", "--force")
+    start = StartRequest(root="r", iteration=1, output="s.json")  # no --force: it writes its record at every run
+    assert start.redone() == start and start.argv() == ("start", "--root", "r", "--iter", "1", "--output", "s.json")
+    other = OtherRequest(words=("compare", "x.json")).redone()
+    assert other.argv() == ("compare", "x.json", "--force")
+
+
+def test_only_the_run_flags_are_outside_a_stage_identity() -> None:
+    """`force` and `resume` say how the command runs, not what it makes: marked so, and nothing else is."""
+    from burnqed.runner import requests
+
+    kinds = [kind for kind in vars(requests).values() if isinstance(kind, type) and issubclass(kind, StageRequest)
+             and kind is not StageRequest]
+    outside = {kind.__name__: {f.name for f in dataclasses.fields(kind) if f.metadata.get(IDENTITY) is False}
+               for kind in kinds}
+    assert outside == {kind.__name__: {"force", "resume"} & {f.name for f in dataclasses.fields(kind)}
+                       for kind in kinds}
+    assert outside["SearchRequest"] == outside["EvalRequest"] == {"force", "resume"}
+    assert outside["StartRequest"] == set()
 
 
 def test_a_fanned_out_request_names_its_shard_in_every_field() -> None:
