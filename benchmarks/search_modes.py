@@ -50,7 +50,7 @@ LADDER = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128]  # fine rungs: the 
 STEP_BUDGETS = LADDER[:-2]  # expansions (8 candidates each)
 WHOLE_BUDGETS = LADDER  # proofs sampled
 HYBRID_BUDGETS = LADDER  # proofs sampled
-_DECLARATION = re.compile(r"theorem (\S+) :")
+_DECLARATION = re.compile(r"theorem ([^\s(){}\[\]:]+)")  # its name, before its binders (policy.declaration_form)
 
 
 def tokens_of(tactic: str) -> int:
@@ -80,12 +80,14 @@ class Knowledge:
 
 
 def learn(spec: TheoremSpec) -> Knowledge | None:
-    """The theorem's replayable proofs and per-goal tactics; None when every proof needs a bare `have`."""
+    """The theorem's replayable proofs from where burnqed starts it (`lean.start.START_FORM`, binder form: the
+    recorded proofs as they run from there, `TheoremSpec.binder_proofs`) and its per-goal tactics; None when every
+    proof needs a bare `have`."""
     proofs = []
-    for tactics in spec.proofs:
+    for tactics in spec.binder_proofs():
         if split_proof("\n".join(tactics)) != split_proof("\n".join(tactics), split_have=False):
             continue  # the replay server cannot replay Mathlib's bare `have h : T`
-        goals, open_goals = [], [spec.root]
+        goals, open_goals = [], [spec.start_goal()]
         for tactic in tactics:
             goals.append(open_goals[0])
             step = spec.lookup(open_goals[0], tactic)
