@@ -260,7 +260,8 @@ def run_mode(mode: Mode[Any], theorems: Sequence[Knowledge], error_rate: float, 
 
 
 def _merge(results: list[EvalResult]) -> EvalResult:
-    """Seeds as more theorems: solved, totals, tokens and Lean calls added up, rates recomputed."""
+    """Seeds as more theorems: solved, totals, tokens and Lean calls added up, rates recomputed, every seed's
+    per-theorem entries (their curves: what the table at equal tokens reads, `eval.compare.cost_ladder`) kept."""
     first = results[0]
     rows = []
     for k, row in enumerate(first.budgets):
@@ -273,7 +274,8 @@ def _merge(results: list[EvalResult]) -> EvalResult:
             "tokens": tokens, "lean_calls": sum(r.lean_calls or 0 for r in same),
             "avg_tokens": tokens / total if total else 0.0,
         }))
-    return first.model_copy(update={"budgets": rows, "total": sum(r.total for r in results)})
+    return first.model_copy(update={"budgets": rows, "total": sum(r.total for r in results),
+                                     "per_theorem": [t for r in results for t in r.per_theorem]})
 
 
 def known_theorems() -> list[Knowledge]:

@@ -11,6 +11,7 @@ import pytest
 
 from benchmarks import search_modes
 from burnqed.config import SearchConfig
+from burnqed.records.enums import SearchMode
 from burnqed.records.results import SketchOutcome
 from burnqed.search.modes import MODES, mode_of
 from burnqed.stages.search import settings_from_config
@@ -68,3 +69,16 @@ def test_the_report_has_a_row_and_a_column_for_every_mode_and_a_ratio_for_every_
                              "the replay server; unreadable: a sketch without a `have NAME : P := by sorry` hole)")
     header = next(line for line in lines if line.lstrip().startswith("tokens"))
     assert header.split() == ["tokens", *labels, *(f"{b}/{a}" for a, b in itertools.combinations(labels, 2))]
+
+
+@pytest.mark.slow
+def test_seeds_are_read_as_more_theorems_at_equal_tokens() -> None:
+    """Two seeds of whole mode, every tactic right: both theorems proved in each, and the table's reading at what the
+    run spent counts all four searches, the curves of both seeds (not the first seed's over both seeds' total)."""
+    known = {k.spec.name: k for k in search_modes.known_theorems()}
+    run = search_modes.run_mode(MODES[SearchMode.WHOLE], [known[name] for name in NAMES], error_rate=0.0, seeds=2,
+                                lean_ms=0.0)
+    assert [[r.proved for r in attempt] for attempt in run.attempts] == [[True, True], [True, True]]
+    assert len(run.result.per_theorem) == run.result.total == 4
+    spent = sum(r.tokens for attempt in run.attempts for r in attempt) / 4
+    assert search_modes._solved(search_modes._read(run.result, spent)) == "4.0"
