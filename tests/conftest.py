@@ -14,6 +14,10 @@ from pathlib import Path
 # cores: the embedded eval of tests/search/test_cli_prover.py took 36 s on 2 threads, 24 s on 1). Set before
 # torch is imported; every child inherits it (the rehearsal's pods too: tests/cluster/image_venv.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# pytest keeps each test module as it rewrote its asserts (tests/**/__pycache__/*-pytest-*.pyc) only where Python
+# may write bytecode: under PYTHONDONTWRITEBYTECODE=1 every worker rewrote all ~300 modules at every run (~17 of
+# the ~25 CPU-s a worker spends collecting, measured on 2 cores). scripts/setup.sh writes them once.
+sys.dont_write_bytecode = False
 
 import psutil
 import pytest
