@@ -82,8 +82,11 @@ def test_the_tally_counts_distinct_theorems_solved_by_any_pass() -> None:
 def test_dash_v_asks_for_info_lines_unless_the_environment_asks_for_more(
     monkeypatch: pytest.MonkeyPatch, before: str | None, after: str
 ) -> None:
+    # First a value monkeypatch records the variable's state before the test from, so that it puts that state back
+    # (a delenv of a variable that is not set records nothing, and the -v below would outlive the test)
+    monkeypatch.setenv(LOG_LEVEL_ENV, "WARNING")
     if before is None:
-        monkeypatch.delenv(LOG_LEVEL_ENV, raising=False)
+        monkeypatch.delenv(LOG_LEVEL_ENV)
     else:
         monkeypatch.setenv(LOG_LEVEL_ENV, before)
     assert verbose_callback(True) is True
