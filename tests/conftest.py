@@ -14,10 +14,6 @@ from pathlib import Path
 # cores: the embedded eval of tests/search/test_cli_prover.py took 36 s on 2 threads, 24 s on 1). Set before
 # torch is imported; every child inherits it (the rehearsal's pods too: tests/cluster/image_venv.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
-# pytest keeps each test module as it rewrote its asserts (tests/**/__pycache__/*-pytest-*.pyc) only where Python
-# may write bytecode: under PYTHONDONTWRITEBYTECODE=1 every worker rewrote all ~300 modules at every run (~17 of
-# the ~25 CPU-s a worker spends collecting, measured on 2 cores). scripts/setup.sh writes them once.
-sys.dont_write_bytecode = False
 
 import psutil
 import pytest
@@ -30,6 +26,11 @@ pin_cpu_kernels()
 
 from burnqed.storage import Store  # noqa: E402
 from tests.shared import shared_artifact  # noqa: E402
+
+# pytest keeps each test module as it rewrote its asserts (tests/**/__pycache__/*-pytest-*.pyc) only where Python
+# may write bytecode: under PYTHONDONTWRITEBYTECODE=1 every worker rewrote all ~300 modules at every run (~17 of
+# the ~25 CPU-s a worker spends collecting, measured on 2 cores).
+sys.dont_write_bytecode = False
 
 DOUBLE = Path(__file__).parent / "doubles" / "lean_double.py"
 
@@ -63,6 +64,23 @@ def no_leaked_processes() -> Iterator[None]:
     for proc in leaked:
         proc.kill()
     assert not leaked, f"test leaked processes: {[p.cmdline() for p in leaked]}"
+
+
+@pytest.fixture(autouse=True)
+def environment_kept() -> Iterator[None]:
+    """No test leaves the process's environment other than it found it (its fixtures' teardowns included): a
+    variable that outlives its test changes what later tests of the same worker run, by test order."""
+    own = {"PYTEST_CURRENT_TEST"}  # pytest's, set at each phase of a test
+    before = dict(os.environ)
+    yield
+    after = dict(os.environ)
+    changed = sorted(name for name in (before.keys() | after.keys()) - own if before.get(name) != after.get(name))
+    for name in changed:
+        if name in before:
+            os.environ[name] = before[name]
+        else:
+            del os.environ[name]
+    assert not changed, f"the test left the environment changed: {changed}"
 
 
 TINY_TEST_STEPS = 120  # enough to learn the corpus' common tactics; a few seconds on 2 cores
