@@ -12,6 +12,7 @@ leankit, leankit imports neither, and neither imports the other.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,11 +71,17 @@ def layer_of(path: str, layers: list[Layer]) -> Layer | None:
     return None if best is None else best[1]
 
 
+@functools.cache
+def _import_nodes(source: str) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """The import statements anywhere in `source`, parsed once per process (the tests read each file several times)."""
+    return tuple(node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Import | ast.ImportFrom))
+
+
 def imports_of(name: str, path: Path, source: str, modules: dict[str, Path]) -> list[tuple[int, str]]:
     """(line, module) for every burnqed module `source` imports; `from pkg import sub` counts the submodule."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: list[tuple[int, str]] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in _import_nodes(source):
         if isinstance(node, ast.Import):
             found.extend((node.lineno, alias.name) for alias in node.names if alias.name in modules)
         elif isinstance(node, ast.ImportFrom):
