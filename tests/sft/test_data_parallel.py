@@ -43,6 +43,7 @@ def sets(values: dict[str, object]) -> list[str]:
 
 # The plain SFT runs of this module: 8 steps, a checkpoint after each (where a stop test lands its signal).
 STEPS = 8
+STOP_AFTER = 3  # the step whose checkpoint the two-process SIGTERM test waits for
 KEYS = {"sft.base_model": None, "sft.device": "cpu", "sft.method": "lora", "sft.lora_r": 4, "sft.lora_alpha": 8,
         "sft.lora_dropout": 0.0, "sft.batch_size": 4, "sft.max_steps": STEPS, "sft.warmup_steps": 0,
         "sft.save_steps": 1, "sft.logging_steps": 1, "sft.eval_steps": 100}
@@ -148,8 +149,11 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
     stopped = tmp_path / "stopped"
     checkpoints = Path(f"{stopped}-checkpoints")
     with background(*args, "--output", str(stopped)) as proc:  # a process group of its own, as in a terminal
-        wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*"))
-                 or proc.poll() is not None, timeout=400)
+        # Stopped after step 3: two updates through the processes are in the stopped run's points (step 1's loss is
+        # that of the initial weights in any case), and 5 steps are left to be stopped in.
+        wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*")
+                             if c.name[11:].isdigit() and int(c.name[11:]) >= STOP_AFTER) or proc.poll() is not None,
+                 timeout=400)
         assert proc.poll() is None, "the run finished before it could be stopped"
         below = launched(proc.pid)
         os.kill(proc.pid, signal.SIGTERM)  # what Kubernetes sends: the command alone, not torchrun's sessions
@@ -164,7 +168,7 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
     assert resumed.stdout.count("sft iteration 0 (lora)") == 1  # process 0 alone prints the summary
     assert resumed.stderr.count("sft: resuming from checkpoint-") == 1  # and the resume line
     record = json.loads((stopped / "sft.json").read_text())
-    assert 1 <= record["resumed_from_step"] < STEPS
+    assert STOP_AFTER <= record["resumed_from_step"] < STEPS
     same_curve(loss_curve(stopped), one_process_curve, record["resumed_from_step"])
 
 
