@@ -272,16 +272,17 @@ def background(*args: str, env: dict[str, str] | None = None) -> Iterator[subpro
 
 
 @contextmanager
-def forked(*args: str) -> Iterator[ForkedStage]:
+def forked(*args: str, capture: bool = False) -> Iterator[ForkedStage]:
     """`background`, as a fork of this process (`ForkedStage`: a process of its own in a group of its own, set up as
     a fresh one, `burnqed.cli.main_call` running its command line through the app): for a test whose subject is
     what a command killed outright leaves behind, not its start (the fork starts with torch and transformers
     imported, ~4.5 CPU-s a process spends on them). What the test patched in this process (`minilean_in_process`)
-    holds in the fork too; its output goes to the test's stdout and stderr. Killed with its group at the end."""
+    holds in the fork too; its output goes to the test's stdout and stderr, or with `capture` to pipes (bytes) the
+    test reads. Killed with its group at the end."""
     assert os.environ.get("OMP_NUM_THREADS") == "1", "GNU OpenMP hangs in a fork after its parent used more threads"
     from burnqed.runner.requests import OtherRequest
 
-    proc = ForkedStage.start(OtherRequest(output="", words=args), dict(os.environ), capture=False)
+    proc = ForkedStage.start(OtherRequest(output="", words=args), dict(os.environ), capture=capture)
     try:
         yield proc
     finally:
@@ -291,6 +292,9 @@ def forked(*args: str) -> Iterator[ForkedStage]:
                 os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         _kill_group(proc.pid)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 def _kill_group(pgid: int) -> None:
