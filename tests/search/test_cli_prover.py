@@ -27,7 +27,7 @@ from burnqed.policy.sglang import SGLangClient
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_edges, read_results
 from leankit.corpus import load_corpus
-from tests.processes import background, cli, wait_for
+from tests.processes import background, cli, forked, wait_for
 from tests.search.helpers import REPLAY, as_forall_declaration, slowed
 
 pytestmark = pytest.mark.usefixtures("minilean_in_process")
@@ -145,7 +145,7 @@ def test_sigkill_then_resume_ends_with_exactly_the_theorem_set(tiny_model_dir: P
                                                                store: Store) -> None:
     out = tmp_path / "traj"
     args = search_args(out, tiny_model_dir, "--set", "search.checkpoint_every=3")
-    with background(*args, *SLOWED) as proc:
+    with forked(*args, *SLOWED) as proc:  # a fork of this process, killed as a process is (tests/processes.py)
         wait_for(lambda: len(committed_parts(str(out), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the search finished before it could be killed; slow it down"
         os.killpg(proc.pid, signal.SIGKILL)
@@ -331,13 +331,13 @@ def test_an_interrupted_eval_resumes_as_its_hint_says_and_a_finished_one_is_not_
 ) -> None:
     out, traj = tmp_path / "r.json", tmp_path / "traj"
     args = eval_args(out, traj, tiny_model_dir)
-    with background(*args, *SLOWED) as proc:
+    with forked(*args, *SLOWED, capture=True) as proc:  # a fork of this process, interrupted as a process is
         wait_for(lambda: len(committed_parts(str(traj), store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the eval finished before it could be interrupted; slow it down"
         os.kill(proc.pid, signal.SIGINT)
         code = proc.wait(timeout=60)
         assert proc.stderr is not None
-        hint = proc.stderr.read().strip().splitlines()[-1]
+        hint = proc.stderr.read().decode().strip().splitlines()[-1]
     assert code == 130 and "SIGINT" in hint and "--resume" in hint and str(traj) in hint
     assert not out.exists()
     first = {r.name for r in read_results(str(traj), store=store)}
