@@ -112,18 +112,20 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert f"{metrics.counts.texts} cached, 0 encoded" in warm.stdout
 
     result_path = tmp_path / "eval" / "e.json"
-    evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "5,10",
+    # Budgets of 2 and 4 expansions, the test split's 15 theorems: the ablation's pair of results is the subject, not
+    # the search's length (each expansion is the tiny model's generation).
+    evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "2,4",
                        "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2", *model)
     assert evaluated.returncode == 0, evaluated.stderr
     with_ebm, without = load_eval_result(result_path, store=store), load_eval_result(tmp_path / "eval" / "e-noebm.json",
                                                                                      store=store)
     assert with_ebm.ebm == str(out) and without.ebm is None
-    assert [r.budget for r in with_ebm.budgets] == [r.budget for r in without.budgets] == [5, 10]
+    assert [r.budget for r in with_ebm.budgets] == [r.budget for r in without.budgets] == [2, 4]
     text = evaluated.stdout
     assert "+ EBM" in text and "Δ llm+ebm − llm" in text and "e-noebm.json" in text
 
     searched = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s"), "--set", "lean.workers=2",
-                      "--theorems", str(bundled_index_path()), "--set", "search.max_nodes=5", *model)
+                      "--theorems", str(bundled_index_path("test")), "--set", "search.max_nodes=5", *model)
     assert searched.returncode == 0, searched.stderr
     rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"], store=store).to_pylist()
     pushed = [r for r in rows if r["score"] is not None]
