@@ -1,8 +1,9 @@
 """The prover's commands end to end, as a user runs them: the `burnqed` CLI in this process (tests/processes.py
-`cli`), as a process where a signal stops it or where it serves (`background`); replay Lean workers; the tiny model
-in-process or behind `burnqed serve`. Where a command run by `cli` has the default Lean (`{python} -m minilean`),
-minilean answers in this process (`minilean_in_process`): what the commands make of its replies is the subject;
-the replay Lean (`lean.command` set), the commands started by `background` and the recheck keep their processes."""
+`cli`), as a process where a signal stops it or where it serves (`background`, or a fork of this process where it
+is killed or interrupted: `forked`); replay Lean workers; the tiny model in-process or behind `burnqed serve`. Where
+a command run by `cli` has the default Lean (`{python} -m minilean`), minilean answers in this process
+(`minilean_in_process`): what the commands make of its replies is the subject; the replay Lean (`lean.command`
+set), the commands started by `background` and the recheck keep their processes."""
 
 from __future__ import annotations
 
@@ -55,22 +56,23 @@ def test_eval_on_the_embedded_defaults_writes_a_valid_result(tiny_model_dir: Pat
                                                              store: Store) -> None:
     # The embedded benchmark and settings are the subject, not the budget: the largest budget is the search's
     # length (nearly every theorem spends it all, and the tiny model's generation is ~95 % of the run's time);
-    # 8 keeps the two proofs the tiny model finds (at 1 and 6 expansions) for the recheck below.
+    # 6 keeps the two proofs the tiny model finds (at 1 and 6 expansions) for the recheck below.
     out = tmp_path / "r.json"
-    done = cli("eval", "--output", str(out), "--budgets", "5,8", "--set", f"policy.model={tiny_model_dir}",
+    done = cli("eval", "--output", str(out), "--budgets", "1,6", "--set", f"policy.model={tiny_model_dir}",
                "--set", "lean.workers=2")
     assert done.returncode == 0, done.stderr
     result = load_eval_result(out, store=store)
     # The embedded benchmark: the checked world's 56 test theorems (seed 0) and the 15 bundled ones, on minilean.
     assert (result.benchmark, result.total, result.pass_n, result.lean_backend) == ("embedded-test", 71, 1, "minilean")
-    assert [row.budget for row in result.budgets] == [5, 8]
+    assert [row.budget for row in result.budgets] == [1, 6]
     assert len(result.per_theorem) == 71 and result.model == str(tiny_model_dir)
     assert {(g.group, g.total) for g in result.groups} == {("burnqed-world", 56), ("burnqed-bundled", 15)}
     # Concurrency: lean.workers × search.theorems_per_worker (default 4).
     assert result.seed == 0 and result.settings is not None and result.settings.concurrency == 2 * 4
-    assert "budget" in done.stdout and f"wrote {out}" in done.stdout and "by source at budget 8" in done.stdout
+    assert "budget" in done.stdout and f"wrote {out}" in done.stdout and "by source at budget 6" in done.stdout
     # Every counted proof is stored as text and re-checks through Lean's own frontend (axioms included).
     assert all(entry.proved == (entry.proof is not None) for entry in result.per_theorem)
+    assert result.budgets[-1].solved >= 1  # the recheck below reads a proof (2 measured: at 1 and 6 expansions)
     for name, verdict in _recheck(result.per_theorem):
         assert verdict.ok and verdict.compiled, (name, verdict.reason)
 
