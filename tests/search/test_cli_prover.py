@@ -198,9 +198,11 @@ def test_sigterm_flushes_finished_theorems(tiny_model_dir: Path, tmp_path: Path,
 
 @contextmanager
 def served(model: Path) -> Iterator[str]:
-    with background("serve", "--model", str(model), "--port", "0") as proc:
+    """`burnqed serve` in a fork of this process (`forked`: its HTTP API and its SIGTERM are the subject, not its
+    start), at the address it reports."""
+    with forked("serve", "--model", str(model), "--port", "0", capture=True) as proc:
         assert proc.stderr is not None
-        for line in proc.stderr:
+        for line in map(bytes.decode, proc.stderr):
             if "http://" in line:
                 yield line.strip().split()[-1].rstrip("/")
                 break
