@@ -1,10 +1,12 @@
 """Running `burnqed` as a user does, in tests: `cli` runs a command to completion, in this process by default (what
 the command decides) or in a process of its own (`process=True`: what the process does); `background` starts one to
-be signalled or killed; and the Lean workers a command started, to check that none outlives it.
+be signalled or killed, `forked` one to be killed outright without a process start's imports; and the Lean workers a
+command started, to check that none outlives it.
 
     done = cli("eval", "--budgets", "0")                  # exit code, stdout, stderr, as a process gives them
     done = cli("search", ..., process=True)               # python -m burnqed.cli, where the process is the subject
     with background("search", ...) as proc: ...           # killed with its session at the end
+    with forked("rl", ...) as proc: ...                    # a fork of this process, killed with its group at the end
     with forked_stages(): cli("iterate", ...)              # iterate in process, each stage a fork calling its command
 """
 
@@ -262,6 +264,32 @@ def background(*args: str, env: dict[str, str] | None = None) -> Iterator[subpro
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        _kill_group(proc.pid)
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+@contextmanager
+def forked(*args: str, capture: bool = False) -> Iterator[ForkedStage]:
+    """`background`, as a fork of this process (`ForkedStage`: a process of its own in a group of its own, set up as
+    a fresh one, `burnqed.cli.main_call` running its command line through the app): for a test whose subject is
+    what a command killed outright leaves behind, not its start (the fork starts with torch and transformers
+    imported, ~4.5 CPU-s a process spends on them). What the test patched in this process (`minilean_in_process`)
+    holds in the fork too; its output goes to the test's stdout and stderr, or with `capture` to pipes (bytes) the
+    test reads. Killed with its group at the end."""
+    assert os.environ.get("OMP_NUM_THREADS") == "1", "GNU OpenMP hangs in a fork after its parent used more threads"
+    from burnqed.runner.requests import OtherRequest
+
+    proc = ForkedStage.start(OtherRequest(output="", words=args), dict(os.environ), capture=capture)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            _kill_group(proc.pid)
+            with contextlib.suppress(ProcessLookupError):  # killed before it made its group
+                os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         _kill_group(proc.pid)
         for stream in (proc.stdout, proc.stderr):

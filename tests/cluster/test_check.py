@@ -6,6 +6,7 @@ with its fix."""
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from typing import Any
 
@@ -42,12 +43,27 @@ def install(kube: FakeKube) -> None:
     """What the documented install leaves in the cluster: the chart with its WorkflowTemplates rendered from the
     chart's own configuration (`burnqed render --helm --config FILE` with the file the ConfigMap holds), plus an S3
     Secret and nodes."""
+    for doc in copy.deepcopy(installed()):  # tests edit what they find in the fake
+        kube.add(doc)
+    kube.add({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+              "metadata": {"name": "burnqed-s3", "namespace": "burnqed"},
+              "data": {"AWS_ACCESS_KEY_ID": "QUtJQQ==", "AWS_SECRET_ACCESS_KEY": "c2VjcmV0"}})
+    kube.add(copy.deepcopy(GPU_NODE))
+    kube.add(copy.deepcopy(CPU_NODE))
+    kube.services[ARGO] = FakeArgoServer(auth_modes={"server"})
+
+
+@functools.cache
+def installed() -> list[dict[str, Any]]:
+    """The chart's documents as `install` adds them (rendered once for the module: ~0.25 CPU-s a render), and the
+    namespace."""
     with helm.Chart.load(CHART) as chart:
         out = chart.render({}, name="burnqed", namespace="burnqed", is_install=True)
     (config_map,) = [doc for path, text in out.items() if path.endswith("config.yaml")
                      for doc in load_documents(text, path)]
     pods = load_text(config_map["data"]["burnqed.toml"], "the chart's ConfigMap")
     templates = {r.name: r.doc for r in render_templates(pods, [], WORKFLOWS, helm=True)}
+    docs = []
     for path, text in out.items():
         for chart_doc in load_documents(text, path) if path.endswith(".yaml") else []:
             doc = templates[chart_doc["metadata"]["name"]] if chart_doc["kind"] == "WorkflowTemplate" else chart_doc
@@ -58,15 +74,9 @@ def install(kube: FakeKube) -> None:
                 doc["data"] = {"token": "ZmFrZS10b2tlbg==", "ca.crt": "Y2E=", "namespace": "YnVybnFlZA=="}
             if doc["kind"] == "PriorityClass":
                 doc["metadata"].pop("namespace")
-            kube.add(doc)
+            docs.append(doc)
     (namespace,) = load_documents((MANIFESTS / "00-namespace.yaml").read_text())
-    kube.add(namespace)
-    kube.add({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-              "metadata": {"name": "burnqed-s3", "namespace": "burnqed"},
-              "data": {"AWS_ACCESS_KEY_ID": "QUtJQQ==", "AWS_SECRET_ACCESS_KEY": "c2VjcmV0"}})
-    kube.add(copy.deepcopy(GPU_NODE))  # tests edit what they find in the fake
-    kube.add(copy.deepcopy(CPU_NODE))
-    kube.services[ARGO] = FakeArgoServer(auth_modes={"server"})
+    return [*docs, namespace]
 
 
 def add_config(kube: FakeKube, toml: str, *, rerender: bool = True) -> None:

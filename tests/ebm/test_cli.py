@@ -112,18 +112,20 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert f"{metrics.counts.texts} cached, 0 encoded" in warm.stdout
 
     result_path = tmp_path / "eval" / "e.json"
-    evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "5,10",
+    # Budgets of 2 and 4 expansions, the test split's 15 theorems: the ablation's pair of results is the subject, not
+    # the search's length (each expansion is the tiny model's generation).
+    evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "2,4",
                        "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2", *model)
     assert evaluated.returncode == 0, evaluated.stderr
     with_ebm, without = load_eval_result(result_path, store=store), load_eval_result(tmp_path / "eval" / "e-noebm.json",
                                                                                      store=store)
     assert with_ebm.ebm == str(out) and without.ebm is None
-    assert [r.budget for r in with_ebm.budgets] == [r.budget for r in without.budgets] == [5, 10]
+    assert [r.budget for r in with_ebm.budgets] == [r.budget for r in without.budgets] == [2, 4]
     text = evaluated.stdout
     assert "+ EBM" in text and "Δ llm+ebm − llm" in text and "e-noebm.json" in text
 
     searched = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s"), "--set", "lean.workers=2",
-                      "--theorems", str(bundled_index_path()), "--set", "search.max_nodes=5", *model)
+                      "--theorems", str(bundled_index_path("test")), "--set", "search.max_nodes=5", *model)
     assert searched.returncode == 0, searched.stderr
     rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"], store=store).to_pylist()
     pushed = [r for r in rows if r["score"] is not None]
@@ -211,15 +213,20 @@ def test_burnqed_serve_and_the_in_process_encoder_are_one_encoder(trajectories: 
 
 
 @pytest.mark.slow
-def test_the_gpu_benchmark_refuses_clearly_without_cuda() -> None:
+def test_the_gpu_benchmark_refuses_clearly_without_cuda(monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
     import torch
 
     if torch.cuda.is_available():
         pytest.skip("CUDA is available: the refusal path is not reachable")
-    done = subprocess.run([sys.executable, str(Path(__file__).parents[2] / "benchmarks" / "ebm.py"), "--gpu"],
-                          capture_output=True, text=True, timeout=60, check=False)
-    assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.startswith("error: --gpu needs a CUDA device") and len(done.stderr.splitlines()) == 1
+    from benchmarks import ebm
+
+    monkeypatch.setattr(sys, "argv", ["benchmarks/ebm.py", "--gpu"])  # its main in this process: no torch import
+    with pytest.raises(SystemExit) as stop:
+        ebm.main()
+    done = capsys.readouterr()
+    assert stop.value.code == 2 and done.out == ""
+    assert done.err.startswith("error: --gpu needs a CUDA device") and len(done.err.splitlines()) == 1
 
 
 @contextmanager

@@ -34,7 +34,7 @@ from burnqed.sft.export import ExportRequest, run_export
 from burnqed.storage import Store
 from burnqed.text.feedback import Feedback
 from burnqed.trajectory.reader import read_edges, read_results
-from tests.processes import background, burnqed, burnqed_in_process, wait_for
+from tests.processes import burnqed, burnqed_in_process, forked, wait_for
 from tests.rl.helpers import THEOREMS, build_policy, failed_search, write_index
 from tests.shared import shared_artifact
 from tests.trajectory.factories import write_trajectory
@@ -155,11 +155,12 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
             "--set", f"rl.rollout_engine={engine}"]
     whole, killed = tmp_path / "whole", tmp_path / "killed"
     # The uninterrupted reference and the resume in this process: what a process leaves behind is the subject of the
-    # killed run alone.
+    # killed run alone, a fork of this one (tests/processes.py `forked`: killed as a process is, without a process
+    # start's imports; the entry point's process: test_the_command_refuses_a_folder_that_is_not_a_model_before_work).
     # (8 steps: fewer hold no group with both rewards, measured at 3; a step after the first costs about a second.)
     reference = burnqed_in_process("rl", *args, "--output", str(whole))
     assert reference.returncode == 0, reference.stderr
-    with background("rl", *args, "--output", str(killed)) as proc:
+    with forked("rl", *args, "--output", str(killed)) as proc:
         checkpoints = Path(f"{killed}-checkpoints")
         wait_for(lambda: any((c / CHECKPOINT_MARK).is_file() for c in checkpoints.glob("checkpoint-*"))
                  or proc.poll() is not None, timeout=400)  # a loaded machine: process start and steps 10x slower

@@ -16,7 +16,7 @@ import pytest
 from burnqed.storage import Store
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results
 from tests.conftest import double_argv
-from tests.processes import background, cli, command_lines, descendants, survivors, wait_for
+from tests.processes import background, cli, command_lines, descendants, forked, survivors, wait_for
 from tests.search.helpers import SLOWED, one_at_a_time, results, rows, small_index
 
 
@@ -33,7 +33,9 @@ def test_a_search_on_s3_killed_outright_resumes_to_the_rows_of_an_uninterrupted_
     index = small_index(tmp_path)
     killed, whole = f"{s3_root}/iter_0/search/shard-0", f"{s3_root}/uninterrupted/shard-0"
     args = ["--theorems", str(index), *one_at_a_time(tiny_model_dir), "--set", "search.checkpoint_every=1"]
-    with background("search", "--output", killed, *args, *SLOWED) as proc:
+    # The killed search is a fork of this process (tests/processes.py `forked`): a process of its own, with its Lean
+    # workers, killed as one is, without a process start's imports; the next test kills a fresh `python -m burnqed.cli`.
+    with forked("search", "--output", killed, *args, *SLOWED) as proc:
         wait_for(lambda: len(committed_parts(killed, store=store)) >= 2 or proc.poll() is not None)
         assert proc.poll() is None, "the search finished before it could be killed; slow it down"
         workers = descendants(proc.pid)
