@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 import os
 import shlex
 import signal
@@ -359,7 +360,7 @@ def forked_stages() -> Iterator[None]:
     this process that calls the command function of the stage's request (`burnqed.cli.main_call`: a stage run in
     process is a call, no command line rendered and parsed), its environment and output as a spawned one gets them:
     for a `cli("iterate", ...)` whose subject is what the stages make, not their processes. A fork
-    starts with torch and transformers imported (~4.5 CPU-s a stage process spends on them); it is still a process
+    starts with torch, transformers' model classes and peft imported (`_stage_imports`); it is still a process
     of its own in a group of its own, stopped, reaped and its CPU time counted as a spawned stage is. It forks only
     where the stage gets one torch thread (`OMP_NUM_THREADS=1`, the runner's setting for 2 jobs on 2 cores): GNU
     OpenMP hangs in a fork that uses more threads after its parent used them; elsewhere the stage is spawned."""
@@ -370,6 +371,8 @@ def forked_stages() -> Iterator[None]:
     def launch(python: str, request: StageRequest, env: Mapping[str, str], capture: bool) -> local.StageProcess:
         if env.get("OMP_NUM_THREADS") != "1":
             return spawn(python, request, env, capture)
+        if request.argv()[0] not in MODEL_FREE:
+            _stage_imports()
         return ForkedStage.start(request, dict(env), capture)
 
     local.launch_stage = launch
@@ -377,6 +380,30 @@ def forked_stages() -> Iterator[None]:
         yield
     finally:
         local.launch_stage = spawn
+
+
+# The commands that load no model (tests/pipeline/test_local.py: the stages without a model import no torch): a fork
+# of one of them needs no `_stage_imports`.
+MODEL_FREE = frozenset({"prepare-data", "merge-trajectories", "report", "compare"})
+
+
+@functools.cache
+def _stage_imports() -> None:
+    """What the stages that load a model import on first use, imported once in this process so that every fork
+    starts with it: transformers' auto model classes (~4 CPU-s) and peft (~1.8) were paid again by each fork that
+    loads a model (sft, export, eval, search, the EBM's), measured on 2 cores. Not datasets nor trl (which imports
+    it): a test hides such a package from a stage run in its process (tests/pipeline/test_stage_imports.py). Done
+    before the first fork of a stage that may load a model, once."""
+    import warnings
+
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)  # as burnqed.sft.model.quiet_imports
+    environment = dict(os.environ)  # torch's inductor sets its cache folder on import: the test's is kept as it was
+    with warnings.catch_warnings():  # torch.jit's deprecations, which a stage's own import of them shows nowhere
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import peft  # noqa: F401
+        from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
+    os.environ.clear()
+    os.environ.update(environment)
 
 
 class ForkedStage:
