@@ -265,11 +265,7 @@ def background(*args: str, env: dict[str, str] | None = None) -> Iterator[subpro
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        _kill_group(proc.pid)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        _reap(proc)
 
 
 @contextmanager
@@ -291,11 +287,16 @@ def forked(*args: str, capture: bool = False) -> Iterator[ForkedStage]:
             _kill_group(proc.pid)
             with contextlib.suppress(ProcessLookupError):  # killed before it made its group
                 os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=30)
-        _kill_group(proc.pid)
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+        _reap(proc)
+
+
+def _reap(proc: subprocess.Popen[str] | ForkedStage) -> None:
+    """Wait for a killed or finished command, kill what is left of its group, close the pipes the test read."""
+    proc.wait(timeout=30)
+    _kill_group(proc.pid)
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
 
 
 def _kill_group(pgid: int) -> None:
