@@ -105,3 +105,27 @@ def test_a_hole_is_offered_its_exact_entries_then_its_renamed_ones_shortest_firs
     source.lemma_outcome(offered[0], exact, accepted=False)
     assert [c.tactics for c in source.lemma_candidates(exact, closed, HOLE, 1)] == [("nlinarith [h₀, h₁]",)]
     assert (source.stats.lookups, source.stats.offered, source.stats.rejected, source.stats.refused) == (4, 7, 1, 0)
+
+
+def test_an_entry_under_a_header_passes_the_key_check_under_that_header() -> None:
+    """`refusal` forms the keys under the entry's own header (a mutation run's survivor, 2026-11-29)."""
+    headed = entry_of(HOLE, "import Mathlib", ["positivity"], ENV, TRAIN)
+    assert refusal(headed, ENV, GUARD, {}) is None
+    assert headed.key == subgoal_key(HOLE, "import Mathlib").text != subgoal_key(HOLE, None).text
+
+
+def test_a_renamed_entry_refused_before_lean_is_never_offered_and_an_exact_one_is_offered_as_it_is() -> None:
+    """An entry under the hole's closed key only is renamed, and only if nothing refuses it first; an entry under
+    its exact key is offered as it is, not as a renamed one (the file lemma a closed-key hit becomes): two of a
+    mutation run's survivors of `LibrarySource._candidate` (2026-11-29)."""
+    renamed_goal = Goal("0 < a * b", (Variable("a", "ℝ"), Variable("b", "ℝ"), Variable("ha", "0 < a"),
+                                      Variable("hb", "0 < b")))
+    poisoned = lemma_entry(["exact mul_pos ha hb"], renamed_goal).model_copy(update={"axioms": ["sorryAx"]})
+    exact, closed = subgoal_key(HOLE, None), closed_key(HOLE, None)
+    refused = LemmaLibrary.of([poisoned]).source(ENV, GUARD, {})
+    assert refused.lemma_candidates(exact, closed, HOLE, 3) == []
+    assert (refused.stats.refused, refused.refused) == (1, {poisoned.name: "its axioms at insert go beyond propext, "
+                                                                              "Classical.choice, Quot.sound: sorryAx"})
+    served = LemmaLibrary.of([lemma_entry(["positivity"]), lemma_entry(["exact mul_pos ha hb"], renamed_goal)])
+    offered = served.source(ENV, GUARD, {}).lemma_candidates(exact, closed, HOLE, 3)
+    assert [(c.tactics, c.closed) for c in offered] == [(("positivity",), False), (("exact mul_pos h₀ h₁",), True)]
