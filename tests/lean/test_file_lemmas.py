@@ -153,3 +153,29 @@ def test_a_stored_file_gives_back_the_lemmas_it_was_assembled_with_or_none() -> 
     assert stored_lemmas(FILE.replace("theorem burnqed_lemma_1", "axiom burnqed_lemma_1"), THEOREM, USES) is None
     assert stored_lemmas(FILE.replace("burnqed_lemma_1 (y", "burnqed_lemma_2 (y"), THEOREM, USES) is None
     assert stored_lemmas(FILE.replace("\n  positivity\n", "\npositivity\n"), THEOREM, USES) is None
+
+
+def test_a_lemma_statement_over_the_caps_or_denied_by_the_guard_is_refused_with_its_reason() -> None:
+    """Two of `_statement_refusal`'s refusals no test read (a mutation run's survivors, 2026-11-29)."""
+    long = "(y : ℕ) : " + " + ".join(["y"] * GUARD.max_text_chars) + " = y"
+    over = GUARD.over_cap(long)
+    assert over is not None
+    assert check_lemmas([FileLemma(1, long, ("simp",))], THEOREM, GUARD) == Verdict(
+        False, f"lemma burnqed_lemma_1 is refused: its statement has {over}")
+    denied = "(y : ℕ) : y = y := by native_decide"
+    reason = GUARD.check(denied)
+    assert reason is not None
+    assert check_lemmas([FileLemma(1, denied, ("rfl",))], THEOREM, GUARD) == Verdict(
+        False, f"lemma burnqed_lemma_1 is refused: its statement is denied: {reason}")
+
+
+def test_each_unit_of_the_pinned_shape_is_named_in_words() -> None:
+    """What a unit that starts elsewhere than the pinned shape says it is: the header's commands, each lemma, the
+    theorem, each lemma's `#print axioms`, the theorem's, the kernel recheck (a mutation run's survivors)."""
+    from burnqed.lean.soundness import CompileText, _unit_name
+
+    shape = CompileText("t", "", 0, 0, (), lemmas=("burnqed_lemma_1", "burnqed_lemma_2"))
+    assert [_unit_name(number, 9, shape) for number in range(9)] == [
+        "the header's command 1", "the header's command 2", "lemma burnqed_lemma_1", "lemma burnqed_lemma_2",
+        "the theorem", "`#print axioms burnqed_lemma_1`", "`#print axioms burnqed_lemma_2`", "`#print axioms`",
+        "the kernel recheck"]
