@@ -40,15 +40,62 @@ def double_argv(*flags: str) -> list[str]:
     return [sys.executable, str(DOUBLE), *flags]
 
 
-def live_children() -> list[psutil.Process]:
-    alive = []
-    for child in psutil.Process().children(recursive=True):
+# Linux lists a thread's children in /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN): reading this process's
+# descendants there costs ~0.03 ms, where psutil's `children()` reads every process's stat file (~1.3 ms on an idle
+# machine, more on a busy one; twice for each of ~4,700 tests). Elsewhere psutil's walk answers.
+_CHILDREN_LISTED = Path(f"/proc/{os.getpid()}/task/{os.getpid()}/children").exists()
+
+
+def _descendants(pid: int) -> list[int]:
+    """The pids below `pid` (children first), from each thread's children file; a process that ends meanwhile is
+    skipped with what was below it."""
+    found, pending = [], [pid]
+    while pending:
+        parent = pending.pop()
         try:
-            if child.status() != psutil.STATUS_ZOMBIE:
-                alive.append(child)
+            threads = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for tid in threads:
+            try:
+                with open(f"/proc/{parent}/task/{tid}/children", encoding="ascii") as listing:
+                    children = [int(word) for word in listing.read().split()]
+            except OSError:
+                continue
+            found += children
+            pending += children
+    return found
+
+
+def _zombie(pid: int) -> bool:
+    """Whether `pid` has exited and waits to be reaped (or is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            return stat.read().rpartition(")")[2].split()[0] in ("Z", "X")
+    except OSError:
+        return True
+
+
+def live_children() -> list[psutil.Process]:
+    """This process's descendants that still run (zombies, exited and unreaped, are not)."""
+    if not _CHILDREN_LISTED:
+        alive = []
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.status() != psutil.STATUS_ZOMBIE:
+                    alive.append(child)
+            except psutil.NoSuchProcess:
+                continue
+        return alive
+    processes = []
+    for pid in _descendants(os.getpid()):
+        if _zombie(pid):
+            continue
+        try:
+            processes.append(psutil.Process(pid))
         except psutil.NoSuchProcess:
             continue
-    return alive
+    return processes
 
 
 @pytest.fixture(autouse=True)
