@@ -119,7 +119,9 @@ def no_leaked_processes() -> Iterator[None]:
 def environment_kept() -> Iterator[None]:
     """No test leaves the process's environment other than it found it (its fixtures' teardowns included): a
     variable that outlives its test changes what later tests of the same worker run, by test order."""
-    own = {"PYTEST_CURRENT_TEST"}  # pytest's, set at each phase of a test
+    # pytest's, set at each phase of a test; torch's inductor records its cache folder there the first time any code
+    # asks for it (torch/_inductor/runtime/cache_dir_utils.py `cache_dir`): once a process, whichever test came first
+    own = {"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR"}
     before = dict(os.environ)
     yield
     after = dict(os.environ)
