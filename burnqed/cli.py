@@ -21,6 +21,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from burnqed import __version__
+from burnqed.base.collector import tune_collector
 from burnqed.base.cpu_kernels import pin_cpu_kernels
 from burnqed.base.signals import Terminated, follow_parent, raise_on_sigterm
 from burnqed.commands import (
@@ -147,9 +148,11 @@ def main_call(request: StageRequest) -> NoReturn:
 
 
 def start_process() -> None:
-    """What every burnqed process does before its command runs: its output streams guarded, its working directory
-    kept, the CPU kernels pinned, SIGTERM raised as an exception, and a stage of `burnqed iterate` made to stop when
-    iterate dies (exits 143 when it is gone already)."""
+    """What every burnqed process does before its command runs: its cyclic collector tuned for torch's and
+    transformers' heaps, its output streams guarded, its working directory kept, the CPU kernels pinned, SIGTERM
+    raised as an exception, and a stage of `burnqed iterate` made to stop when iterate dies (exits 143 when it is
+    gone already)."""
+    tune_collector()  # before the heavy imports: fewer passes over a growing heap (burnqed.base.collector)
     guard_output_streams()  # an unencodable character or a closed pipe never ends a command (burnqed.commands.kit)
     try:
         keep_working_directory()  # relative paths keep their meaning if the directory is deleted mid-run

@@ -218,7 +218,7 @@ def check_pods_can_run(cfg: Config, root: str | None = None) -> None:
 @reports_errors
 def fetch(
     uri: Annotated[str, typer.Argument(help="File or folder to download (s3://…, file://… or a path).")],
-    dest: Annotated[Path, typer.Argument(help="Local folder to fill (replaced atomically).")],
+    dest: Annotated[str, typer.Argument(help="Local folder to fill (replaced atomically); not a URI.")],
     require_done: Annotated[
         bool, typer.Option("--require-done", help="Refuse an output without its completion marker.")
     ] = False,
@@ -231,10 +231,13 @@ def fetch(
 ) -> None:
     """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
     from burnqed.cluster.fetch import fetch as fetch_artifact
+    from burnqed.errors import InputError
 
+    if "://" in dest or dest.startswith(("s3:", "s3a:")):  # Path would make s3://b/x a local folder named s3:
+        raise InputError(f"fetch DEST {dest!r}: a local folder to download into, not a URI")
     cfg, store = setup(config, set_)
     check_packages("fetch", cfg, model_folder=model_folder)
-    report = fetch_artifact(uri, dest, require_done=require_done, model_folder=model_folder, store=store)
+    report = fetch_artifact(uri, Path(dest), require_done=require_done, model_folder=model_folder, store=store)
     if report.skipped:
         typer.echo(f"{dest} already holds {uri}")
     else:

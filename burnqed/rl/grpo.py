@@ -25,7 +25,6 @@ log `rl-log.jsonl`, the rollouts `rollouts.jsonl` and the same rollouts as a who
 
 from __future__ import annotations
 
-import gc
 import math
 import shutil
 import time
@@ -36,6 +35,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from burnqed.base.collector import frozen_heap
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.config import Config, RlConfig, SftConfig
 from burnqed.config.identity import identity_values
@@ -324,11 +324,10 @@ def run_rl(request: RlRequest, selection: Selection, settings: RlSettings, *, op
             # What lives now (the modules, the model, the trainer) is left out of the cyclic collector until the end:
             # continuous batching calls gc.collect() twice a step (transformers 5.19, continuous_api.py:859 and 405),
             # each ~0.6 s over the process's ~550k objects on CPU; frozen, each reads a step's new objects alone.
-            gc.freeze()
             try:
-                trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+                with frozen_heap():
+                    trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
             finally:
-                gc.unfreeze()  # back to the collector: a caller's process (tests, iterate in process) as it was
                 reward.close()  # the pool, on TRL's event loop that entered it; then that loop's thread ends
                 shutdown_event_loop_in_daemon(trainer.async_loop_thread, trainer.async_loop)
             seconds = time.monotonic() - started

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from burnqed.base.collector import frozen_heap
 from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.config import EbmConfig, SftConfig
 from burnqed.config.sft import ProofsPerTheorem
@@ -244,7 +245,8 @@ def _train_and_publish(request: SftRequest, cfg: SftConfig, fmt: PromptFormat, e
         elif resume is not None:
             echo(f"sft: resuming from {resume.name} in {checkpoints.remote or checkpoints.local}")
         started = time.monotonic()
-        trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
+        with frozen_heap():  # the Trainer's own gc.collect() calls read what training made, not the process
+            trainer.train(resume_from_checkpoint=str(resume) if resume is not None else None)
         seconds = time.monotonic() - started
         eval_loss = _final_eval(trainer) if eval_ds is not None else None
         if joint is not None:

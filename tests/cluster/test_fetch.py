@@ -64,10 +64,16 @@ def test_fetch_from_s3(s3_root: str, tmp_path: Path, store: Store) -> None:
     assert result.stdout == f"{tmp_path / 'policy'} already holds {uri}\n"
 
 
-def test_fetch_errors_are_one_line(tmp_path: Path) -> None:
+def test_fetch_errors_are_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     result = cli("fetch", str(tmp_path / "missing"), str(tmp_path / "out"))
     assert result.returncode == 2
     assert result.stderr == f"error: {tmp_path / 'missing'} does not exist\n"
+    monkeypatch.chdir(tmp_path)
+    for dest in ("s3://bucket/x", "file:///tmp/x", "s3:bucket/x"):  # a URI where a local folder goes: nothing made
+        result = cli("fetch", str(tmp_path / "missing"), dest)
+        assert (result.returncode, result.stderr) == (
+            2, f"error: fetch DEST {dest!r}: a local folder to download into, not a URI\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
 def deepseek_shaped_base(folder: Path) -> Path:
