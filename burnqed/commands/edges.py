@@ -16,7 +16,6 @@ from burnqed.errors import ConfigError
 from burnqed.lean.pool import LeanPool
 from burnqed.policy.base import Policy
 from burnqed.policy.batching import BatchingPolicy
-from burnqed.search.modes import MODES
 from burnqed.search.value import ValueFn
 from burnqed.storage import Store
 
@@ -70,6 +69,8 @@ async def open_planner(cfg: Config, *, store: Store) -> AsyncIterator[BatchingPo
         async with open_policy(cfg.policy, store=store) as policy, open_planner(cfg, store=store) as planner:
             await check_planner_room(planner or policy, cfg)
     """
+    from burnqed.search.modes import MODES  # the search machinery: not loaded by `open_pool`'s commands
+
     if not cfg.planner.served or not MODES[cfg.search.mode].plans:
         yield None
         return
@@ -94,6 +95,8 @@ async def check_planner_room(planner: BatchingPolicy, cfg: Config) -> None:
     the one its SGLang server reports) cannot hold a sketch of planner.max_new_tokens after a prompt: every sketch
     request would be refused. `planner` is the planner `open_planner` opened, else the policy (which then plans);
     nothing in other modes or when the context is not known."""
+    from burnqed.search.modes import MODES
+
     if not MODES[cfg.search.mode].plans:
         return
     context = await context_of(planner)

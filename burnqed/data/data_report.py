@@ -15,7 +15,6 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from burnqed import storage
-from burnqed.data.pairs import REPORT_FILE
 from burnqed.errors import InputError
 
 MAX_EXAMPLES = 10
@@ -158,6 +157,8 @@ class DataReport(_Model):
 
 def read_report(uri: str, *, store: storage.Store) -> DataReport:
     """The report of a prepared-data folder (path or URI), or of a report file itself."""
+    from burnqed.data.pairs import REPORT_FILE  # pyarrow: not loaded by an eval.json's reader (TrainingDataCheck)
+
     target = uri if uri.endswith(".json") else storage.join(uri, REPORT_FILE)
     if not store.exists(target):
         raise InputError(f"{uri} holds no data report ({REPORT_FILE}); run `burnqed data prepare --output {uri}` first")

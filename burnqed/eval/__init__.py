@@ -4,30 +4,7 @@ its tables (`rendering`, `per_theorem`), comparisons between evals (`compare`), 
 `stage`: `burnqed eval` as one call) and the joint-training study (`joint_study`). The iteration report is
 `burnqed.report`.
 
-Scoring and rendering are pure: the search runner hands in per-attempt `TheoremResult`s.
+Scoring and rendering are pure: the search runner hands in per-attempt `TheoremResult`s. Import from the module that
+holds a name: this package re-exports nothing, so that importing one of its modules (`burnqed start`'s `best_so_far`)
+does not load the others (the result document's search modes and pyarrow).
 """
-
-from __future__ import annotations
-
-from burnqed.eval.compare import BudgetComparison, CompareEntry, Comparison, compare_results, render_comparison
-from burnqed.eval.metadata import config_digest, git_commit
-from burnqed.eval.pass_at import build_eval_result
-from burnqed.eval.rendering import render_eval_table
-from burnqed.eval.result import BudgetRow, EvalResult, PerTheorem, load_eval_result, write_eval_result
-
-__all__ = [
-    "BudgetComparison",
-    "BudgetRow",
-    "CompareEntry",
-    "Comparison",
-    "EvalResult",
-    "PerTheorem",
-    "build_eval_result",
-    "compare_results",
-    "config_digest",
-    "git_commit",
-    "load_eval_result",
-    "render_comparison",
-    "render_eval_table",
-    "write_eval_result",
-]

@@ -29,7 +29,6 @@ from burnqed.provenance import StageInputs
 from burnqed.records.enums import EXPANSION_MODES, SearchMode
 from burnqed.records.results import FailureReason, LemmaGraph, UsageCurve
 from burnqed.records.theorem import SkippedDeclaration
-from burnqed.search.modes import MODES
 from burnqed.storage import read_json_model, write_text_atomic
 
 UNKNOWN_REASON = "unknown"  # failure_reasons key of an unsolved theorem whose attempts gave no reason
@@ -377,6 +376,8 @@ class EvalResult(BaseModel):
     def search_label(self) -> str:
         """The search mode's label (`Mode.label`), `+repair` when failed proofs were revised with Lean's messages
         (search.repair_rounds)."""
+        from burnqed.search.modes import MODES  # the search machinery: not loaded by a reader of eval.json
+
         repaired = self.settings is not None and bool(self.settings.repair_rounds)
         label = MODES[self.mode].label
         return f"{label}+repair" if repaired else label
