@@ -213,7 +213,8 @@ BEFORE_SEARCH = ("prepare-data", "sft", "eval-base", "export", "eval")  # iterat
 def interrupted_iteration_0(home: Path, folder: Path) -> None:
     """Iteration 0 into `folder/run`, stopped twice on the way: the stages before the search first (`BEFORE_SEARCH`,
     in this process: their processes are not what is stopped), then `burnqed iterate` stopped by SIGTERM once shard
-    0 of the search committed its first part, then the same command, SIGKILLed (its whole process group: the runner;
+    0 of the search committed its first part, then the same command as a fork of this process with its stages forks
+    of it (`fork_iterate`; the kill, not the start, is the subject), SIGKILLed (its whole process group: the runner;
     its stages have groups of their own) once a new part appears, then the same command to the end, Lean at full
     speed (`SLOWED` until then). Writes `folder/interruptions.json`."""
     from tests.processes import command_lines
@@ -246,7 +247,7 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     kept = search_parts(root)
     shard0_done = (root / "iter_0" / "search" / "shard-0" / "_SUCCESS.json").exists()
 
-    proc = start_iterate(root, env)
+    proc = fork_iterate(root, env, lean_processes=True)  # its stages forks: what the kill leaves is the subject
     try:
         wait_until(lambda: search_parts(root) - kept, proc, "a search part committed after the resume")
         new_part = sorted(search_parts(root) - kept)[0]
