@@ -15,7 +15,6 @@ where what a stop leaves and a resume makes of it is, a fork of the test's proce
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -110,19 +109,17 @@ def start_iterate(root: Path, env: dict[str, str], *extra: str) -> subprocess.Po
                             start_new_session=True)
 
 
-def fork_iterate(root: Path, env: dict[str, str], *extra: str, lean_processes: bool = False) -> ForkedStage:
+def fork_iterate(root: Path, env: dict[str, str], *extra: str) -> ForkedStage:
     """`start_iterate`'s command as a fork of this process (tests/processes.py `ForkedStage`: a process of its own in
     a group of its own, set up as a fresh one; stdout to /dev/null, stderr to a pipe of bytes) whose stages are forks
-    of it (`forked_stages`) and whose Lean answers in each stage's process (`lean_in_process`; with
-    `lean_processes`, its workers are processes of the stages as configured): for a test whose
-    subject is what a stop of `iterate` leaves and what its resume makes, not a process start (~8 CPU-s of imports
-    each for iterate and its stage). The fork is `python -m burnqed.cli` to itself (`sys.argv[0]` that module's
-    file, `sys.orig_argv` its command line), so the command a stop prints is the one a real process prints. Real
-    processes are stopped in `interrupted_iteration_0` and tests/pipeline/test_iterate_signals.py."""
+    of it (`forked_stages`; their Lean workers processes, as configured): for a test whose subject is what a stop of
+    `iterate` leaves and what its resume makes, not a process start (~8 CPU-s of imports each for iterate and its
+    stage). The fork is `python -m burnqed.cli` to itself (`sys.argv[0]` that module's file, `sys.orig_argv` its
+    command line), so the command a stop prints is the one a real process prints. Real processes are stopped in
+    `interrupted_iteration_0` (SIGTERM) and tests/pipeline/test_iterate_signals.py (SIGKILL)."""
     import burnqed.cli
     from burnqed.runner.requests import OtherRequest
     from tests import counting
-    from tests.doubles.line_servers import lean_in_process
     from tests.processes import _run_forked_stage, _stage_imports, forked_stages
 
     _stage_imports()  # once in this process: the stage forks of the fork start with them
@@ -133,7 +130,7 @@ def fork_iterate(root: Path, env: dict[str, str], *extra: str, lean_processes: b
     for stream in (sys.stdout, sys.stderr):
         stream.flush()
     argv0, orig_argv = sys.argv[0], sys.orig_argv
-    with forked_stages(), contextlib.nullcontext() if lean_processes else lean_in_process():
+    with forked_stages():
         sys.argv[0], sys.orig_argv = str(burnqed.cli.__file__), [sys.executable, "-m", "burnqed.cli", *words]
         try:
             pid = os.fork()
@@ -247,7 +244,7 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     kept = search_parts(root)
     shard0_done = (root / "iter_0" / "search" / "shard-0" / "_SUCCESS.json").exists()
 
-    proc = fork_iterate(root, env, lean_processes=True)  # its stages forks: what the kill leaves is the subject
+    proc = fork_iterate(root, env)  # its stages forks: what the kill leaves is the subject
     try:
         wait_until(lambda: search_parts(root) - kept, proc, "a search part committed after the resume")
         new_part = sorted(search_parts(root) - kept)[0]
