@@ -244,16 +244,16 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     kept = search_parts(root)
     shard0_done = (root / "iter_0" / "search" / "shard-0" / "_SUCCESS.json").exists()
 
-    proc = fork_iterate(root, env)  # its stages forks: what the kill leaves is the subject
+    forked = fork_iterate(root, env)  # its stages forks: what the kill leaves is the subject
     try:
-        wait_until(lambda: search_parts(root) - kept, proc, "a search part committed after the resume")
+        wait_until(lambda: search_parts(root) - kept, forked, "a search part committed after the resume")
         new_part = sorted(search_parts(root) - kept)[0]
-        stages = psutil.Process(proc.pid).children(recursive=True)
+        stages = psutil.Process(forked.pid).children(recursive=True)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the runner; its stages have process groups of their own
-        proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        os.killpg(forked.pid, signal.SIGKILL)  # the runner; its stages have process groups of their own
+        forked.wait()
+        if forked.stderr is not None:
+            forked.stderr.close()
     kill_orphans = alive_after(stages, NO_ORPHAN_S)  # the stages stop on their parent's death (PDEATHSIG)
     after_kill = search_parts(root)
     killed_shard_done = (root / "iter_0" / Path(new_part).parent / "_SUCCESS.json").exists()
