@@ -7,8 +7,10 @@ cluster treats it: stopped by SIGTERM mid-search, resumed and SIGKILLed mid-sear
 happened at each stop is recorded (`Interruptions`) and the tests assert on it (tests/pipeline/test_iterate.py);
 iteration 1 (tests/pipeline/test_iterate.py), a joint iteration 1 (tests/sft/test_joint_iterate.py), the SFT and RL
 stops (tests/pipeline/test_resume.py) and its --force redo on S3 (tests/pipeline/test_iterate_s3.py) start from it.
-Where the stop is the subject, `iterate` is a process of its own (`start_iterate`); where what the stages make is,
-it runs in the test's process with each stage a fork of it (`iterate_forked`, tests/processes.py `forked_stages`).
+Where the stop of a process as a user starts it is the subject, `iterate` is a process of its own (`start_iterate`);
+where what a stop leaves and a resume makes of it is, a fork of the test's process with its stages forks of it
+(`fork_iterate`); where what the stages make is, it runs in the test's process with each stage a fork of it
+(`iterate_forked`, tests/processes.py `forked_stages`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from leankit.world import generate_world, world_json
 from leankit.world.algebra import dvd_omega, nat_lin
 from leankit.world.catalog import Family
 from minilean.replay.replay_server import LATENCY_VARIABLE
+from tests.processes import ForkedStage
 
 # Small but complete: one noise pass, 2 shards, checkpoints every 2 theorems; the bundled corpus and a small world
 # (a taught and a search-only family). Budgets half the embedded ones: what a search process costs beyond its ~4
@@ -106,6 +109,41 @@ def start_iterate(root: Path, env: dict[str, str], *extra: str) -> subprocess.Po
                             start_new_session=True)
 
 
+def fork_iterate(root: Path, env: dict[str, str], *extra: str) -> ForkedStage:
+    """`start_iterate`'s command as a fork of this process (tests/processes.py `ForkedStage`: a process of its own in
+    a group of its own, set up as a fresh one; stdout to /dev/null, stderr to a pipe of bytes) whose stages are forks
+    of it (`forked_stages`; their Lean workers processes, as configured): for a test whose subject is what a stop of
+    `iterate` leaves and what its resume makes, not a process start (~8 CPU-s of imports each for iterate and its
+    stage). The fork is `python -m burnqed.cli` to itself (`sys.argv[0]` that module's file, `sys.orig_argv` its
+    command line), so the command a stop prints is the one a real process prints. Real processes are stopped in
+    `interrupted_iteration_0` (SIGTERM) and tests/pipeline/test_iterate_signals.py (SIGKILL)."""
+    import burnqed.cli
+    from burnqed.runner.requests import OtherRequest
+    from tests import counting
+    from tests.processes import _run_forked_stage, _stage_imports, forked_stages
+
+    _stage_imports()  # once in this process: the stage forks of the fork start with them
+    words = ("iterate", "--iter", "0", "--root", str(root), *extra)
+    counting.count("fork burnqed.cli")
+    read, write = os.pipe()
+    null = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    argv0, orig_argv = sys.argv[0], sys.orig_argv
+    with forked_stages():
+        sys.argv[0], sys.orig_argv = str(burnqed.cli.__file__), [sys.executable, "-m", "burnqed.cli", *words]
+        try:
+            pid = os.fork()
+            if pid == 0:
+                os.close(read)
+                _run_forked_stage(OtherRequest(words=words), env, [null, write])
+        finally:
+            sys.argv[0], sys.orig_argv = argv0, orig_argv
+    os.close(write)
+    os.close(null)
+    return ForkedStage(pid, None, os.fdopen(read, "rb"))
+
+
 def files_under(root: Path) -> set[str]:
     """The files under `root`, relative, without download caches."""
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and "-cache" not in str(p)}
@@ -117,7 +155,7 @@ def search_parts(root: Path) -> set[str]:
             if "search/shard-" in name and Path(name).name.startswith("part-") and name.endswith(".json")}
 
 
-def wait_until(condition: object, proc: subprocess.Popen[str], what: str, timeout_s: float = 600) -> None:
+def wait_until(condition: object, proc: subprocess.Popen[str] | ForkedStage, what: str, timeout_s: float = 600) -> None:
     """Poll `condition()` until it holds; fails naming `what` if `proc` exits or the time runs out first."""
     assert callable(condition)
     deadline = time.monotonic() + timeout_s
@@ -172,7 +210,8 @@ BEFORE_SEARCH = ("prepare-data", "sft", "eval-base", "export", "eval")  # iterat
 def interrupted_iteration_0(home: Path, folder: Path) -> None:
     """Iteration 0 into `folder/run`, stopped twice on the way: the stages before the search first (`BEFORE_SEARCH`,
     in this process: their processes are not what is stopped), then `burnqed iterate` stopped by SIGTERM once shard
-    0 of the search committed its first part, then the same command, SIGKILLed (its whole process group: the runner;
+    0 of the search committed its first part, then the same command as a fork of this process with its stages forks
+    of it (`fork_iterate`; the kill, not the start, is the subject), SIGKILLed (its whole process group: the runner;
     its stages have groups of their own) once a new part appears, then the same command to the end, Lean at full
     speed (`SLOWED` until then). Writes `folder/interruptions.json`."""
     from tests.processes import command_lines
@@ -205,16 +244,16 @@ def interrupted_iteration_0(home: Path, folder: Path) -> None:
     kept = search_parts(root)
     shard0_done = (root / "iter_0" / "search" / "shard-0" / "_SUCCESS.json").exists()
 
-    proc = start_iterate(root, env)
+    forked = fork_iterate(root, env)  # its stages forks: what the kill leaves is the subject
     try:
-        wait_until(lambda: search_parts(root) - kept, proc, "a search part committed after the resume")
+        wait_until(lambda: search_parts(root) - kept, forked, "a search part committed after the resume")
         new_part = sorted(search_parts(root) - kept)[0]
-        stages = psutil.Process(proc.pid).children(recursive=True)
+        stages = psutil.Process(forked.pid).children(recursive=True)
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the runner; its stages have process groups of their own
-        proc.wait()
-        if proc.stderr is not None:
-            proc.stderr.close()
+        os.killpg(forked.pid, signal.SIGKILL)  # the runner; its stages have process groups of their own
+        forked.wait()
+        if forked.stderr is not None:
+            forked.stderr.close()
     kill_orphans = alive_after(stages, NO_ORPHAN_S)  # the stages stop on their parent's death (PDEATHSIG)
     after_kill = search_parts(root)
     killed_shard_done = (root / "iter_0" / Path(new_part).parent / "_SUCCESS.json").exists()

@@ -28,9 +28,11 @@ def test_iterate_force_on_s3_with_another_sft_learning_rate_redoes_sft_and_every
     # Without the noise search (its uploaded copy stays, unused): the same `search` command as the main search, 2
     # shards each, redone here by the same code. Each redone shard commits its theorems in one part (search's
     # checkpoint_every, which names no input of the stage): fewer S3 requests, and the copy's many parts past the
-    # first must go.
+    # first must go. The redone SFT trains 10 steps and the search expands 8 nodes a theorem (iteration 0's: 40 and
+    # 16): what they make is not compared here, only which stages are redone and which files each then holds.
     env = iterate_env(iterate_home, {"BURNQED_PIPELINE__NOISE_TEMPERATURE": "null",
-                                     "BURNQED_SEARCH__CHECKPOINT_EVERY": "100"})
+                                     "BURNQED_SEARCH__CHECKPOINT_EVERY": "100", "BURNQED_SFT__MAX_STEPS": "10",
+                                     "BURNQED_SEARCH__MAX_NODES": "8"})
     changed = ("--set", "sft.learning_rate=0.001")
     # Refused without --force, before any stage. (The copy's SFT records the data folder of the shared run, which
     # differs first: a run moved elsewhere is redone from SFT on, like a run with another sft.learning_rate.)

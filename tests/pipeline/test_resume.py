@@ -1,8 +1,11 @@
 """Stop, continue and redo through the command line, as a user does (issue 68): `burnqed iterate` stopped by Ctrl-C or
 kill -9 while SFT or RL writes its checkpoint continues with the command it printed (or the same command) to the very
 output an uninterrupted run writes; a model that names nothing is refused before any stage (`iterate --force` with
-another setting is tests/pipeline/test_iterate_s3.py's, on an S3 run root). Real processes on
-the small world of tests/pipeline/iteration.py, starting from the shared iteration 0 (copied): its SFT ran
+another setting is tests/pipeline/test_iterate_s3.py's, on an S3 run root). The stopped `iterate` and its stage are
+processes forked from the test's (tests/pipeline/iteration.py `fork_iterate`: the stop and what it leaves are the
+subject, not a process start; real processes are stopped by tests/pipeline/test_iterate.py and
+test_iterate_signals.py), the continue runs in the test's process with its stage a fork, on the small world of
+tests/pipeline/iteration.py, starting from the shared iteration 0 (copied): its SFT ran
 uninterrupted under the same settings and is SFT's reference; RL's is one uninterrupted `iterate --only rl` from a copy
 of it (`rl_reference`), shared by the module's RL tests."""
 
@@ -21,9 +24,9 @@ import pytest
 from tests.pipeline.iteration import (
     NO_ORPHAN_S,
     alive_after,
+    fork_iterate,
     iterate_env,
     iterate_forked,
-    start_iterate,
     wait_until,
 )
 from tests.processes import cli, forked_stages, printed_arguments
@@ -56,31 +59,36 @@ RL_CIRCUMSTANCES = {
 def ctrl_c_when(ready: Path, what: str, root: Path, env: dict[str, str], *args: str) -> tuple[int, str]:
     """`burnqed iterate --iter 0 --root ROOT ARGS` stopped by Ctrl-C (SIGINT to its group: the terminal's foreground
     group; its stages have their own) once `ready` exists: its exit code and stderr, after checking that none of its
-    processes outlives it."""
-    proc = start_iterate(root, env, *args)
+    processes outlives it. iterate and its stage are forks (`fork_iterate`): the stop and the resume are the subject."""
+    proc = fork_iterate(root, env, *args)
     try:
         wait_until(ready.exists, proc, what)
         children = psutil.Process(proc.pid).children(recursive=True)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal's foreground group (iterate; stages have their own)
         code = proc.wait(timeout=NO_ORPHAN_S)
         assert proc.stderr is not None
-        stderr = proc.stderr.read()
+        stderr = proc.stderr.read().decode()
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
     assert alive_after(children, NO_ORPHAN_S) == []
     return code, stderr
 
 
-def kill_9_when(ready: Path, what: str, stage: str, root: Path, env: dict[str, str], *args: str) -> int:
-    """`burnqed iterate --iter 0 --root ROOT ARGS` and its stage `stage` SIGKILLed together, as when the machine goes,
-    once `ready` exists: the killed iterate's pid, after checking that none of its processes outlives it."""
-    proc = start_iterate(root, env, *args)
+def kill_9_when(ready: Path, what: str, root: Path, env: dict[str, str], *args: str) -> int:
+    """`burnqed iterate --iter 0 --root ROOT ARGS` and the one stage it runs SIGKILLed together, as when the machine
+    goes, once `ready` exists: the killed iterate's pid, after checking that none of its processes outlives it.
+    iterate and its stage are forks (`fork_iterate`): what the kill leaves and the resume makes of it are the
+    subject."""
+    proc = fork_iterate(root, env, *args)
     try:
         wait_until(ready.exists, proc, what)
         processes = psutil.Process(proc.pid).children(recursive=True)
-        running = next(p for p in processes if p.cmdline()[3:4] == [stage])  # python -m burnqed.cli STAGE …
+        [running] = psutil.Process(proc.pid).children()  # the stage `--only stage` runs, in a group of its own
+        assert os.getpgid(running.pid) == running.pid
         os.killpg(proc.pid, signal.SIGKILL)  # everything at once, as when the machine goes: iterate and its stage
         os.killpg(running.pid, signal.SIGKILL)
         proc.wait(timeout=NO_ORPHAN_S)
@@ -140,7 +148,7 @@ def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_mode
     env = iterate_env(iterate_home)
     checkpoint = data_root / "iter_0" / "sft-checkpoints" / FIRST_CHECKPOINT
     # the trainer has begun to write the checkpoint
-    killed = kill_9_when(checkpoint, "SFT's first checkpoint", "sft", data_root, env, "--only", "sft")
+    killed = kill_9_when(checkpoint, "SFT's first checkpoint", data_root, env, "--only", "sft")
     assert (checkpoint.parent / "README.md").is_file()  # written before the checkpoint at every save
     assert not (data_root / "iter_0" / "sft").exists()
     done = iterate_forked(str(data_root), 0, env, "--only", "sft")
@@ -232,7 +240,7 @@ def test_kill_9_while_rl_checkpoints_then_the_same_command_trains_the_same_model
     env = iterate_env(iterate_home)
     checkpoints = root / "iter_0" / "rl-checkpoints"
     # the trainer is writing RL_STOP_AT
-    killed = kill_9_when(checkpoints / RL_STOP_AT, "RL's second checkpoint", "rl", root, env, *RL_RUN)
+    killed = kill_9_when(checkpoints / RL_STOP_AT, "RL's second checkpoint", root, env, *RL_RUN)
     assert not (root / "iter_0" / "rl").exists()
     done = iterate_forked(str(root), 0, env, *RL_RUN)
     assert done.returncode == 0, done.stderr[-3000:]
