@@ -293,28 +293,18 @@ if os.environ.get("BURNQED_CPU_ACCOUNT"):  # the opt-in CPU account per test (te
             cpu.record(Path(os.environ["BURNQED_CPU_ACCOUNT"]), item.nodeid, time.monotonic() - began, before)
 
 
-# Python's cyclic collector as a burnqed process tunes it (burnqed/base/collector.py), and what a worker has loaded
-# kept out of its passes over the whole heap (`gc.freeze`): once the test modules are collected (with torch,
-# transformers and peft, which they import), and again after each module's last test (what its tests imported and
-# built). Measured in one process on 2 cores over tests/search/test_cli_prover.py, tests/sft/test_train.py and
-# tests/lean/test_guard_soundness.py: 29 such passes took 9.8 of its 53 CPU-s, and 1.4 of 44 with both. Cyclic
-# garbage still alive at a freeze is never freed (the workers' peak memory: 848 MB, 850 MB with both).
+# Python's cyclic collector as a burnqed process tunes it (burnqed/base/collector.py), and what a worker holds once
+# the test modules are collected (torch, transformers, peft, which they import) kept out of its passes over the whole
+# heap (`gc.freeze`). Measured in one process on 2 cores over tests/search/test_cli_prover.py, tests/sft/test_train.py
+# and tests/lean/test_guard_soundness.py: 29 such passes took 9.8 of its 53 CPU-s, 2.7 of 45 with both. Freezing again
+# after each module (what its tests imported) took it to 1.4, but keeps each module's cyclic garbage for good: with
+# it, a worker's peak memory over the suite was 1.8 GB, against 1.2 before this session's changes.
 tune_collector()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
     gc.freeze()
-
-
-@pytest.hookimpl(wrapper=True, specname="pytest_runtest_protocol")  # beside the other wrappers
-def pytest_runtest_protocol_frozen(item: pytest.Item,
-                                   nextitem: pytest.Item | None) -> Generator[None, object, object]:
-    try:
-        return (yield)
-    finally:
-        if nextitem is None or nextitem.nodeid.split("::", 1)[0] != item.nodeid.split("::", 1)[0]:
-            gc.freeze()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
