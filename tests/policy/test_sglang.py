@@ -540,7 +540,10 @@ def test_cancel_mid_request_leaves_the_client_usable():
 
         async def body(policy: SGLangClient) -> None:
             task = asyncio.create_task(policy.generate(["a"], TWO))
-            await asyncio.sleep(0.1)
+            for _ in range(1000):  # the request on the server, within 10 s (a fixed 0.1 s was too short under load)
+                if server.received("/generate"):
+                    break
+                await asyncio.sleep(0.01)
             assert len(server.received("/generate")) == 1
             task.cancel()
             with pytest.raises(asyncio.CancelledError):
