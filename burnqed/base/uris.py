@@ -12,6 +12,13 @@ from __future__ import annotations
 from burnqed.errors import InputError
 
 REMOTE_SCHEMES = ("s3", "s3a")  # the schemes the store reaches through s3fs
+MALFORMED_REMOTE = tuple(f"{scheme}:" for scheme in REMOTE_SCHEMES)  # `s3:bucket/x`: a remote URI missing its //
+
+
+def names_a_uri(text: str) -> bool:
+    """Whether `text` is written as a URI (a scheme and `://`) or as a remote one missing its `//`, not as a local
+    path: where only a local folder may go, such a text would otherwise become a folder named `s3:`."""
+    return "://" in text or text.startswith(MALFORMED_REMOTE)
 
 
 def check_uri(uri: str, what: str, *, key: bool = False) -> str:
@@ -23,7 +30,7 @@ def check_uri(uri: str, what: str, *, key: bool = False) -> str:
     if not uri.strip():
         raise InputError(f"{what}: empty URI; give a path or s3://bucket/prefix")
     if not sep:
-        if uri.startswith(("s3:", "s3a:")):
+        if uri.startswith(MALFORMED_REMOTE):
             raise InputError(f"{what} {uri!r}: malformed S3 URI; expected s3://bucket/prefix")
         return uri
     if scheme not in REMOTE_SCHEMES:

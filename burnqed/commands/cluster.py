@@ -230,10 +230,11 @@ def fetch(
     set_: SetOption = None,
 ) -> None:
     """Download an artifact into a local folder and write its ready file last (used by pods, e.g. for SGLang)."""
+    from burnqed.base.uris import names_a_uri
     from burnqed.cluster.fetch import fetch as fetch_artifact
     from burnqed.errors import InputError
 
-    if "://" in dest or dest.startswith(("s3:", "s3a:")):  # Path would make s3://b/x a local folder named s3:
+    if names_a_uri(dest):
         raise InputError(f"fetch DEST {dest!r}: a local folder to download into, not a URI")
     cfg, store = setup(config, set_)
     check_packages("fetch", cfg, model_folder=model_folder)
