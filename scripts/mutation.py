@@ -156,9 +156,10 @@ PYTEST_ARGS = ["-n", "0", "-x", "-q", "-p", "no:cacheprovider", "-k", "not (0.3.
 
 
 def tiers(tests: list[str]) -> list[list[str]]:
-    """pytest argument lists, cheapest first: the first file's fast tests, the other files' fast tests, then every
-    slow test."""
-    return [["-m", "not slow", tests[0]], ["-m", "not slow", *tests[1:]], ["-m", "slow", *tests]]
+    """pytest argument lists, cheapest first: the first file's fast tests, the other files' fast tests (where there
+    are others: an argument list naming no file would run the whole suite), then every slow test."""
+    others = [["-m", "not slow", *tests[1:]]] if tests[1:] else []
+    return [["-m", "not slow", tests[0]], *others, ["-m", "slow", *tests]]
 
 
 _SWAP: dict[type[ast.cmpop], type[ast.cmpop]] = {
