@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from burnqed.base.cpu_kernels import cpu_threads
-from burnqed.sft.checkpoints import STATE_FILE
+from burnqed.sft.checkpoints import CHECKPOINT_RE, STATE_FILE
 from burnqed.sft.launch import launch_argv, needs_launch
 from tests.processes import background, cli, survivors, wait_for
 from tests.sft.helpers import continue_command, launched, write_data_folder
@@ -152,8 +152,8 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
         # Stopped after step 3: two updates through the processes are in the stopped run's points (step 1's loss is
         # that of the initial weights in any case), and 5 steps are left to be stopped in.
         wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*")
-                             if c.name[11:].isdigit() and int(c.name[11:]) >= STOP_AFTER) or proc.poll() is not None,
-                 timeout=400)
+                             if (step := CHECKPOINT_RE.match(c.name)) and int(step.group(1)) >= STOP_AFTER)
+                 or proc.poll() is not None, timeout=400)
         assert proc.poll() is None, "the run finished before it could be stopped"
         below = launched(proc.pid)
         os.kill(proc.pid, signal.SIGTERM)  # what Kubernetes sends: the command alone, not torchrun's sessions
