@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import inspect
 import json
 import os
 import subprocess
@@ -388,13 +389,14 @@ def run_forked(mutant: Mutant, timeout_s: float) -> Outcome:
 
 def _swap_code(old: dict[str, object], new: dict[str, object]) -> None:
     """Give every function (method, class or static method, property getter) of the module in `old` the code and
-    the default arguments of its namesake in `new`."""
+    the default arguments of its namesake in `new`; a decorated one's (`contextmanager`, `functools.cache`: what its
+    `__wrapped__` chain ends at), not the decorator's wrapper, whose code is the decorator's own."""
     def plain(member: object) -> object:
         if isinstance(member, property):
-            return member.fget
-        if isinstance(member, classmethod | staticmethod):
-            return member.__func__
-        return member
+            member = member.fget
+        elif isinstance(member, classmethod | staticmethod):
+            member = member.__func__
+        return inspect.unwrap(member) if callable(member) and hasattr(member, "__wrapped__") else member
 
     def functions(namespace: dict[str, object]) -> Iterator[tuple[str, object]]:
         for name, value in namespace.items():
@@ -402,7 +404,7 @@ def _swap_code(old: dict[str, object], new: dict[str, object]) -> None:
                 for attr, member in vars(value).items():
                     yield f"{name}.{attr}", plain(member)
             else:
-                yield name, value
+                yield name, plain(value)
 
     replacements = dict(functions(new))
     for name, value in functions(old):
