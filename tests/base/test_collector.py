@@ -31,6 +31,12 @@ def test_the_young_threshold_rises_to_young_and_never_falls() -> None:
     gc.set_threshold(5 * YOUNG, 7, 9)  # a process that collects less often already
     tune_collector()
     assert gc.get_threshold() == (5 * YOUNG, 7, 9)
+    gc.set_threshold(1, 7, 9)  # the most often there is
+    tune_collector()
+    assert gc.get_threshold() == (YOUNG, 7, 9)
+    gc.set_threshold(0, 7, 9)  # a threshold of 0: automatic collection off, left so
+    tune_collector()
+    assert gc.get_threshold() == (0, 7, 9)
     gc.set_threshold(700, 7, 9)
     gc.disable()  # the collector off: left as it is
     tune_collector()
