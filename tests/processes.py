@@ -398,13 +398,10 @@ def _stage_imports() -> None:
     import warnings
 
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)  # as burnqed.sft.model.quiet_imports
-    environment = dict(os.environ)  # torch's inductor sets its cache folder on import: the test's is kept as it was
     with warnings.catch_warnings():  # torch.jit's deprecations, which a stage's own import of them shows nowhere
         warnings.simplefilter("ignore", DeprecationWarning)
         import peft  # noqa: F401
         from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
-    os.environ.clear()
-    os.environ.update(environment)
 
 
 class ForkedStage:
