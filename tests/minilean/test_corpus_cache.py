@@ -1,18 +1,22 @@
-"""The replay server's corpus cache (`minilean.replay.corpus_cache`), in process: a second start reads the entry the
-first wrote, a changed input (corpus file, package file) is a new key, and an entry that does not check is rebuilt."""
+"""The replay server's corpus cache (`minilean.replay.corpus_cache`) and minilean's parser tables in the embedded
+Lean's cache, in process: a second start reads the entry the first wrote and serves the same, and a changed input
+(a corpus file, a package's file, the grammar) is another key. `tests/minilean/test_cache.py` tests the entries."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import pickle
 from pathlib import Path
+from typing import Any
 
 import pytest
+from lark import Lark
 
+import leankit
 from leankit.corpus import Corpus, load_corpus
+from minilean import parser
+from minilean.cache import write_entry
 from minilean.replay import corpus_cache, replay_server
-from minilean.replay.corpus_cache import Served, cache_folder, entry_key, load_served, read_entry, write_entry
+from minilean.replay.corpus_cache import Served, entry_key, load_served
 from minilean.replay.replay_server import CONFORMANCE_CORPUS, ReplayServer, served_corpus
 
 
@@ -37,12 +41,6 @@ def corpus_file(tmp_path: Path) -> Path:
     return path
 
 
-def test_the_cache_folder_is_under_the_user_cache() -> None:
-    assert cache_folder({"XDG_CACHE_HOME": "/x", "HOME": "/h"}) == Path("/x/burnqed/minilean")
-    assert cache_folder({"HOME": "/h"}) == Path("/h/.cache/burnqed/minilean")
-    assert cache_folder({"XDG_CACHE_HOME": "", "HOME": ""}) is None
-
-
 def test_a_second_start_reads_the_entry_and_serves_the_same(corpus_file: Path, tmp_path: Path) -> None:
     build = Builds(corpus_file)
     first = load_served(build, corpus_file, tmp_path / "cache")
@@ -51,8 +49,9 @@ def test_a_second_start_reads_the_entry_and_serves_the_same(corpus_file: Path, t
     assert second == first == served_corpus(corpus_file)
     assert [p.name for p in (tmp_path / "cache").iterdir()] == [f"{entry_key(corpus_file)}.pickle"]
     served = ReplayServer(second.corpus, vocabulary=second.vocabulary)
-    assert served.handle("stat {}") == ReplayServer(first.corpus).handle("stat {}")
     assert served.vocabulary == ReplayServer(first.corpus).vocabulary
+    request = f'goal.start {{"copyFrom": "{first.corpus.theorems[0].name}"}}'
+    assert served.handle(request) == ReplayServer(first.corpus).handle(request)
 
 
 def test_a_changed_corpus_file_is_not_served_stale(corpus_file: Path, tmp_path: Path) -> None:
@@ -65,50 +64,24 @@ def test_a_changed_corpus_file_is_not_served_stale(corpus_file: Path, tmp_path: 
     assert again == served_corpus(corpus_file) and again.corpus.name == "two"
 
 
-def test_the_key_covers_every_package_file_but_bytecode(tmp_path: Path) -> None:
+def test_an_entry_that_is_not_a_served_corpus_is_built_again(corpus_file: Path, tmp_path: Path) -> None:
+    for payload in [pickle.dumps(("a", frozenset())), pickle.dumps(Corpus(name="x", theorems=[])),
+                    pickle.dumps((Corpus(name="x", theorems=[]), {"a"}))]:
+        write_entry(tmp_path / f"{entry_key(corpus_file)}.pickle", payload)
+        build = Builds(corpus_file)
+        assert load_served(build, corpus_file, tmp_path) == served_corpus(corpus_file) and build.calls == 1
+
+
+def test_the_key_covers_the_packages_and_the_corpus(corpus_file: Path, tmp_path: Path) -> None:
+    packages = (Path(leankit.__file__).resolve().parent, Path(replay_server.__file__).resolve().parent)
+    assert packages == corpus_cache.PACKAGES
     package = tmp_path / "package"
-    (package / "__pycache__").mkdir(parents=True)
-    (package / "world.py").write_text("A = 1\n")
+    package.mkdir()
+    (package / "corpus.py").write_text("A = 1\n")
     key = entry_key(None, (package,))
-    (package / "__pycache__" / "world.cpython-311.pyc").write_bytes(b"\0")
-    (package / "__pycache__" / "world.cpython-311.pyc.140234").write_bytes(b"\0")  # importlib's while it writes
-    assert entry_key(None, (package,)) == key
-    (package / "world.py").write_text("A = 2\n")
-    changed = entry_key(None, (package,))
-    (package / "data.json").write_text("{}")
-    assert len({key, changed, entry_key(None, (package,))}) == 3
-    assert key != entry_key(tmp_path / "package" / "world.py", (package,))  # a --corpus file is another key
-    assert entry_key(None) != entry_key(None, corpus_cache.PACKAGES[:1])  # minilean.replay's files count
-
-
-@pytest.mark.parametrize("damage", ["flip", "truncate", "not a corpus", "writable by others"])
-def test_an_entry_that_does_not_check_is_rebuilt(damage: str, corpus_file: Path, tmp_path: Path) -> None:
-    build = Builds(corpus_file)
-    good = load_served(build, corpus_file, tmp_path / "cache")
-    entry = tmp_path / "cache" / f"{entry_key(corpus_file)}.pickle"
-    data = entry.read_bytes()
-    if damage == "flip":
-        entry.write_bytes(data[:-100] + bytes([data[-100] ^ 1]) + data[-99:])
-    elif damage == "truncate":
-        entry.write_bytes(data[:len(data) // 2])
-    elif damage == "not a corpus":
-        payload = pickle.dumps(("a", frozenset()))
-        entry.write_bytes(corpus_cache.MAGIC + hashlib.sha256(payload).digest() + payload)
-    else:
-        os.chmod(entry, 0o666)
-    assert read_entry(entry) is None
-    assert load_served(build, corpus_file, tmp_path / "cache") == good
-    assert build.calls == 2
-    assert read_entry(entry) == good  # rewritten
-
-
-def test_a_read_marks_its_entry_used(corpus_file: Path, tmp_path: Path) -> None:
-    build = Builds(corpus_file)
-    load_served(build, corpus_file, tmp_path / "cache")
-    entry = tmp_path / "cache" / f"{entry_key(corpus_file)}.pickle"
-    os.utime(entry, ns=(0, 0))
-    load_served(build, corpus_file, tmp_path / "cache")
-    assert build.calls == 1 and entry.stat().st_mtime_ns > 0  # the last one `MAX_ENTRIES` deletes
+    (package / "corpus.py").write_text("A = 2\n")
+    assert entry_key(None, (package,)) != key
+    assert len({entry_key(None), entry_key(corpus_file), entry_key(tmp_path)}) == 3  # embedded, a file, a folder
 
 
 def test_a_start_reads_the_cache_and_a_bad_corpus_is_not_cached(corpus_file: Path, tmp_path: Path,
@@ -135,11 +108,29 @@ def test_a_start_reads_the_cache_and_a_bad_corpus_is_not_cached(corpus_file: Pat
     assert servers[1].corpus == servers[0].corpus and servers[1].vocabulary == servers[0].vocabulary
 
 
-def test_the_folder_keeps_the_most_recently_used_entries(tmp_path: Path) -> None:
-    served = Served(Corpus(name="x", theorems=[]), frozenset({"a"}))
-    for number in range(corpus_cache.MAX_ENTRIES + 2):
-        write_entry(tmp_path / f"{number:02d}.pickle", served)
-        os.utime(tmp_path / f"{number:02d}.pickle", ns=(number * 10**9, number * 10**9))
-    write_entry(tmp_path / "new.pickle", served)
-    kept = sorted(p.name for p in tmp_path.glob("*.pickle"))
-    assert kept == [f"{n:02d}.pickle" for n in range(3, corpus_cache.MAX_ENTRIES + 2)] + ["new.pickle"]
+def test_the_parser_tables_come_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    text = "∀ (x : ℝ), 2 * x + 3 = 11 → x = 4 ∧ ¬ x ∈ ({1, 2} : Set ℝ)"
+    real = Lark
+    builds: list[str] = []
+
+    class Counting:
+        load = real.load
+
+        def __new__(cls, grammar: str, **options: Any) -> Any:
+            builds.append(grammar)
+            return real(grammar, **options)
+
+    monkeypatch.setattr("minilean.parser.Lark", Counting)
+    try:
+        parser._parser.cache_clear()
+        built = parser._parser().parse(text)
+        assert len(list((tmp_path / "burnqed" / "minilean").glob("*.pickle"))) == 1 and len(builds) == 1
+        parser._parser.cache_clear()
+        read = parser._parser()
+        assert len(builds) == 1 and isinstance(read, real) and read.parse(text) == built
+        monkeypatch.setattr(parser, "_GRAMMAR", parser._GRAMMAR + "\n")  # another grammar: another key, a build
+        parser._parser.cache_clear()
+        assert parser._parser().parse(text) == built and len(builds) == 2
+    finally:
+        parser._parser.cache_clear()
