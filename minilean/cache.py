@@ -3,7 +3,7 @@ read back by the next start instead of built again.
 
     folder = cache_folder(os.environ)                  # ~/.cache/burnqed/minilean, None without a home
     key = input_key([grammar.encode()], [lark_dir])    # the sha256 of the inputs: bytes and every file under roots
-    value = cached(folder, key, build, dump, load)     # the entry's value, else build() written as one
+    value = cached(folder, lambda: key, build, dump, load)   # the entry's value, else build() written as one
 
 An entry is `<folder>/<key>.pickle`: `MAGIC`, the sha256 of the payload, the payload. The key is the sha256 of
 everything the build reads (the caller names it: its inputs' bytes and the folders of the code that builds), so a
@@ -56,7 +56,8 @@ def _files(root: Path) -> list[Path]:
 
 def input_key(parts: Iterable[bytes], roots: Iterable[Path]) -> str:
     """The sha256 of the Python version, `parts` and every file under `roots` (names relative to the root and
-    bytes), each length-prefixed so no two different inputs run together into the same text."""
+    bytes), each length-prefixed so no two different inputs run together into the same text; OSError when a file
+    or root cannot be read."""
     digest = hashlib.sha256()
 
     def add(part: bytes) -> None:
@@ -67,6 +68,8 @@ def input_key(parts: Iterable[bytes], roots: Iterable[Path]) -> str:
     for part in parts:
         add(part)
     for root in roots:
+        if not root.is_dir():  # a package inside a zip: its files cannot be read here
+            raise NotADirectoryError(f"{root} is not a folder")
         for file in _files(root):
             add(file.relative_to(root).as_posix().encode())
             add(file.read_bytes())
@@ -121,14 +124,17 @@ def _prune(folder: Path) -> None:
         entry.unlink(missing_ok=True)
 
 
-def cached(folder: Path | None, key: str, build: Callable[[], T], dump: Callable[[T], bytes],
+def cached(folder: Path | None, key: Callable[[], str], build: Callable[[], T], dump: Callable[[T], bytes],
            load: Callable[[bytes], T | None]) -> T:
-    """The value of the entry `key` in `folder` (`load` of its payload), else `build()`, written there as `dump` of
-    it (`folder` None: no cache). `load` returns None (or raises) for a payload it does not accept. What `build`
-    raises propagates, and nothing is written."""
+    """The value of the entry `key()` in `folder` (`load` of its payload), else `build()`, written there as `dump`
+    of it (`folder` None, or a key that raises OSError: no cache). `load` returns None (or raises) for a payload it
+    does not accept. What `build` raises propagates, and nothing is written."""
     if folder is None:
         return build()
-    path = folder / f"{key}{SUFFIX}"
+    try:
+        path = folder / f"{key()}{SUFFIX}"
+    except OSError:  # an input that cannot be read (a package inside a zip, a --corpus file gone): the build's to say
+        return build()
     payload = read_entry(path)
     if payload is not None:
         try:

@@ -309,9 +309,12 @@ _OPTIONS: dict[str, Any] = {"parser": "lalr", "maybe_placeholders": True}
 def _parser() -> Lark:
     """The parser, its LALR tables read from the embedded Lean's cache (`minilean.cache`) when a start built them
     before: the key covers the grammar, the options and lark's files."""
-    key = cache.input_key([b"parser", _GRAMMAR.encode(), repr(sorted(_OPTIONS.items())).encode()],
-                          [Path(lark.__file__).resolve().parent])
-    return cache.cached(cache.cache_folder(os.environ), key, lambda: Lark(_GRAMMAR, **_OPTIONS), _save, _load)
+    return cache.cached(cache.cache_folder(os.environ), _parser_key, lambda: Lark(_GRAMMAR, **_OPTIONS), _save, _load)
+
+
+def _parser_key() -> str:
+    return cache.input_key([b"parser", _GRAMMAR.encode(), repr(sorted(_OPTIONS.items())).encode()],
+                           [Path(lark.__file__).resolve().parent])
 
 
 def _save(parser: Lark) -> bytes:

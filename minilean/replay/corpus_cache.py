@@ -71,11 +71,7 @@ def _load(payload: bytes) -> Served | None:
 def load_served(build: Callable[[], Served], corpus: Path | None, folder: Path | None) -> Served:
     """The cached `build()` of `corpus` (None: the embedded corpus) in `folder`, else `build()` written there
     (None: no cache). What `build` raises (a corpus that fails validation) propagates, and nothing is written."""
-    try:
-        key = entry_key(corpus)
-    except OSError:  # a --corpus file that cannot be read: the build names the problem
-        return build()
-    return cached(folder, key, build, _dump, _load)
+    return cached(folder, lambda: entry_key(corpus), build, _dump, _load)
 
 
 __all__ = ["PACKAGES", "Served", "cache_folder", "entry_key", "load_served"]

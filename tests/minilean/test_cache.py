@@ -14,6 +14,10 @@ from minilean import cache
 from minilean.cache import cache_folder, cached, input_key, read_entry, write_entry
 
 
+def key() -> str:  # one entry's key, as `cached` calls it
+    return "k"
+
+
 class Counter:
     """A build that counts its calls; its value is a list, pickled."""
 
@@ -43,12 +47,12 @@ def test_the_cache_folder_is_under_the_user_cache() -> None:
 
 def test_a_second_call_reads_the_entry(tmp_path: Path) -> None:
     build = Counter([1, 2])
-    assert cached(tmp_path / "c", "k", build, _dump, _load) == [1, 2]
-    assert cached(tmp_path / "c", "k", build, _dump, _load) == [1, 2]
+    assert cached(tmp_path / "c", key, build, _dump, _load) == [1, 2]
+    assert cached(tmp_path / "c", key, build, _dump, _load) == [1, 2]
     assert build.calls == 1
     assert [p.name for p in (tmp_path / "c").iterdir()] == ["k.pickle"]
     assert oct((tmp_path / "c").stat().st_mode & 0o777) == oct(0o700 & ~_umask())
-    assert cached(None, "k", build, _dump, _load) == [1, 2] and build.calls == 2  # no folder: no cache
+    assert cached(None, key, build, _dump, _load) == [1, 2] and build.calls == 2  # no folder: no cache
 
 
 def _umask() -> int:
@@ -80,7 +84,7 @@ def test_the_key_covers_the_parts_and_every_file_but_bytecode(tmp_path: Path) ->
                                     "folder writable by others"])
 def test_an_entry_that_does_not_check_is_built_again(damage: str, tmp_path: Path) -> None:
     build = Counter([1, 2])
-    cached(tmp_path / "c", "k", build, _dump, _load)
+    cached(tmp_path / "c", key, build, _dump, _load)
     entry = tmp_path / "c" / "k.pickle"
     data = entry.read_bytes()
     payload = {"refused": pickle.dumps("not a list"), "does not unpickle": b"\x80\x05junk"}.get(damage)
@@ -96,10 +100,20 @@ def test_an_entry_that_does_not_check_is_built_again(damage: str, tmp_path: Path
         os.chmod(entry.parent, 0o777)
     before = read_entry(entry)
     assert before is None or damage in ("refused", "does not unpickle")
-    assert cached(tmp_path / "c", "k", build, _dump, _load) == [1, 2]
+    assert cached(tmp_path / "c", key, build, _dump, _load) == [1, 2]
     assert build.calls == 2
     os.chmod(entry.parent, 0o700)
     assert read_entry(entry) == _dump([1, 2])  # written again
+
+
+def test_an_input_that_cannot_be_read_means_no_cache(tmp_path: Path) -> None:
+    (tmp_path / "package.zip").write_bytes(b"PK")
+    with pytest.raises(NotADirectoryError):
+        input_key([], [tmp_path / "package.zip"])
+    build = Counter([4])
+    for _ in range(2):
+        assert cached(tmp_path / "c", lambda: input_key([], [tmp_path / "package.zip"]), build, _dump, _load) == [4]
+    assert build.calls == 2 and not (tmp_path / "c").exists()
 
 
 def test_a_build_that_raises_writes_nothing(tmp_path: Path) -> None:
@@ -107,15 +121,15 @@ def test_a_build_that_raises_writes_nothing(tmp_path: Path) -> None:
         raise ValueError("bad input")
 
     with pytest.raises(ValueError, match="bad input"):
-        cached(tmp_path / "c", "k", broken, _dump, _load)
+        cached(tmp_path / "c", key, broken, _dump, _load)
     assert not (tmp_path / "c").exists()
 
 
 def test_an_unwritable_folder_costs_only_the_write(tmp_path: Path) -> None:
     (tmp_path / "c").write_text("a file where the folder would be")
     build = Counter([3])
-    assert cached(tmp_path / "c", "k", build, _dump, _load) == [3]
-    assert cached(tmp_path / "c", "k", build, _dump, _load) == [3] and build.calls == 2
+    assert cached(tmp_path / "c", key, build, _dump, _load) == [3]
+    assert cached(tmp_path / "c", key, build, _dump, _load) == [3] and build.calls == 2
 
 
 def test_the_folder_keeps_the_most_recently_used_entries(tmp_path: Path) -> None:
@@ -129,7 +143,7 @@ def test_the_folder_keeps_the_most_recently_used_entries(tmp_path: Path) -> None
 
 def test_a_read_marks_its_entry_used(tmp_path: Path) -> None:
     build = Counter([1])
-    cached(tmp_path, "k", build, _dump, _load)
+    cached(tmp_path, key, build, _dump, _load)
     os.utime(tmp_path / "k.pickle", ns=(0, 0))
-    cached(tmp_path, "k", build, _dump, _load)
+    cached(tmp_path, key, build, _dump, _load)
     assert build.calls == 1 and (tmp_path / "k.pickle").stat().st_mtime_ns > 0  # the last one pruning deletes
