@@ -10,7 +10,7 @@ A peer of burnqed: reached only through the protocol, it imports nothing of burn
 `elab` types and `elaborator` elaborates; `tactics`, `terms` (over `lemmas`), `simp`, `defeq`, `arith` and
 `procedures` prove; `server` is the REPL (`python -m minilean` runs `minilean.server.main`), `frontend` its file
 commands (over `source`, a file's text), `fallback` the hand-off to the replay server; `schema` and `wire` are both
-servers' one wire layer. The package itself imports none of them: a process that needs only the wire layer (a test's
-Pantograph double) loads no parser.
+servers' one wire layer, `cache` the entries on disk that spare a start what an earlier one built. The package
+itself imports none of them: a process that needs only the wire layer (a test's Pantograph double) loads no parser.
 docs/minilean.md describes the fragment and the tactics.
 """

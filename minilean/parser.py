@@ -13,14 +13,19 @@ Lean's `decimalNumberFn`; docs/minilean.md says where minilean's tokenizer is st
 
 from __future__ import annotations
 
+import io
+import os
 import re
 import textwrap
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
+import lark
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import LarkError, UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
 
+from minilean import cache
 from minilean.syntax import DECL_NAME, Anon, App, Ascr, Binder, By, Expr, Hole, Num, Op, Proj, SetLit, Var, scientific
 
 # ---------------------------------------------------------------------------------------------------
@@ -297,9 +302,29 @@ class _Build(Transformer[Token, Expr]):
         return self._quant("fun", binders, body)
 
 
+_OPTIONS: dict[str, Any] = {"parser": "lalr", "maybe_placeholders": True}
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    return Lark(_GRAMMAR, parser="lalr", maybe_placeholders=True)
+    """The parser, its LALR tables read from the embedded Lean's cache (`minilean.cache`) when a start built them
+    before: the key covers the grammar, the options and lark's files."""
+    return cache.cached(cache.cache_folder(os.environ), _parser_key, lambda: Lark(_GRAMMAR, **_OPTIONS), _save, _load)
+
+
+def _parser_key() -> str:
+    return cache.input_key([b"parser", _GRAMMAR.encode(), repr(sorted(_OPTIONS.items())).encode()],
+                           [Path(lark.__file__).resolve().parent])
+
+
+def _save(parser: Lark) -> bytes:
+    out = io.BytesIO()
+    parser.save(out)
+    return out.getvalue()
+
+
+def _load(payload: bytes) -> Lark:
+    return Lark.load(io.BytesIO(payload))
 
 
 _BY = re.compile(r"(?<![\w.'])by\b")

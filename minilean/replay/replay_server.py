@@ -33,7 +33,7 @@ from leankit.text import SORRY_WORDS, read_as_lean
 from leankit.version import DEFAULT_EMULATED, SUPPORTED_TEXT, PantographVersion, supported_version
 from leankit.world.messages import corpus_vocabulary, tactic_error
 from minilean import wire
-from minilean.replay import replay_frontend
+from minilean.replay import corpus_cache, replay_frontend
 from minilean.replay.states import GoalRef, GoalState, Run, Session, TacticFailure
 from minilean.replay.tactic_reader import (
     MAX_NESTING,
@@ -60,7 +60,9 @@ KERNEL_OFF = re.compile(r"set_option\s+debug\.skipKernelTC\s+true\s+in\s+"
 class ReplayServer:
     """The REPL state machine; `handle(line)` answers one request line (pure apart from sleeping)."""
 
-    def __init__(self, corpus: Corpus, latency_ms: float = 0.0, version: PantographVersion = DEFAULT_EMULATED) -> None:
+    def __init__(self, corpus: Corpus, latency_ms: float = 0.0, version: PantographVersion = DEFAULT_EMULATED,
+                 vocabulary: frozenset[str] | None = None) -> None:
+        """`vocabulary`: `corpus_vocabulary(corpus)` when the caller has it (a cached start), else computed."""
         self.corpus = corpus
         self.latency_ms = latency_ms
         self.version = version
@@ -69,7 +71,7 @@ class ReplayServer:
         self.next_state_id = 0
         # Metavariable/free-variable counter: deterministic, never reset (like Lean's name generator).
         self.next_uniq = 1
-        self.vocabulary = corpus_vocabulary(corpus)
+        self.vocabulary = corpus_vocabulary(corpus) if vocabulary is None else vocabulary
         self._commands = {
             "reset": self.reset,
             "stat": self.stat,
@@ -445,14 +447,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"replay: {LATENCY_VARIABLE}={os.environ[LATENCY_VARIABLE]!r} is not a number of milliseconds",
               file=sys.stderr)
         return 2
-    from leankit.world import embedded_corpus  # the default corpus: the bundled theorems and the generated world
-
     try:
-        corpus = with_conformance(load_corpus(args.corpus) if args.corpus is not None else embedded_corpus())
+        served = corpus_cache.load_served(lambda: served_corpus(args.corpus), args.corpus,
+                                          corpus_cache.cache_folder(os.environ))
     except BadInput as exc:  # the corpus loader's refusal (leankit.corpus), one line naming the file and the problem
         print(f"replay: {exc}", file=sys.stderr)
         return 2
-    return wire.run(ReplayServer(corpus, latency_ms=max(0.0, latency_ms), version=version))
+    return wire.run(ReplayServer(served.corpus, latency_ms=max(0.0, latency_ms), version=version,
+                                 vocabulary=served.vocabulary))
 
 
-__all__ = ["CONFORMANCE_CORPUS", "ReplayServer", "main", "serve", "with_conformance"]
+def served_corpus(path: Path | None) -> corpus_cache.Served:
+    """What a start serves, built: the corpus at `path` (None: the embedded corpus, the bundled theorems and the
+    generated world) with the conformance theorems, and its vocabulary. `main` reads it from `corpus_cache`."""
+    from leankit.world import embedded_corpus
+
+    corpus = with_conformance(load_corpus(path) if path is not None else embedded_corpus())
+    return corpus_cache.Served(corpus, corpus_vocabulary(corpus))
+
+
+__all__ = ["CONFORMANCE_CORPUS", "ReplayServer", "main", "serve", "served_corpus", "with_conformance"]
