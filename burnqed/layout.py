@@ -17,6 +17,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+INFLIGHT = "_inflight"  # in a hybrid search's trajectory prefix: its journal of half-searched theorems (search.journal)
+
 
 def trajectories_beside(result: str) -> str:
     """Where an eval keeps its trajectories unless told otherwise: beside its result file, named after it

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 MISSING = "missing"  # the stamp of an input that is not there (no completion marker, no file)
 INPUTS_NAME = "_INPUTS.json"  # in a trajectory prefix (search, merge-trajectories): its `StageInputs`
+IDENTITY_NAME = "_EVAL.json"  # in each pass prefix, written before its first search: what the eval is
 OLD_SEARCH_KEY = "search setting "  # + a search setting's name: how earlier records name `section.name`
 
 

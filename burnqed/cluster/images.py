@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import metadata, resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from burnqed.cluster.needs import (
     CHECKED,
@@ -33,8 +33,10 @@ from burnqed.cluster.needs import (
 )
 from burnqed.config import Config
 from burnqed.errors import ConfigError
-from burnqed.runner.plan import Stage
 from burnqed.runner.requests import RlRequest, TrainEbmRequest
+
+if TYPE_CHECKING:  # in annotations only: a command checking its own needs (`check_installed`) loads no plan
+    from burnqed.runner.plan import Stage
 
 DEVICE_ENV = "BURNQED_EBM__DEVICE"
 TRIPLE_ENV = "BURNQED_LEAN_TRIPLE"  # set by images/core/Dockerfile: the key of the triple the image was built with

@@ -23,7 +23,7 @@ import re
 from collections.abc import Sequence
 
 from burnqed.errors import InputError
-from burnqed.provenance import INPUTS_NAME
+from burnqed.provenance import IDENTITY_NAME, INPUTS_NAME
 from burnqed.storage import Store, join, normalize
 from burnqed.storage.markers import other_stage
 from burnqed.storage.place_lease import LEASE_NAME
@@ -52,8 +52,7 @@ def trajectory_file(name: str, *, passes: bool = False) -> bool:
     completion marker, the lease, the eval's identity, the record of what it is made from, the hybrid search's
     journal of half-searched theorems and temporary files; with `passes` also the same under `pass-K/` (an eval's
     pass prefixes)."""
-    from burnqed.eval.identity import IDENTITY_NAME
-    from burnqed.search.journal import INFLIGHT
+    from burnqed.layout import INFLIGHT
     from burnqed.trajectory.schema import PART_RE, SUCCESS_NAME
 
     first, _, rest = name.partition("/")
@@ -99,7 +98,6 @@ def trajectory_stage(store: Store, uri: str) -> str | None:
     `StageMarker` names (a folder output, not a prefix). None when it holds none of these (nothing, a lease,
     temporary files): nobody's yet. A search's output is thus never taken for an eval's or a merge's, which
     `check_trajectory_prefix` refuses to write into or start over, --force or not."""
-    from burnqed.eval.identity import IDENTITY_NAME
     from burnqed.runner.reuse import MERGE_INPUT
     from burnqed.trajectory.schema import PART_RE, SUCCESS_NAME
 

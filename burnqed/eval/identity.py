@@ -24,6 +24,7 @@ from burnqed.eval.metadata import config_digest
 from burnqed.eval.pass_at import validate_budgets
 from burnqed.lean.backend import lean_backend_label
 from burnqed.lean.comparator import ComparatorSettings
+from burnqed.provenance import IDENTITY_NAME as IDENTITY_NAME  # noqa: PLC0414 - read here by its tests
 from burnqed.provenance import StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
@@ -129,9 +130,6 @@ def eval_budgets(text: str | None, pipeline: PipelineConfig) -> list[int]:
     """The budgets of `burnqed eval --budgets TEXT`; without it `pipeline.eval_budgets`, the budgets `burnqed
     iterate` evaluates at (one default for a user's eval and the iteration's)."""
     return parse_budgets(text) if text is not None else list(pipeline.eval_budgets)
-
-
-IDENTITY_NAME = "_EVAL.json"  # in each pass prefix, written before its first search: what the eval is
 
 
 class EvalIdentity(BaseModel):

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from burnqed import storage
 from burnqed.errors import InputError
+from burnqed.layout import INFLIGHT
 from burnqed.lean.env import LeanEnv
 from burnqed.lean.guard import TacticGuard
 from burnqed.lean.soundness import Verdict, check_answer
@@ -39,7 +40,6 @@ from burnqed.search.skeleton import verify_closing
 from burnqed.search.trie import ProofTrie, TrieEntry, TrieNode
 from leankit.commands import term_problem
 
-INFLIGHT = "_inflight"
 _ROUND = re.compile(r"^round-(\d{6,})\.json$")
 
 
