@@ -35,9 +35,9 @@ import pytest
 from burnqed.config import RlConfig
 from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
 from burnqed.sft.manifests import SftRecord
-from tests.processes import background, burnqed, burnqed_in_process, survivors, wait_for
+from tests.processes import background, burnqed_in_process, survivors, wait_for
 from tests.rl.helpers import build_policy, write_index
-from tests.sft.helpers import continue_command, launched
+from tests.sft.helpers import continue_command, forked_command, launched
 from tests.shared import shared_artifact
 
 # The Lean of the commands run in this process answers in it (tests/conftest.py); the killed and two-process runs
@@ -116,11 +116,11 @@ def rl_args(policy: Path, index: Path, sets: dict[str, object]) -> list[str]:
 
 def run(policy: Path, output: Path, index: Path, **keys: object) -> list[dict[str, Any]]:
     """`burnqed rl` for 3 steps of 2 prompts × 2 completions on the tiny policy (with `keys` set); its rollouts. One
-    process runs in this process (`burnqed_in_process`), two in a process of their own: torchrun's processes print
-    to the inherited stdout, which only a process of the command's own captures."""
+    process runs in this process (`burnqed_in_process`); the command of two in a fork of it (tests/sft/helpers.py
+    `forked_command`), whose stdout torchrun's processes inherit and print to (CliRunner captures none of theirs)."""
     sets = {**SETS, **keys}
     args = ["rl", *rl_args(policy, index, sets), "--output", str(output)]
-    done = burnqed(*args, timeout=600) if sets.get("rl.processes", 1) != 1 else burnqed_in_process(*args)
+    done = forked_command(*args) if sets.get("rl.processes", 1) != 1 else burnqed_in_process(*args)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.count("rl iteration 0 (full)") == 1  # process 0 alone prints the summary
     assert sum(line.startswith("rl: step 2/3") for line in done.stderr.splitlines()) == 1  # and the progress
@@ -179,7 +179,7 @@ def test_two_processes_stopped_by_ctrl_c_end_with_the_command_and_resume_to_the_
         assert proc.stderr is not None
         command = continue_command(proc.stderr.read(), "rl", "SIGINT", two)
     assert not two.exists()
-    continued = burnqed(*command, timeout=600)
+    continued = forked_command(*command)
     assert continued.returncode == 0, continued.stderr[-3000:]
     assert continued.stdout.count("rl iteration 0 (full)") == 1  # process 0 alone prints the summary
     assert continued.stderr.count("rl: resuming from checkpoint-") == 1  # and the resume line
@@ -236,7 +236,7 @@ def test_two_processes_killed_outright_end_with_the_command_and_resume_to_the_wh
     # Both processes' sampler states are in the sealed checkpoint (process 0 seals after a barrier).
     sealed = [c for c in Path(f"{killed}-checkpoints").glob("checkpoint-*") if (c / CHECKPOINT_MARK).is_file()]
     assert sealed and all({"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in c.iterdir()} for c in sealed)
-    resumed = burnqed("rl", *args, "--output", str(killed), timeout=600)
+    resumed = forked_command("rl", *args, "--output", str(killed))
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     same_output(killed, whole, resumed.stderr)
 

@@ -1,20 +1,22 @@
 """Data-parallel SFT and joint training: 2 CPU processes (torchrun, gloo) follow the 1-process loss curve at the
-same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun: a
-process, the subject); a stop of the command ends torchrun and both processes before the command exits, and the
-command its line names resumes; the one-process command's stop prints the same kind of line. The 1-process curves
+same global batch, through `burnqed sft` with sft.processes = 2 (the command launches itself under torchrun, whose
+two processes are the subject); a stop of the command ends torchrun and both processes before the command exits, and
+the command its line names resumes; the one-process command's stop prints the same kind of line. The 1-process curves
 are trained in the test's process (the joint one by `run_sft`, the plain one by the app through tests/processes.py
 `cli`): what they are, not a process, is compared. The plain 1-process curve (`one_process_curve`) is trained once
 for the module. The two-process plain curve is that of a run stopped by SIGTERM and resumed by the command its line
 names, compared with the 1-process curve: one torchrun run pair for both claims (its points before the resumed step
-are the stopped run's, the later ones the resumed run's, and a mismatch names which: `same_curve`)."""
+are the stopped run's, the later ones the resumed run's, and a mismatch names which: `same_curve`). The command
+SIGTERM stops is a `python -m burnqed.cli` process of its own; the commands that only launch torchrun (the joint run,
+the resume) and the one-process command stopped by Ctrl-C are forks of the test's process presenting themselves as
+`python -m burnqed.cli` (tests/sft/helpers.py `command_fork`): their stop lines, torchrun's processes and what they
+train are the subject, not a process start (~0.9 CPU-s of imports a launcher, ~7 a one-process run)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,18 +25,8 @@ from burnqed.base.cpu_kernels import cpu_threads
 from burnqed.sft.checkpoints import CHECKPOINT_RE, STATE_FILE
 from burnqed.sft.launch import launch_argv, needs_launch
 from tests.processes import background, cli, survivors, wait_for
-from tests.sft.helpers import continue_command, launched, write_data_folder
+from tests.sft.helpers import command_fork, continue_command, forked_command, launched, write_data_folder
 from tests.sft.joint_helpers import ebm_config, joint_config, joint_run
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def command_process(*args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m burnqed.cli ARGS` in a process of its own, as a user starts one that launches torchrun."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("WORLD_SIZE", None)
-    return subprocess.run([sys.executable, "-m", "burnqed.cli", *args], capture_output=True, text=True, env=env,
-                          timeout=600, check=False)
 
 
 def sets(values: dict[str, object]) -> list[str]:
@@ -125,7 +117,7 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
     one = json.loads((tmp_path / "joint" / "joint" / "joint.json").read_text())
     keys = {f"sft.{k}": v for k, v in cfg.model_dump(mode="json").items() if v is not None}
     keys |= {f"ebm.{k}": v for k, v in ebm.model_dump(mode="json").items() if v is not None}
-    done = command_process("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories",
+    done = forked_command("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories",
                            f"file://{tmp_path}/traj0", "--output", str(tmp_path / "two"),
                            *sets({**keys, "sft.processes": 2}))
     assert done.returncode == 0, done.stderr[-3000:]
@@ -163,7 +155,7 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
         assert proc.stderr is not None
         command = continue_command(proc.stderr.read(), "sft", "SIGTERM", stopped)
     assert not stopped.exists()
-    resumed = command_process(*command)
+    resumed = forked_command(*command)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert resumed.stdout.count("sft iteration 0 (lora)") == 1  # process 0 alone prints the summary
     assert resumed.stderr.count("sft: resuming from checkpoint-") == 1  # and the resume line
@@ -173,21 +165,23 @@ def test_sigterm_to_the_command_alone_ends_torchrun_and_both_processes_and_its_l
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # two runs of one process, the uninterrupted one's in `one_process_curve`
+@pytest.mark.timeout(600)  # a fork's run and this process's, the uninterrupted one's in `one_process_curve`
 def test_ctrl_c_to_the_one_process_command_prints_the_command_that_resumes_the_curve(
         tmp_path: Path, tiny_model_dir: Path, one_process_curve: list[float]) -> None:
     args = plain_args(write_data_folder(tmp_path / "data"), tiny_model_dir, 1)
     stopped = tmp_path / "stopped"
     checkpoints = Path(f"{stopped}-checkpoints")
-    with background(*args, "--output", str(stopped), "--force") as proc:
+    # A fork of this process (`command_fork`): its stop line and what the command it names makes are the subject,
+    # not a process start; the two-process test stops a real `python -m burnqed.cli` process.
+    with command_fork(*args, "--output", str(stopped), "--force") as proc:
         wait_for(lambda: any((c / STATE_FILE).is_file() for c in checkpoints.glob("checkpoint-*"))
                  or proc.poll() is not None, timeout=300)
         assert proc.poll() is None, "the run finished before it could be stopped"
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal
         assert proc.wait(timeout=60) == 130
         assert proc.stderr is not None
-        # before: `error: stopped by SIGINT`, no command; now the line of the 2-process command, without --force
-        command = continue_command(proc.stderr.read(), "sft", "SIGINT", stopped, processes=1)
+        # before: `error: stopped by SIGINT`, no command; now the line of the 1-process command, without --force
+        command = continue_command(proc.stderr.read().decode(), "sft", "SIGINT", stopped, processes=1)
     assert command == [*args, "--output", str(stopped)]
     assert not stopped.exists()
     resumed = cli(*command, env={"WORLD_SIZE": None})
