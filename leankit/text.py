@@ -65,6 +65,7 @@ _ESCAPE = re.compile(r"""\\(?:[\\"'nrt]|x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4})""")  # 
 # A character literal as Lean's `charLitFnAux` reads one: one character or one escape, then the closing quote.
 _CHAR_LITERAL = re.compile(rf"""'(?:{_ESCAPE.pattern}|[^\\\n'])'""")
 _RAW_STRING_OPEN = re.compile(r'r(#*)"')
+_BLOCK_MARK = re.compile("/-|-/")  # what opens and closes a nested block comment
 
 # What a region of Lean source is (`regions`): comments of four kinds, or a literal.
 LINE_COMMENT = "line comment"  # `-- …` up to the end of its line (the newline is not part of it)
@@ -101,17 +102,11 @@ def _block_end(text: str, start: int) -> tuple[int, bool]:
     comment each."""
     depth = 1
     index = start + 3  # Lean's `whitespace` reads the character after `/-` before the body: `/-/- -/` is one comment
-    while index < len(text):
-        if text.startswith("/-", index):
-            depth += 1
-            index += 2
-        elif text.startswith("-/", index):
-            depth -= 1
-            index += 2
-            if depth == 0:
-                return index, True
-        else:
-            index += 1
+    while (found := _BLOCK_MARK.search(text, index)) is not None:  # the next `/-` or `-/`, `/-` first at a tie
+        index = found.end()
+        depth += 1 if found.group() == "/-" else -1
+        if depth == 0:
+            return index, True
     return len(text), False  # unterminated: the rest is comment
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from importlib.metadata import version
 
 from hera.workflows import models as m
@@ -25,9 +26,16 @@ class Images:
     rl: str
 
 
+@cache
+def package_version() -> str:
+    """The installed burnqed's version, read once a process (each read of the package metadata scans sys.path: a
+    render asks for it for every pod)."""
+    return version("burnqed")
+
+
 def images(cluster: ClusterConfig) -> Images:
     """Our images, tagged with cluster.image_tag or the package version."""
-    tag = cluster.image_tag or version("burnqed")
+    tag = cluster.image_tag or package_version()
     registry = cluster.image_registry.rstrip("/")
     return Images(
         core=f"{registry}/burnqed-core:{tag}",

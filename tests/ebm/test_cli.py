@@ -23,7 +23,7 @@ from burnqed.eval.result import load_eval_result
 from burnqed.lean.inprocess import InProcessReplayPool
 from burnqed.policy.localmodel import LocalModel
 from burnqed.policy.localpolicy import LocalPolicy
-from burnqed.records.theorem import Theorem
+from burnqed.records.theorem import Theorem, TheoremIndex
 from burnqed.stages.search import JobSettings, search_job
 from burnqed.storage import Store
 from burnqed.trajectory.reader import read_edges, read_results
@@ -37,7 +37,7 @@ from tests.trajectory.factories import result, write_trajectory
 
 @pytest.fixture(scope="module")
 def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
-    """The bundled corpus's train theorems searched twice (in-process replay): by the tiny test model (10 expansions per
+    """The bundled corpus's train theorems searched twice (in-process replay): by the tiny test model (4 expansions per
     theorem; it proves only one-tactic theorems, which give no positive state: its failed edges are the negatives,
     and its generation is the fixture's whole cost) and by the corpus oracle (30 expansions; multi-step proofs, like
     an earlier iteration's stronger policy)."""
@@ -49,7 +49,7 @@ def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
     async def run() -> None:
         policy = LocalPolicy(LocalModel.load(tiny_model_dir, device="cpu", seed=0))
         try:
-            for out, searcher, nodes in ((root / "tiny", policy, 10),
+            for out, searcher, nodes in ((root / "tiny", policy, 4),
                                          (root / "oracle", ScriptedPolicy(corpus_oracle(corpus)), 30)):
                 cfg = load_config(sets=[f"search.max_nodes={nodes}", "search.checkpoint_every=20"])
                 pool = InProcessReplayPool(lambda: ReplayServer(corpus), size=2)
@@ -64,6 +64,13 @@ def trajectories(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory)
 
 def invoke(*args: str) -> subprocess.CompletedProcess[str]:
     return cli(*args)
+
+
+def first_test_theorems(path: Path, count: int) -> Path:
+    """An index of the bundled test split's first `count` theorems, written at `path`."""
+    bundled = TheoremIndex.model_validate_json(bundled_index_path("test").read_text(encoding="utf-8"))
+    path.write_text(TheoremIndex(name="few", theorems=bundled.theorems[:count]).model_dump_json(), encoding="utf-8")
+    return path
 
 
 @pytest.mark.slow
@@ -112,10 +119,11 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert f"{metrics.counts.texts} cached, 0 encoded" in warm.stdout
 
     result_path = tmp_path / "eval" / "e.json"
-    # Budgets of 2 and 4 expansions, the test split's 15 theorems: the ablation's pair of results is the subject, not
-    # the search's length (each expansion is the tiny model's generation).
+    # Budgets of 2 and 4 expansions, the test split's first 3 theorems: the ablation's pair of results is the subject,
+    # not the search's length nor its breadth (each expansion is the tiny model's generation).
+    few = first_test_theorems(tmp_path / "few.json", 3)
     evaluated = invoke("eval", "--ebm", str(out), "--ablation", "--output", str(result_path), "--budgets", "2,4",
-                       "--theorems", str(bundled_index_path("test")), "--set", "lean.workers=2", *model)
+                       "--theorems", str(few), "--set", "lean.workers=2", *model)
     assert evaluated.returncode == 0, evaluated.stderr
     with_ebm, without = load_eval_result(result_path, store=store), load_eval_result(tmp_path / "eval" / "e-noebm.json",
                                                                                      store=store)
@@ -125,7 +133,7 @@ def test_train_ebm_then_eval_with_the_ebm_and_its_ablation(trajectories: list[st
     assert "+ EBM" in text and "Δ llm+ebm − llm" in text and "e-noebm.json" in text
 
     searched = invoke("search", "--ebm", str(out), "--output", str(tmp_path / "s"), "--set", "lean.workers=2",
-                      "--theorems", str(bundled_index_path("test")), "--set", "search.max_nodes=5", *model)
+                      "--theorems", str(few), "--set", "search.max_nodes=5", *model)
     assert searched.returncode == 0, searched.stderr
     rows = read_edges(str(tmp_path / "s"), columns=["outcome", "energy", "score"], store=store).to_pylist()
     pushed = [r for r in rows if r["score"] is not None]

@@ -7,7 +7,9 @@ The world has one taught family (ℕ linear equations: `intro n h₀` then `omeg
 (divisibility: `intro n h₀` then `omega` on `k ∣ n + c`), which no training proof shows. Search samples 16
 tactics per node, the evaluations 2, so what search finds beyond the policy's first guesses is what iteration 1
 must learn. Iteration 1 must solve more of the test split than iteration 0 (measured: 13 of 20 against 5,
-divisibility 10 of 16 against 3), which solves more than the untrained base policy (0).
+divisibility 9 of 16 against 1), which solves more than the untrained base policy (0). SFT trains 40 steps at
+iteration 0 and 10 at iteration 1, the fewest that keep both margins wide (80 and 20 gave 19 against 11); with
+iteration 1's learning rate made ~0 by hand the figures are 5 against 5 and the test fails.
 """
 
 from __future__ import annotations
@@ -39,11 +41,11 @@ from leankit.world.algebra import dvd_omega, nat_lin
 from leankit.world.catalog import Family
 from minilean.replay.replay_server import ReplayServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # SFT twice and five searches: ~50 s alone
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]  # SFT twice and five searches: ~35 s alone
 
 FAMILIES = (Family("nat_lin", nat_lin, train=12, pool=4, test=4),
             Family("dvd_omega", dvd_omega, train=0, pool=16, test=16))
-SETS = ["policy.device=cpu", "sft.device=cpu", "sft.max_steps=80", "sft.warm_steps=20", "sft.later_epochs=0",
+SETS = ["policy.device=cpu", "sft.device=cpu", "sft.max_steps=40", "sft.warm_steps=10", "sft.later_epochs=0",
         "sft.eval_fraction=0", "sft.logging_steps=1000", "sft.save_steps=1000", "sft.eval_steps=1000",
         "search.checkpoint_every=100", "search.theorems_per_worker=1", "search.revisits=0"]
 # One theorem at a time, as before theorems shared a worker: the seeded sampler's draws then follow the theorem

@@ -15,6 +15,7 @@ lean check) is minilean in this process too (`minilean_in_process`): the storage
 from __future__ import annotations
 
 import errno
+import functools
 import json
 import os
 import socket
@@ -24,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import moto  # noqa: F401  # a dev dependency: a missing one fails here instead of skipping the file
 import pytest
@@ -193,12 +195,18 @@ def files_under(folder: Path) -> list[str]:
     return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
 
 
-def s3_objects(endpoint: str, bucket: str) -> list[str]:
+@functools.cache
+def lister(endpoint: str) -> Any:
+    """The test's own S3 client of `endpoint`, made once (a client costs ~20 ms of CPU; the cases' clients, which the
+    commands make, stay each case's own: `fresh_clients`)."""
     import boto3
 
-    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
-                          aws_secret_access_key="testing")
-    return [o["Key"] for o in client.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
+                        aws_secret_access_key="testing")
+
+
+def s3_objects(endpoint: str, bucket: str) -> list[str]:
+    return [o["Key"] for o in lister(endpoint).list_objects_v2(Bucket=bucket).get("Contents", [])]
 
 
 FAULTS = ["no credentials", "unreachable endpoint", "missing bucket", "refused credentials"]

@@ -7,9 +7,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import operator
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 
 import pytest
@@ -149,65 +150,66 @@ def _ediv(a: int, b: int) -> int:
     return (a - r) // b
 
 
-def _eval(expr: Expr, env: Mapping[str, Value], types: Mapping[str, str],
-          kinds: dict[int, str | None] | None = None) -> Value:
+def _eval(expr: Expr, env: Mapping[str, Value], types: Mapping[str, str]) -> Value:
     """Lean's semantics of the world's arithmetic and logic (ℕ subtraction truncates, `/` and `%` on ℕ/ℤ are
-    Euclidean), on concrete values. ∀ over a number type is out of scope (only the leading binders are bound).
-    `kinds` keeps each operation's `_integral` for the next assignment of the same expression (a grid search
-    evaluates one expression thousands of times)."""
+    Euclidean), on concrete values. ∀ over a number type is out of scope (only the leading binders are bound)."""
+    return _evaluator(expr, types)(env)
+
+
+Evaluator = Callable[[Mapping[str, Value]], Value]
+
+
+def _evaluator(expr: Expr, types: Mapping[str, str]) -> Evaluator:
+    """`_eval` of `expr` as a function of the assignment, each node's operation (and its `_integral`) chosen once:
+    a grid search evaluates one expression hundreds of thousands of times."""
     if isinstance(expr, Num):
-        return Fraction(expr.value)
+        number = Fraction(expr.value)
+        return lambda env: number
     if isinstance(expr, Var):
-        if expr.name in ("True", "False"):
-            return expr.name == "True"
-        return env[expr.name]
-    if isinstance(expr, Op):
-        kinds = {} if kinds is None else kinds
-        if expr.op in ("∧", "∨", "→"):  # the right side only when it decides (the operations are total and pure)
-            left = bool(_eval(expr.args[0], env, types, kinds))
-            if left == (expr.op == "∨") or (expr.op == "→" and not left):
-                return expr.op != "∧"
-            return bool(_eval(expr.args[1], env, types, kinds))
-        args = [_eval(arg, env, types, kinds) for arg in expr.args]
-        if id(expr) not in kinds:
-            kinds[id(expr)] = _integral(expr, types)
-        return _apply(expr.op, args, kinds[id(expr)])
-    raise AssertionError(f"outside the evaluated fragment: {expr!r}")
+        name = expr.name
+        if name in ("True", "False"):
+            truth = name == "True"
+            return lambda env: truth
+        return lambda env: env[name]
+    if not isinstance(expr, Op):
+        raise AssertionError(f"outside the evaluated fragment: {expr!r}")
+    args = [_evaluator(arg, types) for arg in expr.args]
+    if expr.op in ("∧", "∨", "→"):  # the right side only when it decides (the operations are total and pure)
+        left, right = args
+        if expr.op == "∧":
+            return lambda env: bool(left(env)) and bool(right(env))
+        if expr.op == "∨":
+            return lambda env: bool(left(env)) or bool(right(env))
+        return lambda env: not left(env) or bool(right(env))
+    if expr.op == "¬":
+        return lambda env: not args[0](env)
+    if expr.op == "↔":
+        return lambda env: bool(args[0](env)) == bool(args[1](env))
+    if expr.op == "neg":
+        return lambda env: -_number(args[0](env))
+    first, second = args
+    arith = _arith(expr.op, _integral(expr, types))
+    return lambda env: arith(_number(first(env)), _number(second(env)))
 
 
-def _apply(op: str, args: list[Value], integral: str | None) -> Value:
-    """One operation on evaluated arguments; `integral` is the number type when it is ℕ or ℤ (see `_integral`)."""
-    if op == "¬":
-        return not args[0]
-    if op in ("∧", "∨", "→", "↔"):
-        a, b = bool(args[0]), bool(args[1])
-        return {"∧": a and b, "∨": a or b, "→": (not a) or b, "↔": a == b}[op]
-    x = args[0]
-    assert isinstance(x, Fraction)
-    if op == "neg":
-        return -x
-    y = args[1]
-    assert isinstance(y, Fraction)
-    return _arith(op, x, y, integral)
+def _number(value: Value) -> Fraction:
+    assert isinstance(value, Fraction)
+    return value
 
 
-def _arith(op: str, x: Fraction, y: Fraction, integral: str | None) -> Value:
-    """A binary arithmetic operation or comparison, with ℕ subtraction truncated and Euclidean `/` and `%`."""
-    if op == "+":
-        return x + y
-    if op == "-":
-        return max(x - y, Fraction(0)) if integral == "ℕ" else x - y
-    if op == "*":
-        return x * y
-    if op == "^":
-        return x ** int(y)
-    if op == "/":
-        return Fraction(_ediv(int(x), int(y))) if integral else (x / y if y else Fraction(0))
-    if op == "%":
-        return Fraction(int(x) - int(y) * _ediv(int(x), int(y))) if y else x
-    if op == "∣":
-        return (y == 0) if x == 0 else (y / x).denominator == 1
-    return {"=": x == y, "≠": x != y, "<": x < y, ">": x > y, "≤": x <= y, "≥": x >= y}[op]
+def _arith(op: str, integral: str | None) -> Callable[[Fraction, Fraction], Value]:
+    """A binary arithmetic operation or comparison, with ℕ subtraction truncated and Euclidean `/` and `%`;
+    `integral` is the number type when it is ℕ or ℤ (see `_integral`)."""
+    zero = Fraction(0)
+    table: dict[str, Callable[[Fraction, Fraction], Value]] = {
+        "+": operator.add, "*": operator.mul, "^": lambda x, y: x ** int(y),
+        "-": (lambda x, y: max(x - y, zero)) if integral == "ℕ" else operator.sub,
+        "/": ((lambda x, y: Fraction(_ediv(int(x), int(y)))) if integral
+              else (lambda x, y: x / y if y else zero)),
+        "%": lambda x, y: Fraction(int(x) - int(y) * _ediv(int(x), int(y))) if y else x,
+        "∣": lambda x, y: (y == 0) if x == 0 else (y / x).denominator == 1,
+        "=": operator.eq, "≠": operator.ne, "<": operator.lt, ">": operator.gt, "≤": operator.le, "≥": operator.ge}
+    return table[op]
 
 
 def _integral(expr: Expr, types: Mapping[str, str]) -> str | None:
@@ -245,10 +247,11 @@ def _counterexample(statement: str, grid: range = range(-6, 13)) -> dict[str, Va
     types = dict(binders)
     domains: list[list[Value]] = [
         [True, False] if ty == "Prop" else [Fraction(v) for v in grid if ty != "ℕ" or v >= 0] for _, ty in binders]
-    kinds: dict[int, str | None] = {}  # `body` lives through the loop, so its nodes' ids stay its own
+    holds = _evaluator(body, types)
+    names = [name for name, _ in binders]
     for values in itertools.product(*domains):
-        env: dict[str, Value] = dict(zip([name for name, _ in binders], values, strict=True))
-        if not _eval(body, env, types, kinds):
+        env: dict[str, Value] = dict(zip(names, values, strict=True))
+        if not holds(env):
             return env
     return None
 
