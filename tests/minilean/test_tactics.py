@@ -73,6 +73,30 @@ def test_branching_several_first_tactics_succeed_with_different_states_and_some_
     assert prover.error(every, "constructor").startswith("tactic 'constructor' failed")
 
 
+def test_linarith_asks_z3_once_a_problem_and_an_atoms_type_is_part_of_the_problem(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`x < 0` is refuted over ℕ (its atoms are non-negative) and not over ℤ: the same comparisons, other atoms'
+    types. Asked again (a fresh goal, fresh atoms), the ℕ problem is answered without z3."""
+    from minilean import procedures
+
+    asked: list[int] = []
+    z3 = procedures._z3
+
+    def counted() -> object:
+        asked.append(1)
+        return z3()
+
+    procedures._linear_unsat_of.cache_clear()
+    monkeypatch.setattr(procedures, "_z3", counted)
+    prover = Prover()
+    for _ in range(2):
+        assert prover.run(prover.run(prover.start("∀ (x : ℕ), x < 0 → False"), "intro x h"), "linarith") == ()
+    assert len(asked) == 1
+    integer = prover.run(prover.start("∀ (x : ℤ), x < 0 → False"), "intro x h")
+    assert prover.error(integer, "linarith").startswith("linarith failed")
+    assert len(asked) == 2
+
+
 def test_decision_tactics_keep_their_scope():
     prover = Prover()
     # over ℤ, 2x = 1 is impossible: omega knows, linarith (rational relaxation) does not
