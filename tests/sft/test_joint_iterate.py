@@ -31,7 +31,7 @@ QUICK = {
     "BURNQED_EBM__HIDDEN_DIMS": "[32]",
     "BURNQED_PIPELINE__SEARCH_SHARDS": "1",
     "BURNQED_SEARCH__MAX_NODES": "8",
-    "BURNQED_PIPELINE__EVAL_BUDGETS": "[5, 10]",  # half iteration 0's: the three evals (main, A, B) are half the cost
+    "BURNQED_PIPELINE__EVAL_BUDGETS": "[5, 10]",  # iteration 0's (tests/pipeline/iteration.py), asserted below
 }
 # The joint iteration 1's stages (burnqed.runner.plan) less eval-noebm; `iterate --only` checks each name.
 STAGES = ("start", "sft", "export", "train-ebm", "search", "merge-trajectories", "eval", "study-sft-a",
