@@ -30,10 +30,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 # Iteration 1's SFT (from the base, pipeline.start's default) and EBM as small as what is asserted of them needs (a
 # model trained on, an EBM search and eval score with): a tenth of an epoch in place of sft.later_epochs' 1, an EBM of
-# 60 steps and one hidden layer of 32; its search in one shard (iteration 0's two are the sharded run's test).
+# 60 steps and one hidden layer of 32; its search in one shard (iteration 0's two are the sharded run's test) of 8
+# expansions a theorem (iteration 0's 16): what is read of it is that it scored children with the EBM, which its
+# first expansion of a theorem does.
 REPO = Path(__file__).resolve().parents[2]  # where a user of a checkout types the printed commands
 ITERATION_1 = {"BURNQED_SFT__LATER_EPOCHS": "0.1", "BURNQED_EBM__STEPS": "60", "BURNQED_EBM__HIDDEN_DIMS": "[32]",
-               "BURNQED_PIPELINE__SEARCH_SHARDS": "1"}
+               "BURNQED_PIPELINE__SEARCH_SHARDS": "1", "BURNQED_SEARCH__MAX_NODES": "8"}
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,7 @@ def test_the_stopped_iteration_finishes_on_rerun_without_searching_anything_twic
     for stage in ("data", "sft", "export", "trajectories", "report"):
         assert (it0 / stage / "_SUCCESS.json").exists(), stage
     result = json.loads((it0 / "eval" / "eval.json").read_text())
-    assert result["ebm"] is None and [b["budget"] for b in result["budgets"]] == [10, 20]
+    assert result["ebm"] is None and [b["budget"] for b in result["budgets"]] == [5, 10]
     assert {g["group"] for g in result["groups"]} == {"burnqed-world", "burnqed-bundled"}
     assert result["seed"] == 0 and result["settings"]["num_candidates"] == 8
     base = json.loads((it0 / "eval-base" / "eval.json").read_text())
