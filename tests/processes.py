@@ -279,7 +279,14 @@ def forked(*args: str, capture: bool = False) -> Iterator[ForkedStage]:
     assert os.environ.get("OMP_NUM_THREADS") == "1", "GNU OpenMP hangs in a fork after its parent used more threads"
     from burnqed.runner.requests import OtherRequest
 
-    proc = ForkedStage.start(OtherRequest(output="", words=args), dict(os.environ), capture=capture)
+    with killed_at_end(ForkedStage.start(OtherRequest(output="", words=args), dict(os.environ),
+                                         capture=capture)) as proc:
+        yield proc
+
+
+@contextmanager
+def killed_at_end(proc: ForkedStage) -> Iterator[ForkedStage]:
+    """A started fork, killed with its group and reaped when the block ends (`_reap`), whatever it was doing."""
     try:
         yield proc
     finally:

@@ -4,10 +4,8 @@ and, for the data-parallel tests (SFT's and RL's), a `burnqed` command as a fork
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +17,7 @@ from typing import IO
 import psutil
 
 from burnqed.data.pairs import PAIRS_FILE, TacticPair, corpus_pairs, write_pairs
-from tests.processes import ForkedStage, _kill_group, _reap, command_lines, descendants
+from tests.processes import ForkedStage, command_lines, descendants, killed_at_end
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -81,14 +79,8 @@ def command_fork(*words: str) -> Iterator[ForkedStage]:
         proc = ForkedStage.start(OtherRequest(words=words), env, capture=True)
     finally:
         sys.argv[0], sys.orig_argv = argv0, orig_argv
-    try:
+    with killed_at_end(proc):
         yield proc
-    finally:
-        if proc.poll() is None:
-            _kill_group(proc.pid)
-            with contextlib.suppress(ProcessLookupError):  # killed before it made its group
-                os.kill(proc.pid, signal.SIGKILL)
-        _reap(proc)
 
 
 def forked_command(*words: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
