@@ -119,7 +119,9 @@ TARGETS: dict[str, tuple[tuple[str, ...] | None, list[str]]] = {
     ),
     "burnqed/search/repair.py": (None, REPAIR_TESTS),
     "burnqed/search/root.py": (("accept_subgoal", "own_goals"), ["tests/search/test_sketch_search.py"]),
-    "burnqed/search/sketching.py": (("SketchSearch._count",), ["tests/search/test_sketch_search.py"]),
+    "burnqed/search/sketching.py": (("SketchSearch._count",), [
+        "tests/search/test_sketch_search.py", "tests/search/test_sketch_file_lemmas.py",
+        "tests/search/test_sketch_graph.py", "tests/search/test_lemma_poison.py"]),
     # what the judge (comparator) decides: its verdict read, a refused proof un-counting its theorem, never training
     "burnqed/lean/comparator.py": (("ComparatorReport.kernels", "transcript_kernels", "read_verdicts", "_uncaught"),
                                    ["tests/lean/test_comparator_verdicts.py", "tests/lean/test_comparator.py",

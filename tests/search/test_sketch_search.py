@@ -102,6 +102,7 @@ def test_each_subgoal_is_searched_from_its_own_context_and_the_assembled_proof_c
     result = outcome.result
     assert result.proved, result.detail
     assert (result.mode, result.proof, result.failure_reason) == ("sketch", ASSEMBLED, None)
+    assert result.rejected_proofs == 0 and outcome.edges[0].error is None  # counted, and only counted
     assert result.tactics == ["have hxy : 0 < x * y := by\n  nlinarith [h₀, h₁]", "have hx : 0 < x := by\n  exact h₀",
                               "nlinarith [hxy, hx]"]
     # The subgoals' prompts showed their contexts: the binders, then for hx the hole before it (from 0.3.7, whose
