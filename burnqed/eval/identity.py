@@ -24,8 +24,7 @@ from burnqed.eval.metadata import config_digest
 from burnqed.eval.pass_at import validate_budgets
 from burnqed.lean.backend import lean_backend_label
 from burnqed.lean.comparator import ComparatorSettings
-from burnqed.provenance import IDENTITY_NAME as IDENTITY_NAME  # noqa: PLC0414 - read here by its tests
-from burnqed.provenance import StageInputs
+from burnqed.provenance import IDENTITY_NAME, StageInputs
 from burnqed.records.enums import SearchMode
 from burnqed.records.theorem import SkippedDeclaration, Theorem, TheoremIndex
 from burnqed.search.judge import JudgeSettings

@@ -426,7 +426,7 @@ def merge_output(prefix: Path, inputs: list[str], store: Store) -> Path:
 
 
 def eval_prefix(prefix: Path, store: Store) -> Path:
-    from burnqed.eval.identity import IDENTITY_NAME
+    from burnqed.provenance import IDENTITY_NAME
     from tests.trajectory.factories import simple_theorem, write_trajectory
 
     write_trajectory(str(prefix), [simple_theorem("a")], store=store)

@@ -11,8 +11,8 @@ import pytest
 
 from burnqed.commands.outputs import restart_trajectory_prefix
 from burnqed.errors import InputError
-from burnqed.eval.identity import IDENTITY_NAME
 from burnqed.layout import trajectories_beside
+from burnqed.provenance import IDENTITY_NAME
 from burnqed.storage import Store
 from burnqed.storage.place_lease import LEASE_NAME
 from burnqed.trajectory.reader import committed_parts, is_complete, read_results

@@ -14,9 +14,9 @@ from burnqed.config import DEFAULT_DENY, load_config
 from burnqed.data.index import bundled_index_path, load_local_theorem_index, select_split
 from burnqed.errors import InputError
 from burnqed.eval.arms import EvalRequest, check_resumable
-from burnqed.eval.identity import IDENTITY_NAME, EvalIdentity, EvalJobSettings, record_identity
+from burnqed.eval.identity import EvalIdentity, EvalJobSettings, record_identity
 from burnqed.eval.resume import PassState, resume_state
-from burnqed.provenance import INPUTS_NAME
+from burnqed.provenance import IDENTITY_NAME, INPUTS_NAME
 from burnqed.records.theorem import TheoremIndex
 from burnqed.runner.reuse import Finished, check_reusable, eval_inputs, resume_prefix, search_inputs
 from burnqed.storage import Store
