@@ -355,16 +355,21 @@ def bundled_corpus_path() -> Path:
     return BUNDLED_DIR / "competition.json"
 
 
+def corpus_files(source: Path) -> list[Path]:
+    """The files a corpus at `source` is read from (`load_corpus`): a folder's `*.json` files in name order, or the
+    file itself; none for a path that is neither."""
+    if source.is_dir():
+        return sorted(source.glob("*.json"))
+    return [source] if source.is_file() else []
+
+
 def load_corpus(path: Path | None = None) -> Corpus:
     """Load and validate a corpus file or folder of `*.json` files (`None`: the bundled corpus)."""
     source = bundled_corpus_path() if path is None else Path(path)
-    if source.is_dir():
-        files = sorted(source.glob("*.json"))
-        if not files:
+    files = corpus_files(source)
+    if not files:
+        if source.is_dir():
             raise BadInput(f"corpus folder {source} has no *.json files; point --corpus at a corpus file")
-    elif source.is_file():
-        files = [source]
-    else:
         raise BadInput(f"corpus {source} does not exist; pass a corpus JSON file or a folder of them")
     parts = [_load_file(file) for file in files]
     theorems: list[TheoremSpec] = []

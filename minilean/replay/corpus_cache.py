@@ -20,7 +20,7 @@ import pydantic
 import pydantic_core
 
 import leankit
-from leankit.corpus import Corpus
+from leankit.corpus import Corpus, corpus_files
 from minilean.cache import cache_folder, cached, input_key
 
 # The packages whose files build the corpus: leankit (the corpus model and checks, the world, the bundled corpus)
@@ -35,13 +35,6 @@ class Served(NamedTuple):
     vocabulary: frozenset[str]
 
 
-def _corpus_files(corpus: Path) -> list[Path]:
-    """The files `leankit.corpus.load_corpus(corpus)` reads (a missing path: none, the build says what is wrong)."""
-    if corpus.is_dir():
-        return sorted(corpus.glob("*.json"))
-    return [corpus] if corpus.is_file() else []
-
-
 def entry_key(corpus: Path | None, packages: tuple[Path, ...] = PACKAGES) -> str:
     """The key of the build of `corpus` (None: the embedded corpus): `minilean.cache.input_key` of the versions,
     the corpus files and the `packages`' files."""
@@ -51,7 +44,7 @@ def entry_key(corpus: Path | None, packages: tuple[Path, ...] = PACKAGES) -> str
         parts.append(b"embedded")
     else:
         parts.append(b"dir" if corpus.is_dir() else b"file")
-        for file in _corpus_files(corpus):
+        for file in corpus_files(corpus):  # what load_corpus reads (none: the build says what is wrong)
             parts += [file.name.encode(), file.read_bytes()]
     return input_key(parts, packages)
 
