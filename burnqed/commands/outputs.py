@@ -176,13 +176,15 @@ def trainer_model_card(data: bytes) -> bool:
 def check_checkpoint_folder(store: Store, output: str, *, what: str = "--output") -> None:
     """`InputError` when the checkpoint folder next to `output` (`{output}-checkpoints`, which sft and rl delete when
     they finish, or with --force when they start) holds anything the stage and its trainer do not write there: a
-    file `checkpoint_file` does not name, or a `README.md` that is not TRL's model card."""
+    file `checkpoint_file` does not name, or a `README.md` that is neither TRL's model card nor empty."""
     from burnqed.sft.checkpoints import checkpoints_uri
 
     uri = checkpoints_uri(output)
     where = f"{what} {output}: its checkpoint folder"
     store.check_holds_only(uri, checkpoint_file, "a checkpoint folder", what=where)
     card = join(uri, MODEL_CARD)
-    if store.exists(card) and not trainer_model_card(store.read_bytes(card)):
+    # An empty card is the trainer's, cut at its write: huggingface_hub's `RepoCard.save` opens the file for writing
+    # (emptying it) and then writes the card, so a stop between the two leaves it empty; it holds nothing to lose.
+    if store.exists(card) and (data := store.read_bytes(card)) and not trainer_model_card(data):
         raise InputError(f"{where} {uri} holds a {MODEL_CARD} that is not the model card TRL's trainer writes "
                          "there: choose a new or empty folder, or move it away")
