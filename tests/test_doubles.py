@@ -9,7 +9,7 @@ from pathlib import Path
 import tests.doubles
 
 DOUBLES = Path(tests.doubles.__file__).parent
-NOT_A_DOUBLE = {"json_http.py"}  # the transport the HTTP doubles are served with
+NOT_A_DOUBLE = {"json_http.py", "run_lean_double.py"}  # the HTTP doubles' transport; the Pantograph double's start
 
 
 def test_every_double_is_listed_and_states_its_leniency() -> None:

@@ -4,7 +4,7 @@
     sort /tmp/counts.txt | uniq -c | sort -rn     # processes per test file, and per kind
 
 Every `subprocess.Popen` and `multiprocessing` process start appends one line `FILE<TAB>KIND` to the file (KIND:
-`python -m burnqed.cli`, `python lean_double.py`, `fork burnqed.cli` for a stage forked by tests/processes.py
+`python -m burnqed.cli`, `python run_lean_double.py`, `fork burnqed.cli` for a stage forked by tests/processes.py
 `forked_stages`, ...; a line per start, so any number of workers may append). The
 test process knows its test file; a child learns it from BURNQED_COUNT_TEST and counts through tests/counting/
 sitecustomize.py, which PYTHONPATH puts first while counting. A child started with an environment of its own (not

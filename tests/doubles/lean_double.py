@@ -184,6 +184,11 @@ COMMAND_MODIFIERS = frozenset({"private", "protected", "noncomputable", "partial
 _NAME_PART = r"(?:«[^»]*»|[^\W\d][\w'!?₀-₉ₐ-ₜᵢ-ᵪⱼ]*)"  # `axiom«x»` is two: a `«»` part opens a name or follows a dot
 _WORD = re.compile(rf"{_NAME_PART}(?:\.{_NAME_PART})*|#[a-z_]+")
 _CHAR_LITERAL = re.compile(r"'(?:\\.[^']*|[^'\\])'")
+# Where Lean's whitespace reader stops outside comments: a string literal's quote, a line or a block comment's opener
+_READER_STOP = re.compile(r'"|--|/-')
+_BLOCK_MARK = re.compile(r"/-|-/")  # a block comment's nested openers and closers
+_STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)  # a string literal's characters and escapes
+_NOT_NEWLINE = re.compile(r"[^\n]")
 _OPENERS, _CLOSERS = "([{⟨⦃", ")]}⟩⦄"
 # What opens a declaration before its keyword: an attribute, modifiers (its docstring is blanked with the comments).
 DECLARATION_PREFIX = re.compile(r"(?:@\[[^\]]*\]\s*)?(?:(?:private|protected|noncomputable|partial|unsafe)\s+)*")
@@ -1116,27 +1121,21 @@ def blank_comments(text: str) -> tuple[str, list[int]]:
     own reading, on purpose not burnqed's (a bug there must not hide here) and not minilean's twin of it (an
     independent peer; importing it would load minilean's whole server into every double). Character literals are
     not read (no statement the tests send has one)."""
-    chars = list(text)
+    pieces: list[str] = []
     docs: list[int] = []
-    index = 0
-    while index < len(text):
-        if text[index] == '"':
-            index += 1
-            while index < len(text) and text[index] != '"':
-                index += 2 if text[index] == "\\" else 1
-            index += 1
+    kept = index = 0  # the text before `kept` is in `pieces`; the reader stands at `index`
+    while (found := _READER_STOP.search(text, index)) is not None:
+        start = found.start()
+        if found.group() == '"':
+            index = _string_end(text, start)
             continue
-        end = _comment_end(text, index)
-        if end < 0:
-            index += 1
-            continue
-        if text.startswith("/--", index):
-            docs.append(index)
-        for at in range(index, end):
-            if chars[at] != "\n":
-                chars[at] = " "
-        index = end
-    return "".join(chars), docs
+        end = _comment_end(text, start)
+        if text.startswith("/--", start):
+            docs.append(start)
+        pieces += (text[kept:start], _NOT_NEWLINE.sub(" ", text[start:end]))
+        kept = index = end
+    pieces.append(text[kept:])
+    return "".join(pieces), docs
 
 
 def _comment_end(text: str, index: int) -> int:
@@ -1146,16 +1145,11 @@ def _comment_end(text: str, index: int) -> int:
         return len(text) if end < 0 else end
     if not text.startswith("/-", index):
         return -1
-    depth, end = 0, index
-    while end < len(text):
-        if text.startswith("/-", end):
-            depth, end = depth + 1, end + 2
-        elif text.startswith("-/", end):
-            depth, end = depth - 1, end + 2
-            if depth == 0:
-                return end
-        else:
-            end += 1
+    depth = 0
+    for mark in _BLOCK_MARK.finditer(text, index):  # left to right, each mark read once: `/-/` opens, never closes
+        depth += 1 if mark.group() == "/-" else -1
+        if depth == 0:
+            return mark.end()
     return len(text)
 
 
@@ -1181,12 +1175,12 @@ def _stray_keyword(source: str) -> str | None:
 
 def _read_commands(text: str, read_header: bool) -> tuple[list[int], list[str]]:
     """Where commands start in `text` (character offsets), and the command keywords met inside brackets."""
-    masked = blank_comments(text)[0]
+    masked, docs = blank_comments(text)
     starts: list[int] = []
     strays: list[str] = []
     pending: int | None = None  # where a prefix (doc comment, attribute, modifier, `open X in`) opened a command
     in_mutual = False
-    words = _words(text)
+    words = _words(text, masked, docs)
     at = 0
     while at < len(words):
         offset, word, depth, attribute_list = words[at]
@@ -1215,11 +1209,11 @@ def _read_commands(text: str, read_header: bool) -> tuple[list[int], list[str]]:
     return starts, strays
 
 
-def _words(text: str) -> list[tuple[int, str, int, bool]]:
+def _words(text: str, masked: str, docs: list[int]) -> list[tuple[int, str, int, bool]]:
     """The double's own tokens of `text` that can matter for commands, comments and literals skipped: names (a
     `«»` part opens a name or follows a dot: `axiom«x»` is two), `#commands`, doc comments (`/--`) and attribute
-    openers (`@[`), each with its bracket depth and whether it stands inside an attribute list (`@[`, `attribute [`)."""
-    masked, docs = blank_comments(text)
+    openers (`@[`), each with its bracket depth and whether it stands inside an attribute list (`@[`, `attribute [`).
+    `masked`, `docs`: `blank_comments(text)`."""
     doc_starts = set(docs)
     words: list[tuple[int, str, int, bool]] = []
     stack: list[bool] = []  # per open bracket: is it an attribute list
@@ -1253,11 +1247,9 @@ def _words(text: str) -> list[tuple[int, str, int, bool]]:
 
 
 def _string_end(text: str, index: int) -> int:
-    """Where the string literal opening at `index` ends (escapes read)."""
-    index += 1
-    while index < len(text) and text[index] != '"':
-        index += 2 if text[index] == "\\" else 1
-    return index + 1
+    """Where the string literal opening at `index` ends (escapes read): after its closing quote, or at the end of
+    the text when it is never closed."""
+    return _STRING_BODY.match(text, index + 1).end() + 1  # type: ignore[union-attr]  # it matches the empty string
 
 
 def _ends_in(masked: str, offset: int) -> int:
