@@ -123,6 +123,13 @@ def assert_same_sft(root: Path, iteration_0: Path) -> dict[str, object]:
     return record
 
 
+def trained_steps(stage: str, stderr: str) -> list[int]:
+    """The steps a stage's training lines report (`sft: step N/M loss …` every sft.logging_steps, `rl: step N/M
+    reward …` every step; not SFT's eval lines): a resumed run reports only those after its checkpoint, a run that
+    started over (the same model: training is deterministic) every one."""
+    return [int(step) for step in re.findall(rf"{stage}: step (\d+)/\d+ (?:loss|reward) ", stderr)]
+
+
 def test_ctrl_c_while_sft_checkpoints_then_the_printed_command_trains_the_same_model(
     data_root: Path, iteration_0: Path, iterate_home: Path
 ) -> None:
@@ -140,6 +147,7 @@ def test_ctrl_c_while_sft_checkpoints_then_the_printed_command_trains_the_same_m
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"sft: resuming from {FIRST_CHECKPOINT} in {checkpoints}" in done.stderr
     assert assert_same_sft(data_root, iteration_0)["resumed_from_step"] == 20
+    assert trained_steps("sft", done.stderr) == [30, 40]  # steps 21-40 trained, not 1-40
 
 
 def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_model(
@@ -158,6 +166,7 @@ def test_kill_9_while_sft_checkpoints_then_the_same_command_trains_the_same_mode
     record = assert_same_sft(data_root, iteration_0)
     assert record["resumed_from_step"] in (20, None)
     assert (f"sft: resuming from {FIRST_CHECKPOINT}" in done.stderr) == (record["resumed_from_step"] == 20)
+    assert trained_steps("sft", done.stderr) == ([30, 40] if record["resumed_from_step"] else [10, 20, 30, 40])
 
 
 @pytest.fixture(scope="module")
@@ -231,6 +240,7 @@ def test_ctrl_c_while_rl_checkpoints_then_the_printed_command_trains_the_same_mo
     record = assert_same_rl(root, rl_reference)
     assert record["resumed_from_step"] in (1, 2)
     assert f"rl: resuming from checkpoint-{record['resumed_from_step']} in {checkpoints}" in done.stderr
+    assert trained_steps("rl", done.stderr) == list(range(int(str(record["resumed_from_step"])) + 1, 4))
 
 
 def test_kill_9_while_rl_checkpoints_then_the_same_command_trains_the_same_model(
@@ -249,6 +259,7 @@ def test_kill_9_while_rl_checkpoints_then_the_same_command_trains_the_same_model
     record = assert_same_rl(root, rl_reference)
     assert record["resumed_from_step"] in (1, 2)
     assert f"rl: resuming from checkpoint-{record['resumed_from_step']} in {checkpoints}" in done.stderr
+    assert trained_steps("rl", done.stderr) == list(range(int(str(record["resumed_from_step"])) + 1, 4))
 
 
 def test_iterate_with_a_model_that_names_no_folder_is_refused_before_any_stage(iterate_home: Path,
