@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
@@ -42,6 +44,10 @@ if TYPE_CHECKING:
 IS_CLIP_MAX = 3.0  # TRL's vllm_importance_sampling_clip_max default (mode "sequence_mask")
 REQUEST_TIMEOUT_S = 3600.0  # one step's generation or one weights push
 ADAPTER_PREFIX = "rl-v"
+WEIGHTS_PREFIX = "burnqed-rl-weights-"  # the pushed versions' temporary folder, in the temporary directory
+# A weights folder untouched this long belongs to no live run (a run pushes a version every step, and a step's
+# generation and push each time out within REQUEST_TIMEOUT_S): a run killed outright (kill -9, the OOM killer) left it.
+STALE_WEIGHTS_S = 24 * 3600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,6 +242,34 @@ def local_server(folder: Path, *, device: str, seed: int, enable_lora: bool) -> 
         server.server_close()
 
 
+def sweep_stale_weights(folder: Path, *, now: float | None = None) -> list[Path]:
+    """Remove the pushed-version folders (`WEIGHTS_PREFIX*`) in `folder` that runs killed outright left behind: a real
+    folder (not a link) of this user's, untouched for `STALE_WEIGHTS_S`; the ones removed are returned. Anything else
+    so named is left as it is, and a folder that cannot be read or removed too."""
+    moment = time.time() if now is None else now
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(WEIGHTS_PREFIX):
+            continue
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
+                or moment - info.st_mtime < STALE_WEIGHTS_S):
+            continue
+        try:
+            shutil.rmtree(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+    return removed
+
+
 @contextmanager
 def served_engine(rl: RlConfig, *, lora: bool, base: Path, sft: Path, device: str, wait_s: float = 0.0,
                   wait_for_start: bool = False) -> Iterator[ServedRollouts]:
@@ -243,16 +277,18 @@ def served_engine(rl: RlConfig, *, lora: bool, base: Path, sft: Path, device: st
     `local_server` on the adapter's `base` (LoRA, with --enable-lora) or the `sft` output (full weights); the pushed
     versions in a temporary folder removed at the end, readable by every user: the server reads them by path, and
     the rl pod's sidecar runs under another uid than the trainer (cluster.run_as_user; the trainer's container runs
-    as root when cluster.lean_uid is set), on the same /tmp."""
+    as root when cluster.lean_uid is set), on the same /tmp. The folders runs killed outright left there go first
+    (`sweep_stale_weights`)."""
     with ExitStack() as stack:
         if rl.server_url is not None:
             check_health(rl.server_url, wait_s=wait_s, wait_for_start=wait_for_start)
         url = rl.server_url or stack.enter_context(local_server(base if lora else sft, device=device, seed=rl.seed,
                                                                 enable_lora=lora)).url
-        weights = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="burnqed-rl-weights-")))
+        sweep_stale_weights(Path(tempfile.gettempdir()))
+        weights = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=WEIGHTS_PREFIX)))
         weights.chmod(0o755)  # mkdtemp's 0700 would hide the pushed versions from a server of another uid
         yield ServedRollouts(url, weights, tokenizer_source=sft, rl=rl)
 
 
-__all__ = ["IS_CLIP_MAX", "ServedRollouts", "ServedStats", "local_server", "sample_seed", "served_engine",
-           "trainer_logprobs"]
+__all__ = ["IS_CLIP_MAX", "STALE_WEIGHTS_S", "WEIGHTS_PREFIX", "ServedRollouts", "ServedStats", "local_server",
+           "sample_seed", "served_engine", "sweep_stale_weights", "trainer_logprobs"]

@@ -10,7 +10,9 @@ The reward path under this engine: tests/rl/test_reward.py's engine test."""
 from __future__ import annotations
 
 import json
+import os
 import stat
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -30,6 +32,8 @@ from burnqed.policy.server import ModelServer
 from burnqed.rl.grpo import RlRequest, RlSettings, run_rl, select_theorems
 from burnqed.rl.records import RL_RECORD, ROLLOUTS
 from burnqed.rl.served import (
+    STALE_WEIGHTS_S,
+    WEIGHTS_PREFIX,
     ServedRollouts,
     check_health,
     local_server,
@@ -268,6 +272,48 @@ def test_the_pushed_versions_folder_is_readable_by_a_server_of_another_uid(lora_
     rl = RlConfig(rollout_engine="served", server_url=lora_server.url)
     with served_engine(rl, lora=True, base=tiny_model_dir, sft=tiny_model_dir, device="cpu") as engine:
         assert engine.url == lora_server.url and stat.S_IMODE(engine.weights_dir.stat().st_mode) == 0o755
+    assert not engine.weights_dir.exists()
+
+
+def test_a_run_killed_outright_leaves_its_pushed_versions_and_a_served_run_a_day_later_removes_them(
+        lora_server: ModelServer, tiny_model_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """kill -9 skips the temporary folder's removal; the next served run removes such folders of this user's once
+    untouched for STALE_WEIGHTS_S (a live run pushes a version every step), and nothing else so named."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # tempfile's documented default folder
+    old = time.time() - STALE_WEIGHTS_S - 60
+
+    def aged(path: Path, when: float = old) -> Path:
+        os.utime(path, (when, when), follow_symlinks=False)
+        return path
+
+    killed = tmp_path / f"{WEIGHTS_PREFIX}killed"
+    (killed / "v3").mkdir(parents=True)
+    (killed / "v3" / "model.safetensors").write_bytes(b"weights")
+    aged(killed)
+    running = tmp_path / f"{WEIGHTS_PREFIX}running"
+    running.mkdir()
+    aged(running, time.time() - 600)  # a live run's: it pushed a version 10 minutes ago
+    target = tmp_path / "not-weights"
+    target.mkdir()
+    (target / "kept").write_text("a file of the user's")
+    link = tmp_path / f"{WEIGHTS_PREFIX}link"
+    link.symlink_to(target)
+    aged(link)
+    aged(target)
+    plain = tmp_path / f"{WEIGHTS_PREFIX}file"
+    plain.write_text("not a folder")
+    aged(plain)
+    another = tmp_path / f"{WEIGHTS_PREFIX}another-user"
+    another.mkdir()
+    if os.getuid() == 0:  # root can give it away: another user's folder, old as it is, stays
+        os.chown(another, os.getuid() + 4242, -1)
+    aged(another)
+    rl = RlConfig(rollout_engine="served", server_url=lora_server.url)
+    with served_engine(rl, lora=True, base=tiny_model_dir, sft=tiny_model_dir, device="cpu") as engine:
+        assert engine.weights_dir.parent == tmp_path
+        assert not killed.exists()
+        assert running.is_dir() and link.is_symlink() and (target / "kept").is_file() and plain.is_file()
+        assert another.is_dir() == (os.getuid() == 0)
     assert not engine.weights_dir.exists()
 
 
