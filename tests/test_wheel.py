@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+import burnqed
 from burnqed.cluster import images
 from burnqed.cluster.render import default_workflows_dir, render_templates, render_workflow, write_documents
 from burnqed.cluster.yamlio import load_documents
@@ -127,6 +128,11 @@ def test_the_installed_metadata_declares_what_pyproject_does(installed: Installe
     there = {name: normalised(texts) for name, texts in json.loads(result.stdout).items()}
     here = {name: normalised(images.requirements(image.extras)) for name, image in images.declared().items()}
     assert there == here and here
+    # the version, said once (burnqed.__version__; pyproject.toml's is dynamic), is the installed distribution's, which
+    # the images are tagged with
+    shown = installed.run(str(installed.venv.python), "-c", "from importlib.metadata import version\n"
+                          "import burnqed\nprint(version('burnqed'), burnqed.__version__)")
+    assert shown.stdout.split() == [burnqed.__version__] * 2, shown.stderr
 
 
 def test_the_checkouts_workflows_are_the_packages() -> None:
