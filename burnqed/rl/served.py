@@ -242,11 +242,11 @@ def local_server(folder: Path, *, device: str, seed: int, enable_lora: bool) -> 
         server.server_close()
 
 
-def sweep_stale_weights(folder: Path, *, now: float | None = None) -> list[Path]:
+def sweep_stale_weights(folder: Path) -> list[Path]:
     """Remove the pushed-version folders (`WEIGHTS_PREFIX*`) in `folder` that runs killed outright left behind: a real
     folder (not a link) of this user's, untouched for `STALE_WEIGHTS_S`; the ones removed are returned. Anything else
     so named is left as it is, and a folder that cannot be read or removed too."""
-    moment = time.time() if now is None else now
+    moment = time.time()
     removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
