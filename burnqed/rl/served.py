@@ -242,32 +242,25 @@ def local_server(folder: Path, *, device: str, seed: int, enable_lora: bool) -> 
         server.server_close()
 
 
-def sweep_stale_weights(folder: Path) -> list[Path]:
+def sweep_stale_weights(folder: Path) -> None:
     """Remove the pushed-version folders (`WEIGHTS_PREFIX*`) in `folder` that runs killed outright left behind: a real
-    folder (not a link) of this user's, untouched for `STALE_WEIGHTS_S`; the ones removed are returned. Anything else
-    so named is left as it is, and a folder that cannot be read or removed too."""
+    folder (not a link) of this user's, untouched for `STALE_WEIGHTS_S`. Anything else so named is left as it is, and
+    a folder that cannot be read or removed too."""
     moment = time.time()
-    removed: list[Path] = []
     try:
         entries = list(os.scandir(folder))
     except OSError:
-        return removed
+        return
     for entry in entries:
         if not entry.name.startswith(WEIGHTS_PREFIX):
             continue
-        try:
+        try:  # one gone meanwhile, or one that cannot be removed, is left
             info = entry.stat(follow_symlinks=False)
+            if (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
+                    and moment - info.st_mtime >= STALE_WEIGHTS_S):
+                shutil.rmtree(entry.path)
         except OSError:
             continue
-        if (not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid()
-                or moment - info.st_mtime < STALE_WEIGHTS_S):
-            continue
-        try:
-            shutil.rmtree(entry.path)
-        except OSError:
-            continue
-        removed.append(Path(entry.path))
-    return removed
 
 
 @contextmanager
