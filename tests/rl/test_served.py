@@ -39,6 +39,7 @@ from burnqed.rl.served import (
     local_server,
     sample_seed,
     served_engine,
+    sweep_stale_weights,
     trainer_logprobs,
 )
 from burnqed.storage import Store
@@ -315,6 +316,7 @@ def test_a_run_killed_outright_leaves_its_pushed_versions_and_a_served_run_a_day
         assert running.is_dir() and link.is_symlink() and (target / "kept").is_file() and plain.is_file()
         assert another.is_dir() == (os.getuid() == 0)
     assert not engine.weights_dir.exists()
+    sweep_stale_weights(tmp_path / "no-such-folder")  # a temporary directory it cannot list: nothing to sweep
 
 
 @pytest.fixture(scope="module")
