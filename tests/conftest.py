@@ -15,6 +15,13 @@ from pathlib import Path
 # cores: the embedded eval of tests/search/test_cli_prover.py took 36 s on 2 threads, 24 s on 1). Set before
 # torch is imported; every child inherits it (the rehearsal's pods too: tests/cluster/image_venv.py).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# torch.compile off (torch reads TORCHDYNAMO_DISABLE in torch/_dynamo/eval_frame.py `_optimize`, torch 2.13): burnqed
+# compiles nothing, but `import peft` imports bitsandbytes, which wraps its CPU fallback kernels in torch.compile at
+# import, and that loads torch's inductor: 1.5-3 CPU-s in every process that imports peft (sft, rl, export, the EBM's
+# and each torchrun process). The tiny models take bitsandbytes' native CPU kernels, not those fallbacks (odd
+# shapes, blocks of 2,048 and more). Every child inherits it but the rehearsal's pods, which get their pod's
+# environment (tests/cluster/image_venv.py) and so import as a pod does. tests/test_torch_compile_off.py checks it.
+os.environ.setdefault("TORCHDYNAMO_DISABLE", "1")
 
 import psutil
 import pytest
