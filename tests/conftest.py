@@ -123,6 +123,24 @@ def no_leaked_processes() -> Iterator[None]:
     assert not leaked, f"test leaked processes: {[p.cmdline() for p in leaked]}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_botocore_data_loader_per_path() -> Iterator[None]:
+    """Every botocore session of a test process (the S3 bucket probe's, each s3fs filesystem's aiobotocore one)
+    reads botocore's data files (the S3 model, the endpoint rules: JSON shipped with botocore, never written) through
+    one loader per data path, which keeps what it parsed. A session otherwise makes a loader of its own and parses
+    them again (~0.08 CPU-s a client): the tests start hundreds of moto servers in one process, each probed and read
+    through new sessions (~45 CPU-s a run, sampled). The sessions, clients, credentials and requests stay each
+    test's own; a process the tests start makes its own loader, as it would."""
+    import functools
+
+    import botocore.loaders
+    import botocore.session
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.session, "create_loader", functools.cache(botocore.loaders.create_loader))
+        yield
+
+
 @pytest.fixture(autouse=True)
 def environment_kept() -> Iterator[None]:
     """No test leaves the process's environment other than it found it (its fixtures' teardowns included): a

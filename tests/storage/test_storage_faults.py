@@ -147,21 +147,6 @@ def refusing_endpoint() -> Iterator[str]:
     thread.join()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_botocore_data_loader() -> Iterator[None]:
-    """Every botocore session of this module reads botocore's service data (endpoints, the S3 model: JSON files
-    shipped with botocore, never written) through one loader, which keeps what it parsed: as a process does after
-    its first client. Each session otherwise parses them again (~0.15 s of CPU, several sessions per case: most of
-    a case's time); the sessions, clients, credentials and requests stay each case's own."""
-    import botocore.loaders
-    import botocore.session
-
-    shared = botocore.loaders.create_loader()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(botocore.session, "create_loader", lambda search_path_string=None: shared)
-        yield
-
-
 @pytest.fixture(autouse=True)
 def fresh_clients() -> Iterator[None]:
     """No case sees another's probed buckets, last URI or cached S3 clients."""
