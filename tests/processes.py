@@ -390,9 +390,10 @@ def forked_stages() -> Iterator[None]:
         local.launch_stage = spawn
 
 
-# The commands that load no model (tests/pipeline/test_local.py: the stages without a model import no torch): a fork
-# of one of them needs no `_stage_imports`.
-MODEL_FREE = frozenset({"prepare-data", "merge-trajectories", "report", "compare"})
+# The commands that load no model (tests/pipeline/test_local.py: the stages without a model import no torch), by the
+# first word of the command line a request renders (`burnqed data prepare`: "data"): a fork of one of them needs no
+# `_stage_imports`.
+MODEL_FREE = frozenset({"data", "merge-trajectories", "report", "compare"})
 
 
 @functools.cache

@@ -15,6 +15,7 @@ torch/transformers/trl/peft load inside the commands: `burnqed --help` stays lig
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from functools import partial
 from pathlib import Path
@@ -26,6 +27,7 @@ from burnqed.commands.kit import ConfigOption, SetOption, already_done, check_pa
 from burnqed.commands.outputs import check_checkpoint_folder
 from burnqed.commands.prove import SplitOption, TheoremsOption
 from burnqed.commands.vocabulary import OUTPUT_METAVAR, StartOption
+from burnqed.runner.requests import StageRequest
 
 
 @reports_errors
@@ -72,7 +74,7 @@ def sft(
     from burnqed.data.theorems import check_training_inputs
     from burnqed.runner.request_inputs import sft_request_inputs
     from burnqed.runner.requests import SftRequest as Asked
-    from burnqed.sft.launch import check_processes, is_main_process, launch, needs_launch, stops_with_continue
+    from burnqed.sft.launch import check_processes, is_main_process, needs_launch, stops_with_continue
     from burnqed.sft.model import resolve_base_model
     from burnqed.sft.train import SftRequest, run_sft
 
@@ -91,13 +93,8 @@ def sft(
     decontaminated = check_training_inputs("sft", cfg, store, data=data, trajectories=trajectories or ())
     if needs_launch(cfg.sft.processes):
         check_processes(cfg.sft, cfg.sft.processes)
-        resolve_base_model(cfg.sft.base_model, store=store)  # built or downloaded here, once: see `_launch_rl`
-        args = [*replace(asked, init=init, start=None).argv(),  # --start read here
-                *(("--config", str(config)) if config else ())]
-        code = launch(cfg.sft.processes, args)
-        if code:
-            raise typer.Exit(code)
-        return
+        resolve_base_model(cfg.sft.base_model, store=store)  # built or downloaded here, once (`_launched`)
+        return _launched(cfg.sft.processes, replace(asked, init=init, start=None), config)  # --start read here
     request = SftRequest(iteration=iteration, data=data, output=output, trajectories=tuple(trajectories or ()),
                          init=init, force=force, made_from=made_from)
     with stops_with_continue("sft", output):  # a stop: one line with the command that resumes
@@ -207,8 +204,8 @@ def rl(
     source = store.local_input(sft)
     record = stage.check_model_folder(source, sft)
     if needs_launch(cfg.rl.processes):  # the checks above ran once, here: each process runs them again, quietly
-        stage.base_folder(source, record, store=store)  # an adapter's base, built or downloaded once (`_launch_rl`)
-        return _launch_rl(cfg.rl.processes, sft, output, iteration, theorems, split, trajectories, force, config, set_)
+        stage.base_folder(source, record, store=store)  # an adapter's base, built or downloaded once (`_launched`)
+        return _launched(cfg.rl.processes, replace(asked, force=force), config, set_ or ())
     if is_main_process():
         typer.echo(decontaminated, err=True)
         if (warning := stage.untrained_format(sft, store=store)) is not None:
@@ -226,18 +223,15 @@ def rl(
         typer.echo(outcome.summary)
 
 
-def _launch_rl(processes: int, sft: str, output: str, iteration: int, theorems: str | None, split: str | None,
-               trajectories: list[str] | None, force: bool, config: Path | None, set_: list[str] | None) -> None:
-    """`burnqed rl` with the options given under torchrun in `processes` processes (`sft.launch.launch`); typer.Exit
-    with its exit code when it fails. The caller has the base model in place first: the default tiny model built
-    under torchrun would be saved by process 0 only (transformers' `save_pretrained`), so the processes must find
-    it built (`policy.modelpath.ensure_model` refuses to build it there)."""
+def _launched(processes: int, request: StageRequest, config: Path | None, sets: Sequence[str] = ()) -> None:
+    """The command `request` renders, with `--config` and `sets` (each a `--set`), under torchrun in `processes`
+    processes (`sft.launch.launch`); typer.Exit with its exit code when it fails. The caller has the base model in
+    place first: a default tiny model built under torchrun would be saved by process 0 only (transformers'
+    `save_pretrained`), so the processes must find it built (`policy.modelpath.ensure_model` refuses to build it
+    there)."""
     from burnqed.sft.launch import launch
 
-    code = launch(processes, ["rl", "--sft", sft, "--output", output, "--iter", str(iteration),
-                              *(("--theorems", theorems) if theorems else ()), *(("--split", split) if split else ()),
-                              *(arg for uri in trajectories or () for arg in ("--trajectories", uri)),
-                              *(("--force",) if force else ()), *(("--config", str(config)) if config else ()),
-                              *(arg for item in set_ or () for arg in ("--set", item))])
+    code = launch(processes, [*request.argv(), *(("--config", str(config)) if config else ()),
+                              *(word for item in sets for word in ("--set", item))])
     if code:
         raise typer.Exit(code)

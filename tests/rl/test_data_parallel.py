@@ -34,8 +34,9 @@ import pytest
 
 from burnqed.config import RlConfig
 from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
+from burnqed.runner.requests import RlRequest
 from burnqed.sft.manifests import SftRecord
-from tests.processes import background, burnqed_in_process, survivors, wait_for
+from tests.processes import background, burnqed_in_process, request_of, survivors, wait_for
 from tests.rl.helpers import build_policy, write_index
 from tests.sft.helpers import continue_command, forked_command, launched
 from tests.shared import shared_artifact
@@ -85,15 +86,25 @@ def test_the_command_has_the_base_in_place_before_it_launches_torchrun(policy: P
 
     def launch(processes: int, args: list[str]) -> int:
         calls.append(("launch", processes))
+        lines.append(args)
         return 0
 
+    lines: list[list[str]] = []
     monkeypatch.setattr("burnqed.rl.grpo.base_folder", base)
     monkeypatch.setattr("burnqed.sft.launch.launch", launch)
     monkeypatch.delenv("WORLD_SIZE", raising=False)
-    args = rl_args(policy, write_index(tmp_path / "theorems.json"), {**SETS, "rl.processes": 2})
-    done = burnqed_in_process("rl", *args, "--output", str(tmp_path / "rl"))
+    index = write_index(tmp_path / "theorems.json")
+    args = rl_args(policy, index, {**SETS, "rl.processes": 2})
+    words = ["--iter", "1", "--trajectories", "t0", "--trajectories", "t1", "--force"]
+    done = burnqed_in_process("rl", *args, *words, "--output", str(tmp_path / "rl"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert calls == [("base", "full"), ("launch", 2)]
+    # the processes run the command as given: the same request as their command parses it, every --set kept
+    (line,) = lines
+    assert request_of(line) == RlRequest(iteration=1, sft=str(policy / "sft"), theorems=str(index),
+                                         trajectories=("t0", "t1"), output=str(tmp_path / "rl"), force=True)
+    sets = [word for key, value in {**SETS, "rl.processes": 2}.items() for word in ("--set", f"{key}={value}")]
+    assert line[-len(sets):] == sets
 
 
 def steps_of(folder: Path) -> list[dict[str, Any]]:
