@@ -78,12 +78,18 @@ def _step_record(settings: StepSettings, common: dict[str, Any], recorded: Recor
     return {**common, "num_candidates": settings.sampling.n, "max_new_tokens": settings.sampling.max_new_tokens}
 
 
+def _step_subgoal(sections: Sections) -> StepSettings:
+    """Step search as a sketch's subgoal search: one expansion's budget until the sketch gives it its share."""
+    return _step(sections, 1, STEP.fmt(sections.policy), None)
+
+
 STEP = Mode(
     name=SearchMode.STEP, settings_type=StepSettings, unit="expansions", budget=lambda search: search.max_nodes,
     build=_step_settings, record=_step_record,
     engine=lambda theorem, lean, policy, settings, guard, value, _: StepSearch(theorem, lean, policy, settings, guard,
                                                                                value),
-    refusal=lambda theorem: open_answer_refusal(theorem, SearchMode.STEP, "tactics"))
+    refusal=lambda theorem: open_answer_refusal(theorem, SearchMode.STEP, "tactics"),
+    as_subgoal=_step_subgoal)
 
 
 # ----------------------------------------------------------------------------------------------------- whole
@@ -141,17 +147,24 @@ def _hybrid_record(settings: HybridSettings, common: dict[str, Any], recorded: R
             "max_new_tokens": settings.max_tokens}
 
 
+def _hybrid_subgoal(sections: Sections) -> HybridSettings:
+    """Hybrid search as a sketch's subgoal search: proofs unbounded and one round until the sketch gives it its
+    share, no repair (the sketch decides)."""
+    return _hybrid(sections, HYBRID.fmt(sections.policy), max_proofs=UNBOUNDED_PROOFS, max_rounds=1,
+                   repair=RepairSettings())
+
+
 HYBRID = Mode(
     name=SearchMode.HYBRID, settings_type=HybridSettings, unit="proofs", budget=lambda search: search.max_proofs,
     build=_hybrid_settings, record=_hybrid_record,
     engine=lambda theorem, lean, policy, settings, guard, value, _: HybridSearch(theorem, lean, policy, settings,
                                                                                  guard, value),
-    attach=lambda settings, journal, _: dataclasses.replace(settings, journal=journal))
+    attach=lambda settings, journal, _: dataclasses.replace(settings, journal=journal),
+    as_subgoal=_hybrid_subgoal)
 
 
 # ---------------------------------------------------------------------------------------------------- sketch
 
-SUBGOAL_MODES: dict[str, Mode[StepSettings] | Mode[HybridSettings]] = {"step": STEP, "hybrid": HYBRID}
 # Set per subgoal by the sketch search (its share, the time left, no repair), or the planner's: left out of the
 # subgoal engine's record.
 _PER_SUBGOAL = frozenset({"max_nodes", "max_proofs", "timeout_s", "stop_at_first", "verify", "prompt_format",
@@ -163,11 +176,9 @@ def _subgoal(sections: Sections) -> StepSettings | HybridSettings:
     """The settings a sketch's subgoals are searched with, in search.sketch_subgoal_mode: that mode's, but the budget
     and the repair, which the sketch decides (`subgoal_budget`: the share of its budget, no repair), so that what the
     sketch reads of the sections is what its subgoals' searches use (`Mode.reads`)."""
-    mode = SUBGOAL_MODES[sections.search.sketch_subgoal_mode]
-    if mode is HYBRID:
-        return _hybrid(sections, HYBRID.fmt(sections.policy), max_proofs=UNBOUNDED_PROOFS, max_rounds=1,
-                       repair=RepairSettings())
-    return _step(sections, 1, STEP.fmt(sections.policy), None)
+    build = SUBGOAL_MODES[sections.search.sketch_subgoal_mode].as_subgoal
+    assert build is not None  # SUBGOAL_MODES holds the modes that have one
+    return build(sections)
 
 
 def _sketch_settings(sections: Sections, budget: int, fmt: PromptFormat) -> SketchSettings:
@@ -233,6 +244,9 @@ MODES: dict[SearchMode, Mode[Any]] = {mode.name: mode for mode in (
     HYBRID,
     SKETCH,
 )}
+# the modes a sketch's subgoals may be searched in, by search.sketch_subgoal_mode's names
+SUBGOAL_MODES: dict[str, Mode[StepSettings] | Mode[HybridSettings]] = {
+    mode.name.value: mode for mode in MODES.values() if mode.as_subgoal is not None}
 SearchSettings = StepSettings | WholeSettings | HybridSettings | SketchSettings
 _BY_SETTINGS: dict[type[Any], Mode[Any]] = {mode.settings_type: mode for mode in MODES.values()}
 

@@ -3,10 +3,13 @@ carry the share of the theorem's budget, step's expansions or hybrid's rounds, w
 
 from __future__ import annotations
 
+import typing
+
 import pytest
 
 from burnqed.config import PolicyConfig, SearchConfig
 from burnqed.search.hybrid_settings import HybridSettings
+from burnqed.search.modes import SUBGOAL_MODES
 from burnqed.search.repair import RepairSettings
 from burnqed.search.sketch_settings import UNBOUNDED_PROOFS, SketchSettings, subgoal_budget
 from burnqed.search.step import StepSettings
@@ -39,3 +42,10 @@ def test_subgoal_budget_sets_only_the_budget_and_repair() -> None:
     assert subgoal_budget(step, 5) == StepSettings(max_nodes=5, feedback_tokens=None, timeout_s=9.0)
     hybrid = HybridSettings(max_rounds=30, max_proofs=64, repair=RepairSettings(rounds=3), timeout_s=9.0)
     assert subgoal_budget(hybrid, 4) == HybridSettings(max_rounds=4, max_proofs=UNBOUNDED_PROOFS, timeout_s=9.0)
+
+
+def test_search_sketch_subgoal_mode_names_the_modes_that_search_subgoals() -> None:
+    """The config's choices and the registry's modes with a subgoal search (`Mode.as_subgoal`) are one set: a mode
+    given one is a choice to add to the config, and a choice no mode builds is refused by this."""
+    choices = typing.get_args(SearchConfig.model_fields["sketch_subgoal_mode"].annotation)
+    assert set(choices) == set(SUBGOAL_MODES) == {"step", "hybrid"}
