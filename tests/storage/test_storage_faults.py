@@ -33,7 +33,7 @@ import s3fs  # a runtime dependency
 
 from burnqed import storage
 from burnqed.base import uris
-from burnqed.errors import TRANSIENT_EXIT_CODE
+from burnqed.errors import TRANSIENT_EXIT_CODE, TransientStorageError
 from burnqed.storage import faults, localfs, s3
 from burnqed.storage import store as store_module
 from tests.processes import cli
@@ -574,3 +574,28 @@ def test_the_boundary_knows_storage_faults_and_nothing_else() -> None:
     assert storage.storage_fault(ValueError("a bug")) is None
     assert storage.storage_fault(FileNotFoundError(errno.ENOENT, "gone", "/x")) is None  # not raised by storage
     assert storage.storage_fault(KeyError("a bug")) is None
+
+
+def test_a_bucket_check_reads_botocore_s_data_files_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each check has a session of its own (the credentials the environment holds then) reading botocore's data
+    files through one loader per process (`s3._data_loader`): a second check reads none of them again."""
+    import botocore.loaders
+    import botocore.session
+
+    # botocore's own loader per session, as in a process of burnqed (the tests share one: tests/conftest.py)
+    monkeypatch.setattr(botocore.session, "create_loader", botocore.loaders.create_loader)
+    read: list[str] = []
+    load_file = botocore.loaders.JSONFileLoader.load_file
+
+    def counted(self: botocore.loaders.JSONFileLoader, file_path: str) -> Any:
+        read.append(file_path)
+        return load_file(self, file_path)
+
+    monkeypatch.setattr(botocore.loaders.JSONFileLoader, "load_file", counted)
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}.items():
+        monkeypatch.setenv(name, value)
+    for _ in range(2):
+        read.clear()
+        with pytest.raises(TransientStorageError, match=r"cannot reach http://127\.0\.0\.1:9 "):
+            s3.check_bucket("s3://bucket/run", "--output", endpoint_url="http://127.0.0.1:9", region="us-east-1")
+    assert read == []
