@@ -119,8 +119,8 @@ class Mode(Generic[S]):
     attach: Callable[[S, RoundJournal, SubgoalCache | None], S] = nothing_attached  # what a search job attaches
     for_pass: Callable[[S, int], S] = own_seeds  # eval's pass k: whatever keeps the passes independent
     # its settings as a sketch's subgoal search (search.sketch_subgoal_mode names it): its own but the budget and the
-    # repair, which the sketch decides (`modes.subgoal_budget`: a share of its budget, no repair); None: a mode that
-    # does not search subgoals
+    # repair, which the sketch decides (`sketch_settings.subgoal_budget`: a share of its budget, no repair); None: a
+    # mode that does not search subgoals
     as_subgoal: Callable[[Sections], S] | None = None
     cache: Callable[[S], SubgoalCache | None] = no_cache  # the subgoal cache its settings carry
     lemmas: Callable[[S], LemmaSource | None] = no_lemmas  # the lemma source its settings carry (a library)
