@@ -125,19 +125,18 @@ def no_leaked_processes() -> Iterator[None]:
 
 @pytest.fixture(scope="session", autouse=True)
 def one_botocore_data_loader_per_path() -> Iterator[None]:
-    """Every botocore session of a test process (each s3fs filesystem's aiobotocore one; the bucket check shares a
-    loader of its own: burnqed/storage/s3.py) reads botocore's data files (the S3 model, the endpoint rules: JSON
-    shipped with botocore, never written) through one loader per data path, which keeps what it parsed. A session
+    """Every botocore session of a test process (each s3fs filesystem's aiobotocore one) reads botocore's data files
+    (the S3 model, the endpoint rules: JSON shipped with botocore, never written) through the loader per data path
+    the bucket check's sessions share (burnqed/storage/s3.py `_data_loader`), which keeps what it parsed. A session
     otherwise makes a loader of its own and parses them again (~0.08 CPU-s a client): the tests start hundreds of moto
     servers in one process, each read through new filesystems. The sessions, clients, credentials and requests stay
     each test's own; a process the tests start makes its own loader, as it would."""
-    import functools
-
-    import botocore.loaders
     import botocore.session
 
+    from burnqed.storage import s3
+
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(botocore.session, "create_loader", functools.cache(botocore.loaders.create_loader))
+        patch.setattr(botocore.session, "create_loader", s3._data_loader)
         yield
 
 

@@ -3,7 +3,6 @@ is. Each module's docstring says where it is more lenient than the real peer and
 
 - `lean_double.py`: Pantograph's `repl` (0.2.25, 0.3.0-0.3.16), a process: requests parsed as the emulated version
   parses them, that version's reply shapes and scope rules; any tactic not in its list succeeds (no Lean).
-
 - `line_servers.py`: the same Lean peers as objects in this process (`MiniLean`: minilean's server; `DoubleServer`:
   the double above) for `InProcessReplay`, where the wire is not what a test checks; `minilean_worker`: the worker
   a configured pool gets for `{python} -m minilean` under the `minilean_in_process` fixture.
