@@ -1,6 +1,6 @@
 """`python -m burnqed`: the `burnqed` command (burnqed/cli.py), where its console script is not on PATH."""
 
-from burnqed.cli import main
+from burnqed.cli import console
 
 if __name__ == "__main__":
-    main()
+    console()

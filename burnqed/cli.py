@@ -23,6 +23,7 @@ import typer
 from burnqed import __version__
 from burnqed.base.collector import tune_collector
 from burnqed.base.cpu_kernels import pin_cpu_kernels
+from burnqed.base.ending import Ending
 from burnqed.base.signals import Terminated, follow_parent, raise_on_sigterm
 from burnqed.commands import (
     cluster,
@@ -132,9 +133,20 @@ def config_describe(
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """The command line: `start_process`, then the command `sys.argv` names; ends with `SystemExit`."""
     start_process()
     app(prog_name="burnqed")
+
+
+def console() -> None:
+    """The `burnqed` program (its console script, `python -m burnqed`, `python -m burnqed.cli`): `main`, then the
+    process ends without tearing the interpreter down, once every exit handler ran (burnqed.base.ending)."""
+    ending = Ending.register()
+    try:
+        main()
+    except SystemExit as stop:
+        ending.arm(stop)
+        raise
 
 
 def main_call(request: StageRequest) -> NoReturn:
@@ -168,4 +180,4 @@ def start_process() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    console()

@@ -27,6 +27,7 @@ import re
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import metadata
@@ -41,6 +42,8 @@ from burnqed.cluster import images
 ROOT = Path(__file__).parents[2]
 SERVING = "sglang"  # the sidecar's /opt/burnqed environment: base dependencies + the model extra
 SERVING_EXTRAS = ("model",)
+# The `burnqed` console script as pyproject.toml declares it (`module:function`), which each venv's bin/burnqed runs
+CONSOLE_SCRIPT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]["burnqed"]
 
 
 def norm(name: str) -> str:
@@ -140,9 +143,11 @@ def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = (), add: I
     from burnqed import __version__
 
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: burnqed\nVersion: {__version__}\n")
-    (info / "entry_points.txt").write_text("[console_scripts]\nburnqed = burnqed.cli:main\n")
+    module, function = CONSOLE_SCRIPT.split(":")
+    (info / "entry_points.txt").write_text(f"[console_scripts]\nburnqed = {CONSOLE_SCRIPT}\n")
     script = dest / "bin" / "burnqed"
-    script.write_text(f"#!{dest / 'bin' / 'python'}\nimport sys\nfrom burnqed.cli import main\nsys.exit(main())\n")
+    script.write_text(f"#!{dest / 'bin' / 'python'}\nimport sys\nfrom {module} import {function}\n"
+                      f"sys.exit({function}())\n")
     script.chmod(0o755)
     (site / "sitecustomize.py").write_text(RECORDER, encoding="utf-8")
     return venv
@@ -150,22 +155,34 @@ def build_image_venv(image: str, dest: Path, *, drop: Iterable[str] = (), add: I
 
 IMPORTS_ENV = "BURNQED_REHEARSAL_IMPORTS"
 # Each image venv's sitecustomize: with IMPORTS_ENV naming a file, the process started with it (not its children:
-# the variable is taken out of its environment) writes there at exit the top-level modules it imported and the
-# distributions its command checked it could import (burnqed.cluster.needs.CHECKED).
+# the variable is taken out of its environment, and a fork of it records nothing) writes there at exit the top-level
+# modules it imported and the distributions its command checked it could import (burnqed.cluster.needs.CHECKED).
+# The `burnqed` program ends with `os._exit` once the exit handlers registered after its command started ran
+# (burnqed.base.ending), which this one, registered before, is not among: it also records just before `os._exit`
+# (what coverage.py's `[run] patch = _exit` does for the same reason).
 RECORDER = f"""import atexit, json, os, sys
 
 _path = os.environ.pop({IMPORTS_ENV!r}, None)
+_pid = os.getpid()
 
 
 def _record(path=_path):
+    if os.getpid() != _pid:
+        return
     needs = sys.modules.get("burnqed.cluster.needs")
     with open(path, "w", encoding="utf-8") as out:
         json.dump({{"modules": sorted({{name.partition(".")[0] for name in list(sys.modules)}}),
                    "checked": sorted(getattr(needs, "CHECKED", ()))}}, out)
 
 
+def _recorded_exit(status, _exit=os._exit):
+    _record()
+    _exit(status)
+
+
 if _path:
     atexit.register(_record)
+    os._exit = _recorded_exit
 """
 
 

@@ -87,9 +87,9 @@ def main() -> None:
     image, args = sys.argv[1], sys.argv[2:]
     sys.meta_path.insert(0, Denied(f"the {image} image: burnqed/cluster/images.toml", denied_modules(image)))
     sys.argv = ["burnqed", *args]
-    from burnqed.cli import main as burnqed_main
+    from burnqed.cli import console
 
-    burnqed_main()
+    console()
 
 
 if __name__ == "__main__":
