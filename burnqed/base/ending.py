@@ -21,8 +21,8 @@ the command started (torch's, multiprocessing's, `weakref.finalize`'s, which rem
 
 What is not done: objects still alive are not finalized (a file the command left open unflushed loses what its
 buffer held: every burnqed writer closes its files itself), and the C library's exit functions do not run. An
-exception other than `SystemExit` (a traceback), a program that calls `burnqed.cli.main` itself, and a stage that
-`burnqed iterate` runs in its own process as a call (`main_call`) end as Python ends them.
+exception other than `SystemExit` (a traceback) and a program that calls `burnqed.cli.main` itself end as Python ends
+them.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import atexit
 import logging
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 FLUSH_FAILED = 120  # Python's exit status when flushing stdout or stderr fails at exit (Py_FinalizeEx)
 
@@ -51,7 +51,7 @@ def exit_status(stop: SystemExit) -> int:
 class Ending:
     """The exit handler of one `burnqed` program run (`register`), armed with its status once the command ended."""
 
-    status: list[int] = field(default_factory=list)  # empty until armed
+    status: int | None = None  # None until armed
 
     @classmethod
     def register(cls) -> Ending:
@@ -60,14 +60,14 @@ class Ending:
         return ending
 
     def arm(self, stop: SystemExit) -> None:
-        self.status[:] = [exit_status(stop)]
+        self.status = exit_status(stop)
 
     def end(self) -> None:
         """The exit handler: with a status armed, logging shut down, stdout and stderr flushed, `os._exit`; else
         nothing (Python's own end follows)."""
-        if not self.status:
+        if self.status is None:
             return
-        status = self.status[0]
+        status = self.status
         logging.shutdown()
         for stream in (sys.stdout, sys.stderr):
             if stream is None:

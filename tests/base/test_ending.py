@@ -103,6 +103,19 @@ def test_importing_the_program_registers_only_logging_s_exit_handler() -> None:
     assert done.stdout.strip() == "['logging.shutdown']"
 
 
+@pytest.mark.parametrize(("entry", "torn_down"), [("console", False), ("main", True)])
+def test_the_program_ends_without_the_teardown_and_the_command_line_alone_with_it(entry: str,
+                                                                                   torn_down: bool) -> None:
+    # `console` (the console script, `python -m burnqed[.cli]`) arms the ending; `main` alone, for a program that
+    # calls it and goes on, leaves the end to Python
+    probe = ("import sys\nclass Torn:\n    def __del__(self):\n        sys.__stderr__.write('torn down\\n')\n"
+             f"held = Torn()\nsys.argv = ['burnqed', '--version']\nfrom burnqed.cli import {entry}\n{entry}()\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False,
+                          cwd=ROOT)
+    assert (done.returncode, done.stdout.strip()) == (0, "burnqed 0.1.0")
+    assert ("torn down" in done.stderr) is torn_down, done.stderr
+
+
 def test_the_program_ends_with_its_commands_status_and_output() -> None:
     done = subprocess.run([sys.executable, "-m", "burnqed.cli", "--version"], capture_output=True, text=True,
                           timeout=60, check=False, cwd=ROOT)
