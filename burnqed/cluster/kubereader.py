@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -121,18 +122,33 @@ class KubeReader:
         raise ValueError(f"no list of {kind}")
 
 
+class _ThreadsUnlogged(logging.Filter):
+    """Drops the records below ERROR that the threads in `threads` log."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or record.thread not in self.threads
+
+
+_RETRIES = _ThreadsUnlogged()  # on urllib3's connection pool logger from the first read on (added once)
+
+
 @contextmanager
 def _retries_unlogged() -> Iterator[None]:
     """Inside: urllib3's warning for each retry of a broken connection (`Retrying (Retry(total=2, …)) after
-    connection broken by …`, three per read of an API server that is down) is not logged; a read that still fails
-    raises, and `KubeReader` says so in one line."""
-    pool = logging.getLogger("urllib3.connectionpool")
-    level = pool.level
-    pool.setLevel(logging.ERROR)
+    connection broken by …`, three per read of an API server that is down) is not logged from this thread; a read
+    that still fails raises, and `KubeReader` says so in one line. The logger's level and other threads' records
+    are left as they are."""
+    logging.getLogger("urllib3.connectionpool").addFilter(_RETRIES)  # a filter already there is not added again
+    thread = threading.get_ident()
+    _RETRIES.threads.add(thread)
     try:
         yield
     finally:
-        pool.setLevel(level)
+        _RETRIES.threads.discard(thread)
 
 
 def _status_message(body: Any) -> str:

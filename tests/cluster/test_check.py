@@ -308,6 +308,27 @@ def test_an_unreachable_api_server_is_one_line(fake_kube, tmp_path, monkeypatch)
     assert line.startswith("error: cannot reach the Kubernetes API at http://127.0.0.1:9:")
 
 
+def test_a_reads_retry_warnings_are_dropped_in_its_thread_alone(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+    import threading
+
+    from burnqed.cluster.kubereader import _retries_unlogged
+
+    pool = logging.getLogger("urllib3.connectionpool")
+    level = pool.level
+    caplog.set_level(logging.WARNING)
+    with _retries_unlogged():
+        pool.warning("Retrying in the reading thread")
+        other = threading.Thread(target=pool.warning, args=("Retrying in another thread",))
+        other.start()
+        other.join()
+        pool.error("an error in the reading thread")
+        assert pool.level == level  # the logger's level is not touched
+    pool.warning("Retrying after the read")
+    assert [r.getMessage() for r in caplog.records if r.name == pool.name] == [
+        "Retrying in another thread", "an error in the reading thread", "Retrying after the read"]
+
+
 def test_token_secret_name_follows_argo() -> None:
     account: dict[str, Any] = {"metadata": {"name": "wf"}}
     assert token_secret_name(account) == "wf.service-account-token"
