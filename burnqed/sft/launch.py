@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 
 LAUNCHED = "WORLD_SIZE"  # torchrun's environment: set in the processes it starts
 LAUNCHER_ENV = "BURNQED_LAUNCHER"  # the pid of the `burnqed` command that started torchrun, in its processes
+LOGS_PREFIX = "burnqed-torchrun-"  # torchrun's folders, in the temporary directory while it runs
 
 
 def needs_launch(processes: int) -> bool:
@@ -41,10 +43,11 @@ def needs_launch(processes: int) -> bool:
     return processes > 1 and LAUNCHED not in os.environ
 
 
-def launch_argv(processes: int, args: Sequence[str]) -> list[str]:
-    """The torchrun command line running `burnqed ARGS` in `processes` processes on this machine."""
+def launch_argv(processes: int, args: Sequence[str], log_dir: str) -> list[str]:
+    """The torchrun command line running `burnqed ARGS` in `processes` processes on this machine, its folder per
+    process (`--log-dir`: empty unless asked to redirect output, which this line does not) under `log_dir`."""
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
-            "-m", "burnqed.cli", *args]
+            f"--log-dir={log_dir}", "-m", "burnqed.cli", *args]
 
 
 def launch(processes: int, args: Sequence[str]) -> int:
@@ -55,14 +58,17 @@ def launch(processes: int, args: Sequence[str]) -> int:
     passed on here (`stop_torchrun`: SIGTERM, which torchrun sends on to its processes, a grace, then SIGKILL to all
     of them), then one `StoppedError` line names the command that continues from the newest checkpoint. If this
     command is killed outright, Linux sends torchrun SIGKILL (`dies_with_parent`) and its processes follow it
-    (`follow_launcher`)."""
+    (`follow_launcher`).
+
+    torchrun's folders go in a temporary directory of the launch's, removed once torchrun is gone: without
+    `--log-dir` torchrun makes one of its own (`torchelastic_*`) that nothing removes."""
     from burnqed.base.signals import dies_with_parent
 
     output = args[list(args).index("--output") + 1] if "--output" in args else None
     env = {**os.environ, LAUNCHER_ENV: str(os.getpid())}
-    with stops_with_continue(args[0], output, processes):
+    with stops_with_continue(args[0], output, processes), tempfile.TemporaryDirectory(prefix=LOGS_PREFIX) as logs:
         # preexec_fn runs prctl alone in the child and takes no lock (what makes one unsafe beside threads)
-        proc = subprocess.Popen(launch_argv(processes, args), env=env, process_group=0,
+        proc = subprocess.Popen(launch_argv(processes, args, logs), env=env, process_group=0,
                                 preexec_fn=dies_with_parent())  # noqa: PLW1509
         try:
             return proc.wait()

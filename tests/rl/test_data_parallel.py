@@ -35,6 +35,7 @@ import pytest
 from burnqed.config import RlConfig
 from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG
 from burnqed.runner.requests import RlRequest
+from burnqed.sft.launch import LOGS_PREFIX
 from burnqed.sft.manifests import SftRecord
 from tests.processes import background, burnqed_in_process, request_of, survivors, wait_for
 from tests.rl.helpers import build_policy, write_index
@@ -238,12 +239,16 @@ def test_two_processes_killed_outright_end_with_the_command_and_resume_to_the_wh
     assert [r["step"] for r in rollouts_of(whole)] == [step for step in (1, 2, 3) for _ in range(4)]
     # kill -9 of the command alone: Linux sends torchrun SIGKILL, and torchrun's death SIGKILLs both processes
     # (measured: all gone 0.8 s after the kill; before, torchrun and both trained on and published the output).
-    with background("rl", *args, "--output", str(killed)) as proc:
+    temporary = tmp_path / "tmp"  # the killed command's (and torchrun's) temporary directory
+    temporary.mkdir()
+    with background("rl", *args, "--output", str(killed), env={"TMPDIR": str(temporary)}) as proc:
         below = after_a_checkpoint(proc, killed)
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
         assert survivors(below, grace=5) == []
     assert not killed.exists()
+    # what the kill left there: the launch's folder for torchrun's (burnqed.sft.launch), nothing of torchrun's own
+    assert [p.name.startswith(LOGS_PREFIX) for p in temporary.iterdir()] == [True]
     # Both processes' sampler states are in the sealed checkpoint (process 0 seals after a barrier).
     sealed = [c for c in Path(f"{killed}-checkpoints").glob("checkpoint-*") if (c / CHECKPOINT_MARK).is_file()]
     assert sealed and all({"rng_state_0.pth", "rng_state_1.pth"} <= {p.name for p in c.iterdir()} for c in sealed)

@@ -16,6 +16,7 @@ import json
 import math
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from burnqed.rl.grpo import RlRequest, RlSettings, check_model_folder, run_rl, s
 from burnqed.rl.grpo_step import TRUNCATED
 from burnqed.rl.grpo_trainer import DERIVED_FIELDS, GRPO_FIELDS, engine_args, grpo_fields
 from burnqed.rl.records import CHECKPOINT_MARK, RL_RECORD, ROLLOUTS, STEP_LOG, TRAJECTORIES
+from burnqed.rl.served import WEIGHTS_PREFIX
 from burnqed.runner.plan import build_iteration
 from burnqed.sft.export import ExportRequest, run_export
 from burnqed.storage import Store
@@ -144,7 +146,12 @@ def test_the_command_refuses_a_folder_that_is_not_a_model_before_work(tmp_path: 
 @pytest.mark.timeout(600)  # three runs of 8 steps and the session's tiny policy, on 2 shared cores
 @pytest.mark.parametrize("engine", ["trainer", "continuous", "served"])
 def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_model_folder(
-        engine: str, policy: Path, tmp_path: Path, store: Store) -> None:
+        engine: str, policy: Path, tmp_path: Path, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The runs' temporary directory is the test's (the fork inherits this process's): a killed served run leaves
+    # its pushed versions there, which a later run sweeps once stale (burnqed.rl.served.sweep_stale_weights).
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
     index = write_index(tmp_path / "theorems.json")
     # An earlier search's failed proofs: with search.repair_rounds > 0 the rows hold their repair prompts too.
     failures = f"file://{tmp_path}/trajectories"
@@ -168,9 +175,12 @@ def test_killed_outright_after_a_checkpoint_the_rerun_gives_the_uninterrupted_mo
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert not killed.exists()
+    left = sorted(p.name for p in temporary.iterdir())
+    assert [name.startswith(WEIGHTS_PREFIX) for name in left] == ([True] if engine == "served" else []), left
     resumed = burnqed_in_process("rl", *args, "--output", str(killed))
     assert resumed.returncode == 0, resumed.stderr
     assert "rl: resuming from checkpoint-" in resumed.stderr
+    assert sorted(p.name for p in temporary.iterdir()) == left  # its own removed, the killed run's not yet stale
     assert (killed / "model.safetensors").read_bytes() == (whole / "model.safetensors").read_bytes()
     # The steps learned something (a group held both rewards), so equal weights are evidence of the same steps.
     assert (whole / "model.safetensors").read_bytes() != (sft_of(policy) / "model.safetensors").read_bytes()

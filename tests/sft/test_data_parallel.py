@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -101,15 +102,17 @@ def test_the_command_has_the_base_model_in_place_before_it_launches_torchrun(tmp
 def test_the_launcher_runs_the_same_command_under_torchrun(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WORLD_SIZE", raising=False)
     assert needs_launch(2) and not needs_launch(1)
-    assert launch_argv(4, ["sft", "--iter", "1"])[1:] == [
-        "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4", "-m", "burnqed.cli", "sft", "--iter", "1"]
+    assert launch_argv(4, ["sft", "--iter", "1"], "/tmp/logs")[1:] == [
+        "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=4", "--log-dir=/tmp/logs", "-m",
+        "burnqed.cli", "sft", "--iter", "1"]
     monkeypatch.setenv("WORLD_SIZE", "4")
     assert not needs_launch(4)  # inside a launched process
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)  # a torchrun child of two processes, each loading torch and the tiny model
-def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, tiny_model_dir: Path) -> None:
+def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, tiny_model_dir: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = joint_config(tiny_model_dir, batch_size=4, warm_steps=4, max_steps=4, joint_groups=4, joint_log_every=1,
                        joint_probe_every=100, save_steps=100)
     ebm = ebm_config()
@@ -117,10 +120,16 @@ def test_two_processes_follow_the_one_process_joint_loss_curve(tmp_path: Path, t
     one = json.loads((tmp_path / "joint" / "joint" / "joint.json").read_text())
     keys = {f"sft.{k}": v for k, v in cfg.model_dump(mode="json").items() if v is not None}
     keys |= {f"ebm.{k}": v for k, v in ebm.model_dump(mode="json").items() if v is not None}
+    # The two-process run's temporary directory is the test's (the launcher's, a fork, and torchrun's processes')
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    monkeypatch.setenv("TMPDIR", str(temporary))
     done = forked_command("sft", "--iter", "1", "--data", str(tmp_path / "data"), "--trajectories",
                            f"file://{tmp_path}/traj0", "--output", str(tmp_path / "two"),
                            *sets({**keys, "sft.processes": 2}))
     assert done.returncode == 0, done.stderr[-3000:]
+    assert list(temporary.iterdir()) == []  # torchrun's folders (`--log-dir`) removed with the launch
     assert done.stdout.count("sft iteration 1 (lora)") == 1  # process 0 alone prints the summary
     two = json.loads((tmp_path / "two" / "joint" / "joint.json").read_text())
     assert (one["processes"], two["processes"]) == (1, 2)
