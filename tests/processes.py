@@ -494,15 +494,15 @@ def _run_forked_stage(request: StageRequest, env: dict[str, str], writers: list[
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(1)
+        from burnqed.base.ending import exit_status
         from burnqed.cli import main_call
 
         try:
             main_call(request)
         except SystemExit as stop:
-            if stop.code is None or isinstance(stop.code, int):
-                code = stop.code or 0
-            else:
-                print(stop.code, file=sys.stderr)
+            code = exit_status(stop)  # the status Python gives a process `stop` ends
+            if stop.code is not None and not isinstance(stop.code, int):
+                print(stop.code, file=sys.stderr)  # printed as Python prints it
     except BaseException:
         traceback.print_exc()
     finally:
